@@ -1,0 +1,37 @@
+# Two commands set up a fresh machine: `make demo` and `make test` (README).
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: install test lint typecheck unit demo bench clean
+
+$(STAMP): requirements.txt requirements-dev.txt functions/requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+install: $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+test: lint typecheck
+	$(PY) -m pytest
+
+unit: $(STAMP)
+	$(PY) -m pytest tests/unit
+
+demo: $(STAMP)
+	$(PY) -m offset_restore demo
+
+bench: $(STAMP)
+	$(PY) -m bench.snapshot_bench
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-output cdk.out

@@ -1,0 +1,5 @@
+import sys
+
+from offset_restore.cli import main
+
+sys.exit(main())

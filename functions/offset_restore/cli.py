@@ -1,0 +1,275 @@
+"""The ``offset-restore`` command (DESIGN §5.1).
+
+Exit status: 0 done, 1 failed, 2 bad usage or bad input, 3 done in part, 130 interrupted.
+A human summary goes to stdout; with ``--json`` stdout holds one JSON document and the summary goes
+to stderr. Progress appears on stderr only when it is a terminal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import TextIO
+
+from pydantic import ValidationError
+
+from offset_restore.connection import ConnectionSettings, password_from_env
+from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS
+from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.progress import ProgressLine
+from offset_restore.snapshot import SnapshotOptions
+from offset_restore.snapshot_run import SnapshotResult, run_snapshot
+from offset_restore.snapshot_store import SnapshotRepository
+from offset_restore.storage import open_location
+
+__all__ = ["main"]
+
+
+def _add_connection(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--bootstrap-servers", required=True, metavar="HOST:PORT[,...]", help="brokers of the cluster to read"
+    )
+    group.add_argument(
+        "--security-protocol",
+        choices=["PLAINTEXT", "SSL", "SASL_SSL"],
+        default="PLAINTEXT",
+        help="default: %(default)s",
+    )
+    group.add_argument(
+        "--sasl-mechanism",
+        choices=["AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"],
+        help="with SASL_SSL; AWS_MSK_IAM signs with the default AWS credentials",
+    )
+    group.add_argument("--sasl-username")
+    group.add_argument(
+        "--sasl-password-env", metavar="NAME", help="name of the environment variable holding the SASL password"
+    )
+    group.add_argument("--ssl-cafile", metavar="PATH", help="CA bundle for SSL and SASL_SSL")
+    group.add_argument(
+        "--connect-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up when no broker answers within this time (default: %(default)s)",
+    )
+
+
+def _connection(args: argparse.Namespace) -> ConnectionSettings:
+    try:
+        return ConnectionSettings(
+            bootstrap_servers=args.bootstrap_servers,
+            security_protocol=args.security_protocol,
+            sasl_mechanism=args.sasl_mechanism,
+            sasl_username=args.sasl_username,
+            sasl_password=password_from_env(args.sasl_password_env),
+            ssl_cafile=args.ssl_cafile,
+            connect_timeout_s=args.connect_timeout,
+            request_timeout_s=max(args.connect_timeout, 5.0),
+        )
+    except ValidationError as error:
+        raise BadInputError(_first_error(error)) from None
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+def _time(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO-8601 time such as 2026-11-29T20:00:00Z") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _non_negative(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return number
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="offset-restore",
+        description="Carry Kafka consumer groups to the right offsets on a restored or replica cluster.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    snap = commands.add_parser(
+        "snapshot",
+        help="record every consumer group's committed offsets and the evidence to find them again",
+        description="Record consumer group positions of a cluster (or of a restored __consumer_offsets "
+        "copy) to a folder or s3://bucket/prefix.",
+    )
+    _add_connection(snap)
+    snap.add_argument("--output", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
+    snap.add_argument("--groups", metavar="REGEX", help="groups to include (whole-name match; default: all)")
+    snap.add_argument(
+        "--exclude-groups",
+        metavar="REGEX",
+        default=DEFAULT_EXCLUDE_GROUPS,
+        help="groups to leave out (default: %(default)s); '' leaves none out",
+    )
+    snap.add_argument("--topics", metavar="REGEX", help="topics to include (whole-name match; default: all)")
+    snap.add_argument(
+        "--evidence-records",
+        type=_non_negative,
+        default=3,
+        metavar="N",
+        help="records before the committed one to fingerprint (default: %(default)s; 0: none)",
+    )
+    snap.add_argument(
+        "--offset-header",
+        default=DEFAULT_OFFSET_HEADER,
+        metavar="NAME",
+        help="header left out of fingerprints (a restore adds it; default: %(default)s)",
+    )
+    snap.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="name of the cluster in the snapshot's path (default: the cluster id it reports)",
+    )
+    snap.add_argument("--snapshot-id", metavar="ID", help="default: the start time and a random suffix")
+    snap.add_argument(
+        "--from-offsets-topic",
+        metavar="TOPIC",
+        help="read positions from a restored copy of __consumer_offsets in TOPIC instead",
+    )
+    snap.add_argument(
+        "--as-of",
+        type=_time,
+        metavar="TIME",
+        help="with --from-offsets-topic: the last commits at or before TIME (ISO-8601)",
+    )
+    snap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    snap.set_defaults(run=_snapshot)
+
+    listing = commands.add_parser("snapshots", help="list the complete snapshots in a location")
+    listing.add_argument("--location", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
+    listing.add_argument("--cluster", metavar="NAME", help="only this cluster's snapshots")
+    listing.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    listing.set_defaults(run=_snapshots)
+
+    demo = commands.add_parser("demo", help="run the main job end to end on local brokers")
+    demo.add_argument("--groups", type=_non_negative, default=24, metavar="N", help="groups to create (default: 24)")
+    demo.add_argument(
+        "--output",
+        default="demo-output",
+        metavar="LOCATION",
+        help="where the snapshot is written (default: %(default)s)",
+    )
+    demo.add_argument(
+        "--keep-running", action="store_true", help="leave the broker running for inspection until Ctrl-C"
+    )
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def _snapshot(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.as_of and not args.from_offsets_topic:
+        raise BadInputError("--as-of goes with --from-offsets-topic")
+    try:
+        options = SnapshotOptions(
+            groups=args.groups,
+            exclude_groups=args.exclude_groups or None,
+            topics=args.topics,
+            evidence_records=args.evidence_records,
+            offset_header=args.offset_header or None,
+            cluster=args.cluster,
+            snapshot_id=args.snapshot_id,
+        )
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
+    connection = _connection(args)
+    store = open_location(args.output)
+    progress = ProgressLine(err)
+    try:
+        result = run_snapshot(
+            connection, store, options, offsets_topic=args.from_offsets_topic, as_of=args.as_of, progress=progress
+        )
+    finally:
+        progress.finish()
+    summary = snapshot_summary(result)
+    if args.json:
+        out.write(result.model_dump_json(indent=2) + "\n")
+        err.write(summary)
+    else:
+        out.write(summary)
+    return 0
+
+
+def snapshot_summary(result: SnapshotResult) -> str:
+    c = result.counts
+    states = ", ".join(f"{count} {state}" for state, count in c.states.items()) or "none"
+    lines = [
+        f"Snapshot {result.snapshot_id} of cluster {result.cluster} ({result.source})",
+        f"  groups            {c.groups:,} ({states}); {c.groups_without_commits:,} without commits",
+        f"  group-partitions  {c.group_partitions:,} on {c.partitions:,} partitions; total lag {c.total_lag:,}",
+    ]
+    if result.source == "cluster":
+        lines.append(f"  evidence          {c.with_evidence:,} with evidence, {c.evidence_incomplete:,} incomplete")
+    else:
+        lines.append(
+            f"  offsets topic     {c.offsets_topic_records:,} records, {c.offsets_topic_corrupt:,} corrupt skipped"
+        )
+    requests = sum(result.requests.values())
+    lines += [
+        f"  took              {result.duration_s:.2f} s, {requests:,} Kafka requests",
+        f"  written to        {result.location}/{result.manifest}",
+    ]
+    lines += [f"  note: {note}" for note in result.notes[:10]]
+    if len(result.notes) > 10:
+        lines.append(f"  ... and {len(result.notes) - 10} more notes in the manifest")
+    return "\n".join(lines) + "\n"
+
+
+def _snapshots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    repository = SnapshotRepository(open_location(args.location))
+    found = repository.manifests(args.cluster)
+    if args.json:
+        out.write(
+            json.dumps(
+                [{"manifest": key, **m.model_dump(mode="json", exclude={"items"})} for key, m in found], indent=2
+            )
+            + "\n"
+        )
+        return 0
+    if not found:
+        out.write(f"no complete snapshots in {repository.store.description}\n")
+    for key, manifest in found:
+        out.write(
+            f"{manifest.created_at:%Y-%m-%dT%H:%M:%SZ}  {manifest.snapshot_id}  cluster={manifest.cluster}  "
+            f"groups={manifest.counts.groups:,}  group-partitions={manifest.counts.group_partitions:,}  {key}\n"
+        )
+    return 0
+
+
+def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    from offset_restore.demo import run_demo
+
+    return run_demo(groups=args.groups, output=args.output, keep_running=args.keep_running, out=out)
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out, err = out or sys.stdout, err or sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as stop:
+        return int(stop.code or 0)
+    try:
+        return int(args.run(args, out, err))
+    except OffsetRestoreError as error:
+        err.write(f"offset-restore {args.command}: error: {error}\n")
+        return error.exit_status
+    except KeyboardInterrupt:
+        err.write(f"offset-restore {args.command}: interrupted\n")
+        return 130

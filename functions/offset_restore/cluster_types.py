@@ -1,0 +1,69 @@
+"""Plain value types that the Kafka adapter returns, so no other module sees kafka-python's types."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+__all__ = [
+    "TP",
+    "CommittedOffset",
+    "FetchedRecord",
+    "GroupInfo",
+    "LogBounds",
+    "PartitionFetch",
+]
+
+
+class TP(NamedTuple):
+    """A topic partition."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}/{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedRecord:
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFetch:
+    """One partition's part of a fetch response: data records (control records left out) at or
+    after the fetch offset, and the partition's bounds as the broker reported them."""
+
+    fetch_offset: int
+    records: list[FetchedRecord] = field(default_factory=list)
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogBounds:
+    """First offset still in the log, and the offset the next produced record will get."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class GroupInfo:
+    group_id: str
+    state: str
+    protocol_type: str
+    members: int
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    metadata: str | None

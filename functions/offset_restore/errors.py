@@ -1,0 +1,51 @@
+"""The errors the library raises on purpose; each maps to a CLI exit status.
+
+Callers (the CLI, the handlers) catch ``OffsetRestoreError`` and show ``str(error)``: every message
+names the thing that is wrong, so an operator in an incident does not need a stack trace.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BadInputError",
+    "ClusterError",
+    "ClusterUnreachableError",
+    "OffsetRestoreError",
+    "SnapshotExistsError",
+    "SnapshotNotFoundError",
+    "StorageError",
+]
+
+
+class OffsetRestoreError(Exception):
+    """Base class; ``exit_status`` follows DESIGN §5.1 (1 failed, 2 bad input)."""
+
+    exit_status = 1
+
+
+class BadInputError(OffsetRestoreError):
+    """The user gave something unusable: a bad regex, location, id or document."""
+
+    exit_status = 2
+
+
+class SnapshotExistsError(BadInputError):
+    """The output location already holds a snapshot with this id; nothing is overwritten."""
+
+
+class SnapshotNotFoundError(BadInputError):
+    """No snapshot matches the id, time or cluster asked for."""
+
+
+class StorageError(OffsetRestoreError):
+    """S3 or the local file system refused a read or write (no bucket, no permission)."""
+
+    exit_status = 2
+
+
+class ClusterError(OffsetRestoreError):
+    """The Kafka cluster answered with an error we cannot work around."""
+
+
+class ClusterUnreachableError(ClusterError):
+    """No broker of the cluster answered within the connect timeout."""

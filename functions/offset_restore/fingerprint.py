@@ -1,0 +1,47 @@
+"""The record fingerprint: a stable hash that finds the same record on another cluster.
+
+Definition (so that any tool can compute it): SHA-256 over, in this order,
+``field(key)``, ``field(value)``, the number of kept headers as a 4-byte big-endian integer, and
+``field(name as UTF-8) field(value)`` for each kept header in record order; where ``field(None)`` is the
+four bytes ``ff ff ff ff`` and ``field(b)`` is ``len(b)`` as a 4-byte big-endian integer followed by
+``b``. Kept headers are all headers except the restore's offset header (by default
+``x-source-offset``), which a restore adds and the source record never had. The fingerprint is the
+first 32 hex digits (128 bits) of the digest. Offsets, timestamps and partition are left out on
+purpose: they are what changes in a restore.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+__all__ = ["DEFAULT_OFFSET_HEADER", "fingerprint"]
+
+DEFAULT_OFFSET_HEADER = "x-source-offset"
+_NULL = b"\xff\xff\xff\xff"
+
+
+def fingerprint(
+    key: bytes | None,
+    value: bytes | None,
+    headers: Iterable[tuple[str, bytes | None]] = (),
+    *,
+    exclude_header: str | None = DEFAULT_OFFSET_HEADER,
+) -> str:
+    digest = hashlib.sha256()
+
+    def field(data: bytes | None) -> None:
+        if data is None:
+            digest.update(_NULL)
+        else:
+            digest.update(len(data).to_bytes(4, "big"))
+            digest.update(data)
+
+    field(key)
+    field(value)
+    kept = [(name, data) for name, data in headers if name != exclude_header]
+    digest.update(len(kept).to_bytes(4, "big"))
+    for name, data in kept:
+        field(name.encode("utf-8"))
+        field(data)
+    return digest.hexdigest()[:32]

@@ -1,0 +1,426 @@
+"""The only module that imports ``kafka``: the few cluster operations the rest of the library needs.
+
+kafka-python 3.0 runs its I/O on a background thread; coroutines given to ``manager.run`` run there,
+which lets one call send a request to every broker before waiting for the first answer. Requests are
+built here from kafka-python's protocol classes where its admin helpers would be wrong for us
+(DescribeGroups trips on unknown authorized-operation bits; its metadata call can create topics) and
+where no helper exists (a multi-partition Fetch at chosen offsets).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+import kafka.errors as kafka_errors
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.admin import NewTopic, OffsetSpec
+from kafka.protocol.admin import DescribeGroupsRequest
+from kafka.protocol.consumer import FetchRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.record import MemoryRecords
+from kafka.structs import OffsetAndMetadata
+
+from offset_restore.cluster_types import (
+    TP,
+    CommittedOffset,
+    FetchedRecord,
+    GroupInfo,
+    LogBounds,
+    PartitionFetch,
+)
+from offset_restore.connection import ConnectionSettings
+from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError
+
+__all__ = ["KafkaCluster", "ProducedRecord"]
+
+log = logging.getLogger(__name__)
+
+_FetchTopic = FetchRequest.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+# Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
+_FETCH_MAX_VERSION = 12
+
+ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], int | None]
+"""(key, value, headers, timestamp_ms or None) for ``KafkaCluster.produce``."""
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class KafkaCluster:
+    """A connection to one cluster. Use as a context manager; every call has a timeout."""
+
+    def __init__(self, settings: ConnectionSettings, *, fetch_max_wait_ms: int = 10) -> None:
+        self.settings = settings
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.requests_sent: Counter[str] = Counter()
+        self._producer: KafkaProducer | None = None
+        try:
+            self._admin = KafkaAdminClient(**self._client_config(), bootstrap_timeout_ms=self._connect_ms)
+        except (kafka_errors.KafkaTimeoutError, kafka_errors.NoBrokersAvailable) as error:
+            raise ClusterUnreachableError(
+                f"cannot reach Kafka at {settings.bootstrap_servers} "
+                f"within {settings.connect_timeout_s:g} s ({type(error).__name__})"
+            ) from None
+        except kafka_errors.KafkaConfigurationError as error:
+            raise BadInputError(f"Kafka connection settings are not usable: {error}") from None
+        self._manager = self._admin._manager
+        self._count_requests()
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def _connect_ms(self) -> int:
+        return int(self.settings.connect_timeout_s * 1000)
+
+    @property
+    def _request_ms(self) -> int:
+        return int(self.settings.request_timeout_s * 1000)
+
+    def _client_config(self) -> dict[str, Any]:
+        s = self.settings
+        config: dict[str, Any] = {
+            "bootstrap_servers": [server.strip() for server in s.bootstrap_servers.split(",")],
+            "client_id": s.client_id,
+            "request_timeout_ms": self._request_ms,
+            "security_protocol": s.security_protocol,
+        }
+        if s.ssl_cafile:
+            config["ssl_cafile"] = s.ssl_cafile
+        if s.sasl_mechanism:
+            config["sasl_mechanism"] = s.sasl_mechanism
+        if s.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN"):
+            config["sasl_plain_username"] = s.sasl_username
+            config["sasl_plain_password"] = s.sasl_password.get_secret_value() if s.sasl_password else None
+        return config
+
+    def _count_requests(self) -> None:
+        """Wrap the connection manager's send so benchmarks can report every request by API."""
+        send = self._manager.send
+        counter = self.requests_sent
+
+        def counting_send(request: Any, *args: Any, **kwargs: Any) -> Any:
+            counter[type(request).__name__.removesuffix("Request")] += 1
+            return send(request, *args, **kwargs)
+
+        self._manager.send = counting_send
+
+    def _run(self, operation: str, coro: Any, *args: Any) -> Any:
+        try:
+            return self._manager.run(coro, *args)
+        except (
+            kafka_errors.KafkaTimeoutError,
+            kafka_errors.NoBrokersAvailable,
+            kafka_errors.KafkaConnectionError,
+        ) as error:
+            raise ClusterUnreachableError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
+        except kafka_errors.KafkaError as error:
+            raise ClusterError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
+
+    def _call(self, operation: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except (
+            kafka_errors.KafkaTimeoutError,
+            kafka_errors.NoBrokersAvailable,
+            kafka_errors.KafkaConnectionError,
+        ) as error:
+            raise ClusterUnreachableError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
+        except kafka_errors.KafkaError as error:
+            raise ClusterError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close(timeout=self.settings.request_timeout_s)
+            self._producer = None
+        self._admin.close()
+
+    def __enter__(self) -> KafkaCluster:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- cluster and topics -----------------------------------------------------------------------
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self._manager.cluster.cluster_id or "unknown-cluster")
+
+    def _metadata(self) -> Any:
+        # Always ask for every topic: asking for named topics makes some brokers create them.
+        request = MetadataRequest(
+            topics=None,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+
+        async def send() -> Any:
+            return await self._manager.send(request, request_timeout_ms=self._request_ms)
+
+        return self._run("reading cluster metadata", send)
+
+    def _leaders(self) -> tuple[dict[str, int], dict[TP, int]]:
+        """Partition counts of every non-internal topic, and the leader of each partition."""
+        counts: dict[str, int] = {}
+        leaders: dict[TP, int] = {}
+        for topic in self._metadata().topics:
+            if topic.error_code or topic.is_internal:
+                continue
+            counts[topic.name] = len(topic.partitions)
+            for partition in topic.partitions:
+                leaders[TP(topic.name, partition.partition_index)] = partition.leader_id
+        return counts, leaders
+
+    def topic_partitions(self) -> dict[str, int]:
+        """Every non-internal topic with its partition count."""
+        return self._leaders()[0]
+
+    def create_topics(self, partitions_by_topic: Mapping[str, int]) -> None:
+        new = [NewTopic(name, count, 1) for name, count in partitions_by_topic.items()]
+        if new:
+            self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms)
+
+    # -- groups -----------------------------------------------------------------------------------
+
+    def list_group_ids(self) -> list[str]:
+        groups = self._call("listing consumer groups", self._admin.list_groups)
+        return sorted({group["group_id"] for group in groups})
+
+    def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
+        """State and member count per group, one DescribeGroups per coordinator and batch.
+
+        Authorized-operation bits are neither asked for nor decoded: some brokers set bits that
+        kafka-python's enum does not know.
+        """
+        admin, manager, timeout = self._admin, self._manager, self._request_ms
+
+        async def describe(ids: Sequence[str]) -> list[Any]:
+            coordinators = await admin._find_coordinator_ids(list(ids))
+            by_node: dict[int, list[str]] = defaultdict(list)
+            for group_id, node in coordinators.items():
+                by_node[node].append(group_id)
+            pending = [
+                manager.send(
+                    DescribeGroupsRequest(groups=members, include_authorized_operations=False),
+                    node_id=node,
+                    request_timeout_ms=timeout,
+                )
+                for node, members in by_node.items()
+            ]
+            return [await future for future in pending]
+
+        result: dict[str, GroupInfo] = {}
+        for ids in _chunks(list(group_ids), batch_size):
+            for response in self._run("describing consumer groups", describe, ids):
+                for group in response.groups:
+                    result[group.group_id] = GroupInfo(
+                        group_id=group.group_id,
+                        state=group.group_state or "Unknown",
+                        protocol_type=group.protocol_type or "",
+                        members=len(group.members),
+                        error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
+                    )
+        return result
+
+    def committed_offsets(
+        self, group_ids: Sequence[str], batch_size: int = 100
+    ) -> dict[str, dict[TP, CommittedOffset]]:
+        """Committed offsets of many groups: one OffsetFetch (v8, multi-group) per batch and coordinator.
+
+        Partitions without a commit (offset -1) are left out.
+        """
+        result: dict[str, dict[TP, CommittedOffset]] = {}
+        for ids in _chunks(list(group_ids), batch_size):
+            answer = self._call("reading committed offsets", self._admin.list_group_offsets, list(ids))
+            for group_id, offsets in answer.items():
+                result[group_id] = {
+                    TP(tp.topic, tp.partition): CommittedOffset(oam.offset, oam.metadata or None)
+                    for tp, oam in offsets.items()
+                    if oam.offset is not None and oam.offset >= 0
+                }
+        return result
+
+    def alter_offsets(self, group_id: str, offsets: Mapping[TP, CommittedOffset]) -> dict[TP, str | None]:
+        """Admin OffsetCommit for a group without members; per partition the error name or None.
+
+        A broker rejects it with UNKNOWN_MEMBER_ID while the group has members.
+        """
+        request = {
+            KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(c.offset, c.metadata or "", -1)
+            for tp, c in offsets.items()
+        }
+        answer = self._call("committing offsets", self._admin.alter_group_offsets, group_id, request)
+        return {
+            TP(tp.topic, tp.partition): (None if error is kafka_errors.NoError else error.__name__)
+            for tp, error in answer.items()
+        }
+
+    # -- records ----------------------------------------------------------------------------------
+
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int = 256 * 1024,
+        until: Mapping[TP, int] | None = None,
+        leaders: Mapping[TP, int] | None = None,
+    ) -> dict[TP, PartitionFetch]:
+        """One fetch round: one Fetch request per leader, all sent before any answer is awaited.
+
+        ``until`` stops decoding a partition after its first record at or past that offset. Partitions
+        without a leader (missing topic) come back with error ``UnknownTopicOrPartitionError``.
+        """
+        if not positions:
+            return {}
+        if leaders is None:
+            leaders = self._leaders()[1]
+        by_node: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+        result: dict[TP, PartitionFetch] = {}
+        for tp, offset in positions.items():
+            node = leaders.get(tp)
+            if node is None or node < 0:
+                result[tp] = PartitionFetch(offset, error="UnknownTopicOrPartitionError")
+                continue
+            by_node[node][tp.topic].append(
+                _FetchPartition(
+                    partition=tp.partition,
+                    fetch_offset=offset,
+                    partition_max_bytes=partition_max_bytes,
+                    current_leader_epoch=-1,
+                    last_fetched_epoch=-1,
+                    log_start_offset=-1,
+                )
+            )
+        requests = {
+            node: FetchRequest(
+                replica_id=-1,
+                max_wait_ms=self.fetch_max_wait_ms,
+                min_bytes=1,
+                max_bytes=max(partition_max_bytes, 64 * 1024 * 1024),
+                isolation_level=0,
+                topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
+                max_version=_FETCH_MAX_VERSION,
+            )
+            for node, topics in by_node.items()
+        }
+        manager, timeout = self._manager, self._request_ms + self.fetch_max_wait_ms
+
+        async def send_all() -> list[Any]:
+            pending = [
+                manager.send(request, node_id=node, request_timeout_ms=timeout) for node, request in requests.items()
+            ]
+            return [await future for future in pending]
+
+        for response in self._run("fetching records", send_all):
+            for topic in response.responses:
+                for part in topic.partitions:
+                    tp = TP(topic.topic, part.partition_index)
+                    result[tp] = _decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+        for tp, offset in positions.items():
+            result.setdefault(tp, PartitionFetch(offset, error="NoResponse"))
+        return result
+
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
+        """Log start and end of many partitions in three requests per leader.
+
+        The end is a fetch's high watermark: some brokers answer ListOffsets LATEST with the first
+        offset of the last batch plus one, so its answer is only where the fetch starts.
+        """
+        tps = sorted(set(partitions))
+        if not tps:
+            return {}
+        kafka_tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in tps]
+        earliest = self._call(
+            "reading log start offsets",
+            self._admin.list_partition_offsets,
+            dict.fromkeys(kafka_tps, OffsetSpec.EARLIEST),
+        )
+        latest = self._call(
+            "reading log end offsets", self._admin.list_partition_offsets, dict.fromkeys(kafka_tps, OffsetSpec.LATEST)
+        )
+        hints = {TP(tp.topic, tp.partition): max(0, latest[tp].offset) for tp in kafka_tps}
+        fetched = self.fetch(hints, partition_max_bytes=1, until=hints)
+        bounds: dict[TP, LogBounds] = {}
+        for ktp in kafka_tps:
+            tp = TP(ktp.topic, ktp.partition)
+            start = earliest[ktp].offset
+            end = max(hints[tp], fetched[tp].high_watermark)
+            bounds[tp] = LogBounds(start=start, end=max(start, end))
+        return bounds
+
+    def produce(self, topic: str, partition: int, records: Iterable[ProducedRecord]) -> int:
+        """Append records to one partition and wait until all are acknowledged; returns the count.
+
+        For restore tools, the demo and tests; nothing in a restore run produces.
+        """
+        if self._producer is None:
+            self._producer = self._call(
+                "connecting a producer",
+                KafkaProducer,
+                **self._client_config(),
+                linger_ms=5,
+                acks=1,
+                max_block_ms=self._connect_ms,
+            )
+        producer = self._producer
+        futures = [
+            producer.send(
+                topic, key=key, value=value, partition=partition, headers=list(headers), timestamp_ms=timestamp
+            )
+            for key, value, headers, timestamp in records
+        ]
+        self._call("producing records", producer.flush, timeout=self.settings.request_timeout_s)
+        for future in futures:
+            self._call("producing records", future.get, timeout=self.settings.request_timeout_s)
+        return len(futures)
+
+
+def _decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
+    if part.error_code:
+        return PartitionFetch(
+            fetch_offset,
+            high_watermark=part.high_watermark,
+            log_start_offset=part.log_start_offset,
+            error=kafka_errors.for_code(part.error_code).__name__,
+        )
+    records: list[FetchedRecord] = []
+    if part.records:
+        memory = MemoryRecords(part.records)
+        while (batch := memory.next_batch()) is not None:
+            if getattr(batch, "is_control_batch", False):
+                continue
+            done = False
+            for record in batch:
+                if record.offset < fetch_offset:
+                    continue
+                records.append(
+                    FetchedRecord(
+                        offset=record.offset,
+                        timestamp=record.timestamp,
+                        key=record.key,
+                        value=record.value,
+                        headers=tuple(record.headers),
+                    )
+                )
+                if until is not None and record.offset >= until:
+                    done = True
+                    break
+            if done:
+                break
+    return PartitionFetch(
+        fetch_offset,
+        records=records,
+        high_watermark=part.high_watermark,
+        log_start_offset=part.log_start_offset,
+    )

@@ -1,0 +1,138 @@
+"""The snapshot document: a manifest plus items files of one JSON line per group (README: Snapshots)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "SNAPSHOT_FORMAT",
+    "GroupSnapshot",
+    "ItemsFile",
+    "PartitionSnapshot",
+    "RecordEvidence",
+    "SnapshotCounts",
+    "SnapshotManifest",
+    "UncommittedPartition",
+    "new_snapshot_id",
+    "validate_name",
+]
+
+SNAPSHOT_FORMAT = "offset-restore/snapshot/v1"
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def validate_name(value: str, what: str) -> str:
+    """Ids and cluster names become S3 key parts: keep them to a safe alphabet."""
+    if not _NAME.fullmatch(value):
+        raise ValueError(
+            f"{what} {value!r} must be 1-128 characters of letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return value
+
+
+def new_snapshot_id(now: datetime) -> str:
+    """Sortable by time, unique without coordination: ``20261129T204859Z-3fa2c1``."""
+    return f"{now.astimezone(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+class _Document(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class RecordEvidence(_Document):
+    """A record as seen on the source: where it was, when, and what it held (its fingerprint)."""
+
+    offset: int
+    timestamp: int
+    fingerprint: str
+
+
+class PartitionSnapshot(_Document):
+    topic: str
+    partition: int = Field(ge=0)
+    committed_offset: int = Field(ge=0)
+    metadata: str | None = None
+    log_start: int | None = None
+    log_end: int | None = None
+    lag: int | None = None
+    next: RecordEvidence | None = None
+    """The record the group would process next: the first record at or after the committed offset."""
+    before: list[RecordEvidence] = Field(default_factory=list)
+    """Up to ``evidence_records`` records just before the committed offset, oldest first."""
+    evidence_complete: bool = True
+    """False when the broker did not give all the records asked for (it is said why in the manifest)."""
+
+
+class UncommittedPartition(_Document):
+    topic: str
+    partition: int
+
+
+class GroupSnapshot(_Document):
+    group: str
+    state: str
+    members: int = 0
+    protocol_type: str = ""
+    partitions: list[PartitionSnapshot] = Field(default_factory=list)
+    uncommitted_partitions: list[UncommittedPartition] = Field(default_factory=list)
+    """Partitions of the topics the group commits on that have no commit: the consumer's reset
+    policy decides there, on the source as on the target."""
+
+
+class ItemsFile(_Document):
+    name: str
+    groups: int
+    group_partitions: int
+    sha256: str
+
+
+class SnapshotCounts(_Document):
+    groups: int = 0
+    groups_without_commits: int = 0
+    group_partitions: int = 0
+    partitions: int = 0
+    with_evidence: int = 0
+    evidence_incomplete: int = 0
+    total_lag: int = 0
+    states: dict[str, int] = Field(default_factory=dict)
+    offsets_topic_records: int = 0
+    offsets_topic_corrupt: int = 0
+
+
+class SnapshotManifest(_Document):
+    format: str = SNAPSHOT_FORMAT
+    snapshot_id: str
+    cluster: str
+    created_at: datetime
+    completed_at: datetime
+    source: Literal["cluster", "offsets-topic"] = "cluster"
+    as_of: datetime | None = None
+    filters: dict[str, str | None] = Field(default_factory=dict)
+    evidence_records: int = 0
+    offset_header: str | None = None
+    counts: SnapshotCounts = Field(default_factory=SnapshotCounts)
+    notes: list[str] = Field(default_factory=list)
+    items: list[ItemsFile] = Field(default_factory=list)
+
+    @field_validator("snapshot_id")
+    @classmethod
+    def _id_is_safe(cls, value: str) -> str:
+        return validate_name(value, "snapshot id")
+
+    @field_validator("cluster")
+    @classmethod
+    def _cluster_is_safe(cls, value: str) -> str:
+        return validate_name(value, "cluster name")
+
+    @field_validator("format")
+    @classmethod
+    def _known_format(cls, value: str) -> str:
+        if value != SNAPSHOT_FORMAT:
+            raise ValueError(f"unknown snapshot format {value!r} (this version reads {SNAPSHOT_FORMAT})")
+        return value

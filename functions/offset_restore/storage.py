@@ -1,0 +1,158 @@
+"""Where documents live: a local folder or an S3 prefix, behind one small interface.
+
+A location is a path or ``s3://bucket/prefix``. The S3 client is injected (created lazily when not
+given) so that tests and Lambda handlers decide how it is built.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from offset_restore.errors import BadInputError, StorageError
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+__all__ = ["BlobStore", "LocalStore", "S3Store", "open_location"]
+
+
+class BlobStore(Protocol):
+    description: str
+
+    def check_writable(self) -> None: ...
+    def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
+    def get(self, key: str) -> bytes: ...
+    def exists(self, key: str) -> bool: ...
+    def list(self, prefix: str) -> list[str]: ...
+
+
+class LocalStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.description = str(root)
+
+    def check_writable(self) -> None:
+        if self.root.exists() and not self.root.is_dir():
+            raise StorageError(f"output location {self.root} is a file, not a folder")
+        existing = next((p for p in [self.root, *self.root.parents] if p.exists()), None)
+        if existing is not None and not os.access(existing, os.W_OK):
+            raise StorageError(f"no permission to write under {existing}")
+
+    def _path(self, key: str) -> Path:
+        return self.root.joinpath(*key.split("/"))
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.tmp")
+            temporary.write_bytes(data)
+            temporary.replace(path)  # a reader never sees half a file
+        except OSError as error:
+            raise StorageError(f"cannot write {path}: {error.strerror}") from None
+
+    def get(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise StorageError(f"{path} does not exist") from None
+        except OSError as error:
+            raise StorageError(f"cannot read {path}: {error.strerror}") from None
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list(self, prefix: str) -> list[str]:
+        base = self._path(prefix.rstrip("/")) if prefix else self.root
+        if not base.is_dir():
+            return []
+        return sorted(
+            path.relative_to(self.root).as_posix()
+            for path in base.rglob("*")
+            if path.is_file() and not path.name.startswith(".")
+        )
+
+
+class S3Store:
+    def __init__(self, bucket: str, prefix: str, client: S3Client) -> None:
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client = client
+        self.description = f"s3://{bucket}/{self.prefix}".rstrip("/")
+
+    def _key(self, key: str) -> str:
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def _fail(self, action: str, key: str, error: Any) -> StorageError:
+        code = str(error.response.get("Error", {}).get("Code", "")) if hasattr(error, "response") else ""
+        where = f"s3://{self.bucket}/{self._key(key)}" if key else f"s3://{self.bucket}"
+        if code == "NoSuchBucket" or (code == "404" and not key):
+            return StorageError(f"S3 bucket {self.bucket} does not exist")
+        if code in ("AccessDenied", "403", "AllAccessDisabled"):
+            return StorageError(f"no permission to {action} {where}")
+        if code in ("NoSuchKey", "404"):
+            return StorageError(f"{where} does not exist")
+        return StorageError(f"cannot {action} {where}: {error}")
+
+    def check_writable(self) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.head_bucket(Bucket=self.bucket)
+        except ClientError as error:
+            raise self._fail("use", "", error) from None
+        except BotoCoreError as error:
+            raise StorageError(f"cannot reach S3 bucket {self.bucket}: {error}") from None
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+        except (ClientError, BotoCoreError) as error:
+            raise self._fail("write", key, error) from None
+
+    def get(self, key: str) -> bytes:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+        except (ClientError, BotoCoreError) as error:
+            raise self._fail("read", key, error) from None
+
+    def exists(self, key: str) -> bool:
+        return key in self.list(key)
+
+    def list(self, prefix: str) -> list[str]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        full = self._key(prefix)
+        strip = len(self.prefix) + 1 if self.prefix else 0
+        keys: list[str] = []
+        try:
+            for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+                keys.extend(item["Key"][strip:] for item in page.get("Contents", []))
+        except (ClientError, BotoCoreError) as error:
+            raise self._fail("list", prefix, error) from None
+        return sorted(keys)
+
+
+def open_location(location: str, s3_client: S3Client | None = None) -> BlobStore:
+    """A path or ``s3://bucket[/prefix]``; the S3 client is made with boto3's defaults if not given."""
+    if not location or not location.strip():
+        raise BadInputError("the location is empty: give a folder or s3://bucket/prefix")
+    if location.startswith("s3://"):
+        bucket, _, prefix = location.removeprefix("s3://").partition("/")
+        if not bucket:
+            raise BadInputError(f"S3 location {location!r} has no bucket")
+        if s3_client is None:
+            import boto3
+
+            s3_client = boto3.client("s3")
+        return S3Store(bucket, prefix, s3_client)
+    if "://" in location:
+        raise BadInputError(f"unsupported location {location!r}: use a folder or s3://bucket/prefix")
+    return LocalStore(Path(location).expanduser())

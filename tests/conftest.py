@@ -1,0 +1,64 @@
+"""Shared fixtures: two real local brokers (source and target) for the session, moto for AWS."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_broker import LocalBroker
+
+from tests.helpers import Brokers
+
+logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+@pytest.fixture(scope="session")
+def brokers() -> Iterator[Brokers]:
+    source = LocalBroker("source").start()
+    target = LocalBroker("target")
+    try:
+        target.start()
+        yield Brokers(source=source, target=target)
+    finally:
+        target.stop()
+        source.stop()
+
+
+@pytest.fixture
+def source(brokers: Brokers) -> Iterator[KafkaCluster]:
+    with KafkaCluster(brokers.source_settings) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def target(brokers: Brokers) -> Iterator[KafkaCluster]:
+    with KafkaCluster(brokers.target_settings) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+
+
+@pytest.fixture
+def aws(aws_env: None) -> Iterator[None]:
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def s3(aws: None) -> Any:
+    client = boto3.client("s3", region_name=os.environ["AWS_DEFAULT_REGION"])
+    client.create_bucket(Bucket="snapshots", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
+    return client

@@ -1,0 +1,105 @@
+"""Test helpers: names, records, commits and live consumers on the local brokers."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from kafka import KafkaConsumer
+from offset_restore.cluster_types import TP, CommittedOffset
+from offset_restore.connection import ConnectionSettings
+from offset_restore.fingerprint import fingerprint
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_broker import LocalBroker
+
+_counter = itertools.count()
+
+
+@dataclass
+class Brokers:
+    source: LocalBroker
+    target: LocalBroker
+
+    @property
+    def source_settings(self) -> ConnectionSettings:
+        return ConnectionSettings(bootstrap_servers=self.source.bootstrap_servers, connect_timeout_s=10)
+
+    @property
+    def target_settings(self) -> ConnectionSettings:
+        return ConnectionSettings(bootstrap_servers=self.target.bootstrap_servers, connect_timeout_s=10)
+
+
+def unique(prefix: str) -> str:
+    """A name no other test uses (brokers live for the whole session)."""
+    return f"{prefix}-{os.getpid()}-{next(_counter)}-{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class Produced:
+    offset: int
+    key: bytes
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp: int
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.key, self.value, self.headers)
+
+
+def produce(
+    cluster: KafkaCluster,
+    topic: str,
+    partition: int,
+    count: int,
+    *,
+    start_offset: int = 0,
+    headers: Sequence[tuple[str, bytes]] = (),
+    base_timestamp: int = 1_700_000_000_000,
+) -> list[Produced]:
+    """Append ``count`` distinct records; returns what each holds, with the offset it gets."""
+    records = [
+        Produced(
+            offset=start_offset + i,
+            key=f"k{partition}-{start_offset + i}".encode(),
+            value=f"value {topic}/{partition}/{start_offset + i}".encode(),
+            headers=(("trace", f"t{start_offset + i}".encode()), *headers),
+            timestamp=base_timestamp + (start_offset + i) * 10,
+        )
+        for i in range(count)
+    ]
+    cluster.produce(topic, partition, ((r.key, r.value, r.headers, r.timestamp) for r in records))
+    return records
+
+
+def commit(cluster: KafkaCluster, group: str, offsets: dict[TP, int], metadata: str | None = None) -> None:
+    errors = cluster.alter_offsets(group, {tp: CommittedOffset(o, metadata) for tp, o in offsets.items()})
+    assert not any(errors.values()), errors
+
+
+@contextmanager
+def active_member(bootstrap_servers: str, group: str, topic: str, timeout_s: float = 15) -> Iterator[KafkaConsumer]:
+    """A real consumer that has joined ``group`` (the group is Stable while this lasts)."""
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap_servers,
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=3000,
+        heartbeat_interval_ms=500,
+        auto_offset_reset="earliest",
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not consumer.assignment():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"consumer did not join {group} within {timeout_s} s")
+            consumer.poll(timeout_ms=200, max_records=1)
+        yield consumer
+    finally:
+        consumer.close()
