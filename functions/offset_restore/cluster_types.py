@@ -44,6 +44,8 @@ class PartitionFetch:
     high_watermark: int = -1
     log_start_offset: int = -1
     error: str | None = None
+    next_offset: int = -1
+    """Where the next fetch should start: past the last record or control batch read (-1: unknown)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,8 +122,9 @@ def collect_evidence(
                     )
                 )
             stats.records_read += len(answer.records)
-            if answer.records:
-                job.cursor = answer.records[-1].offset + 1
+            moved_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
+            if moved_to > job.cursor:
+                job.cursor = moved_to
                 job.stalled = 0
             elif job.cursor < end:
                 job.stalled += 1

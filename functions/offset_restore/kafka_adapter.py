@@ -44,6 +44,7 @@ _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
 # Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
 _FETCH_MAX_VERSION = 12
+_UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
 
 ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], int | None]
 """(key, value, headers, timestamp_ms or None) for ``KafkaCluster.produce``."""
@@ -64,7 +65,7 @@ class KafkaCluster:
         self._producer: KafkaProducer | None = None
         try:
             self._admin = KafkaAdminClient(**self._client_config(), bootstrap_timeout_ms=self._connect_ms)
-        except (kafka_errors.KafkaTimeoutError, kafka_errors.NoBrokersAvailable) as error:
+        except _UNREACHABLE as error:
             raise ClusterUnreachableError(
                 f"cannot reach Kafka at {settings.bootstrap_servers} "
                 f"within {settings.connect_timeout_s:g} s ({type(error).__name__})"
@@ -112,29 +113,18 @@ class KafkaCluster:
 
         self._manager.send = counting_send
 
-    def _run(self, operation: str, coro: Any, *args: Any) -> Any:
+    def _call(self, operation: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        """Call kafka-python, turning its errors into ours with the operation and cluster named."""
         try:
-            return self._manager.run(coro, *args)
-        except (
-            kafka_errors.KafkaTimeoutError,
-            kafka_errors.NoBrokersAvailable,
-            kafka_errors.KafkaConnectionError,
-        ) as error:
+            return function(*args, **kwargs)
+        except _UNREACHABLE as error:
             raise ClusterUnreachableError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
         except kafka_errors.KafkaError as error:
             raise ClusterError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
 
-    def _call(self, operation: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return function(*args, **kwargs)
-        except (
-            kafka_errors.KafkaTimeoutError,
-            kafka_errors.NoBrokersAvailable,
-            kafka_errors.KafkaConnectionError,
-        ) as error:
-            raise ClusterUnreachableError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
-        except kafka_errors.KafkaError as error:
-            raise ClusterError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
+    def _run(self, operation: str, coro: Any, *args: Any) -> Any:
+        """Run a coroutine on kafka-python's I/O thread."""
+        return self._call(operation, self._manager.run, coro, *args)
 
     def close(self) -> None:
         if self._producer is not None:
@@ -395,10 +385,12 @@ def _decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partit
             error=kafka_errors.for_code(part.error_code).__name__,
         )
     records: list[FetchedRecord] = []
+    next_offset = -1
     if part.records:
         memory = MemoryRecords(part.records)
         while (batch := memory.next_batch()) is not None:
             if getattr(batch, "is_control_batch", False):
+                next_offset = max(next_offset, batch.next_offset)  # a transaction marker takes an offset
                 continue
             done = False
             for record in batch:
@@ -417,10 +409,13 @@ def _decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partit
                     done = True
                     break
             if done:
+                next_offset = records[-1].offset + 1
                 break
+            next_offset = max(next_offset, getattr(batch, "next_offset", -1))
     return PartitionFetch(
         fetch_offset,
         records=records,
         high_watermark=part.high_watermark,
         log_start_offset=part.log_start_offset,
+        next_offset=next_offset,
     )

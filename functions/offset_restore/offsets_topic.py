@@ -159,16 +159,21 @@ class OffsetsTopicReader:
             answers = fetch(dict(cursors))
             for tp in list(cursors):
                 answer = answers.get(tp)
-                if answer is None or answer.error or not answer.records:
+                moved_to = -1
+                if answer is not None and not answer.error:
+                    last = answer.records[-1].offset + 1 if answer.records else -1
+                    moved_to = max(answer.next_offset, last)
+                if answer is None or moved_to <= cursors[tp]:
                     stalled[tp] = stalled.get(tp, 0) + 1
                     if stalled[tp] >= 3:
                         reason = answer.error if answer and answer.error else "no records returned"
                         self.corrupt_examples.append(f"{tp}: stopped reading at offset {cursors[tp]}: {reason}")
                         del cursors[tp]
                     continue
+                stalled.pop(tp, None)
                 for record in answer.records:
                     self.add(str(tp), record)
-                cursors[tp] = answer.records[-1].offset + 1
+                cursors[tp] = moved_to
                 if cursors[tp] >= max(bounds[tp].end, answer.high_watermark):
                     del cursors[tp]
             if progress is not None:

@@ -93,6 +93,8 @@ class S3Store:
             return StorageError(f"S3 bucket {self.bucket} does not exist")
         if code in ("AccessDenied", "403", "AllAccessDisabled"):
             return StorageError(f"no permission to {action} {where}")
+        if code in ("InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken"):
+            return StorageError(f"AWS credentials were refused for {where} ({code})")
         if code in ("NoSuchKey", "404"):
             return StorageError(f"{where} does not exist")
         return StorageError(f"cannot {action} {where}: {error}")

@@ -1,0 +1,128 @@
+"""Writing and finding snapshots in a local folder (the S3 store is exercised against moto)."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError, StorageError
+from offset_restore.snapshot import Snapshot, count_groups
+from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, SnapshotManifest
+from offset_restore.snapshot_store import SnapshotRepository
+from offset_restore.storage import LocalStore, open_location
+
+T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
+
+
+def make(snapshot_id: str, created_at: datetime, groups: int = 3, cluster: str = "prod") -> Snapshot:
+    items = [
+        GroupSnapshot(
+            group=f"g{i}",
+            state="Empty",
+            partitions=[PartitionSnapshot(topic="t", partition=p, committed_offset=i * 10 + p) for p in range(2)],
+        )
+        for i in range(groups)
+    ]
+    manifest = SnapshotManifest(
+        snapshot_id=snapshot_id,
+        cluster=cluster,
+        created_at=created_at,
+        completed_at=created_at,
+        counts=count_groups(items),
+    )
+    return Snapshot(manifest=manifest, groups=items)
+
+
+class RecordingStore(LocalStore):
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.puts: list[str] = []
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        self.puts.append(key)
+        super().put(key, data, content_type)
+
+
+def test_items_first_manifest_last_and_round_trip(tmp_path: Path) -> None:
+    store = RecordingStore(tmp_path)
+    repo = SnapshotRepository(store, groups_per_file=2)
+    key = repo.write(make("s1", T0, groups=5))
+    assert key == "snapshots/prod/2026/11/20/s1/manifest.json"
+    assert store.puts == [
+        "snapshots/prod/2026/11/20/s1/items-00000.jsonl.gz",
+        "snapshots/prod/2026/11/20/s1/items-00001.jsonl.gz",
+        "snapshots/prod/2026/11/20/s1/items-00002.jsonl.gz",
+        key,
+    ]
+    found_key, manifest = repo.latest("prod")
+    assert [(i.groups, i.group_partitions) for i in manifest.items] == [(2, 4), (2, 4), (1, 2)]
+    loaded = repo.load(found_key, manifest)
+    assert [g.group for g in loaded.groups] == ["g0", "g1", "g2", "g3", "g4"]
+    assert loaded.groups[3].partitions[1].committed_offset == 31
+
+
+def test_latest_by_id_and_as_of(tmp_path: Path) -> None:
+    repo = SnapshotRepository(LocalStore(tmp_path))
+    for n in range(3):
+        repo.write(make(f"s{n}", T0 + timedelta(days=n)))
+    assert repo.latest()[1].snapshot_id == "s2"
+    assert repo.by_id("s1")[1].created_at == T0 + timedelta(days=1)
+    assert repo.as_of(T0 + timedelta(days=1, hours=5))[1].snapshot_id == "s1"
+    assert repo.as_of(T0)[1].snapshot_id == "s0"
+    with pytest.raises(SnapshotNotFoundError, match="at or before 2026-11-19"):
+        repo.as_of(T0 - timedelta(days=1))
+    with pytest.raises(SnapshotNotFoundError, match="no complete snapshot with id nope"):
+        repo.by_id("nope")
+
+
+def test_an_unfinished_snapshot_is_invisible_and_its_id_is_still_taken(tmp_path: Path) -> None:
+    repo = SnapshotRepository(LocalStore(tmp_path))
+    repo.write(make("done", T0))
+    crashed = tmp_path / "snapshots/prod/2026/11/21/crashed"
+    crashed.mkdir(parents=True)
+    (crashed / "items-00000.jsonl.gz").write_bytes(gzip.compress(b"{}\n"))
+    assert repo.latest()[1].snapshot_id == "done"
+    with pytest.raises(SnapshotExistsError, match="already holds a snapshot with id crashed"):
+        repo.write(make("crashed", T0 + timedelta(days=1)))
+    with pytest.raises(SnapshotExistsError):
+        repo.write(make("done", T0 + timedelta(days=3)))
+
+
+def test_several_clusters_must_be_named(tmp_path: Path) -> None:
+    repo = SnapshotRepository(LocalStore(tmp_path))
+    repo.write(make("a", T0, cluster="east"))
+    repo.write(make("b", T0, cluster="west"))
+    with pytest.raises(BadInputError, match=r"several clusters \(east, west\)"):
+        repo.latest()
+    assert repo.latest("west")[1].snapshot_id == "b"
+
+
+def test_tampered_items_are_detected_with_their_location(tmp_path: Path) -> None:
+    repo = SnapshotRepository(LocalStore(tmp_path))
+    key = repo.write(make("s1", T0))
+    items = tmp_path / "snapshots/prod/2026/11/20/s1/items-00000.jsonl.gz"
+    items.write_bytes(gzip.compress(b'{"group": "x"}\n'))
+    manifest_key, manifest = repo.latest()
+    with pytest.raises(BadInputError, match=r"items-00000.jsonl.gz does not match its manifest"):
+        list(repo.groups(manifest_key, manifest))
+    (tmp_path / key).write_text('{"snapshot_id": "s1"}')
+    with pytest.raises(BadInputError, match=r"manifest .* is invalid"):
+        repo.latest()
+
+
+def test_locations() -> None:
+    with pytest.raises(BadInputError, match="has no bucket"):
+        open_location("s3:///x")
+    with pytest.raises(BadInputError, match="unsupported location"):
+        open_location("gs://bucket/x")
+    with pytest.raises(BadInputError, match="empty"):
+        open_location(" ")
+
+
+def test_a_file_is_not_a_folder(tmp_path: Path) -> None:
+    target = tmp_path / "file"
+    target.write_text("x")
+    with pytest.raises(StorageError, match="is a file, not a folder"):
+        LocalStore(target).check_writable()
