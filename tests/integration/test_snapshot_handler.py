@@ -44,7 +44,7 @@ def test_handler_writes_a_snapshot_to_the_bucket(lambda_env: None, s3: Any, sour
     source.create_topics({topic: 1})
     produce(source, topic, 0, 8)
     commit(source, group, {TP(topic, 0): 5})
-    result = handler({"groups": group, "evidence_records": 2}, Context())  # type: ignore[arg-type]
+    result = handler({"groups": group, "evidence_records": 2}, Context())
     assert result["cluster"] == "prod-source" and result["counts"]["group_partitions"] == 1
     repo = SnapshotRepository(S3Store("snapshots", "env/dev", s3))
     key, manifest = repo.by_id(result["snapshot_id"])
@@ -56,9 +56,9 @@ def test_a_bad_request_fails_with_a_clear_error_and_writes_nothing(lambda_env: N
     from handlers.snapshot import handler
 
     with pytest.raises(BadInputError, match=r"invalid --groups regex '\('"):
-        handler({"groups": "("}, Context())  # type: ignore[arg-type]
+        handler({"groups": "("}, Context())
     with pytest.raises(BadInputError, match="evidence_records"):
-        handler({"evidence_records": 1000}, Context())  # type: ignore[arg-type]
+        handler({"evidence_records": 1000}, Context())
     assert s3.list_objects_v2(Bucket="snapshots").get("KeyCount", 0) == 0
 
 
@@ -69,7 +69,7 @@ def test_an_incomplete_environment_names_what_is_missing(
 
     monkeypatch.delenv("SOURCE_BOOTSTRAP_SERVERS")
     with pytest.raises(BadInputError, match="SOURCE_BOOTSTRAP_SERVERS: Field required"):
-        handler({}, Context())  # type: ignore[arg-type]
+        handler({}, Context())
 
 
 def test_scram_credentials_come_from_secrets_manager(aws: None) -> None:
