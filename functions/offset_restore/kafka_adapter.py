@@ -44,6 +44,7 @@ _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
 # Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
 _FETCH_MAX_VERSION = 12
+IN_FLIGHT = 4  # kafka-python allows 5 requests in flight per connection
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
 
 ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], int | None]
@@ -187,58 +188,94 @@ class KafkaCluster:
         groups = self._call("listing consumer groups", self._admin.list_groups)
         return sorted({group["group_id"] for group in groups})
 
+    def _per_coordinator(
+        self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any
+    ) -> list[tuple[Any, Any]]:
+        """Send the ``(tag, request)`` pairs of ``build(batch)`` for batches of groups to their
+        coordinators; returns ``(tag, response)`` pairs in any order.
+
+        Up to ``IN_FLIGHT`` requests per coordinator are outstanding at once, so the broker works on
+        the next batch while this process decodes the last one.
+        """
+        admin, manager, timeout = self._admin, self._manager, self._request_ms
+
+        async def send_all() -> list[tuple[Any, Any]]:
+            coordinators = await admin._find_coordinator_ids(list(group_ids))
+            by_node: dict[int, list[str]] = defaultdict(list)
+            for group_id in group_ids:
+                by_node[coordinators[group_id]].append(group_id)
+            queue = [
+                (node, tag, request)
+                for node, members in by_node.items()
+                for batch in _chunks(members, batch_size)
+                for tag, request in build(batch)
+            ]
+            answers = []
+            for start in range(0, len(queue), IN_FLIGHT):
+                pending = [
+                    (tag, manager.send(request, node_id=node, request_timeout_ms=timeout))
+                    for node, tag, request in queue[start : start + IN_FLIGHT]
+                ]
+                answers.extend([(tag, await future) for tag, future in pending])
+            return answers
+
+        return list(self._run(operation, send_all)) if group_ids else []
+
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
-        """State and member count per group, one DescribeGroups per coordinator and batch.
+        """State and member count per group, in batched DescribeGroups requests.
 
         Authorized-operation bits are neither asked for nor decoded: some brokers set bits that
         kafka-python's enum does not know.
         """
-        admin, manager, timeout = self._admin, self._manager, self._request_ms
 
-        async def describe(ids: Sequence[str]) -> list[Any]:
-            coordinators = await admin._find_coordinator_ids(list(ids))
-            by_node: dict[int, list[str]] = defaultdict(list)
-            for group_id, node in coordinators.items():
-                by_node[node].append(group_id)
-            pending = [
-                manager.send(
-                    DescribeGroupsRequest(groups=members, include_authorized_operations=False),
-                    node_id=node,
-                    request_timeout_ms=timeout,
-                )
-                for node, members in by_node.items()
-            ]
-            return [await future for future in pending]
+        def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
+            return [(None, DescribeGroupsRequest(groups=list(batch), include_authorized_operations=False))]
 
         result: dict[str, GroupInfo] = {}
-        for ids in _chunks(list(group_ids), batch_size):
-            for response in self._run("describing consumer groups", describe, ids):
-                for group in response.groups:
-                    result[group.group_id] = GroupInfo(
-                        group_id=group.group_id,
-                        state=group.group_state or "Unknown",
-                        protocol_type=group.protocol_type or "",
-                        members=len(group.members),
-                        error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
-                    )
+        for _, response in self._per_coordinator("describing consumer groups", group_ids, batch_size, build):
+            for group in response.groups:
+                result[group.group_id] = GroupInfo(
+                    group_id=group.group_id,
+                    state=group.group_state or "Unknown",
+                    protocol_type=group.protocol_type or "",
+                    members=len(group.members),
+                    error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
+                )
         return result
 
     def committed_offsets(
-        self, group_ids: Sequence[str], batch_size: int = 100
+        self, group_ids: Sequence[str], batch_size: int = 250
     ) -> dict[str, dict[TP, CommittedOffset]]:
-        """Committed offsets of many groups: one OffsetFetch (v8, multi-group) per batch and coordinator.
+        """Committed offsets of many groups: one OffsetFetch (v8, multi-group) per batch.
 
-        Partitions without a commit (offset -1) are left out.
+        Partitions without a commit (offset -1) are left out. An error on a group names the group.
         """
+
+        def build(batch: Sequence[str]) -> list[tuple[str | None, Any]]:
+            # One multi-group request on brokers with OffsetFetch v8, else one request per group.
+            return list(self._admin._list_group_offsets_requests(dict.fromkeys(batch)))
+
         result: dict[str, dict[TP, CommittedOffset]] = {}
-        for ids in _chunks(list(group_ids), batch_size):
-            answer = self._call("reading committed offsets", self._admin.list_group_offsets, list(ids))
-            for group_id, offsets in answer.items():
-                result[group_id] = {
-                    TP(tp.topic, tp.partition): CommittedOffset(oam.offset, oam.metadata or None)
-                    for tp, oam in offsets.items()
-                    if oam.offset is not None and oam.offset >= 0
-                }
+        for tag, response in self._per_coordinator("reading committed offsets", group_ids, batch_size, build):
+            groups = [(g.group_id, g) for g in response.groups] if tag is None else [(tag, response)]
+            for group_id, group in groups:
+                if group.error_code:
+                    name = kafka_errors.for_code(group.error_code).__name__
+                    raise ClusterError(f"reading committed offsets of group {group_id} failed: {name}")
+                offsets: dict[TP, CommittedOffset] = {}
+                for topic in group.topics:
+                    for part in topic.partitions:
+                        if part.error_code:
+                            name = kafka_errors.for_code(part.error_code).__name__
+                            raise ClusterError(
+                                f"reading the offset of group {group_id} on {topic.name}/"
+                                f"{part.partition_index} failed: {name}"
+                            )
+                        if part.committed_offset >= 0:
+                            offsets[TP(topic.name, part.partition_index)] = CommittedOffset(
+                                part.committed_offset, part.metadata or None
+                            )
+                result[group_id] = offsets
         return result
 
     def alter_offsets(self, group_id: str, offsets: Mapping[TP, CommittedOffset]) -> dict[TP, str | None]:
@@ -265,6 +302,7 @@ class KafkaCluster:
         partition_max_bytes: int = 256 * 1024,
         until: Mapping[TP, int] | None = None,
         leaders: Mapping[TP, int] | None = None,
+        max_wait_ms: int | None = None,
     ) -> dict[TP, PartitionFetch]:
         """One fetch round: one Fetch request per leader, all sent before any answer is awaited.
 
@@ -292,10 +330,11 @@ class KafkaCluster:
                     log_start_offset=-1,
                 )
             )
+        wait_ms = self.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms
         requests = {
             node: FetchRequest(
                 replica_id=-1,
-                max_wait_ms=self.fetch_max_wait_ms,
+                max_wait_ms=wait_ms,
                 min_bytes=1,
                 max_bytes=max(partition_max_bytes, 64 * 1024 * 1024),
                 isolation_level=0,
@@ -304,7 +343,7 @@ class KafkaCluster:
             )
             for node, topics in by_node.items()
         }
-        manager, timeout = self._manager, self._request_ms + self.fetch_max_wait_ms
+        manager, timeout = self._manager, self._request_ms + wait_ms
 
         async def send_all() -> list[Any]:
             pending = [
@@ -340,7 +379,9 @@ class KafkaCluster:
             "reading log end offsets", self._admin.list_partition_offsets, dict.fromkeys(kafka_tps, OffsetSpec.LATEST)
         )
         hints = {TP(tp.topic, tp.partition): max(0, latest[tp].offset) for tp in kafka_tps}
-        fetched = self.fetch(hints, partition_max_bytes=1, until=hints)
+        # Only the high watermark is wanted: every partition reports it, records or not, so do not
+        # wait for data (some brokers read partitions one by one until the wait is over).
+        fetched = self.fetch(hints, partition_max_bytes=1, until=hints, max_wait_ms=1)
         bounds: dict[TP, LogBounds] = {}
         for ktp in kafka_tps:
             tp = TP(ktp.topic, ktp.partition)
