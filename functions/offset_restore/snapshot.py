@@ -12,7 +12,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from offset_restore.cluster_types import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch
 from offset_restore.evidence import Evidence, collect_evidence
@@ -20,10 +20,8 @@ from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot_model import (
     GroupSnapshot,
-    PartitionSnapshot,
     SnapshotCounts,
     SnapshotManifest,
-    UncommittedPartition,
     new_snapshot_id,
     validate_name,
 )
@@ -162,28 +160,28 @@ def take_snapshot(
     for group_id in group_ids:
         info = infos.get(group_id)
         offsets = selected.get(group_id, {})
-        entries = []
+        entries: list[dict[str, Any]] = []
         for tp in sorted(offsets):
             c = offsets[tp]
             b = bounds.get(tp)
             ev = evidence.get((tp, c.offset))
             entries.append(
-                PartitionSnapshot(
-                    topic=tp.topic,
-                    partition=tp.partition,
-                    committed_offset=c.offset,
-                    metadata=c.metadata,
-                    log_start=b.start if b else None,
-                    log_end=b.end if b else None,
-                    lag=max(0, b.end - c.offset) if b else None,
-                    next=ev.next if ev else None,
-                    before=list(ev.before) if ev else [],
-                    evidence_complete=ev.complete if ev else options.evidence_records == 0,
-                )
+                {
+                    "topic": tp.topic,
+                    "partition": tp.partition,
+                    "committed_offset": c.offset,
+                    "metadata": c.metadata,
+                    "log_start": b.start if b else None,
+                    "log_end": b.end if b else None,
+                    "lag": max(0, b.end - c.offset) if b else None,
+                    "next": ev.next if ev else None,
+                    "before": list(ev.before) if ev else [],
+                    "evidence_complete": ev.complete if ev else options.evidence_records == 0,
+                }
             )
         committed_topics = {tp.topic for tp in offsets}
         uncommitted = [
-            UncommittedPartition(topic=topic, partition=p)
+            {"topic": topic, "partition": p}
             for topic in sorted(committed_topics)
             for p in range(topic_counts.get(topic, 0))
             if TP(topic, p) not in offsets
@@ -191,14 +189,17 @@ def take_snapshot(
         missing = sorted({tp.topic for tp in offsets if tp.topic not in topic_counts})
         if missing:
             notes.append(f"group {group_id}: commits on topics no longer on the cluster: {', '.join(missing)}")
+        # One validation per group: pydantic builds the nested entries in one go.
         groups.append(
-            GroupSnapshot(
-                group=group_id,
-                state=info.state if info else "Unknown",
-                members=info.members if info else 0,
-                protocol_type=info.protocol_type if info else "",
-                partitions=entries,
-                uncommitted_partitions=uncommitted,
+            GroupSnapshot.model_validate(
+                {
+                    "group": group_id,
+                    "state": info.state if info else "Unknown",
+                    "members": info.members if info else 0,
+                    "protocol_type": info.protocol_type if info else "",
+                    "partitions": entries,
+                    "uncommitted_partitions": uncommitted,
+                }
             )
         )
     lap("assemble")

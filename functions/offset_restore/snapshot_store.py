@@ -59,7 +59,7 @@ class SnapshotRepository:
         for number, start in enumerate(range(0, max(len(groups), 1), self.groups_per_file)):
             chunk = groups[start : start + self.groups_per_file]
             lines = b"".join(group.model_dump_json().encode() + b"\n" for group in chunk)
-            data = gzip.compress(lines, compresslevel=6, mtime=0)
+            data = gzip.compress(lines, compresslevel=1, mtime=0)
             name = f"items-{number:05d}.jsonl.gz"
             self.store.put(f"{folder}/{name}", data, "application/gzip")
             items.append(
