@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 from collections.abc import Iterator
 from typing import Any
 
