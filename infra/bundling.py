@@ -23,15 +23,31 @@ class LocalPipBundling:
         self.functions_dir = functions_dir
         self.python_version = python_version
 
-    def try_bundle(self, output_dir: str, **_: Any) -> bool:
+    def try_bundle(self, output_dir: str, *_: Any, **__: Any) -> bool:
         subprocess.run(
-            [sys.executable, "-m", "pip", "install", "--quiet", "--no-compile",
-             "--requirement", str(self.functions_dir / "requirements.txt"),
-             "--target", output_dir, "--platform", "manylinux2014_x86_64", "--only-binary=:all:",
-             "--implementation", "cp", "--python-version", self.python_version],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--no-compile",
+                "--requirement",
+                str(self.functions_dir / "requirements.txt"),
+                "--target",
+                output_dir,
+                "--platform",
+                "manylinux2014_x86_64",
+                "--only-binary=:all:",
+                "--implementation",
+                "cp",
+                "--python-version",
+                self.python_version,
+            ],
             check=True,
         )
         for package in ("offset_restore", "handlers"):
-            shutil.copytree(self.functions_dir / package, Path(output_dir) / package, ignore=_IGNORE,
-                            dirs_exist_ok=True)
+            shutil.copytree(
+                self.functions_dir / package, Path(output_dir) / package, ignore=_IGNORE, dirs_exist_ok=True
+            )
         return True

@@ -97,9 +97,7 @@ class OffsetRestoreStack(Stack):
             ],
         }
 
-    def _function(
-        self, name: str, handler: str, environment: dict[str, str], *, timeout: Duration
-    ) -> lambda_.Function:
+    def _function(self, name: str, handler: str, environment: dict[str, str], *, timeout: Duration) -> lambda_.Function:
         log_group = logs.LogGroup(
             self,
             f"{name}Logs",
@@ -134,7 +132,9 @@ class OffsetRestoreStack(Stack):
         if cluster.auth != "iam" or not cluster.arn:
             return
         function.add_to_role_policy(
-            iam.PolicyStatement(actions=["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"], resources=[cluster.arn])
+            iam.PolicyStatement(
+                actions=["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"], resources=[cluster.arn]
+            )
         )
         function.add_to_role_policy(
             iam.PolicyStatement(
@@ -147,8 +147,30 @@ class OffsetRestoreStack(Stack):
         )
 
 
-_RETENTION_DAYS = [1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922,
-                   3288, 3653]
+_RETENTION_DAYS = [
+    1,
+    3,
+    5,
+    7,
+    14,
+    30,
+    60,
+    90,
+    120,
+    150,
+    180,
+    365,
+    400,
+    545,
+    731,
+    1096,
+    1827,
+    2192,
+    2557,
+    2922,
+    3288,
+    3653,
+]
 
 
 def _retention(days: int) -> logs.RetentionDays:

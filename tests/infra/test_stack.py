@@ -35,18 +35,29 @@ def test_bucket_is_encrypted_versioned_private_and_tls_only(app: App, env: str) 
     t.has_resource_properties(
         "AWS::S3::Bucket",
         {
-            "BucketEncryption": {"ServerSideEncryptionConfiguration": [Match.object_like(
-                {"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})})]},
+            "BucketEncryption": {
+                "ServerSideEncryptionConfiguration": [
+                    Match.object_like({"ServerSideEncryptionByDefault": Match.object_like({"SSEAlgorithm": "aws:kms"})})
+                ]
+            },
             "VersioningConfiguration": {"Status": "Enabled"},
             "PublicAccessBlockConfiguration": {
-                "BlockPublicAcls": True, "BlockPublicPolicy": True, "IgnorePublicAcls": True, "RestrictPublicBuckets": True
+                "BlockPublicAcls": True,
+                "BlockPublicPolicy": True,
+                "IgnorePublicAcls": True,
+                "RestrictPublicBuckets": True,
             },
         },
     )
     t.has_resource_properties(
         "AWS::S3::BucketPolicy",
-        {"PolicyDocument": {"Statement": Match.array_with([Match.object_like(
-            {"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])}},
+        {
+            "PolicyDocument": {
+                "Statement": Match.array_with(
+                    [Match.object_like({"Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})]
+                )
+            }
+        },
     )
     t.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
 
@@ -60,11 +71,15 @@ def test_snapshot_function_settings_and_schedule(app: App) -> None:
             "Runtime": "python3.12",
             "TracingConfig": {"Mode": "Active"},
             "VpcConfig": Match.object_like({"SubnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]}),
-            "Environment": {"Variables": Match.object_like({
-                "SOURCE_CLUSTER_NAME": "prod-primary",
-                "SOURCE_SECURITY_PROTOCOL": "SASL_SSL",
-                "SOURCE_SASL_MECHANISM": "AWS_MSK_IAM",
-            })},
+            "Environment": {
+                "Variables": Match.object_like(
+                    {
+                        "SOURCE_CLUSTER_NAME": "prod-primary",
+                        "SOURCE_SECURITY_PROTOCOL": "SASL_SSL",
+                        "SOURCE_SASL_MECHANISM": "AWS_MSK_IAM",
+                    }
+                )
+            },
         },
     )
     t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "rate(15 minutes)"})
@@ -72,8 +87,11 @@ def test_snapshot_function_settings_and_schedule(app: App) -> None:
 
 
 def _statements(t: Template) -> list[dict[str, Any]]:
-    return [s for policy in t.find_resources("AWS::IAM::Policy").values()
-            for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+    return [
+        s
+        for policy in t.find_resources("AWS::IAM::Policy").values()
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
 
 
 def test_msk_permissions_are_scoped_to_the_source_cluster(app: App) -> None:
@@ -98,8 +116,15 @@ def _list(value: Any) -> list[Any]:
 def test_a_bad_environment_is_named() -> None:
     with pytest.raises(SystemExit, match="unknown environment 'staging'"):
         build_app({"skipBundling": "true", "env": "staging"})
-    bad = {"environments": {"x": {"account": "1", "region": "eu-west-1",
-                                  "source": {"name": "s", "bootstrapServers": "b:1", "auth": "iam"},
-                                  "target": {"name": "t", "bootstrapServers": "b:1", "auth": "plaintext"}}}}
+    bad = {
+        "environments": {
+            "x": {
+                "account": "1",
+                "region": "eu-west-1",
+                "source": {"name": "s", "bootstrapServers": "b:1", "auth": "iam"},
+                "target": {"name": "t", "bootstrapServers": "b:1", "auth": "plaintext"},
+            }
+        }
+    }
     with pytest.raises(SystemExit, match="environment x in cdk.json is invalid"):
         build_app({**bad, "skipBundling": "true"})
