@@ -126,5 +126,5 @@ def test_a_bad_environment_is_named() -> None:
             }
         }
     }
-    with pytest.raises(SystemExit, match="environment x in cdk.json is invalid"):
+    with pytest.raises(SystemExit, match=r"environment x in cdk\.json is invalid"):
         build_app({**bad, "skipBundling": "true"})
