@@ -29,6 +29,10 @@ def run(*argv: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+def snap(servers: str, output: str | Path, *extra: str) -> tuple[int, str, str]:
+    return run("snapshot", "--bootstrap-servers", servers, "--output", str(output), *extra)
+
+
 def files_under(path: Path) -> list[Path]:
     return [p for p in path.rglob("*") if p.is_file()] if path.exists() else []
 
@@ -43,11 +47,8 @@ def group_on_source(source: KafkaCluster) -> str:
 
 
 def test_snapshot_to_a_folder_then_list_it(brokers: Brokers, group_on_source: str, tmp_path: Path) -> None:
-    status, out, err = run(
-        "snapshot",
-        "--bootstrap-servers",
+    status, out, err = snap(
         brokers.source.bootstrap_servers,
-        "--output",
         str(tmp_path),
         "--groups",
         group_on_source,
@@ -69,16 +70,8 @@ def test_snapshot_to_a_folder_then_list_it(brokers: Brokers, group_on_source: st
 
 
 def test_snapshot_to_s3(brokers: Brokers, group_on_source: str, s3: Any) -> None:
-    status, out, err = run(
-        "snapshot",
-        "--bootstrap-servers",
-        brokers.source.bootstrap_servers,
-        "--output",
-        "s3://snapshots/daily",
-        "--groups",
-        group_on_source,
-        "--cluster",
-        "src",
+    status, out, err = snap(
+        brokers.source.bootstrap_servers, "s3://snapshots/daily", "--groups", group_on_source, "--cluster", "src"
     )
     assert status == 0, err
     repo = SnapshotRepository(S3Store("snapshots", "daily", s3))
@@ -92,15 +85,7 @@ def test_snapshot_to_s3(brokers: Brokers, group_on_source: str, s3: Any) -> None
 
 def test_an_unreachable_cluster_fails_within_the_timeout_and_writes_nothing(tmp_path: Path) -> None:
     port = free_port()
-    status, _, err = run(
-        "snapshot",
-        "--bootstrap-servers",
-        f"127.0.0.1:{port}",
-        "--output",
-        str(tmp_path / "out"),
-        "--connect-timeout",
-        "1",
-    )
+    status, _, err = snap(f"127.0.0.1:{port}", str(tmp_path / "out"), "--connect-timeout", "1")
     assert status == 1
     assert f"cannot reach Kafka at 127.0.0.1:{port} within 1 s" in err
     assert files_under(tmp_path / "out") == []
@@ -132,46 +117,30 @@ def test_an_unreachable_cluster_fails_within_the_timeout_and_writes_nothing(tmp_
     ],
 )
 def test_bad_input_exits_2_and_writes_nothing(brokers: Brokers, tmp_path: Path, extra: list[str], message: str) -> None:
-    status, _, err = run(
-        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(tmp_path / "out"), *extra
-    )
+    status, _, err = snap(brokers.source.bootstrap_servers, str(tmp_path / "out"), *extra)
     assert status == 2 and message in err, err
     assert files_under(tmp_path / "out") == []
 
 
 def test_bad_usage_exits_2() -> None:
     assert run("snapshot", "--output", "x")[0] == 2
-    assert run("snapshot", "--bootstrap-servers", "b:1", "--output", "x", "--evidence-records", "-1")[0] == 2
-    assert run("snapshot", "--bootstrap-servers", "b:1", "--output", "x", "--as-of", "yesterday")[0] == 2
+    assert snap("b:1", "x", "--evidence-records", "-1")[0] == 2
+    assert snap("b:1", "x", "--as-of", "yesterday")[0] == 2
 
 
 def test_an_existing_snapshot_id_is_refused_before_connecting(
     brokers: Brokers, group_on_source: str, tmp_path: Path
 ) -> None:
-    args = [
-        "snapshot",
-        "--bootstrap-servers",
-        brokers.source.bootstrap_servers,
-        "--output",
-        str(tmp_path),
-        "--groups",
-        group_on_source,
-        "--cluster",
-        "src",
-        "--snapshot-id",
-        "same",
-    ]
-    assert run(*args)[0] == 0
+    args = ["--groups", group_on_source, "--cluster", "src", "--snapshot-id", "same"]
+    assert snap(brokers.source.bootstrap_servers, tmp_path, *args)[0] == 0
     before = sorted(files_under(tmp_path))
-    status, _, err = run(*args)
+    status, _, err = snap(brokers.source.bootstrap_servers, tmp_path, *args)
     assert status == 2 and "already holds a snapshot with id same for cluster src" in err
     assert sorted(files_under(tmp_path)) == before
 
 
 def test_an_unknown_bucket_is_named(brokers: Brokers, s3: Any) -> None:
-    status, _, err = run(
-        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", "s3://no-such-bucket/x"
-    )
+    status, _, err = snap(brokers.source.bootstrap_servers, "s3://no-such-bucket/x")
     assert status == 2 and "S3 bucket no-such-bucket does not exist" in err
 
 
@@ -185,18 +154,14 @@ def test_no_permission_on_the_bucket_is_named_and_nothing_is_written(
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
     monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)  # the CLI resolves credentials afresh
     with enable_iam_authentication():  # moto now checks IAM: a user without policies may do nothing
-        status, _, err = run(
-            "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", "s3://snapshots/x"
-        )
+        status, _, err = snap(brokers.source.bootstrap_servers, "s3://snapshots/x")
     assert status == 2 and "no permission to use s3://snapshots" in err, err
     assert s3.list_objects_v2(Bucket="snapshots").get("KeyCount", 0) == 0
 
 
 def test_an_empty_cluster_gives_a_valid_empty_snapshot(tmp_path: Path) -> None:
     with LocalBroker("empty") as broker:
-        status, out, err = run(
-            "snapshot", "--bootstrap-servers", broker.bootstrap_servers, "--output", str(tmp_path), "--json"
-        )
+        status, out, err = snap(broker.bootstrap_servers, str(tmp_path), "--json")
     assert status == 0, err
     assert json.loads(out)["counts"]["groups"] == 0
     _, manifest = SnapshotRepository(LocalStore(tmp_path)).latest()
@@ -229,11 +194,8 @@ def test_from_a_restored_offsets_topic(brokers: Brokers, source: KafkaCluster, t
         ],
     )
     as_of = datetime.fromtimestamp((t + 120_000) / 1000, UTC).isoformat()
-    status, out, err = run(
-        "snapshot",
-        "--bootstrap-servers",
+    status, out, err = snap(
         brokers.source.bootstrap_servers,
-        "--output",
         str(tmp_path),
         "--from-offsets-topic",
         topic,
@@ -259,14 +221,6 @@ def test_from_a_restored_offsets_topic(brokers: Brokers, source: KafkaCluster, t
 
 def test_a_missing_offsets_topic_is_named(brokers: Brokers, tmp_path: Path) -> None:
     name = unique("missing")
-    status, _, err = run(
-        "snapshot",
-        "--bootstrap-servers",
-        brokers.source.bootstrap_servers,
-        "--output",
-        str(tmp_path / "o"),
-        "--from-offsets-topic",
-        name,
-    )
+    status, _, err = snap(brokers.source.bootstrap_servers, str(tmp_path / "o"), "--from-offsets-topic", name)
     assert status == 2 and f"topic {name} (--from-offsets-topic) does not exist" in err
     assert files_under(tmp_path / "o") == []
