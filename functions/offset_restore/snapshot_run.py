@@ -10,6 +10,7 @@ from pydantic import BaseModel
 
 from offset_restore.cluster_types import TP, PartitionFetch
 from offset_restore.connection import ConnectionSettings
+from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.offsets_topic import OffsetsTopicReader, snapshot_from_commits
 from offset_restore.snapshot import Progress, Snapshot, SnapshotOptions, count_groups, take_snapshot
@@ -84,8 +85,6 @@ def _from_offsets_topic(
     as_of: datetime | None,
     progress: Progress | None,
 ) -> Snapshot:
-    from offset_restore.errors import BadInputError
-
     created_at = datetime.now(UTC)
     partitions = cluster.topic_partitions().get(topic)
     if partitions is None:
