@@ -1,0 +1,139 @@
+"""The monotone search against brute force on in-memory partitions with gaps, prefixes and tails."""
+
+from __future__ import annotations
+
+import bisect
+import math
+import random
+import statistics
+from collections.abc import Mapping
+
+import pytest
+from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.search import search_first_at_least
+
+
+class Log:
+    """Target partitions: offset -> source offset (None: a record without the header)."""
+
+    def __init__(self, logs: dict[TP, list[tuple[int, int | None]]], per_fetch: int) -> None:
+        self.logs = logs
+        self.per_fetch = per_fetch
+        self.rounds = 0
+
+    def bounds(self, tp: TP) -> LogBounds:
+        log = self.logs[tp]
+        return LogBounds(log[0][0], log[-1][0] + 1) if log else LogBounds(0, 0)
+
+    def __call__(self, positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+        self.rounds += 1
+        out = {}
+        for tp, position in positions.items():
+            log = self.logs[tp]
+            at = bisect.bisect_left(log, position, key=lambda entry: entry[0])
+            records = [
+                FetchedRecord(o, 0, None, b"v", (("x-source-offset", str(h).encode()),) if h is not None else ())
+                for o, h in log[at : at + self.per_fetch]
+            ]
+            end = self.bounds(tp).end
+            out[tp] = PartitionFetch(
+                position,
+                records,
+                high_watermark=end,
+                log_start_offset=self.bounds(tp).start,
+                next_offset=records[-1].offset + 1 if records else max(position, end),
+            )
+        return out
+
+
+def key_of(tp: TP, record: FetchedRecord) -> int | None:
+    for name, value in record.headers:
+        if name == "x-source-offset" and value is not None:
+            return int(value)
+    return None
+
+
+def brute(log: list[tuple[int, int | None]], wanted: int) -> tuple[int | None, int | None]:
+    keyed = [(o, h) for o, h in log if h is not None]
+    found = next((o for o, h in keyed if h >= wanted), None)
+    below = [o for o, h in keyed if h < wanted]
+    return found, (below[-1] if below else None)
+
+
+def make_log(rng: random.Random) -> list[tuple[int, int | None]]:
+    start = rng.randint(0, 1000)
+    prefix = rng.randint(0, 30) if rng.random() < 0.3 else 0  # restore into a non-empty topic
+    source, offset, log = rng.randint(0, 500), start, []
+    for _ in range(prefix):
+        log.append((offset, None))
+        offset += 1 + (rng.random() < 0.1)
+    for _ in range(rng.randint(0, 3000)):
+        source += 1 + (rng.randint(0, 20) if rng.random() < 0.05 else 0)  # gaps in the restore
+        offset += 1 + (rng.random() < 0.02)  # transaction markers on the target
+        log.append((offset, source))
+    for _ in range(rng.randint(0, 5) if rng.random() < 0.2 else 0):  # new records after the restore
+        offset += 1
+        log.append((offset, None))
+    return log
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_matches_brute_force(seed: int) -> None:
+    rng = random.Random(seed)
+    logs = {TP("t", p): make_log(rng) for p in range(rng.randint(1, 5))}
+    fake = Log(logs, per_fetch=rng.choice([1, 3, 50, 500]))
+    wanted = {}
+    for tp, log in logs.items():
+        keys = [h for _, h in log if h is not None] or [0]
+        for n in range(rng.randint(1, 6)):
+            wanted[(tp, n)] = (tp, rng.randint(min(keys) - 10, max(keys) + 10), None)
+    results, stats = search_first_at_least(wanted, {tp: fake.bounds(tp) for tp in logs}, key_of, fake)
+    for job_id, (tp, value, _) in wanted.items():
+        found, below = brute(logs[tp], value)
+        result = results[job_id]
+        assert result.complete, result.reason
+        assert (result.found.offset if result.found else None) == found, (job_id, value)
+        assert (result.below.offset if result.below else None) == below, (job_id, value)
+    for tp, rounds in stats.rounds_per_partition.items():  # at worst, every other round bisects
+        searches = sum(1 for job_tp, _, _ in wanted.values() if job_tp == tp)
+        assert rounds <= searches * (2 * math.log2(len(logs[tp]) + 2) + 4)
+
+
+def test_a_good_guess_settles_most_partitions_in_one_round() -> None:
+    """Shifted restores with small gaps: the caller's first guess plus one window is enough."""
+    rng = random.Random(3)
+    logs, wanted = {}, {}
+    for p in range(200):
+        tp, shift = TP("t", p), rng.randint(0, 500)
+        log, source = [], 100
+        for offset in range(2000):
+            source += 1 + (rng.random() < 0.01)
+            log.append((offset, source))
+        logs[tp] = log
+        c = rng.randint(150, 2000)
+        wanted[tp] = (tp, c, c - 100 + shift % 3)  # a guess a few records off
+    fake = Log(logs, per_fetch=200)
+    results, stats = search_first_at_least(wanted, {tp: fake.bounds(tp) for tp in logs}, key_of, fake)
+    assert all(r.complete for r in results.values())
+    assert statistics.median(stats.rounds_per_partition.values()) <= 2
+
+
+def test_without_a_guess_interpolation_needs_few_rounds() -> None:
+    tp = TP("t", 0)
+    log = [(o, 5_000 + 3 * o) for o in range(1_000_000)]
+    fake = Log({tp: log}, per_fetch=100)
+    results, stats = search_first_at_least(
+        {"j": (tp, 5_000 + 3 * 777_777 + 1, None)}, {tp: fake.bounds(tp)}, key_of, fake
+    )
+    assert results["j"].found is not None and results["j"].found.offset == 777_778
+    assert stats.rounds <= 4
+
+
+def test_a_partition_that_stops_answering_gives_up_with_a_reason() -> None:
+    tp = TP("t", 0)
+
+    def silent(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+        return {tp: PartitionFetch(positions[tp], [], high_watermark=100, log_start_offset=0)}
+
+    results, _ = search_first_at_least({"j": (tp, 50, None)}, {tp: LogBounds(0, 100)}, key_of, silent)
+    assert not results["j"].complete and "no records returned" in (results["j"].reason or "")
