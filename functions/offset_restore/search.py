@@ -19,6 +19,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
 
@@ -30,6 +31,7 @@ KeyOf = Callable[[TP, FetchedRecord], int | None]
 
 BACK_MARGIN = 4
 MAX_ROUNDS = 200
+JobId = TypeVar("JobId", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,13 +132,13 @@ class _Job:
 
 
 def search_first_at_least(
-    wanted: Mapping[Hashable, tuple[TP, int, int | None]],
+    wanted: Mapping[JobId, tuple[TP, int, int | None]],
     bounds: Mapping[TP, LogBounds],
     key_of: KeyOf,
     fetch: Fetcher,
     *,
     indexes: dict[TP, PartitionIndex] | None = None,
-) -> tuple[dict[Hashable, SearchResult], SearchStats]:
+) -> tuple[dict[JobId, SearchResult], SearchStats]:
     """Settle every search in ``wanted``: id -> (partition, wanted key, first guess of the offset or None).
 
     ``indexes`` may be shared between calls (e.g. one per strategy key) to reuse what was read.
@@ -144,7 +146,7 @@ def search_first_at_least(
     indexes = {} if indexes is None else indexes
     stats = SearchStats()
     jobs = {job_id: _Job(tp, value, guess) for job_id, (tp, value, guess) in wanted.items()}
-    results: dict[Hashable, SearchResult] = {}
+    results: dict[JobId, SearchResult] = {}
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
 
@@ -162,7 +164,7 @@ def search_first_at_least(
         if not positions:
             break
         if stats.rounds >= MAX_ROUNDS:
-            for job_id, job in jobs.items():
+            for job_id in jobs:
                 results[job_id] = SearchResult(None, None, False, f"no answer after {MAX_ROUNDS} fetch rounds")
             break
         stats.rounds += 1

@@ -63,7 +63,8 @@ def brute(log: list[tuple[int, int | None]], wanted: int) -> tuple[int | None, i
 def make_log(rng: random.Random) -> list[tuple[int, int | None]]:
     start = rng.randint(0, 1000)
     prefix = rng.randint(0, 30) if rng.random() < 0.3 else 0  # restore into a non-empty topic
-    source, offset, log = rng.randint(0, 500), start, []
+    source, offset = rng.randint(0, 500), start
+    log: list[tuple[int, int | None]] = []
     for _ in range(prefix):
         log.append((offset, None))
         offset += 1 + (rng.random() < 0.1)
@@ -102,10 +103,12 @@ def test_matches_brute_force(seed: int) -> None:
 def test_a_good_guess_settles_most_partitions_in_one_round() -> None:
     """Shifted restores with small gaps: the caller's first guess plus one window is enough."""
     rng = random.Random(3)
-    logs, wanted = {}, {}
+    logs: dict[TP, list[tuple[int, int | None]]] = {}
+    wanted: dict[TP, tuple[TP, int, int | None]] = {}
     for p in range(200):
         tp, shift = TP("t", p), rng.randint(0, 500)
-        log, source = [], 100
+        log: list[tuple[int, int | None]] = []
+        source = 100
         for offset in range(2000):
             source += 1 + (rng.random() < 0.01)
             log.append((offset, source))
@@ -120,7 +123,7 @@ def test_a_good_guess_settles_most_partitions_in_one_round() -> None:
 
 def test_without_a_guess_interpolation_needs_few_rounds() -> None:
     tp = TP("t", 0)
-    log = [(o, 5_000 + 3 * o) for o in range(1_000_000)]
+    log: list[tuple[int, int | None]] = [(o, 5_000 + 3 * o) for o in range(1_000_000)]
     fake = Log({tp: log}, per_fetch=100)
     results, stats = search_first_at_least(
         {"j": (tp, 5_000 + 3 * 777_777 + 1, None)}, {tp: fake.bounds(tp)}, key_of, fake
