@@ -6,7 +6,7 @@ import itertools
 import os
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -103,3 +103,36 @@ def active_member(bootstrap_servers: str, group: str, topic: str, timeout_s: flo
         yield consumer
     finally:
         consumer.close()
+
+
+def restore(
+    target: KafkaCluster,
+    topic: str,
+    partition: int,
+    records: Sequence[Produced],
+    *,
+    keep: Callable[[Produced], bool] = lambda record: True,
+    header: str | None = "int64",
+    header_name: str = "x-source-offset",
+    target_start: int = 0,
+) -> list[tuple[int, int]]:
+    """Copy source records to the target as a restore tool would; returns (source, target) offsets.
+
+    ``header``: "int64" (8 bytes big-endian), "text" (decimal ASCII) or None (no offset header, as a
+    MirrorMaker 2 replica). ``target_start`` is the target partition's end before the copy.
+    """
+    kept = [r for r in records if keep(r)]
+
+    def encode(offset: int) -> tuple[tuple[str, bytes], ...]:
+        if header is None:
+            return ()
+        value = offset.to_bytes(8, "big") if header == "int64" else str(offset).encode()
+        return ((header_name, value),)
+
+    target.produce(topic, partition, ((r.key, r.value, (*r.headers, *encode(r.offset)), r.timestamp) for r in kept))
+    return [(r.offset, target_start + i) for i, r in enumerate(kept)]
+
+
+def expected_target(pairs: Sequence[tuple[int, int]], committed: int, end: int) -> int:
+    """The rule: the target offset of the first restored record whose source offset is >= committed."""
+    return next((t for s, t in pairs if s >= committed), end)

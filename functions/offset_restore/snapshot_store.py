@@ -84,10 +84,10 @@ class SnapshotRepository:
         found = []
         for key in self.store.list(prefix):
             if key.endswith(f"/{MANIFEST}"):
-                found.append((key, self._manifest(key)))
+                found.append((key, self.manifest(key)))
         return sorted(found, key=lambda item: (item[1].created_at, item[1].snapshot_id))
 
-    def _manifest(self, key: str) -> SnapshotManifest:
+    def manifest(self, key: str) -> SnapshotManifest:
         raw = self.store.get(key)
         try:
             return SnapshotManifest.model_validate_json(raw)
@@ -124,14 +124,14 @@ class SnapshotRepository:
         keys = [key for key in self._keys_of(snapshot_id, cluster) if key.endswith(f"/{MANIFEST}")]
         if not keys:
             raise SnapshotNotFoundError(f"no complete snapshot with id {snapshot_id} in {self.store.description}")
-        return keys[0], self._manifest(keys[0])
+        return keys[0], self.manifest(keys[0])
 
     def groups(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupSnapshot]:
         """Stream the groups, checking each items file against the manifest."""
-        folder = manifest_key.rsplit("/", 1)[0]
+        folder = manifest_key.rsplit("/", 1)[0] + "/" if "/" in manifest_key else ""
         for item in manifest.items:
-            where = f"{self.store.description}/{folder}/{item.name}"
-            data = self.store.get(f"{folder}/{item.name}")
+            where = f"{self.store.description}/{folder}{item.name}"
+            data = self.store.get(f"{folder}{item.name}")
             if hashlib.sha256(data).hexdigest() != item.sha256:
                 raise BadInputError(f"snapshot items file {where} does not match its manifest (sha256)")
             try:

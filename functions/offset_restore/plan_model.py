@@ -1,0 +1,99 @@
+"""The plan document (DESIGN §5.2): one entry per group-partition, with how it was mapped."""
+
+from __future__ import annotations
+
+import secrets
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "new_restore_id"]
+
+Method = Literal["header", "fingerprint", "checkpoint", "timestamp", "earliest", "end"]
+Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
+
+
+def new_restore_id(now: datetime | None = None) -> str:
+    return f"restore-{(now or datetime.now(UTC)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+class PlanEntry(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    group: str
+    topic: str
+    partition: int = Field(ge=0)
+    target_topic: str
+    source_offset: int = Field(ge=0)
+    target_offset: int | None = None
+    method: Method | None = None
+    """How the target offset was found; null for pending and unmapped entries."""
+    exact: bool = False
+    max_duplicates: int | None = None
+    """At most this many records may be processed twice (0 when exact; null when unknown)."""
+    status: Status
+    reason: str | None = None
+    metadata: str | None = None
+    previous_target_offset: int | None = None
+
+
+class PlanSummary(BaseModel):
+    entries: int = 0
+    groups: int = 0
+    mapped: int = 0
+    exact: int = 0
+    pending: int = 0
+    unmapped: int = 0
+    by_method: dict[str, int] = Field(default_factory=dict)
+    max_duplicates_total: int = 0
+    entries_without_bound: int = 0
+
+    @classmethod
+    def of(cls, entries: list[PlanEntry]) -> PlanSummary:
+        statuses = Counter(e.status for e in entries)
+        mapped = [e for e in entries if e.status == "mapped"]
+        return cls(
+            entries=len(entries),
+            groups=len({e.group for e in entries}),
+            mapped=len(mapped),
+            exact=sum(1 for e in mapped if e.exact),
+            pending=statuses["pending"],
+            unmapped=statuses["unmapped"],
+            by_method=dict(sorted(Counter(e.method for e in mapped if e.method).items())),
+            max_duplicates_total=sum(e.max_duplicates or 0 for e in mapped),
+            entries_without_bound=sum(1 for e in mapped if e.max_duplicates is None),
+        )
+
+
+class ClusterRef(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    cluster: str
+    bootstrap_servers: str | None = None
+
+
+class Plan(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    restore_id: str
+    snapshot_id: str
+    created_at: datetime
+    source: ClusterRef
+    target: ClusterRef
+    entries: list[PlanEntry]
+    summary: PlanSummary = Field(default_factory=PlanSummary)
+    strategies: list[str] = Field(default_factory=list)
+    offset_header: str | None = None
+    topic_map: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+    def csv_lines(self) -> list[str]:
+        """``group,topic,partition,offset`` for mapped entries: what kafka-consumer-groups.sh
+        ``--reset-offsets --from-file`` reads."""
+        return [
+            f"{e.group},{e.target_topic},{e.partition},{e.target_offset}"
+            for e in self.entries
+            if e.status == "mapped" and e.target_offset is not None
+        ]

@@ -1,0 +1,228 @@
+"""Translation against the two real brokers: every case asserts the exact target offset."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import pytest
+from offset_restore.checkpoints import Checkpoint, MemoryCheckpoints
+from offset_restore.cluster_types import TP
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.plan_model import PlanEntry
+from offset_restore.snapshot import SnapshotOptions, take_snapshot
+from offset_restore.snapshot_model import GroupSnapshot
+from offset_restore.translate import MalformedHeaderError, PlanOptions, translate
+
+from tests.helpers import Produced, commit, expected_target, produce, restore, unique
+
+
+class Scenario:
+    """One source topic with groups at given offsets, snapshotted; a target topic to restore into."""
+
+    def __init__(self, source: KafkaCluster, target: KafkaCluster, records: int, partitions: int = 1) -> None:
+        self.source, self.target = source, target
+        self.topic = unique("plan")
+        self.target_topic = self.topic
+        source.create_topics({self.topic: partitions})
+        self.records = {p: produce(source, self.topic, p, records) for p in range(partitions)}
+        self.groups: dict[str, dict[int, int]] = {}
+
+    def group(self, offsets: dict[int, int]) -> str:
+        name = unique("g")
+        commit(self.source, name, {TP(self.topic, p): o for p, o in offsets.items()})
+        self.groups[name] = offsets
+        return name
+
+    def snapshot(self) -> list[GroupSnapshot]:
+        snap = take_snapshot(self.source, SnapshotOptions(groups="|".join(self.groups), evidence_records=3))
+        return snap.groups
+
+    def create_target(self, name: str | None = None, partitions: int = 1) -> str:
+        self.target_topic = name or self.topic
+        self.target.create_topics({self.target_topic: partitions})
+        return self.target_topic
+
+    def plan(self, groups: list[GroupSnapshot], **options: object) -> dict[tuple[str, int], PlanEntry]:
+        entries, _ = translate(groups, self.target, PlanOptions(**options))  # type: ignore[arg-type]
+        return {(e.group, e.partition): e for e in entries}
+
+
+@pytest.fixture
+def make(source: KafkaCluster, target: KafkaCluster) -> Callable[..., Scenario]:
+    return lambda records, partitions=1: Scenario(source, target, records, partitions)
+
+
+def check_rule(
+    entries: dict[tuple[str, int], PlanEntry],
+    s: Scenario,
+    pairs: dict[int, Sequence[tuple[int, int]]],
+    end: dict[int, int],
+) -> None:
+    for (group, partition), entry in entries.items():
+        c = s.groups[group][partition]
+        assert entry.status == "mapped", entry
+        assert entry.target_offset == expected_target(pairs[partition], c, end[partition]), (c, entry)
+        assert entry.exact and entry.max_duplicates == 0
+
+
+def test_retention_shift_and_gaps_including_the_committed_record(make: Callable[..., Scenario]) -> None:
+    s = make(600)
+    groups = [s.group({0: c}) for c in (0, 50, 100, 101, 250, 251, 252, 430, 599)]
+    snap = s.snapshot()
+    s.create_target()
+    # The backup starts at source offset 100 and lost records 250-251 and every 7th after 400.
+    pairs = restore(
+        s.target,
+        s.topic,
+        0,
+        s.records[0],
+        keep=lambda r: r.offset >= 100 and r.offset not in (250, 251) and not (r.offset > 400 and r.offset % 7 == 0),
+    )
+    entries = s.plan(snap)
+    check_rule(entries, s, {0: pairs}, {0: len(pairs)})
+    by_offset = {s.groups[g][0]: entries[(g, 0)] for g in groups}
+    assert by_offset[0].method == "earliest" and by_offset[50].method == "earliest"
+    assert by_offset[250].target_offset == by_offset[252].target_offset == 150  # 250, 251 missing: 252
+    assert "not in the restore" in (by_offset[250].reason or "")
+    assert by_offset[101].method == "header" and by_offset[101].target_offset == 1
+
+
+def test_restore_into_a_topic_that_already_held_records(make: Callable[..., Scenario]) -> None:
+    s = make(300)
+    for c in (0, 10, 150, 299, 300):
+        s.group({0: c})
+    snap = s.snapshot()
+    s.create_target()
+    s.target.produce(s.topic, 0, ((b"old", f"old {i}".encode(), [], None) for i in range(40)))
+    pairs = restore(s.target, s.topic, 0, s.records[0], target_start=40)
+    check_rule(s.plan(snap), s, {0: pairs}, {0: 340})
+
+
+@pytest.mark.parametrize("encoding", ["int64", "text"])
+def test_renamed_topic_with_either_header_encoding(make: Callable[..., Scenario], encoding: str) -> None:
+    s = make(200, partitions=2)
+    for c0, c1 in ((0, 5), (77, 199), (200, 120)):
+        s.group({0: c0, 1: c1})
+    snap = s.snapshot()
+    renamed = s.create_target(f"dr.{s.topic}", partitions=2)
+    pairs = {
+        p: restore(s.target, renamed, p, s.records[p], keep=lambda r: r.offset % 5 != 3, header=encoding)
+        for p in range(2)
+    }
+    entries = s.plan(snap, topic_map={s.topic: renamed})
+    check_rule(entries, s, pairs, {p: len(pairs[p]) for p in range(2)})
+    assert {e.target_topic for e in entries.values()} == {renamed}
+
+
+def test_caught_up_and_beyond_the_restored_data_resume_at_its_end(make: Callable[..., Scenario]) -> None:
+    s = make(100)
+    caught_up = s.group({0: 100})
+    beyond = s.group({0: 150})  # committed past the end (the source was truncated)
+    snap = s.snapshot()
+    s.create_target()
+    restore(s.target, s.topic, 0, s.records[0], keep=lambda r: r.offset >= 20)  # 80 records
+    s.target.produce(s.topic, 0, [(b"new", b"written after the restore", [], None)])  # no header
+    entries = s.plan(snap)
+    for group in (caught_up, beyond):
+        assert (entries[(group, 0)].method, entries[(group, 0)].target_offset) == ("end", 80)
+
+
+def test_a_restore_in_progress_is_pending_then_mapped(make: Callable[..., Scenario]) -> None:
+    s = make(300)
+    early, late, caught_up = s.group({0: 50}), s.group({0: 250}), s.group({0: 300})
+    snap = s.snapshot()
+    s.create_target()
+    first = restore(s.target, s.topic, 0, s.records[0][:200])
+    entries = s.plan(snap)
+    assert entries[(early, 0)].status == "mapped" and entries[(early, 0)].target_offset == 50
+    for group in (late, caught_up):
+        assert entries[(group, 0)].status == "pending" and entries[(group, 0)].target_offset is None
+        assert "reached source offset 199" in (entries[(group, 0)].reason or "")
+    rest = restore(s.target, s.topic, 0, s.records[0][200:], target_start=200)
+    entries = s.plan(snap)
+    check_rule(entries, s, {0: first + rest}, {0: 300})
+
+
+def test_missing_topic_and_missing_partition_are_unmapped(make: Callable[..., Scenario]) -> None:
+    s = make(10, partitions=3)
+    group = s.group({0: 1, 2: 5})
+    snap = s.snapshot()
+    entries = s.plan(snap)
+    assert entries[(group, 0)].status == "unmapped" and "does not exist on the target" in (
+        entries[(group, 0)].reason or ""
+    )
+    s.create_target(partitions=2)
+    restore(s.target, s.topic, 0, s.records[0])
+    entries = s.plan(snap)
+    assert entries[(group, 0)].target_offset == 1
+    assert entries[(group, 2)].status == "unmapped"
+    assert entries[(group, 2)].reason == f"partition 2 does not exist on target topic {s.topic} (it has 2 partitions)"
+
+
+def test_fingerprint_without_headers_and_ambiguity_with_identical_payloads(make: Callable[..., Scenario]) -> None:
+    s = make(0)
+    distinct = produce(s.source, s.topic, 0, 120)
+    same = [Produced(120 + i, b"k", b"heartbeat", (), 1_700_000_100_000) for i in range(30)]
+    s.source.produce(s.topic, 0, ((r.key, r.value, r.headers, r.timestamp) for r in same))
+    s.records[0] = distinct + same
+    g_distinct, g_same, g_caught = s.group({0: 60}), s.group({0: 135}), s.group({0: 150})
+    snap = s.snapshot()
+    s.create_target()
+    s.target.produce(s.topic, 0, ((b"x", f"mm2 lag {i}".encode(), [], 1_600_000_000_000) for i in range(7)))
+    restore(s.target, s.topic, 0, s.records[0], header=None, target_start=7)  # a replica: no header
+    entries = s.plan(snap, strategies=("header", "fingerprint"))
+    assert (entries[(g_distinct, 0)].method, entries[(g_distinct, 0)].target_offset) == ("fingerprint", 67)
+    assert entries[(g_distinct, 0)].exact
+    ambiguous = entries[(g_same, 0)]
+    assert ambiguous.status == "unmapped" and "ambiguous" in (ambiguous.reason or "")
+    assert "carries header" in (ambiguous.reason or "")
+    # Caught up after 30 identical records: the last evidence records are identical too.
+    assert entries[(g_caught, 0)].status == "unmapped"
+
+
+def test_checkpoints_only(make: Callable[..., Scenario]) -> None:
+    s = make(500)
+    exact, between = s.group({0: 200}), s.group({0: 250})
+    snap = s.snapshot()
+    s.create_target()
+    pairs = restore(s.target, s.topic, 0, s.records[0], keep=lambda r: r.offset >= 100, header=None)
+    name = s.target.cluster_id
+    table = MemoryCheckpoints({(name, s.topic, 0): [Checkpoint(src, tgt) for src, tgt in pairs if src % 100 == 0]})
+    entries, _ = translate(snap, s.target, PlanOptions(strategies=("checkpoint",)), checkpoints=table)
+    found = {e.group: e for e in entries}
+    assert (found[exact].target_offset, found[exact].exact, found[exact].method) == (100, True, "checkpoint")
+    assert (found[between].target_offset, found[between].exact, found[between].max_duplicates) == (100, False, 50)
+
+
+def test_timestamps_only_bound_the_duplicates(make: Callable[..., Scenario]) -> None:
+    s = make(0)
+    # Five records share each timestamp: a timestamp cannot tell them apart.
+    records = [
+        Produced(i, f"k{i}".encode(), f"v{i}".encode(), (), 1_700_000_000_000 + (i // 5) * 1000) for i in range(100)
+    ]
+    s.source.produce(s.topic, 0, ((r.key, r.value, r.headers, r.timestamp) for r in records))
+    s.records[0] = records
+    group = s.group({0: 42})
+    snap = s.snapshot()
+    s.create_target()
+    pairs = restore(s.target, s.topic, 0, records, header=None, keep=lambda r: r.offset >= 10)
+    entries, _ = translate(snap, s.target, PlanOptions(strategies=("timestamp",)))
+    entry = entries[0]
+    true_target = expected_target(pairs, 42, 90)
+    assert entry.method == "timestamp" and not entry.exact
+    assert entry.target_offset == 30  # source 40, the first record of that second
+    assert entry.target_offset <= true_target <= entry.target_offset + (entry.max_duplicates or 0)
+    assert entry.max_duplicates == 4
+    assert group == entry.group
+
+
+def test_a_garbage_header_is_a_clear_error(make: Callable[..., Scenario]) -> None:
+    s = make(20)
+    s.group({0: 10})
+    snap = s.snapshot()
+    s.create_target()
+    s.target.produce(
+        s.topic, 0, ((b"k", f"v{i}".encode(), [("x-source-offset", b"offset=12")], None) for i in range(20))
+    )
+    with pytest.raises(MalformedHeaderError, match=r"header x-source-offset = 0x6f66667365743d3132"):
+        s.plan(snap)
