@@ -64,3 +64,19 @@ def s3(aws: None) -> Any:
     client = boto3.client("s3", region_name=os.environ["AWS_DEFAULT_REGION"])
     client.create_bucket(Bucket="snapshots", CreateBucketConfiguration={"LocationConstraint": "eu-west-1"})
     return client
+
+
+@pytest.fixture
+def table(aws: None) -> str:
+    """The project's one DynamoDB table (DESIGN §5.4): partition key ``pk``, sort key ``sk``."""
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    client.create_table(
+        TableName="offset-restore",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return "offset-restore"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import pytest
 from offset_restore.checkpoints import Checkpoint, MemoryCheckpoints
@@ -55,7 +55,7 @@ def make(source: KafkaCluster, target: KafkaCluster) -> Callable[..., Scenario]:
 def check_rule(
     entries: dict[tuple[str, int], PlanEntry],
     s: Scenario,
-    pairs: dict[int, Sequence[tuple[int, int]]],
+    pairs: Mapping[int, Sequence[tuple[int, int]]],
     end: dict[int, int],
 ) -> None:
     for (group, partition), entry in entries.items():

@@ -1,0 +1,196 @@
+"""``offset-restore plan`` end to end: snapshot on disk, real target broker, plan and CSV files;
+refusals exit 2 (1 when the target is unreachable) and write no plan."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+
+import boto3
+import pytest
+from offset_restore.checkpoints import progress_key, sort_key
+from offset_restore.cli import main
+from offset_restore.cluster_types import TP
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_broker import free_port
+from offset_restore.plan_model import Plan
+
+from tests.helpers import Brokers, commit, produce, restore, unique
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path) -> dict[str, str]:
+    """A source topic with two groups, snapshotted to tmp_path/snaps; the target restored from offset 10."""
+    topic = unique("cli-plan")
+    source.create_topics({topic: 2})
+    records = {p: produce(source, topic, p, 50) for p in range(2)}
+    early, late = unique("early"), unique("late")
+    commit(source, early, {TP(topic, 0): 5, TP(topic, 1): 20})
+    commit(source, late, {TP(topic, 0): 40, TP(topic, 1): 50})
+    status, _, err = run(
+        "snapshot",
+        "--bootstrap-servers",
+        brokers.source.bootstrap_servers,
+        "--output",
+        str(tmp_path / "snaps"),
+        "--groups",
+        f"{early}|{late}",
+        "--cluster",
+        "src",
+        "--snapshot-id",
+        "s1",
+    )
+    assert status == 0, err
+    target.create_topics({f"dr.{topic}": 2})
+    for p in range(2):
+        restore(target, f"dr.{topic}", p, records[p], keep=lambda r: r.offset >= 10)
+    return {
+        "topic": topic,
+        "early": early,
+        "late": late,
+        "snaps": str(tmp_path / "snaps"),
+        "target": brokers.target.bootstrap_servers,
+    }
+
+
+def plan_args(setup: dict[str, str], output: Path, *extra: str) -> list[str]:
+    return [
+        "plan",
+        "--snapshot",
+        setup["snaps"],
+        "--bootstrap-servers",
+        setup["target"],
+        "--output",
+        str(output),
+        "--topic-map",
+        f"{setup['topic']}=dr.{setup['topic']}",
+        *extra,
+    ]
+
+
+def test_plan_and_csv(setup: dict[str, str], tmp_path: Path) -> None:
+    status, out, err = run(
+        *plan_args(setup, tmp_path / "plan.json", "--csv", str(tmp_path / "plan.csv"), "--restore-id", "r1", "--json")
+    )
+    assert status == 0, err
+    plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
+    assert plan.restore_id == "r1" and plan.snapshot_id == "s1" and plan.source.cluster == "src"
+    offsets = {(e.group, e.partition): (e.target_offset, e.method) for e in plan.entries}
+    early, late, topic = setup["early"], setup["late"], setup["topic"]
+    assert offsets == {
+        (early, 0): (0, "earliest"),
+        (early, 1): (10, "header"),
+        (late, 0): (30, "header"),
+        (late, 1): (40, "end"),
+    }
+    assert sorted((tmp_path / "plan.csv").read_text().splitlines()) == sorted(
+        [
+            f"{early},dr.{topic},0,0",
+            f"{early},dr.{topic},1,10",
+            f"{late},dr.{topic},0,30",
+            f"{late},dr.{topic},1,40",
+        ]
+    )
+    summary = json.loads(out)["summary"]
+    assert summary["mapped"] == summary["exact"] == 4 and summary["by_method"] == {"earliest": 1, "end": 1, "header": 2}
+    assert "mapped            4 (1 earliest, 1 end, 2 header); exact 4" in err
+
+
+def test_unmapped_entries_make_exit_status_3(setup: dict[str, str], tmp_path: Path) -> None:
+    status, out, _ = run(
+        "plan",
+        "--snapshot",
+        setup["snaps"],
+        "--bootstrap-servers",
+        setup["target"],
+        "--output",
+        str(tmp_path / "plan.json"),
+    )  # no topic map: the topic is missing
+    assert status == 3
+    assert "unmapped          4" in out and "does not exist on the target" in out
+    assert (tmp_path / "plan.json").exists()
+
+
+def test_checkpoints_from_dynamodb(setup: dict[str, str], tmp_path: Path, table: str, target: KafkaCluster) -> None:
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    for source_offset in (10, 20, 30, 40, 49):
+        for p in range(2):
+            client.put_item(
+                TableName=table,
+                Item={
+                    "pk": {"S": progress_key("dr", f"dr.{setup['topic']}", p)},
+                    "sk": {"S": sort_key(source_offset)},
+                    "target_offset": {"N": str(source_offset - 10)},
+                },
+            )
+    status, _, err = run(
+        *plan_args(
+            setup,
+            tmp_path / "plan.json",
+            "--strategies",
+            "checkpoint",
+            "--checkpoint-table",
+            table,
+            "--target-cluster",
+            "dr",
+        )
+    )
+    assert status == 3, err  # the early group's partition 0 (at 5) lies before the first checkpoint
+    plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
+    found = {(e.group, e.partition): (e.target_offset, e.exact, e.max_duplicates) for e in plan.entries}
+    assert found[(setup["late"], 0)] == (30, True, 0)
+    assert found[(setup["early"], 1)] == (10, True, 0)
+    assert found[(setup["late"], 1)] == (39, False, 1)  # caught up at 50: last pair 49 -> 39
+    unmapped = next(e for e in plan.entries if e.status == "unmapped")
+    assert (unmapped.group, unmapped.partition) == (setup["early"], 0)
+    assert "the first checkpoint of dr." in (unmapped.reason or "") and "is past 5" in (unmapped.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--strategies", "header,guess"], "choose from header,fingerprint,checkpoint,timestamp"),
+        (["--topic-map", "a"], "is not SRC_TOPIC=TGT_TOPIC"),
+        (["--topic-map", "a=x", "--topic-map", "b=x"], "maps both a and b to x"),
+        (["--snapshot-id", "nope"], "no complete snapshot with id nope"),
+        (["--groups", "("], "invalid --groups regex"),
+        (["--restore-id", "a/b"], "restore id 'a/b' must be"),
+    ],
+)
+def test_bad_input_exits_2_and_writes_no_plan(
+    setup: dict[str, str], tmp_path: Path, extra: list[str], message: str
+) -> None:
+    status, _, err = run(*plan_args(setup, tmp_path / "plan.json", *extra))
+    assert status == 2 and message in err, err
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_a_corrupt_snapshot_says_where(setup: dict[str, str], tmp_path: Path) -> None:
+    items = next(Path(setup["snaps"]).rglob("items-00000.jsonl.gz"))
+    items.write_bytes(gzip.compress(b'{"group": "x", "state": "Empty", "partitions": [{"topic": 1}]}\n'))
+    status, _, err = run(*plan_args(setup, tmp_path / "plan.json"))
+    assert status == 2 and "items-00000.jsonl.gz does not match its manifest" in err
+    items.write_bytes(items.read_bytes()[:10])  # truncated
+    assert run(*plan_args(setup, tmp_path / "plan.json"))[0] == 2
+    assert not (tmp_path / "plan.json").exists()
+
+
+def test_an_existing_plan_is_never_overwritten(setup: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "plan.json").write_text("{}")
+    status, _, err = run(*plan_args(setup, tmp_path / "plan.json"))
+    assert status == 2 and "already exists" in err and (tmp_path / "plan.json").read_text() == "{}"
+
+
+def test_an_unreachable_target_fails_and_writes_no_plan(setup: dict[str, str], tmp_path: Path) -> None:
+    setup = {**setup, "target": f"127.0.0.1:{free_port()}"}
+    status, _, err = run(*plan_args(setup, tmp_path / "plan.json", "--connect-timeout", "1"))
+    assert status == 1 and "cannot reach Kafka" in err
+    assert not (tmp_path / "plan.json").exists()
