@@ -7,13 +7,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from offset_restore.checkpoints import CheckpointReader
 from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError
 from offset_restore.filters import NameFilter
 from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef as _ClusterRef
 from offset_restore.plan_model import Plan, PlanSummary, new_restore_id
 from offset_restore.snapshot import Progress, Snapshot
@@ -21,8 +22,18 @@ from offset_restore.snapshot_model import validate_name
 from offset_restore.snapshot_store import MANIFEST, SnapshotRepository
 from offset_restore.storage import BlobStore, open_location
 from offset_restore.translate import STRATEGIES, PlanOptions, Strategy, translate
+from offset_restore.work_items import WorkItem
 
-__all__ = ["PlanResult", "SnapshotChoice", "load_snapshot", "parse_strategies", "parse_topic_map", "run_plan"]
+__all__ = [
+    "PlanResult",
+    "SnapshotChoice",
+    "WorkItemResult",
+    "load_snapshot",
+    "parse_strategies",
+    "parse_topic_map",
+    "run_plan",
+    "translate_work_item",
+]
 
 
 @dataclass(frozen=True)
@@ -167,3 +178,46 @@ def _median(values: list[int]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+class WorkItemResult(BaseModel):
+    restore_id: str
+    work_item: str
+    entries: int
+    written: int
+    unchanged: int
+    summary: PlanSummary
+
+
+def translate_work_item(
+    store: BlobStore,
+    key: str,
+    connection: ConnectionSettings,
+    mappings: MappingStore,
+    *,
+    target_cluster: str | None = None,
+    checkpoints: CheckpointReader | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> WorkItemResult:
+    """Translate one work item from the store and record each entry in DynamoDB (idempotent)."""
+    try:
+        item = WorkItem.model_validate_json(store.get(key))
+    except ValidationError as error:
+        raise BadInputError(f"work item {store.description}/{key} is invalid: {error}") from None
+    options = PlanOptions(
+        strategies=tuple(item.strategies),
+        offset_header=item.offset_header,
+        topic_map=item.topic_map,
+        target_cluster=target_cluster,
+    )
+    with connect(connection) as target:
+        entries, _ = translate(item.groups, target, options, checkpoints=checkpoints)
+    counts = mappings.put(item.restore_id, entries)
+    return WorkItemResult(
+        restore_id=item.restore_id,
+        work_item=key,
+        entries=len(entries),
+        written=counts["written"],
+        unchanged=counts["unchanged"],
+        summary=PlanSummary.of(entries),
+    )

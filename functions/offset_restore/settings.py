@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from offset_restore.connection import ConnectionSettings, SaslMechanism, SecurityProtocol
 from offset_restore.errors import BadInputError
 
-__all__ = ["ClusterSettings", "SnapshotSettings", "cluster_from_env"]
+__all__ = ["ClusterSettings", "SnapshotSettings", "TranslateSettings", "cluster_from_env"]
 
 
 class ClusterSettings(BaseModel):
@@ -94,3 +94,21 @@ class SnapshotSettings(BaseModel):
         return cls(
             source=cluster_from_env("SOURCE", env), bucket=env["SNAPSHOT_BUCKET"], prefix=env.get("SNAPSHOT_PREFIX", "")
         )
+
+
+class TranslateSettings(BaseModel):
+    """``TARGET_*`` cluster variables, ``RESTORE_BUCKET`` (work items) and ``TABLE_NAME``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: ClusterSettings
+    bucket: str
+    table: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> TranslateSettings:
+        env = os.environ if env is None else env
+        missing = [name for name in ("RESTORE_BUCKET", "TABLE_NAME") if not env.get(name)]
+        if missing:
+            raise BadInputError(f"the function's environment is incomplete or invalid: {', '.join(missing)} not set")
+        return cls(target=cluster_from_env("TARGET", env), bucket=env["RESTORE_BUCKET"], table=env["TABLE_NAME"])

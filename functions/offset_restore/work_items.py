@@ -1,0 +1,40 @@
+"""Work items: batches of group-partitions that one translate invocation handles, kept in S3 so
+that the state machine passes only their keys (its payloads are limited to 256 KB)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from offset_restore.snapshot_model import GroupSnapshot
+from offset_restore.translate import STRATEGIES, Strategy
+
+__all__ = ["WorkItem", "split_work"]
+
+
+class WorkItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    restore_id: str
+    snapshot_id: str
+    source_cluster: str
+    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
+    offset_header: str = "x-source-offset"
+    topic_map: dict[str, str] = Field(default_factory=dict)
+    groups: list[GroupSnapshot]
+
+
+def split_work(groups: list[GroupSnapshot], max_group_partitions: int) -> list[list[GroupSnapshot]]:
+    """Whole groups per batch, at most ``max_group_partitions`` each (a larger group gets its own)."""
+    batches: list[list[GroupSnapshot]] = []
+    current: list[GroupSnapshot] = []
+    size = 0
+    for group in groups:
+        n = len(group.partitions)
+        if current and size + n > max_group_partitions:
+            batches.append(current)
+            current, size = [], 0
+        current.append(group)
+        size += n
+    if current:
+        batches.append(current)
+    return batches

@@ -1,0 +1,92 @@
+"""The translate Lambda handler in-process: a work item in moto S3, mappings in moto DynamoDB, the
+real target broker; re-running an item is harmless and picks up what a running restore added."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from offset_restore.cluster_types import TP
+from offset_restore.errors import BadInputError
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.mapping_store import MappingStore
+from offset_restore.snapshot import SnapshotOptions, take_snapshot
+from offset_restore.work_items import WorkItem, split_work
+
+from tests.helpers import Brokers, commit, produce, restore, unique
+
+
+@dataclass
+class Context:
+    function_name: str = "offset-restore-translate"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-translate"
+    aws_request_id: str = "req-2"
+
+
+@pytest.fixture
+def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch, s3: Any, table: str) -> None:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("TARGET_CLUSTER_NAME", "dr")
+    monkeypatch.setenv("TARGET_BOOTSTRAP_SERVERS", brokers.target.bootstrap_servers)
+    monkeypatch.setenv("TARGET_SECURITY_PROTOCOL", "PLAINTEXT")
+    monkeypatch.setenv("RESTORE_BUCKET", "snapshots")
+    monkeypatch.setenv("TABLE_NAME", table)
+
+
+def test_translate_a_work_item_twice_then_after_the_restore_finishes(
+    lambda_env: None, s3: Any, table: str, source: KafkaCluster, target: KafkaCluster
+) -> None:
+    from handlers.translate import handler
+
+    topic = unique("work")
+    source.create_topics({topic: 1})
+    records = produce(source, topic, 0, 100)
+    done, waiting = unique("done"), unique("waiting")
+    commit(source, done, {TP(topic, 0): 30})
+    commit(source, waiting, {TP(topic, 0): 90})
+    snap = take_snapshot(source, SnapshotOptions(groups=f"{done}|{waiting}"))
+    [batch] = split_work(snap.groups, 1000)
+    item = WorkItem(restore_id="r-1", snapshot_id=snap.manifest.snapshot_id, source_cluster="src", groups=batch)
+    s3.put_object(Bucket="snapshots", Key="restores/r-1/work/item-00000.json", Body=item.model_dump_json())
+    target.create_topics({topic: 1})
+    restore(target, topic, 0, records[:60])
+
+    event = {"restore_id": "r-1", "work_item": "restores/r-1/work/item-00000.json"}
+    first = handler(event, Context())
+    assert (first["entries"], first["written"], first["summary"]["pending"]) == (2, 2, 1)
+    again = handler(event, Context())
+    assert (again["written"], again["unchanged"]) == (1, 1)  # the pending one is tried again
+
+    restore(target, topic, 0, records[60:], target_start=60)
+    last = handler(event, Context())
+    assert (last["written"], last["unchanged"], last["summary"]["pending"]) == (1, 1, 0)
+    stored = {e.group: e for e in MappingStore(table, boto3.client("dynamodb")).entries("r-1")}
+    assert (stored[done].target_offset, stored[done].status) == (30, "mapped")
+    assert (stored[waiting].target_offset, stored[waiting].method, stored[waiting].exact) == (90, "header", True)
+
+
+def test_a_bad_work_item_is_named(lambda_env: None, s3: Any) -> None:
+    from handlers.translate import handler
+
+    s3.put_object(Bucket="snapshots", Key="restores/r-2/work/bad.json", Body=b'{"restore_id": "r-2"}')
+    with pytest.raises(BadInputError, match="work item s3://snapshots/restores/r-2/work/bad.json is invalid"):
+        handler({"restore_id": "r-2", "work_item": "restores/r-2/work/bad.json"}, Context())
+    with pytest.raises(BadInputError, match="invalid translate request"):
+        handler({"restore_id": "r-2"}, Context())
+
+
+def test_split_work_keeps_groups_whole() -> None:
+    from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot
+
+    groups = [
+        GroupSnapshot(
+            group=f"g{i}",
+            state="Empty",
+            partitions=[PartitionSnapshot(topic="t", partition=p, committed_offset=0) for p in range(n)],
+        )
+        for i, n in enumerate([3, 3, 5, 12, 1])
+    ]
+    assert [[g.group for g in batch] for batch in split_work(groups, 6)] == [["g0", "g1"], ["g2"], ["g3"], ["g4"]]
