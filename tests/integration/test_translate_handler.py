@@ -72,7 +72,7 @@ def test_a_bad_work_item_is_named(lambda_env: None, s3: Any) -> None:
     from handlers.translate import handler
 
     s3.put_object(Bucket="snapshots", Key="restores/r-2/work/bad.json", Body=b'{"restore_id": "r-2"}')
-    with pytest.raises(BadInputError, match="work item s3://snapshots/restores/r-2/work/bad.json is invalid"):
+    with pytest.raises(BadInputError, match=r"work item s3://snapshots/restores/r-2/work/bad\.json is invalid"):
         handler({"restore_id": "r-2", "work_item": "restores/r-2/work/bad.json"}, Context())
     with pytest.raises(BadInputError, match="invalid translate request"):
         handler({"restore_id": "r-2"}, Context())
