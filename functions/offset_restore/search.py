@@ -73,12 +73,14 @@ class PartitionIndex:
     covered: list[tuple[int, int]] = field(default_factory=list)  # merged [start, end) ranges read
 
     def add_window(self, start: int, end: int, records: list[KeyedRecord]) -> None:
-        for record in records:
-            at = bisect.bisect_left(self.offsets, record.offset)
-            if at < len(self.offsets) and self.offsets[at] == record.offset:
-                continue
-            self.offsets.insert(at, record.offset)
-            self.keys.insert(at, record.key)
+        if records and (not self.offsets or records[0].offset > self.offsets[-1]):
+            self.offsets.extend(r.offset for r in records)  # the usual case: reading forward
+            self.keys.extend(r.key for r in records)
+        elif records:
+            merged = dict(zip(self.offsets, self.keys, strict=True))
+            merged.update((r.offset, r.key) for r in records)
+            self.offsets = sorted(merged)
+            self.keys = [merged[o] for o in self.offsets]
         if end > start:
             self.covered.append((start, end))
             self.covered.sort()
@@ -151,7 +153,9 @@ def search_first_at_least(
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
 
     while jobs:
-        positions: dict[TP, int] = {}
+        # Per partition, fetch where the lowest unsettled search wants to look: when many searches
+        # share a partition, one window settles every search whose answer lies in it.
+        chosen: dict[TP, tuple[int, _Job]] = {}
         for job_id, job in list(jobs.items()):
             index = indexes[job.tp]
             settled = _settle(index, job.wanted)
@@ -159,8 +163,10 @@ def search_first_at_least(
                 results[job_id] = settled
                 del jobs[job_id]
                 continue
-            if job.tp not in positions:
-                positions[job.tp] = _next_position(index, job)
+            proposal = _next_position(index, job, commit=False)
+            if job.tp not in chosen or proposal < chosen[job.tp][0]:
+                chosen[job.tp] = (proposal, job)
+        positions = {tp: _next_position(indexes[tp], job, commit=True) for tp, (_, job) in chosen.items()}
         if not positions:
             break
         if stats.rounds >= MAX_ROUNDS:
@@ -212,17 +218,21 @@ def _settle(index: PartitionIndex, wanted: int) -> SearchResult | None:
     return None
 
 
-def _next_position(index: PartitionIndex, job: _Job) -> int:
-    """Where to fetch next for ``job``: always an offset not read yet, so every round makes progress."""
+def _next_position(index: PartitionIndex, job: _Job, *, commit: bool) -> int:
+    """Where to fetch next for ``job``: always an offset not read yet, so every round makes progress.
+
+    Only a committed proposal (the one fetched) updates the job's record of past rounds.
+    """
     below, above = index.neighbours(job.wanted)
     low = index.first_unread(below.offset + 1 if below else index.bounds.start)
     high = above.offset if above else index.bounds.end
     gap = high - low
+    slow_rounds = job.slow_rounds
     if job.last_gap is not None:
-        job.slow_rounds = job.slow_rounds + 1 if gap > job.last_gap // 2 else 0
+        slow_rounds = slow_rounds + 1 if gap > job.last_gap // 2 else 0
     bracketed = below is not None and above is not None and above.key > below.key
     estimate: float
-    if (job.bracketed and job.slow_rounds >= 1) or job.slow_rounds >= 2:
+    if (job.bracketed and slow_rounds >= 1) or slow_rounds >= 2:
         estimate = low + gap / 2 + BACK_MARGIN  # the estimates do not halve the range: bisect
     elif bracketed:
         assert below is not None and above is not None
@@ -233,7 +243,8 @@ def _next_position(index: PartitionIndex, job: _Job) -> int:
         anchor = below or above
         assert anchor is not None
         estimate = anchor.offset + (job.wanted - anchor.key) * index.slope()
-    job.bracketed, job.last_gap = bracketed, gap
+    if commit:
+        job.bracketed, job.last_gap, job.slow_rounds = bracketed, gap, slow_rounds
     position = max(low, min(int(estimate) - BACK_MARGIN, high - 1))
     position = index.first_unread(position)
     return position if position < high else low
