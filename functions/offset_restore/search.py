@@ -112,6 +112,21 @@ class PartitionIndex:
             return (self.offsets[-1] - self.offsets[0]) / (self.keys[-1] - self.keys[0])
         return 1.0
 
+    def run_of(self, offset: int, key: int) -> tuple[int, int | None]:
+        """How many read records from ``offset`` on carry ``key`` without a break, and where reading
+        must go on to be sure (None when the run is known to end)."""
+        at = bisect.bisect_left(self.offsets, offset)
+        count = 0
+        while at < len(self.offsets) and self.keys[at] == key:
+            if not self.is_covered(offset, self.offsets[at] + 1):
+                return count, self.first_unread(offset)
+            count += 1
+            at += 1
+        if at < len(self.offsets) and self.is_covered(offset, self.offsets[at] + 1):
+            return count, None
+        unread = self.first_unread(offset)
+        return count, (unread if unread < self.bounds.end else None)
+
     def neighbours(self, wanted: int) -> tuple[KeyedRecord | None, KeyedRecord | None]:
         """Last known keyed record with key < wanted and first known with key >= wanted.
 

@@ -18,7 +18,7 @@ from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, Partition
 from offset_restore.errors import BadInputError
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.plan_model import Method, PlanEntry
-from offset_restore.search import PartitionIndex, SearchResult, search_first_at_least
+from offset_restore.search import KeyedRecord, PartitionIndex, SearchResult, search_first_at_least
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 
 __all__ = [
@@ -412,32 +412,32 @@ def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict
 
 
 def _count_equal_forward(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) -> dict[PositionKey, int]:
-    """How many records from each start offset on carry exactly the wanted timestamp."""
-    counts = dict.fromkeys(starts, 0)
-    cursor = {key: offset for key, (_, offset, _) in starts.items()}
-    open_keys = set(starts)
+    """How many records from each start offset on carry exactly the wanted timestamp: from what the
+    search read, reading on only where a run of equal timestamps reaches past it."""
+    counts: dict[PositionKey, int] = {}
     rounds = 0
-    while open_keys and rounds < 50:
-        rounds += 1
+    open_keys = dict(starts)
+    while open_keys:
         positions: dict[TP, int] = {}
-        for key in open_keys:
-            tp = starts[key][0]
-            positions.setdefault(tp, cursor[key])
+        for key, (tp, offset, stamp) in list(open_keys.items()):
+            count, unread = ctx.timestamp_indexes[tp].run_of(offset, stamp)
+            counts[key] = count
+            if unread is None or rounds >= 50:
+                del open_keys[key]
+            else:
+                positions.setdefault(tp, unread)
+        if not positions:
+            break
+        rounds += 1
         answers = ctx.fetch(positions)
-        for key in list(open_keys):
-            tp, _, stamp = starts[key]
-            if positions[tp] != cursor[key]:
-                continue  # another search on this partition went first this round
+        for tp, position in positions.items():
             answer = answers.get(tp)
             if answer is None or answer.error or not answer.records:
-                open_keys.discard(key)
+                for key in [k for k, v in open_keys.items() if v[0] == tp]:
+                    del open_keys[key]
                 continue
-            for record in answer.records:
-                if record.timestamp != stamp:
-                    open_keys.discard(key)
-                    break
-                counts[key] += 1
-            cursor[key] = answer.records[-1].offset + 1
+            keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
+            ctx.timestamp_indexes[tp].add_window(position, answer.records[-1].offset + 1, keyed)
     ctx.record("timestamp", rounds, rounds, 0, {})
     return counts
 
