@@ -77,20 +77,20 @@ class PartitionIndex:
             self.offsets.extend(r.offset for r in records)  # the usual case: reading forward
             self.keys.extend(r.key for r in records)
         elif records:
-            merged = dict(zip(self.offsets, self.keys, strict=True))
-            merged.update((r.offset, r.key) for r in records)
-            self.offsets = sorted(merged)
-            self.keys = [merged[o] for o in self.offsets]
+            by_offset = dict(zip(self.offsets, self.keys, strict=True))
+            by_offset.update((r.offset, r.key) for r in records)
+            self.offsets = sorted(by_offset)
+            self.keys = [by_offset[o] for o in self.offsets]
         if end > start:
             self.covered.append((start, end))
             self.covered.sort()
-            merged: list[tuple[int, int]] = []
+            ranges: list[tuple[int, int]] = []
             for s, e in self.covered:
-                if merged and s <= merged[-1][1]:
-                    merged[-1] = (merged[-1][0], max(merged[-1][1], e))
+                if ranges and s <= ranges[-1][1]:
+                    ranges[-1] = (ranges[-1][0], max(ranges[-1][1], e))
                 else:
-                    merged.append((s, e))
-            self.covered = merged
+                    ranges.append((s, e))
+            self.covered = ranges
 
     def is_covered(self, start: int, end: int) -> bool:
         """Whether every offset in [start, end) was read."""
