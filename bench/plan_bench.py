@@ -38,7 +38,6 @@ from pathlib import Path
 from typing import Any
 
 from offset_restore.cluster_types import TP, FetchedRecord, PartitionFetch
-from offset_restore.connection import ConnectionSettings
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_broker import LocalBroker
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -206,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     rows: list[dict[str, Any]] = []
     with LocalBroker("bench-target") as broker:
-        settings = ConnectionSettings(bootstrap_servers=broker.bootstrap_servers, connect_timeout_s=10)
+        settings = broker.settings()
         with KafkaCluster(settings) as cluster:
             started = time.perf_counter()
             data = build_target(cluster, args.topics, args.partitions, args.records, rng)

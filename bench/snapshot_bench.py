@@ -36,11 +36,10 @@ from offset_restore.storage import open_location
 RESULTS = Path(__file__).parent / "results"
 
 
-def build(servers: str, groups: int, topics: int, partitions: int, records: int, seed: int) -> int:
+def build(settings: ConnectionSettings, groups: int, topics: int, partitions: int, records: int, seed: int) -> int:
     """Fill the cluster; returns the number of group-partitions committed."""
     rng = random.Random(seed)
     names = [f"bench-topic-{t:03d}" for t in range(topics)]
-    settings = ConnectionSettings(bootstrap_servers=servers, connect_timeout_s=10)
     with KafkaCluster(settings) as cluster:
         cluster.create_topics(dict.fromkeys(names, partitions))
         payload = b"x" * 200
@@ -74,12 +73,12 @@ def build(servers: str, groups: int, topics: int, partitions: int, records: int,
         return sum(pool.map(place, [range(s, min(groups, s + size)) for s in range(0, groups, size)]))
 
 
-def one_snapshot(servers: str, evidence: int, queue: Any) -> None:
+def one_snapshot(settings: ConnectionSettings, evidence: int, queue: Any) -> None:
     """Runs in a child process: one snapshot written to a temporary folder."""
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
         result = run_snapshot(
-            ConnectionSettings(bootstrap_servers=servers, connect_timeout_s=10),
+            settings,
             open_location(folder),
             SnapshotOptions(groups="bench-group-.*", evidence_records=evidence, cluster="bench"),
         )
@@ -96,12 +95,12 @@ def one_snapshot(servers: str, evidence: int, queue: Any) -> None:
     )
 
 
-def measure(servers: str, evidence: int, repeat: int) -> dict[str, Any]:
+def measure(settings: ConnectionSettings, evidence: int, repeat: int) -> dict[str, Any]:
     context = multiprocessing.get_context("spawn")
     runs = []
     for _ in range(repeat):
         queue = context.Queue()
-        child = context.Process(target=one_snapshot, args=(servers, evidence, queue))
+        child = context.Process(target=one_snapshot, args=(settings, evidence, queue))
         child.start()
         runs.append(queue.get(timeout=900))
         child.join()
@@ -163,9 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     with LocalBroker("bench-source") as broker:
         started = time.perf_counter()
-        placed = build(broker.bootstrap_servers, args.groups, args.topics, args.partitions, args.records, args.seed)
+        placed = build(broker.settings(), args.groups, args.topics, args.partitions, args.records, args.seed)
         print(f"setup: {placed:,} group-partitions committed in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-        rows = [measure(broker.bootstrap_servers, evidence, args.repeat) for evidence in (0, 3)]
+        rows = [measure(broker.settings(), evidence, args.repeat) for evidence in (0, 3)]
     report = table(config, rows)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "snapshot.md").write_text(report)

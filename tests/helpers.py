@@ -27,11 +27,11 @@ class Brokers:
 
     @property
     def source_settings(self) -> ConnectionSettings:
-        return ConnectionSettings(bootstrap_servers=self.source.bootstrap_servers, connect_timeout_s=10)
+        return self.source.settings()
 
     @property
     def target_settings(self) -> ConnectionSettings:
-        return ConnectionSettings(bootstrap_servers=self.target.bootstrap_servers, connect_timeout_s=10)
+        return self.target.settings()
 
 
 def unique(prefix: str) -> str:

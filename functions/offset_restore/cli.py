@@ -55,6 +55,13 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--ssl-cafile", metavar="PATH", help="CA bundle for SSL and SASL_SSL")
     group.add_argument(
+        "--fetch-max-bytes",
+        type=int,
+        default=50 * 1024 * 1024,
+        metavar="BYTES",
+        help="the most one fetch response holds (the brokers' limit; default: %(default)s)",
+    )
+    group.add_argument(
         "--connect-timeout",
         type=float,
         default=30.0,
@@ -74,6 +81,7 @@ def _connection(args: argparse.Namespace) -> ConnectionSettings:
             ssl_cafile=args.ssl_cafile,
             connect_timeout_s=args.connect_timeout,
             request_timeout_s=max(args.connect_timeout, 5.0),
+            fetch_max_bytes=args.fetch_max_bytes,
         )
     except ValidationError as error:
         raise BadInputError(_first_error(error)) from None

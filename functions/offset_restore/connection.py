@@ -29,6 +29,9 @@ class ConnectionSettings(BaseModel):
     connect_timeout_s: float = Field(default=30.0, gt=0)
     request_timeout_s: float = Field(default=30.0, gt=0)
     client_id: str = "offset-restore"
+    fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+    """The most a broker puts in one fetch response (Kafka's ``fetch.max.bytes``): fetch rounds ask
+    for no more partitions per request than fit. The local broker answers at most ~5 MB."""
 
     @field_validator("bootstrap_servers")
     @classmethod

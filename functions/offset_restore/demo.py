@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TextIO
 
 from offset_restore.cluster_types import TP, CommittedOffset
-from offset_restore.connection import ConnectionSettings
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_broker import LocalBroker
 from offset_restore.snapshot import SnapshotOptions
@@ -83,7 +82,7 @@ def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO) -> in
         shutil.rmtree(location)
     with LocalBroker("demo-source") as source:
         out.write(f"source broker listening on {source.bootstrap_servers}\n")
-        connection = ConnectionSettings(bootstrap_servers=source.bootstrap_servers, connect_timeout_s=10)
+        connection = source.settings()
         with KafkaCluster(connection) as cluster:
             _fill(cluster, rng)
             stories = _place_groups(cluster, groups, rng)

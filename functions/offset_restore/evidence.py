@@ -22,7 +22,7 @@ __all__ = ["Evidence", "EvidenceStats", "collect_evidence"]
 Fetcher = Callable[[Mapping[TP, int], Mapping[TP, int]], Mapping[TP, PartitionFetch]]
 """(fetch offsets, last offset wanted) -> one fetch round's result per partition."""
 
-MAX_STALLED_ROUNDS = 3
+MAX_STALLED_ROUNDS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,8 @@ def collect_evidence(
 
     while work:
         stats.rounds += 1
-        positions = {tp: job.cursor for tp, job in work.items()}
+        # Partitions the broker left empty last round (its response was full) go first.
+        positions = {tp: job.cursor for tp, job in sorted(work.items(), key=lambda item: -item[1].stalled)}
         until = {tp: max(job.offsets[-1], job.cursor) for tp, job in work.items()}
         answers = fetch(positions, until)
         for tp in list(work):

@@ -62,6 +62,7 @@ class KafkaCluster:
     def __init__(self, settings: ConnectionSettings, *, fetch_max_wait_ms: int = 10) -> None:
         self.settings = settings
         self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_max_bytes = settings.fetch_max_bytes
         self.requests_sent: Counter[str] = Counter()
         self._producer: KafkaProducer | None = None
         try:
@@ -304,7 +305,8 @@ class KafkaCluster:
         leaders: Mapping[TP, int] | None = None,
         max_wait_ms: int | None = None,
     ) -> dict[TP, PartitionFetch]:
-        """One fetch round: one Fetch request per leader, all sent before any answer is awaited.
+        """One fetch round: Fetch requests to every leader (as many per leader as the response limit
+        ``fetch_max_bytes`` needs), sent together before any answer is awaited.
 
         ``until`` stops decoding a partition after its first record at or past that offset. Partitions
         without a leader (missing topic) come back with error ``UnknownTopicOrPartitionError``.
@@ -313,43 +315,54 @@ class KafkaCluster:
             return {}
         if leaders is None:
             leaders = self._leaders()[1]
-        by_node: dict[int, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
+        by_node: dict[int, list[tuple[TP, int]]] = defaultdict(list)
         result: dict[TP, PartitionFetch] = {}
         for tp, offset in positions.items():
             node = leaders.get(tp)
             if node is None or node < 0:
                 result[tp] = PartitionFetch(offset, error="UnknownTopicOrPartitionError")
-                continue
-            by_node[node][tp.topic].append(
-                _FetchPartition(
-                    partition=tp.partition,
-                    fetch_offset=offset,
-                    partition_max_bytes=partition_max_bytes,
-                    current_leader_epoch=-1,
-                    last_fetched_epoch=-1,
-                    log_start_offset=-1,
-                )
-            )
+            else:
+                by_node[node].append((tp, offset))
         wait_ms = self.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms
-        requests = {
-            node: FetchRequest(
-                replica_id=-1,
-                max_wait_ms=wait_ms,
-                min_bytes=1,
-                max_bytes=max(partition_max_bytes, 64 * 1024 * 1024),
-                isolation_level=0,
-                topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
-                max_version=_FETCH_MAX_VERSION,
-            )
-            for node, topics in by_node.items()
-        }
+        # As many partitions per request as fit the response limit at their full size, so that the
+        # broker serves every partition asked for; the requests of a round go out together.
+        per_request = max(1, self.fetch_max_bytes // max(1, partition_max_bytes))
+        requests = []
+        for node, entries in by_node.items():
+            for start in range(0, len(entries), per_request):
+                topics: dict[str, list[Any]] = defaultdict(list)
+                for tp, offset in entries[start : start + per_request]:
+                    topics[tp.topic].append(
+                        _FetchPartition(
+                            partition=tp.partition,
+                            fetch_offset=offset,
+                            partition_max_bytes=partition_max_bytes,
+                            current_leader_epoch=-1,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                        )
+                    )
+                request = FetchRequest(
+                    replica_id=-1,
+                    max_wait_ms=wait_ms,
+                    min_bytes=1,
+                    max_bytes=self.fetch_max_bytes,
+                    isolation_level=0,
+                    topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
+                    max_version=_FETCH_MAX_VERSION,
+                )
+                requests.append((node, request))
         manager, timeout = self._manager, self._request_ms + wait_ms
 
         async def send_all() -> list[Any]:
-            pending = [
-                manager.send(request, node_id=node, request_timeout_ms=timeout) for node, request in requests.items()
-            ]
-            return [await future for future in pending]
+            answers = []
+            for start in range(0, len(requests), IN_FLIGHT):
+                pending = [
+                    manager.send(request, node_id=node, request_timeout_ms=timeout)
+                    for node, request in requests[start : start + IN_FLIGHT]
+                ]
+                answers.extend([await future for future in pending])
+            return answers
 
         for response in self._run("fetching records", send_all):
             for topic in response.responses:

@@ -17,9 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import OffsetRestoreError
 
-__all__ = ["LocalBroker", "broker_binary", "free_port"]
+__all__ = ["LOCAL_FETCH_MAX_BYTES", "LocalBroker", "broker_binary", "free_port"]
+
+LOCAL_FETCH_MAX_BYTES = 4 * 1024 * 1024
+"""Tansu fills a fetch response up to about 5 MB and leaves the remaining partitions empty."""
 
 
 def broker_binary() -> Path:
@@ -50,6 +54,16 @@ class LocalBroker:
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    def settings(self, **overrides: object) -> ConnectionSettings:
+        """Connection settings for this broker, with its response size limit."""
+        values: dict[str, object] = {
+            "bootstrap_servers": self.bootstrap_servers,
+            "connect_timeout_s": 10,
+            "fetch_max_bytes": LOCAL_FETCH_MAX_BYTES,
+            **overrides,
+        }
+        return ConnectionSettings.model_validate(values)
 
     def start(self, timeout_s: float = 10.0) -> LocalBroker:
         self.port = self.port or free_port()

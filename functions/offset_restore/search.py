@@ -31,6 +31,7 @@ KeyOf = Callable[[TP, FetchedRecord], int | None]
 
 BACK_MARGIN = 4
 MAX_ROUNDS = 200
+MAX_STALLED_ROUNDS = 10
 JobId = TypeVar("JobId", bound=Hashable)
 
 
@@ -164,6 +165,7 @@ def search_first_at_least(
     stats = SearchStats()
     jobs = {job_id: _Job(tp, value, guess) for job_id, (tp, value, guess) in wanted.items()}
     results: dict[JobId, SearchResult] = {}
+    stalled: dict[TP, int] = {}
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
 
@@ -181,7 +183,8 @@ def search_first_at_least(
             proposal = _next_position(index, job, commit=False)
             if job.tp not in chosen or proposal < chosen[job.tp][0]:
                 chosen[job.tp] = (proposal, job)
-        positions = {tp: _next_position(indexes[tp], job, commit=True) for tp, (_, job) in chosen.items()}
+        order = sorted(chosen, key=lambda tp: -stalled.get(tp, 0))  # the unserved go first
+        positions = {tp: _next_position(indexes[tp], chosen[tp][1], commit=True) for tp in order}
         if not positions:
             break
         if stats.rounds >= MAX_ROUNDS:
@@ -212,12 +215,19 @@ def search_first_at_least(
             stats.records_read += len(answer.records)
             read_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
             if read_to > position:
+                stalled.pop(tp, None)
                 index.add_window(position, read_to, keyed)
             elif position < end:
-                reason = f"no records returned at {tp} offset {position} below its end {end}"
-                for job_id in [j for j, job in jobs.items() if job.tp == tp]:
-                    results[job_id] = SearchResult(None, None, False, reason)
-                    del jobs[job_id]
+                # Not served this round: a broker fills a response up to its size limit and leaves
+                # later partitions empty. Such partitions go first next round; only a partition
+                # that stays empty round after round is given up.
+                stalled[tp] = stalled.get(tp, 0) + 1
+                if stalled[tp] >= MAX_STALLED_ROUNDS:
+                    reason = f"no records returned at {tp} offset {position} below its end {end}"
+                    for job_id in [j for j, job in jobs.items() if job.tp == tp]:
+                        results[job_id] = SearchResult(None, None, False, reason)
+                        del jobs[job_id]
+                continue
             else:
                 index.add_window(position, position + 1, keyed)  # past the end: nothing there
     return results, stats

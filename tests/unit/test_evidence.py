@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.evidence import collect_evidence
+from offset_restore.evidence import MAX_STALLED_ROUNDS, collect_evidence
 from offset_restore.fingerprint import fingerprint
 
 
@@ -96,7 +96,7 @@ def test_a_partition_that_returns_nothing_is_given_up_and_marked_incomplete() ->
 
     result, stats = collect_evidence({tp: {50}}, {tp: LogBounds(0, 100)}, 3, stuck, offset_header=None)
     assert result[(tp, 50)].complete is False and result[(tp, 50)].next is None
-    assert stats.incomplete == 1 and stats.rounds == 3 and "no records returned" in stats.notes[0]
+    assert stats.incomplete == 1 and stats.rounds == MAX_STALLED_ROUNDS and "no records returned" in stats.notes[0]
 
 
 def test_a_fetch_error_is_reported_not_guessed() -> None:
