@@ -194,3 +194,14 @@ def test_an_unreachable_target_fails_and_writes_no_plan(setup: dict[str, str], t
     status, _, err = run(*plan_args(setup, tmp_path / "plan.json", "--connect-timeout", "1"))
     assert status == 1 and "cannot reach Kafka" in err
     assert not (tmp_path / "plan.json").exists()
+
+
+def test_a_garbage_header_stops_the_plan_and_names_the_record(
+    setup: dict[str, str], tmp_path: Path, target: KafkaCluster
+) -> None:
+    topic = f"dr.{setup['topic']}"
+    target.produce(topic, 0, [(b"k", b"v", [("x-source-offset", b"12-ish")], None)])
+    status, _, err = run(*plan_args(setup, tmp_path / "plan.json", "--groups", setup["late"]))
+    assert status == 2, err
+    assert f"record 40 of {topic}/0 has header x-source-offset = 0x31322d697368" in err
+    assert not (tmp_path / "plan.json").exists()
