@@ -1,8 +1,10 @@
-"""``offset-restore demo``: what exists of the main job, end to end, on a local broker.
+"""``offset-restore demo``: the main job end to end on two local brokers, as far as it is built.
 
-Today that is the snapshot: start a source broker, fill topics, place groups at different lags
-(caught up, a little behind, far behind, committed on part of a topic only), snapshot them to a local
-folder, read the snapshot back and show each group's position and evidence.
+A source cluster with topics and groups at different lags is snapshotted; then a "disaster": the
+data is restored into a target cluster with retention loss, gaps, a renamed topic, and one topic
+replicated without offset headers (as MirrorMaker 2 would). The plan is made, shown per group, and
+proved: for every mapped group-partition, the record the group gets next on the target is the record
+it would have got next on the source.
 """
 
 from __future__ import annotations
@@ -10,21 +12,28 @@ from __future__ import annotations
 import random
 import shutil
 import time
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cluster_types import TP, CommittedOffset
+from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord
+from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_broker import LocalBroker
+from offset_restore.plan_model import Plan, PlanEntry
+from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import open_location
+from offset_restore.translate import PlanOptions
 
 __all__ = ["run_demo"]
 
 TOPICS = {"orders": 6, "payments": 3, "audit": 2}
+RENAMED = {"orders": "dr.orders"}
 RECORDS_PER_PARTITION = 200
+RETENTION_LOST = 20  # the backup of "orders" starts at source offset 20
 
 
 def _fill(cluster: KafkaCluster, rng: random.Random) -> None:
@@ -75,46 +84,150 @@ def _place_groups(cluster: KafkaCluster, count: int, rng: random.Random) -> dict
     return stories
 
 
+def _read_all(cluster: KafkaCluster, tp: TP) -> list[FetchedRecord]:
+    records: list[FetchedRecord] = []
+    position = 0
+    while True:
+        answer = cluster.fetch({tp: position})[tp]
+        if answer.error or not answer.records:
+            return records
+        records.extend(answer.records)
+        position = answer.records[-1].offset + 1
+
+
+def _restore(source: KafkaCluster, target: KafkaCluster, rng: random.Random) -> None:
+    """The disaster recovery: what a backup tool and a replica would leave on the target."""
+    target.create_topics({RENAMED.get(topic, topic): count for topic, count in TOPICS.items()})
+    for topic, partitions in TOPICS.items():
+        for partition in range(partitions):
+            records = _read_all(source, TP(topic, partition))
+            if topic == "orders":  # backup taken after retention removed the oldest; a few records lost
+                records = [r for r in records if r.offset >= RETENTION_LOST and rng.random() > 0.03]
+            with_header = topic != "audit"  # "audit" is a replica without offset headers
+            target.produce(
+                RENAMED.get(topic, topic),
+                partition,
+                (
+                    (
+                        r.key,
+                        r.value,
+                        [
+                            *((n, v) for n, v in r.headers if v is not None),
+                            *([(DEFAULT_OFFSET_HEADER, r.offset.to_bytes(8, "big"))] if with_header else []),
+                        ],
+                        r.timestamp,
+                    )
+                    for r in records
+                ),
+            )
+
+
+def _source_offset(record: FetchedRecord | None) -> int | None:
+    value = dict(record.headers).get(DEFAULT_OFFSET_HEADER) if record else None
+    return int.from_bytes(value, "big") if value else None
+
+
+def _prove(plan: Plan, next_records: dict[str, dict[TP, str | None]], target: KafkaCluster) -> Counter[str]:
+    """Check every mapped entry against the target's records. The record a group gets next must be
+    the record it would have got on the source (same fingerprint, or both at the end); where that
+    record was lost before the backup, the first restored record after it (by the restore's header),
+    with nothing restored before it that the group had not processed."""
+    outcome: Counter[str] = Counter()
+    records: dict[TP, dict[int, FetchedRecord]] = {}
+    for tp in {TP(e.target_topic, e.partition) for e in plan.entries}:
+        records[tp] = {r.offset: r for r in _read_all(target, tp)}
+    for e in plan.entries:
+        if e.status != "mapped" or e.target_offset is None:
+            outcome["not mapped"] += 1
+            continue
+        on_target = records[TP(e.target_topic, e.partition)]
+        record = on_target.get(e.target_offset)
+        before = on_target.get(e.target_offset - 1)
+        got = fingerprint(record.key, record.value, record.headers) if record else None
+        if got == next_records[e.group].get(TP(e.topic, e.partition)):
+            outcome["same record"] += 1
+            continue
+        restored_from, previous = _source_offset(record), _source_offset(before)
+        if (restored_from is None or restored_from > e.source_offset) and (
+            previous is None or previous < e.source_offset
+        ):
+            outcome["next restored record (its own was lost before the backup)"] += 1
+        else:
+            outcome["WRONG"] += 1
+    return outcome
+
+
 def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO) -> int:
     rng = random.Random(7)
     location = Path(output)
     if location.exists():
         shutil.rmtree(location)
-    with LocalBroker("demo-source") as source:
-        out.write(f"source broker listening on {source.bootstrap_servers}\n")
-        connection = source.settings()
-        with KafkaCluster(connection) as cluster:
-            _fill(cluster, rng)
-            stories = _place_groups(cluster, groups, rng)
+    with LocalBroker("demo-source") as source_broker, LocalBroker("demo-target") as target_broker:
+        out.write(f"source cluster on {source_broker.bootstrap_servers}, target on {target_broker.bootstrap_servers}\n")
+        with KafkaCluster(source_broker.settings()) as source:
+            _fill(source, rng)
+            stories = _place_groups(source, groups, rng)
         out.write(
             f"created {len(TOPICS)} topics, {sum(TOPICS.values()) * RECORDS_PER_PARTITION:,} records, "
             f"{len(stories)} groups\n\n"
         )
         store = open_location(str(location))
-        result = run_snapshot(connection, store, SnapshotOptions(cluster="demo-source"))
-        from offset_restore.cli import snapshot_summary
+        result = run_snapshot(source_broker.settings(), store, SnapshotOptions(cluster="demo-source"))
+        from offset_restore.cli import plan_summary, snapshot_summary
 
         out.write(snapshot_summary(result) + "\n")
+        out.write(
+            "disaster: restoring into the target — orders renamed to dr.orders, its first "
+            f"{RETENTION_LOST} records lost to retention and a few more missing; audit replicated "
+            "without offset headers\n\n"
+        )
+        with KafkaCluster(source_broker.settings()) as source, KafkaCluster(target_broker.settings()) as target:
+            _restore(source, target, rng)
+        plan, plan_result = run_plan(
+            SnapshotChoice(str(location), cluster="demo-source"),
+            target_broker.settings(),
+            str(location / "plan.json"),
+            PlanOptions(topic_map=RENAMED),
+            restore_id="demo",
+            csv_path=str(location / "plan.csv"),
+        )
+        out.write(plan_summary(plan, plan_result) + "\n")
+        _table(plan, stories, out)
         repository = SnapshotRepository(store)
         key, manifest = repository.latest("demo-source")
-        out.write(f"{'group':34} {'story':18} {'state':6} {'parts':>5} {'lag':>5}  next record (offset, fingerprint)\n")
-        for group in repository.groups(key, manifest):
-            first = group.partitions[0] if group.partitions else None
-            nxt = f"{first.next.offset}, {first.next.fingerprint[:12]}…" if first and first.next else "- (caught up)"
-            lag = sum(p.lag or 0 for p in group.partitions)
-            out.write(
-                f"{group.group:34} {stories.get(group.group, ''):18} {group.state:6} "
-                f"{len(group.partitions):>5} {lag:>5}  {nxt}\n"
-            )
+        next_records = {
+            g.group: {TP(p.topic, p.partition): (p.next.fingerprint if p.next else None) for p in g.partitions}
+            for g in repository.groups(key, manifest)
+        }
+        with KafkaCluster(target_broker.settings()) as target:
+            proof = _prove(plan, next_records, target)
+        out.write(f"\nproof, over all {len(plan.entries)} group-partitions: where each resumes on the target\n")
+        for what, count in sorted(proof.items(), key=lambda item: -item[1]):
+            out.write(f"  {count:>4}  {what}\n")
         out.write(
-            f"\nread back the latest snapshot: {manifest.counts.groups} groups, "
-            f"{manifest.counts.group_partitions} group-partitions from {store.description}/{key}\n"
+            f"files: {location / 'plan.json'}, {location / 'plan.csv'}, snapshot under {location / 'snapshots'}\n"
         )
         if keep_running:
-            out.write(f"broker still running on {source.bootstrap_servers}; Ctrl-C to stop\n")
+            out.write("brokers still running; Ctrl-C to stop\n")
             try:
                 while True:
                     time.sleep(1)
             except KeyboardInterrupt:
                 pass
-    return 0
+    return 0 if proof["WRONG"] == 0 and proof["not mapped"] == 0 else 1
+
+
+def _table(plan: Plan, stories: dict[str, str], out: TextIO) -> None:
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        by_group[entry.group].append(entry)
+    out.write(f"{'group':32} {'story':18} {'parts':>5}  {'methods':28} {'exact':>5} {'dup bound':>9}  status\n")
+    for group, entries in sorted(by_group.items()):
+        methods = ", ".join(f"{m} {n}" for m, n in sorted(Counter(e.method or "-" for e in entries).items()))
+        statuses = ", ".join(sorted({e.status for e in entries}))
+        bound = sum(e.max_duplicates or 0 for e in entries)
+        exact = sum(1 for e in entries if e.exact)
+        out.write(
+            f"{group:32} {stories.get(group, ''):18} {len(entries):>5}  {methods:28} "
+            f"{exact:>5} {bound:>9}  {statuses}\n"
+        )

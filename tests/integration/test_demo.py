@@ -1,22 +1,23 @@
-"""`make demo` runs in CI in a small size: it must tell the whole story without failing."""
+"""`make demo` runs in CI in a small size: the whole story, and its proof must hold."""
 
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 from offset_restore.cli import main
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import LocalStore
+from offset_restore.plan_model import Plan
 
 
-def test_demo_snapshots_every_group_it_placed(tmp_path: Path) -> None:
+def test_demo_plans_every_group_and_proves_it(tmp_path: Path) -> None:
     out, err = io.StringIO(), io.StringIO()
-    assert main(["demo", "--groups", "8", "--output", str(tmp_path)], out, err) == 0, err.getvalue()
+    assert main(["demo", "--groups", "8", "--output", str(tmp_path)], out, err) == 0, err.getvalue() + out.getvalue()
     text = out.getvalue()
     assert "created 3 topics, 2,200 records, 8 groups" in text
-    assert "read back the latest snapshot: 8 groups" in text
-    _, manifest = SnapshotRepository(LocalStore(tmp_path)).latest("demo-source")
-    # Two "caught up" groups, two "part of the topic" groups (odd partitions never committed).
-    assert manifest.counts.groups == 8 and manifest.counts.with_evidence == manifest.counts.group_partitions
-    assert "caught up" in text and "- (caught up)" in text
+    plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
+    assert plan.summary.mapped == plan.summary.entries > 0 and plan.summary.exact == plan.summary.entries
+    assert {"header", "fingerprint", "end"} <= set(plan.summary.by_method)
+    proved = sum(int(n) for n in re.findall(r"^\s+(\d+)\s+(?:same record|next restored record)", text, re.M))
+    assert proved == plan.summary.entries
+    assert "WRONG" not in text and "not mapped" not in text
