@@ -16,11 +16,14 @@ from typing import TextIO
 
 from pydantic import ValidationError
 
+from offset_restore.apply import ApplyOptions, ApplyReport
+from offset_restore.apply_run import PlanFile, run_apply, run_rollback
 from offset_restore.checkpoints import DynamoCheckpoints
 from offset_restore.connection import ConnectionSettings, password_from_env
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.locks import TargetLock
 from offset_restore.plan_model import Plan
 from offset_restore.plan_run import PlanResult, SnapshotChoice, parse_strategies, parse_topic_map, run_plan
 from offset_restore.progress import ProgressLine
@@ -217,6 +220,57 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     plan.set_defaults(run=_plan)
 
+    apply = commands.add_parser(
+        "apply",
+        help="commit a plan's offsets to the target, group by group, only while groups are empty",
+        description="Wait until every group of the plan is empty on the target, then commit its mapped "
+        "offsets, recording the offsets it replaces in the plan, and verify them.",
+    )
+    _add_connection(apply)
+    apply.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the plan file (updated in place)")
+    apply.add_argument(
+        "--wait-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long to wait for active groups (default: %(default)s)",
+    )
+    apply.add_argument(
+        "--poll-interval",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="how often to look again (default: %(default)s)",
+    )
+    apply.add_argument(
+        "--on-wait-timeout",
+        choices=["fail", "commit_empty"],
+        default="fail",
+        help="when groups stay active: write nothing, or commit the empty ones (default: fail)",
+    )
+    apply.add_argument(
+        "--allow-rewind",
+        action="store_true",
+        help="also move groups that are already past the mapped offset on the target",
+    )
+    apply.add_argument("--dry-run", action="store_true", help="print current -> new offsets; change nothing")
+    apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
+    apply.add_argument(
+        "--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock of the target cluster"
+    )
+    apply.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    apply.set_defaults(run=_apply)
+
+    rollback = commands.add_parser("rollback", help="put back the target offsets an apply replaced")
+    _add_connection(rollback)
+    rollback.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the applied plan (updated in place)")
+    rollback.add_argument(
+        "--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster"
+    )
+    rollback.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock")
+    rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    rollback.set_defaults(run=_rollback)
+
     listing = commands.add_parser("snapshots", help="list the complete snapshots in a location")
     listing.add_argument("--location", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
     listing.add_argument("--cluster", metavar="NAME", help="only this cluster's snapshots")
@@ -358,6 +412,89 @@ def plan_summary(plan: Plan, result: PlanResult) -> str:
     if len(problems) > 10:
         lines.append(f"  ... and {len(problems) - 10} more in the plan")
     return "\n".join(lines) + "\n"
+
+
+def _lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
+    if not args.lock_table:
+        return None
+    import os
+    import socket
+
+    import boto3
+
+    owner = f"cli:{socket.gethostname()}:{os.getpid()}"
+    return TargetLock(args.lock_table, boto3.client("dynamodb"), cluster, owner)
+
+
+def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.wait_timeout < 0 or args.poll_interval <= 0:
+        raise BadInputError("--wait-timeout must be >= 0 and --poll-interval > 0")
+    options = ApplyOptions(
+        wait_timeout_s=args.wait_timeout,
+        poll_interval_s=args.poll_interval,
+        on_wait_timeout=args.on_wait_timeout,
+        allow_rewind=args.allow_rewind,
+        dry_run=args.dry_run,
+    )
+    plan_file = PlanFile(args.plan)
+    connection = _connection(args)
+    lock = _lock(args, args.target_cluster or plan_file.load().target.cluster)
+    progress = ProgressLine(err)
+    try:
+        plan, report = run_apply(
+            args.plan, connection, options, target_name=args.target_cluster, lock=lock, progress=progress
+        )
+    finally:
+        progress.finish()
+    return _report(args, plan, report, out, err, "Apply" if not args.dry_run else "Dry run")
+
+
+def _rollback(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    plan_file = PlanFile(args.plan)
+    connection = _connection(args)
+    lock = _lock(args, args.target_cluster or plan_file.load().target.cluster)
+    plan, report = run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock)
+    return _report(args, plan, report, out, err, "Rollback")
+
+
+def _report(args: argparse.Namespace, plan: Plan, report: ApplyReport, out: TextIO, err: TextIO, what: str) -> int:
+    lines = [
+        f"{what} of plan {plan.restore_id} on {plan.target.cluster}",
+        f"  groups written    {len(report.groups_committed):,} ({report.offsets_committed:,} offsets)",
+        f"  already in place  {len(report.groups_unchanged):,} groups",
+        f"  skipped           {len(report.groups_skipped):,} groups; {report.rewinds_skipped:,} partitions not rewound",
+        f"  failed            {len(report.groups_failed):,} groups",
+    ]
+    if what == "Apply":
+        lines.append(
+            f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify"
+        )
+    lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
+    lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
+    lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
+    lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
+    lines += [f"  {line}" for line in report.dry_run_lines]
+    summary = "\n".join(lines) + "\n"
+    if args.json:
+        document = {
+            "restore_id": plan.restore_id,
+            "groups_committed": report.groups_committed,
+            "groups_unchanged": report.groups_unchanged,
+            "groups_skipped": report.groups_skipped,
+            "groups_failed": report.groups_failed,
+            "offsets_committed": report.offsets_committed,
+            "rewinds_skipped": report.rewinds_skipped,
+            "verified": report.verified,
+            "verify_failed": report.verify_failed,
+            "dry_run": report.dry_run_lines,
+        }
+        out.write(json.dumps(document, indent=2) + "\n")
+        err.write(summary)
+    else:
+        out.write(summary)
+    if report.groups_failed or report.verify_failed:
+        return 1
+    return 3 if report.done_in_part else 0
 
 
 def _snapshots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -294,6 +294,46 @@ class KafkaCluster:
             for tp, error in answer.items()
         }
 
+    def alter_offsets_many(
+        self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
+    ) -> dict[str, dict[TP, str | None]]:
+        """Admin OffsetCommits for many groups, pipelined per coordinator; per group and partition the
+        error name or None. Each group is one request, so the broker accepts or rejects it whole."""
+
+        def build(batch: Sequence[str]) -> list[tuple[str, Any]]:
+            return [
+                (
+                    group,
+                    self._admin._alter_group_offsets_request(
+                        group,
+                        {
+                            KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(
+                                c.offset, c.metadata or "", -1
+                            )
+                            for tp, c in offsets_by_group[group].items()
+                        },
+                    ),
+                )
+                for group in batch
+                if offsets_by_group[group]
+            ]
+
+        result: dict[str, dict[TP, str | None]] = {}
+        for group, response in self._per_coordinator("committing offsets", list(offsets_by_group), 1, build):
+            answer = self._admin._alter_group_offsets_process_response(response)
+            result[group] = {
+                TP(tp.topic, tp.partition): (None if error is kafka_errors.NoError else error.__name__)
+                for tp, error in answer.items()
+            }
+        return result
+
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
+        """Delete groups (their committed offsets); per group the error name or None."""
+        if not group_ids:
+            return {}
+        answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids))
+        return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
+
     # -- records ----------------------------------------------------------------------------------
 
     def fetch(

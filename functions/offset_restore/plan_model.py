@@ -37,6 +37,10 @@ class PlanEntry(BaseModel):
     reason: str | None = None
     metadata: str | None = None
     previous_target_offset: int | None = None
+    expected_fingerprint: str | None = None
+    """The fingerprint the record at ``target_offset`` must have (when it is the copy of the
+    snapshot's next record): apply verifies it after committing."""
+    verified: bool | None = None
 
 
 class PlanSummary(BaseModel):

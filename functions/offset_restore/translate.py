@@ -100,6 +100,8 @@ class Decision:
     exact: bool = False
     max_duplicates: int | None = None
     reason: str | None = None
+    same_record: bool = False
+    """The target record is the copy of the snapshot's next record: apply can verify its fingerprint."""
 
 
 @dataclass
@@ -219,6 +221,9 @@ def translate(
                     status=decision.status,
                     reason=decision.reason,
                     metadata=p.metadata,
+                    expected_fingerprint=p.next.fingerprint
+                    if decision.same_record and p.next is not None and p.next.offset == p.committed_offset
+                    else None,
                 )
             )
     return entries, stats
@@ -288,7 +293,7 @@ def _header_decision(pos: Position, result: SearchResult, header: str) -> Decisi
                 f"{result.found.key}): resume at the earliest restored record",
             )
         gap = f"source records {c}..{result.found.key - 1} are not in the restore" if result.found.key > c else None
-        return Decision("mapped", result.found.offset, "header", True, 0, gap)
+        return Decision("mapped", result.found.offset, "header", True, 0, gap, same_record=result.found.key == c)
     last = result.below
     assert last is not None
     last_source = pos.last_source_record
@@ -322,7 +327,7 @@ def _by_checkpoint(undecided: dict[PositionKey, Position], ctx: _Context) -> dic
         c = pos.committed
         floor = reader.floor(*where, c)
         if floor is not None and floor.source_offset == c:
-            outcome[key] = Decision("mapped", floor.target_offset, "checkpoint", True, 0)
+            outcome[key] = Decision("mapped", floor.target_offset, "checkpoint", True, 0, same_record=True)
             continue
         last = reader.last(*where)
         if last is None:
@@ -530,6 +535,6 @@ def _match(pos: Position, window: list[FetchedRecord] | str, header: str) -> Dec
         return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
     last = matches[0] + n - 1
     if pos.next is not None:
-        return Decision("mapped", window[last].offset, "fingerprint", True, 0)
+        return Decision("mapped", window[last].offset, "fingerprint", True, 0, same_record=True)
     following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
     return Decision("mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record")

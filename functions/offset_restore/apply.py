@@ -1,0 +1,386 @@
+"""Apply a plan to the target cluster safely (DESIGN §2.3-2.6, §6), and roll it back.
+
+The order of work keeps every promise of §6:
+1. choose the groups: only ``mapped`` entries are written; a group with a ``pending`` entry waits
+   whole; entries already ``committed`` are left alone (applying twice changes nothing);
+2. wait until every chosen group is empty (or absent) on the target, polling; on timeout fail, or
+   with ``commit_empty`` go on with the empty ones and report the others;
+3. read the target's current offsets and record them in the plan as ``previous_target_offset``
+   and save the plan — before anything is written, so a crash can never lose them;
+4. per group, re-check that it is still empty and commit all its partitions in one admin
+   OffsetCommit (the broker rejects it whole if a member joined meanwhile); partitions where the
+   group is already past the mapped offset are skipped unless ``allow_rewind``;
+5. read the offsets back, and fetch the record at each new offset whose fingerprint is known.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal, Protocol
+
+from offset_restore.cluster_types import TP, CommittedOffset, GroupInfo, PartitionFetch
+from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.fingerprint import fingerprint
+from offset_restore.plan_model import Plan, PlanEntry
+
+__all__ = [
+    "ApplyOptions",
+    "ApplyReport",
+    "ApplyTarget",
+    "WaitTimeoutError",
+    "apply_plan",
+    "check_plan_fits",
+    "rollback_plan",
+]
+
+WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
+BATCH = 500
+
+
+class ApplyTarget(Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+    def topic_partitions(self) -> dict[str, int]: ...
+    def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
+    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
+    def alter_offsets_many(
+        self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
+    ) -> dict[str, dict[TP, str | None]]: ...
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
+    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = ...) -> dict[TP, PartitionFetch]: ...
+
+
+class WaitTimeoutError(OffsetRestoreError):
+    """Groups stayed active past the wait timeout (and the input said to fail); nothing was written."""
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    wait_timeout_s: float = 300.0
+    poll_interval_s: float = 5.0
+    on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
+    allow_rewind: bool = False
+    dry_run: bool = False
+
+
+@dataclass
+class ApplyReport:
+    groups_planned: int = 0
+    groups_committed: list[str] = field(default_factory=list)
+    groups_unchanged: list[str] = field(default_factory=list)
+    groups_skipped: dict[str, str] = field(default_factory=dict)
+    groups_failed: dict[str, str] = field(default_factory=dict)
+    offsets_committed: int = 0
+    rewinds_skipped: int = 0
+    verified: int = 0
+    verify_failed: list[str] = field(default_factory=list)
+    dry_run_lines: list[str] = field(default_factory=list)
+    waited_s: float = 0.0
+    polls: int = 0
+
+    @property
+    def done_in_part(self) -> bool:
+        return bool(self.groups_skipped or self.rewinds_skipped)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None) -> None:
+    """Refuse a plan made for another cluster, or one the target no longer fits (topics gone,
+    mapped offsets past a partition's end)."""
+    names = {target.cluster_id, *([target_name] if target_name else [])}
+    if plan.target.cluster not in names:
+        raise BadInputError(
+            f"the plan is for target cluster {plan.target.cluster}, but these brokers are cluster "
+            f"{target.cluster_id}; plan again against this cluster"
+        )
+    topics = target.topic_partitions()
+    for entry in plan.entries:
+        if entry.status == "mapped" and topics.get(entry.target_topic, 0) <= entry.partition:
+            raise BadInputError(
+                f"the plan maps {entry.group} to {entry.target_topic}/{entry.partition}, which the target no "
+                "longer has: the target changed since the plan was made; plan again"
+            )
+
+
+def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, str]]:
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        by_group[entry.group].append(entry)
+    writable: dict[str, list[PlanEntry]] = {}
+    waiting: dict[str, str] = {}
+    for group, entries in by_group.items():
+        pending = [e for e in entries if e.status == "pending"]
+        if pending:
+            waiting[group] = f"{len(pending)} partitions still pending (the restore has not reached them)"
+            continue
+        mapped = [e for e in entries if e.status == "mapped"]
+        if mapped:
+            writable[group] = mapped
+    return writable, waiting
+
+
+def _wait_for_empty(
+    groups: Sequence[str],
+    target: ApplyTarget,
+    options: ApplyOptions,
+    report: ApplyReport,
+    progress: Progress,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> dict[str, GroupInfo]:
+    """Poll until every group is writable or the timeout passes; returns the last descriptions."""
+    started = clock()
+    while True:
+        report.polls += 1
+        infos = target.describe_groups(groups) if groups else {}
+        active = [g for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES]
+        progress("waiting for groups to be empty", len(groups) - len(active), len(groups))
+        elapsed = clock() - started
+        if not active or elapsed >= options.wait_timeout_s:
+            report.waited_s = round(elapsed, 3)
+            return infos
+        sleep(min(options.poll_interval_s, max(0.0, options.wait_timeout_s - elapsed)))
+
+
+def apply_plan(
+    plan: Plan,
+    target: ApplyTarget,
+    options: ApplyOptions,
+    save: Callable[[Plan], None],
+    *,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    before_commit: Callable[[Sequence[str]], None] | None = None,
+) -> ApplyReport:
+    """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point."""
+    show = progress or (lambda phase, done, total: None)
+    report = ApplyReport()
+    writable, waiting = _groups_to_write(plan)
+    report.groups_planned = len(writable) + len(waiting)
+    report.groups_skipped.update(waiting)
+    groups = sorted(writable)
+
+    infos = _wait_for_empty(groups, target, options, report, show, sleep, clock)
+    active = {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
+    if active and options.on_wait_timeout == "fail" and not options.dry_run:
+        names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
+        raise WaitTimeoutError(
+            f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
+            "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"
+        )
+    for group, info in active.items():
+        report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
+    groups = [g for g in groups if g not in active]
+
+    current = target.committed_offsets(groups) if groups else {}
+    commits: dict[str, dict[TP, CommittedOffset]] = {}
+    for group in groups:
+        now = current.get(group, {})
+        offsets: dict[TP, CommittedOffset] = {}
+        unchanged = True
+        for entry in writable[group]:
+            tp = TP(entry.target_topic, entry.partition)
+            assert entry.target_offset is not None
+            before = now.get(tp)
+            entry.previous_target_offset = before.offset if before else None
+            if before is not None and before.offset == entry.target_offset:
+                continue  # already there: nothing to write
+            unchanged = False
+            if before is not None and before.offset > entry.target_offset and not options.allow_rewind:
+                entry.status = "skipped"
+                entry.reason = (
+                    f"the group is already at {before.offset} on the target, past the mapped "
+                    f"{entry.target_offset}: not rewound (use --allow-rewind)"
+                )
+                report.rewinds_skipped += 1
+                continue
+            offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
+        if options.dry_run:
+            for entry in writable[group]:
+                was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
+                report.dry_run_lines.append(
+                    f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
+                    + (" (skipped: would rewind)" if entry.status == "skipped" else "")
+                )
+            continue
+        if offsets:
+            commits[group] = offsets
+        elif unchanged:
+            report.groups_unchanged.append(group)
+            for entry in writable[group]:
+                entry.status = "committed"
+    if options.dry_run:
+        return report
+    save(plan)  # the offsets about to be replaced are on record before the first write
+
+    for start in range(0, len(commits), BATCH):
+        batch = sorted(commits)[start : start + BATCH]
+        if before_commit is not None:
+            before_commit(batch)
+        states = target.describe_groups(batch)
+        ready = [g for g in batch if not states.get(g) or states[g].state in WRITABLE_STATES]
+        for group in batch:
+            if group not in ready:
+                report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
+        answers = target.alter_offsets_many({g: commits[g] for g in ready})
+        for group in ready:
+            errors = {tp: e for tp, e in answers.get(group, {}).items() if e}
+            _record_commit(group, writable[group], commits[group], errors, report)
+        show("committing", min(start + BATCH, len(commits)), len(commits))
+    _verify(plan, report, target, [g for g in report.groups_committed])
+    plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
+    plan.notes.append(plan_note)
+    save(plan)
+    return report
+
+
+def _record_commit(
+    group: str,
+    entries: list[PlanEntry],
+    written: dict[TP, CommittedOffset],
+    errors: dict[TP, str],
+    report: ApplyReport,
+) -> None:
+    if not errors:
+        report.groups_committed.append(group)
+        report.offsets_committed += len(written)
+        for entry in entries:
+            if entry.status == "mapped":
+                entry.status = "committed"
+        return
+    if len(errors) == len(written):
+        reason = ", ".join(sorted(set(errors.values())))
+        report.groups_skipped[group] = f"the broker refused the commit ({reason}): a member joined meanwhile"
+        return
+    # The broker accepted some partitions and refused others: say exactly which.
+    report.groups_failed[group] = "; ".join(f"{tp}: {e}" for tp, e in sorted(errors.items()))
+    for entry in entries:
+        tp = TP(entry.target_topic, entry.partition)
+        if tp in errors:
+            entry.status, entry.reason = "failed", f"commit refused: {errors[tp]}"
+        elif tp in written:
+            entry.status = "committed"
+
+
+def _verify(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str]) -> None:
+    """Read committed offsets back; fetch the record at each new offset whose fingerprint is known."""
+    if not groups:
+        return
+    wanted = set(groups)
+    back = target.committed_offsets(list(groups))
+    checks: dict[TP, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        if entry.group not in wanted or entry.status != "committed":
+            continue
+        tp = TP(entry.target_topic, entry.partition)
+        now = back.get(entry.group, {}).get(tp)
+        if now is None or now.offset != entry.target_offset:
+            entry.verified = False
+            report.verify_failed.append(f"{entry.group} {tp}: reads back {now.offset if now else 'nothing'}")
+            continue
+        if entry.expected_fingerprint:
+            checks[tp].append(entry)
+        else:
+            entry.verified = True
+            report.verified += 1
+    pending = {
+        tp: sorted({e.target_offset for e in entries if e.target_offset is not None}) for tp, entries in checks.items()
+    }
+    seen: dict[tuple[TP, int], str | None] = {}
+    while any(pending.values()):
+        positions = {tp: offsets.pop(0) for tp, offsets in pending.items() if offsets}
+        for tp, answer in target.fetch(positions, partition_max_bytes=64 * 1024).items():
+            record = next((r for r in answer.records if r.offset == positions[tp]), None)
+            seen[(tp, positions[tp])] = fingerprint(record.key, record.value, record.headers) if record else None
+            for r in answer.records:  # the window often holds the next offsets asked for too
+                if r.offset in pending.get(tp, []):
+                    seen[(tp, r.offset)] = fingerprint(r.key, r.value, r.headers)
+                    pending[tp].remove(r.offset)
+    for tp, entries in checks.items():
+        for entry in entries:
+            assert entry.target_offset is not None
+            if seen.get((tp, entry.target_offset)) == entry.expected_fingerprint:
+                entry.verified = True
+                report.verified += 1
+            else:
+                entry.verified = False
+                report.verify_failed.append(f"{entry.group} {tp}@{entry.target_offset}: another record is there")
+
+
+def rollback_plan(
+    plan: Plan,
+    target: ApplyTarget,
+    save: Callable[[Plan], None],
+    *,
+    wait: ApplyOptions | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> ApplyReport:
+    """Put back every offset an apply replaced, under the same rules: only empty groups; a group that
+    had no offsets before the apply is deleted when it is still empty."""
+    options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
+    report = ApplyReport()
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        if entry.status == "committed":  # only what the apply wrote (or found already in place)
+            by_group[entry.group].append(entry)
+    groups = sorted(by_group)
+    report.groups_planned = len(groups)
+    infos = _wait_for_empty(groups, target, options, report, lambda *_: None, sleep, clock)
+    restore: dict[str, dict[TP, CommittedOffset]] = {}
+    delete: list[str] = []
+    for group in groups:
+        info = infos.get(group)
+        if info and info.state not in WRITABLE_STATES:
+            report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
+            continue
+        entries = by_group[group]
+        if all(e.previous_target_offset is None for e in entries):
+            delete.append(group)
+            continue
+        restore[group] = {
+            TP(e.target_topic, e.partition): CommittedOffset(e.previous_target_offset, e.metadata)
+            for e in entries
+            if e.previous_target_offset is not None
+        }
+        for e in entries:
+            if e.previous_target_offset is None:
+                report.groups_failed.setdefault(group, "")
+                report.groups_failed[group] += (
+                    f"{e.target_topic}/{e.partition} had no offset before the apply and keeps "
+                    f"{e.target_offset} (delete it with kafka-consumer-groups --delete-offsets); "
+                )
+    answers = target.alter_offsets_many(restore) if restore else {}
+    for group, offsets in restore.items():
+        errors = {tp: e for tp, e in answers.get(group, {}).items() if e}
+        if errors:
+            report.groups_skipped[group] = (
+                f"the broker refused the rollback ({', '.join(sorted(set(errors.values())))})"
+            )
+            continue
+        report.groups_committed.append(group)
+        report.offsets_committed += len(offsets)
+        _mark_rolled_back(by_group[group])
+    for group, error in target.delete_groups(delete).items():
+        if error:
+            report.groups_skipped[group] = f"could not delete the group created by the apply ({error})"
+        else:
+            report.groups_committed.append(group)
+            _mark_rolled_back(by_group[group])
+    plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")
+    save(plan)
+    return report
+
+
+def _mark_rolled_back(entries: Iterable[PlanEntry]) -> None:
+    for entry in entries:
+        entry.status = "mapped"
+        entry.reason = "rolled back: the previous target offset was put back"
+        entry.verified = None

@@ -1,0 +1,71 @@
+"""The single-writer lock per target cluster (DESIGN §5.4): ``pk=LOCK#<cluster>``, ``sk=LOCK``.
+
+Taken with a conditional write that succeeds only when no lock exists, the existing one has expired
+(a crashed run), or it is already ours (a retry of the same run). Released only by its owner.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from offset_restore.errors import OffsetRestoreError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+__all__ = ["LockHeldError", "TargetLock"]
+
+
+class LockHeldError(OffsetRestoreError):
+    """Another run is writing to this target cluster."""
+
+
+class TargetLock:
+    def __init__(self, table: str, client: DynamoDBClient, cluster: str, owner: str, ttl_s: int = 3600) -> None:
+        self.table, self.client, self.cluster, self.owner, self.ttl_s = table, client, cluster, owner, ttl_s
+
+    @property
+    def _key(self) -> dict[str, dict[str, str]]:
+        return {"pk": {"S": f"LOCK#{self.cluster}"}, "sk": {"S": "LOCK"}}
+
+    def acquire(self, now: float | None = None) -> None:
+        from botocore.exceptions import ClientError
+
+        now = time.time() if now is None else now
+        try:
+            self.client.put_item(
+                TableName=self.table,
+                Item={
+                    **self._key,
+                    "owner": {"S": self.owner},
+                    "expires_at": {"N": str(int(now + self.ttl_s))},
+                    "ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+                },
+                ConditionExpression="attribute_not_exists(pk) OR expires_at < :now OR #owner = :me",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":now": {"N": str(int(now))}, ":me": {"S": self.owner}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            holder = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item", {})
+            raise LockHeldError(
+                f"target cluster {self.cluster} is locked by run {holder.get('owner', {}).get('S', '?')} until "
+                f"{holder.get('expires_at', {}).get('N', '?')} (epoch s); wait for it, or let the lock expire"
+            ) from None
+
+    def release(self) -> None:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.delete_item(
+                TableName=self.table,
+                Key=self._key,
+                ConditionExpression="#owner = :me",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":me": {"S": self.owner}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
