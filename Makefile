@@ -35,6 +35,7 @@ demo: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m bench.snapshot_bench
 	$(PY) -m bench.plan_bench
+	$(PY) -m bench.apply_bench
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-output cdk.out

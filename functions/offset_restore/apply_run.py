@@ -40,7 +40,8 @@ class PlanFile:
             raise BadInputError(f"plan {self.location} is invalid at {where}: {first['msg']}") from None
 
     def save(self, plan: Plan) -> None:
-        self.store.put(self.key, plan.model_dump_json(indent=2).encode(), "application/json")
+        # Compact: a plan of 100,000s of entries is saved twice per apply, on the critical path.
+        self.store.put(self.key, plan.model_dump_json().encode(), "application/json")
 
 
 def _locked(lock: TargetLock | None) -> AbstractContextManager[object]:

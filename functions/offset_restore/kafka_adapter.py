@@ -44,7 +44,7 @@ _FetchTopic = FetchRequest.FetchTopic
 _FetchPartition = _FetchTopic.FetchPartition
 # Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
 _FETCH_MAX_VERSION = 12
-IN_FLIGHT = 4  # kafka-python allows 5 requests in flight per connection
+IN_FLIGHT = 16  # requests outstanding per connection (the client is configured to allow 32)
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
 
 ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], int | None]
@@ -66,7 +66,9 @@ class KafkaCluster:
         self.requests_sent: Counter[str] = Counter()
         self._producer: KafkaProducer | None = None
         try:
-            self._admin = KafkaAdminClient(**self._client_config(), bootstrap_timeout_ms=self._connect_ms)
+            self._admin = KafkaAdminClient(
+                **self._client_config(), bootstrap_timeout_ms=self._connect_ms, max_in_flight_requests_per_connection=32
+            )
         except _UNREACHABLE as error:
             raise ClusterUnreachableError(
                 f"cannot reach Kafka at {settings.bootstrap_servers} "

@@ -6,7 +6,6 @@ import os
 
 import boto3
 import pytest
-
 from offset_restore.locks import LockHeldError, TargetLock
 
 
