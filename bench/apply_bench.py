@@ -97,6 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         f"(failed {len(report.verify_failed)}) | {saved / 1e6:.1f} MB | "
         f"{sum(requests.values()):,}: {', '.join(f'{k} {v}' for k, v in sorted(requests.items()))} |",
     ]
+    lines += ["", "Phases: " + ", ".join(f"{k} {v:.2f} s" for k, v in report.timings.items())]
     text = "\n".join(lines) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "apply.md").write_text(text)

@@ -5,20 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS
-from offset_restore.settings import SnapshotSettings
+from offset_restore.observability import logger, metrics, tracer
+from offset_restore.settings import SnapshotSettings, read_secret
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import S3Store
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-logger = Logger(service="offset-restore")
-tracer = Tracer(service="offset-restore")
-metrics = Metrics(namespace="OffsetRestore", service="offset-restore")
 
 
 class SnapshotRequest(BaseModel):
@@ -33,10 +29,6 @@ class SnapshotRequest(BaseModel):
     snapshot_id: str | None = None
 
 
-def _read_secret(arn: str) -> str:
-    return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
-
-
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
@@ -48,7 +40,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     except (ValidationError, ValueError) as error:
         raise BadInputError(f"invalid snapshot request: {error}") from None
     store = S3Store(settings.bucket, settings.prefix, boto3.client("s3"))
-    result = run_snapshot(settings.source.connection(_read_secret), store, options)
+    result = run_snapshot(settings.source.connection(read_secret), store, options)
     metrics.add_metric(name="SnapshotGroups", unit=MetricUnit.Count, value=result.counts.groups)
     metrics.add_metric(name="SnapshotGroupPartitions", unit=MetricUnit.Count, value=result.counts.group_partitions)
     metrics.add_metric(name="SnapshotSeconds", unit=MetricUnit.Seconds, value=result.duration_s)

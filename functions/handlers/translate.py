@@ -5,20 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
-from aws_lambda_powertools import Logger, Metrics, Tracer
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.checkpoints import DynamoCheckpoints
 from offset_restore.errors import BadInputError
 from offset_restore.mapping_store import MappingStore
+from offset_restore.observability import logger, metrics, tracer
 from offset_restore.plan_run import translate_work_item
-from offset_restore.settings import TranslateSettings
+from offset_restore.settings import TranslateSettings, read_secret
 from offset_restore.storage import S3Store
 from pydantic import BaseModel, ConfigDict, ValidationError
-
-logger = Logger(service="offset-restore")
-tracer = Tracer(service="offset-restore")
-metrics = Metrics(namespace="OffsetRestore", service="offset-restore")
 
 
 class TranslateRequest(BaseModel):
@@ -27,10 +23,6 @@ class TranslateRequest(BaseModel):
     restore_id: str
     work_item: str
     """The work item's key in the restore bucket."""
-
-
-def _read_secret(arn: str) -> str:
-    return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
 
 
 @metrics.log_metrics
@@ -47,7 +39,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     result = translate_work_item(
         S3Store(settings.bucket, "", boto3.client("s3")),
         request.work_item,
-        settings.target.connection(_read_secret),
+        settings.target.connection(read_secret),
         MappingStore(settings.table, dynamodb),
         target_cluster=settings.target.name,
         checkpoints=DynamoCheckpoints(settings.table, dynamodb),

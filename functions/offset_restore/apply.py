@@ -35,6 +35,7 @@ __all__ = [
     "apply_plan",
     "check_plan_fits",
     "rollback_plan",
+    "verify_groups",
 ]
 
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
@@ -80,6 +81,7 @@ class ApplyReport:
     verify_failed: list[str] = field(default_factory=list)
     dry_run_lines: list[str] = field(default_factory=list)
     waited_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
     polls: int = 0
 
     @property
@@ -167,7 +169,9 @@ def apply_plan(
     report.groups_skipped.update(waiting)
     groups = sorted(writable)
 
+    lap = _Laps(report.timings)
     infos = _wait_for_empty(groups, target, options, report, show, sleep, clock)
+    lap("wait")
     active = {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
     if active and options.on_wait_timeout == "fail" and not options.dry_run:
         names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
@@ -180,6 +184,7 @@ def apply_plan(
     groups = [g for g in groups if g not in active]
 
     current = target.committed_offsets(groups) if groups else {}
+    lap("read_current")
     commits: dict[str, dict[TP, CommittedOffset]] = {}
     for group in groups:
         now = current.get(group, {})
@@ -219,6 +224,7 @@ def apply_plan(
     if options.dry_run:
         return report
     save(plan)  # the offsets about to be replaced are on record before the first write
+    lap("save_previous")
 
     for start in range(0, len(commits), BATCH):
         batch = sorted(commits)[start : start + BATCH]
@@ -234,11 +240,24 @@ def apply_plan(
             errors = {tp: e for tp, e in answers.get(group, {}).items() if e}
             _record_commit(group, writable[group], commits[group], errors, report)
         show("committing", min(start + BATCH, len(commits)), len(commits))
-    _verify(plan, report, target, [g for g in report.groups_committed])
+    lap("commit")
+    verify_groups(plan, report, target, report.groups_committed)
+    lap("verify")
     plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
     plan.notes.append(plan_note)
     save(plan)
+    lap("save_result")
     return report
+
+
+class _Laps:
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings, self.last = timings, time.perf_counter()
+
+    def __call__(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.timings[phase] = round(now - self.last, 3)
+        self.last = now
 
 
 def _record_commit(
@@ -269,7 +288,7 @@ def _record_commit(
             entry.status = "committed"
 
 
-def _verify(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str]) -> None:
+def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str]) -> None:
     """Read committed offsets back; fetch the record at each new offset whose fingerprint is known."""
     if not groups:
         return

@@ -80,7 +80,26 @@ class MappingStore:
                 counts["unchanged"] += 1
         return counts
 
-    def entries(self, restore_id: str) -> list[PlanEntry]:
+    def save(self, restore_id: str, entries: Iterable[PlanEntry]) -> None:
+        """Overwrite entries as apply changed them (status, previous offsets, verification).
+
+        Only apply calls this, under the target cluster's lock.
+        """
+        from botocore.exceptions import ClientError
+
+        for entry in entries:
+            item = {**entry_key(restore_id, entry)}
+            for name, value in entry.model_dump(mode="json").items():
+                item[name] = _attribute(value)
+            try:
+                self.client.put_item(TableName=self.table, Item=item)
+            except ClientError as error:
+                raise StorageError(
+                    f"cannot save mapping {entry.group} {entry.topic}/{entry.partition} to table {self.table}: {error}"
+                ) from None
+
+    def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
+        wanted = set(groups) if groups is not None else None
         paginator = self.client.get_paginator("query")
         found = []
         for page in paginator.paginate(
@@ -91,5 +110,6 @@ class MappingStore:
         ):
             for item in page.get("Items", []):
                 values = {k: _value(v) for k, v in item.items() if k not in ("pk", "sk")}
-                found.append(PlanEntry.model_validate(values))
+                if wanted is None or values["group"] in wanted:
+                    found.append(PlanEntry.model_validate(values))
         return found

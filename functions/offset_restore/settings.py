@@ -13,7 +13,14 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from offset_restore.connection import ConnectionSettings, SaslMechanism, SecurityProtocol
 from offset_restore.errors import BadInputError
 
-__all__ = ["ClusterSettings", "SnapshotSettings", "TranslateSettings", "cluster_from_env"]
+__all__ = [
+    "ApplySettings",
+    "ClusterSettings",
+    "SnapshotSettings",
+    "TranslateSettings",
+    "cluster_from_env",
+    "read_secret",
+]
 
 
 class ClusterSettings(BaseModel):
@@ -112,3 +119,26 @@ class TranslateSettings(BaseModel):
         if missing:
             raise BadInputError(f"the function's environment is incomplete or invalid: {', '.join(missing)} not set")
         return cls(target=cluster_from_env("TARGET", env), bucket=env["RESTORE_BUCKET"], table=env["TABLE_NAME"])
+
+
+class ApplySettings(BaseModel):
+    """``TARGET_*`` cluster variables and ``TABLE_NAME``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: ClusterSettings
+    table: str
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ApplySettings:
+        env = os.environ if env is None else env
+        if not env.get("TABLE_NAME"):
+            raise BadInputError("the function's environment is incomplete or invalid: TABLE_NAME not set")
+        return cls(target=cluster_from_env("TARGET", env), table=env["TABLE_NAME"])
+
+
+def read_secret(arn: str) -> str:
+    """A Secrets Manager secret's string, with the default AWS credentials."""
+    import boto3
+
+    return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])

@@ -1,0 +1,29 @@
+"""Which groups of a restore are still active on the target (the workflow's wait loop asks this)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from offset_restore.apply_steps import check_empty
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.mapping_store import MappingStore
+from offset_restore.observability import logger, metrics, tracer
+from offset_restore.settings import ApplySettings, read_secret
+
+from handlers.requests import ApplyRequest, parse
+
+
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = ApplySettings.from_env()
+    request = parse(ApplyRequest, event, "check-empty")
+    logger.append_keys(restore_id=request.restore_id)
+    with KafkaCluster(settings.target.connection(read_secret)) as target:
+        result = check_empty(request.restore_id, target, MappingStore(settings.table, boto3.client("dynamodb")))
+    metrics.add_metric(name="GroupsStillActive", unit=MetricUnit.Count, value=len(result.active))
+    return {**result.model_dump(mode="json"), "all_empty": result.all_empty}

@@ -1,0 +1,99 @@
+"""Apply in AWS, one state-machine step at a time, with the mappings in DynamoDB instead of a plan
+file: which groups are still active, commit a batch of groups, verify a batch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+
+from offset_restore.apply import WRITABLE_STATES, ApplyOptions, ApplyReport, ApplyTarget, apply_plan, verify_groups
+from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import ClusterRef, Plan, PlanEntry
+
+__all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "verify_batch"]
+
+
+class EmptyCheck(BaseModel):
+    empty: list[str]
+    active: list[str]
+    waiting: list[str]
+    """Groups with pending entries: they wait whole until the restore reaches them."""
+
+    @property
+    def all_empty(self) -> bool:
+        return not self.active
+
+
+class CommitResult(BaseModel):
+    committed: list[str]
+    unchanged: list[str]
+    skipped: dict[str, str]
+    failed: dict[str, str]
+    offsets_committed: int
+    verified: int
+    verify_failed: list[str]
+
+
+def _plan(restore_id: str, target: str, entries: list[PlanEntry]) -> Plan:
+    return Plan(
+        restore_id=restore_id,
+        snapshot_id="",
+        created_at=datetime.now(UTC),
+        source=ClusterRef(cluster=""),
+        target=ClusterRef(cluster=target),
+        entries=entries,
+    )
+
+
+def _by_group(entries: Sequence[PlanEntry]) -> dict[str, list[PlanEntry]]:
+    groups: dict[str, list[PlanEntry]] = {}
+    for entry in entries:
+        groups.setdefault(entry.group, []).append(entry)
+    return groups
+
+
+def check_empty(restore_id: str, target: ApplyTarget, mappings: MappingStore) -> EmptyCheck:
+    groups = _by_group(mappings.entries(restore_id))
+    waiting = sorted(g for g, entries in groups.items() if any(e.status == "pending" for e in entries))
+    writable = sorted(
+        g for g, entries in groups.items() if g not in waiting and any(e.status == "mapped" for e in entries)
+    )
+    infos = target.describe_groups(writable) if writable else {}
+    active = [g for g in writable if infos.get(g) and infos[g].state not in WRITABLE_STATES]
+    return EmptyCheck(empty=[g for g in writable if g not in active], active=active, waiting=waiting)
+
+
+def _result(report: ApplyReport) -> CommitResult:
+    return CommitResult(
+        committed=report.groups_committed,
+        unchanged=report.groups_unchanged,
+        skipped=report.groups_skipped,
+        failed=report.groups_failed,
+        offsets_committed=report.offsets_committed,
+        verified=report.verified,
+        verify_failed=report.verify_failed,
+    )
+
+
+def commit_groups(
+    restore_id: str, groups: Sequence[str], target: ApplyTarget, mappings: MappingStore, *, allow_rewind: bool
+) -> CommitResult:
+    """Commit (and verify) a batch of groups; active ones are skipped, the previous offsets are saved
+    to DynamoDB before the first write. Running a batch again commits nothing twice."""
+    entries = mappings.entries(restore_id, groups)
+    plan = _plan(restore_id, target.cluster_id, entries)
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
+    report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
+    return _result(report)
+
+
+def verify_batch(restore_id: str, groups: Sequence[str], target: ApplyTarget, mappings: MappingStore) -> CommitResult:
+    """Verify committed groups again (e.g. after the workflow's final step) and record the outcome."""
+    entries = mappings.entries(restore_id, groups)
+    plan = _plan(restore_id, target.cluster_id, entries)
+    report = ApplyReport()
+    verify_groups(plan, report, target, sorted({e.group for e in entries if e.status == "committed"}))
+    mappings.save(restore_id, plan.entries)
+    return _result(report)

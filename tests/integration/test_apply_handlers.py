@@ -1,0 +1,100 @@
+"""The apply-step handlers in-process: mappings in moto DynamoDB, the real target broker."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import boto3
+import pytest
+from offset_restore.cluster_types import TP
+from offset_restore.errors import BadInputError
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import PlanEntry
+
+from tests.helpers import Brokers, active_member, produce, unique
+from tests.helpers import commit as commit_offsets
+
+
+@dataclass
+class Context:
+    function_name: str = "offset-restore-apply"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-apply"
+    aws_request_id: str = "req-3"
+
+
+@pytest.fixture
+def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch, table: str) -> None:
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("TARGET_CLUSTER_NAME", "dr")
+    monkeypatch.setenv("TARGET_BOOTSTRAP_SERVERS", brokers.target.bootstrap_servers)
+    monkeypatch.setenv("TARGET_SECURITY_PROTOCOL", "PLAINTEXT")
+    monkeypatch.setenv("TABLE_NAME", table)
+
+
+def entry(group: str, topic: str, partition: int, target_offset: int | None, status: str = "mapped") -> PlanEntry:
+    return PlanEntry(
+        group=group,
+        topic=topic,
+        partition=partition,
+        target_topic=topic,
+        source_offset=(target_offset or 0) + 100,
+        target_offset=target_offset,
+        method="header" if target_offset is not None else None,
+        exact=target_offset is not None,
+        max_duplicates=0,
+        status=status,
+    )  # type: ignore[arg-type]
+
+
+def test_check_commit_verify(lambda_env: None, table: str, brokers: Brokers, target: KafkaCluster) -> None:
+    from handlers import check_empty, commit, verify
+
+    topic = unique("steps")
+    target.create_topics({topic: 2})
+    for p in range(2):
+        produce(target, topic, p, 20)
+    idle, busy, waiting = unique("idle"), unique("busy"), unique("waiting")
+    commit_offsets(target, idle, {TP(topic, 0): 2})  # the group already has an offset on the target
+    store = MappingStore(table, boto3.client("dynamodb"))
+    store.put(
+        "r-9",
+        [
+            entry(idle, topic, 0, 7),
+            entry(idle, topic, 1, 9),
+            entry(busy, topic, 0, 3),
+            entry(waiting, topic, 0, 5),
+            entry(waiting, topic, 1, None, "pending"),
+        ],
+    )
+    with active_member(brokers.target.bootstrap_servers, busy, topic):
+        checked = check_empty.handler({"restore_id": "r-9"}, Context())
+        assert (checked["empty"], checked["active"], checked["waiting"]) == ([idle], [busy], [waiting])
+        assert checked["all_empty"] is False
+        result = commit.handler({"restore_id": "r-9", "groups": [idle, busy]}, Context())
+    assert result["committed"] == [idle] and busy in result["skipped"] and result["verified"] == 2
+    offsets = target.committed_offsets([idle])[idle]
+    assert {tp.partition: c.offset for tp, c in offsets.items()} == {0: 7, 1: 9}
+    saved = {(e.group, e.partition): e for e in store.entries("r-9")}
+    assert saved[(idle, 0)].status == "committed" and saved[(idle, 0)].previous_target_offset == 2
+    assert saved[(idle, 1)].previous_target_offset is None and saved[(busy, 0)].status == "mapped"
+    again = commit.handler({"restore_id": "r-9", "groups": [idle]}, Context())
+    assert again["committed"] == [] and again["offsets_committed"] == 0
+    checked = verify.handler({"restore_id": "r-9", "groups": [idle]}, Context())
+    assert checked["verified"] == 2 and checked["verify_failed"] == []
+
+
+def test_bad_step_inputs_are_named(lambda_env: None) -> None:
+    from handlers import commit
+
+    with pytest.raises(BadInputError, match="invalid commit request"):
+        commit.handler({"restore_id": "r-1", "groups": []}, Context())
+
+
+def test_any_handler_refuses_an_incomplete_environment(lambda_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    from handlers import check_empty
+
+    monkeypatch.delenv("TABLE_NAME")
+    with pytest.raises(BadInputError, match="TABLE_NAME not set"):
+        check_empty.handler({"restore_id": "r-1"}, Context())
