@@ -10,7 +10,7 @@ from offset_restore.cluster_types import TP
 from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.mapping_store import MappingStore
-from offset_restore.plan_model import PlanEntry
+from offset_restore.plan_model import PlanEntry, Status
 
 from tests.helpers import Brokers, active_member, produce, unique
 from tests.helpers import commit as commit_offsets
@@ -33,7 +33,7 @@ def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch, table: str) ->
     monkeypatch.setenv("TABLE_NAME", table)
 
 
-def entry(group: str, topic: str, partition: int, target_offset: int | None, status: str = "mapped") -> PlanEntry:
+def entry(group: str, topic: str, partition: int, target_offset: int | None, status: Status = "mapped") -> PlanEntry:
     return PlanEntry(
         group=group,
         topic=topic,
@@ -45,7 +45,7 @@ def entry(group: str, topic: str, partition: int, target_offset: int | None, sta
         exact=target_offset is not None,
         max_duplicates=0,
         status=status,
-    )  # type: ignore[arg-type]
+    )
 
 
 def test_check_commit_verify(lambda_env: None, table: str, brokers: Brokers, target: KafkaCluster) -> None:
