@@ -150,14 +150,7 @@ def header_of(record: FetchedRecord) -> int:
 
 
 def linear_scan(counting: Counting, tp: TP, c: int, end: int) -> int:
-    position = 0
-    while position < end:
-        records = counting.fetch({tp: position})[tp].records
-        for record in records:
-            if header_of(record) >= c:
-                return record.offset
-        position = records[-1].offset + 1
-    return end
+    return linear_from(counting, tp, c, 0, end)
 
 
 def kbridge(counting: Counting, tp: TP, c: int, end: int, window: int = 1000) -> int:

@@ -136,3 +136,13 @@ def restore(
 def expected_target(pairs: Sequence[tuple[int, int]], committed: int, end: int) -> int:
     """The rule: the target offset of the first restored record whose source offset is >= committed."""
     return next((t for s, t in pairs if s >= committed), end)
+
+
+@dataclass
+class LambdaContext:
+    """What powertools reads of a Lambda context, for calling handlers in process."""
+
+    function_name: str = "offset-restore-test"
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-test"
+    aws_request_id: str = "test-request"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import boto3
 import pytest
 from offset_restore.cluster_types import TP
@@ -12,16 +10,8 @@ from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import PlanEntry, Status
 
-from tests.helpers import Brokers, active_member, produce, unique
+from tests.helpers import Brokers, LambdaContext, active_member, produce, unique
 from tests.helpers import commit as commit_offsets
-
-
-@dataclass
-class Context:
-    function_name: str = "offset-restore-apply"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-apply"
-    aws_request_id: str = "req-3"
 
 
 @pytest.fixture
@@ -69,19 +59,19 @@ def test_check_commit_verify(lambda_env: None, table: str, brokers: Brokers, tar
         ],
     )
     with active_member(brokers.target.bootstrap_servers, busy, topic):
-        checked = check_empty.handler({"restore_id": "r-9"}, Context())
+        checked = check_empty.handler({"restore_id": "r-9"}, LambdaContext())
         assert (checked["empty"], checked["active"], checked["waiting"]) == ([idle], [busy], [waiting])
         assert checked["all_empty"] is False
-        result = commit.handler({"restore_id": "r-9", "groups": [idle, busy]}, Context())
+        result = commit.handler({"restore_id": "r-9", "groups": [idle, busy]}, LambdaContext())
     assert result["committed"] == [idle] and busy in result["skipped"] and result["verified"] == 2
     offsets = target.committed_offsets([idle])[idle]
     assert {tp.partition: c.offset for tp, c in offsets.items()} == {0: 7, 1: 9}
     saved = {(e.group, e.partition): e for e in store.entries("r-9")}
     assert saved[(idle, 0)].status == "committed" and saved[(idle, 0)].previous_target_offset == 2
     assert saved[(idle, 1)].previous_target_offset is None and saved[(busy, 0)].status == "mapped"
-    again = commit.handler({"restore_id": "r-9", "groups": [idle]}, Context())
+    again = commit.handler({"restore_id": "r-9", "groups": [idle]}, LambdaContext())
     assert again["committed"] == [] and again["offsets_committed"] == 0
-    checked = verify.handler({"restore_id": "r-9", "groups": [idle]}, Context())
+    checked = verify.handler({"restore_id": "r-9", "groups": [idle]}, LambdaContext())
     assert checked["verified"] == 2 and checked["verify_failed"] == []
 
 
@@ -89,7 +79,7 @@ def test_bad_step_inputs_are_named(lambda_env: None) -> None:
     from handlers import commit
 
     with pytest.raises(BadInputError, match="invalid commit request"):
-        commit.handler({"restore_id": "r-1", "groups": []}, Context())
+        commit.handler({"restore_id": "r-1", "groups": []}, LambdaContext())
 
 
 def test_any_handler_refuses_an_incomplete_environment(lambda_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -97,4 +87,4 @@ def test_any_handler_refuses_an_incomplete_environment(lambda_env: None, monkeyp
 
     monkeypatch.delenv("TABLE_NAME")
     with pytest.raises(BadInputError, match="TABLE_NAME not set"):
-        check_empty.handler({"restore_id": "r-1"}, Context())
+        check_empty.handler({"restore_id": "r-1"}, LambdaContext())

@@ -61,7 +61,8 @@ def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path
     }
 
 
-def plan_args(setup: dict[str, str], output: Path, *extra: str) -> list[str]:
+def plan_args(setup: dict[str, str], output: Path, *extra: str, rename: bool = True) -> list[str]:
+    mapping = ["--topic-map", f"{setup['topic']}=dr.{setup['topic']}"] if rename else []
     return [
         "plan",
         "--snapshot",
@@ -70,8 +71,7 @@ def plan_args(setup: dict[str, str], output: Path, *extra: str) -> list[str]:
         setup["target"],
         "--output",
         str(output),
-        "--topic-map",
-        f"{setup['topic']}=dr.{setup['topic']}",
+        *mapping,
         *extra,
     ]
 
@@ -105,15 +105,7 @@ def test_plan_and_csv(setup: dict[str, str], tmp_path: Path) -> None:
 
 
 def test_unmapped_entries_make_exit_status_3(setup: dict[str, str], tmp_path: Path) -> None:
-    status, out, _ = run(
-        "plan",
-        "--snapshot",
-        setup["snaps"],
-        "--bootstrap-servers",
-        setup["target"],
-        "--output",
-        str(tmp_path / "plan.json"),
-    )  # no topic map: the topic is missing
+    status, out, _ = run(*plan_args(setup, tmp_path / "plan.json", rename=False))  # the topic is missing
     assert status == 3
     assert "unmapped          4" in out and "does not exist on the target" in out
     assert (tmp_path / "plan.json").exists()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -15,15 +14,7 @@ from offset_restore.settings import ClusterSettings
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import S3Store
 
-from tests.helpers import Brokers, commit, produce, unique
-
-
-@dataclass
-class Context:
-    function_name: str = "offset-restore-snapshot"
-    memory_limit_in_mb: int = 512
-    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-snapshot"
-    aws_request_id: str = "req-1"
+from tests.helpers import Brokers, LambdaContext, commit, produce, unique
 
 
 @pytest.fixture
@@ -44,7 +35,7 @@ def test_handler_writes_a_snapshot_to_the_bucket(lambda_env: None, s3: Any, sour
     source.create_topics({topic: 1})
     produce(source, topic, 0, 8)
     commit(source, group, {TP(topic, 0): 5})
-    result = handler({"groups": group, "evidence_records": 2}, Context())
+    result = handler({"groups": group, "evidence_records": 2}, LambdaContext())
     assert result["cluster"] == "prod-source" and result["counts"]["group_partitions"] == 1
     repo = SnapshotRepository(S3Store("snapshots", "env/dev", s3))
     key, manifest = repo.by_id(result["snapshot_id"])
@@ -56,9 +47,9 @@ def test_a_bad_request_fails_with_a_clear_error_and_writes_nothing(lambda_env: N
     from handlers.snapshot import handler
 
     with pytest.raises(BadInputError, match=r"invalid --groups regex '\('"):
-        handler({"groups": "("}, Context())
+        handler({"groups": "("}, LambdaContext())
     with pytest.raises(BadInputError, match="evidence_records"):
-        handler({"evidence_records": 1000}, Context())
+        handler({"evidence_records": 1000}, LambdaContext())
     assert s3.list_objects_v2(Bucket="snapshots").get("KeyCount", 0) == 0
 
 
@@ -69,7 +60,7 @@ def test_an_incomplete_environment_names_what_is_missing(
 
     monkeypatch.delenv("SOURCE_BOOTSTRAP_SERVERS")
     with pytest.raises(BadInputError, match="SOURCE_BOOTSTRAP_SERVERS: Field required"):
-        handler({}, Context())
+        handler({}, LambdaContext())
 
 
 def test_scram_credentials_come_from_secrets_manager(aws: None) -> None:

@@ -3,7 +3,6 @@ real target broker; re-running an item is harmless and picks up what a running r
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -15,15 +14,7 @@ from offset_restore.mapping_store import MappingStore
 from offset_restore.snapshot import SnapshotOptions, take_snapshot
 from offset_restore.work_items import WorkItem, split_work
 
-from tests.helpers import Brokers, commit, produce, restore, unique
-
-
-@dataclass
-class Context:
-    function_name: str = "offset-restore-translate"
-    memory_limit_in_mb: int = 1024
-    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-translate"
-    aws_request_id: str = "req-2"
+from tests.helpers import Brokers, LambdaContext, commit, produce, restore, unique
 
 
 @pytest.fixture
@@ -55,13 +46,13 @@ def test_translate_a_work_item_twice_then_after_the_restore_finishes(
     restore(target, topic, 0, records[:60])
 
     event = {"restore_id": "r-1", "work_item": "restores/r-1/work/item-00000.json"}
-    first = handler(event, Context())
+    first = handler(event, LambdaContext())
     assert (first["entries"], first["written"], first["summary"]["pending"]) == (2, 2, 1)
-    again = handler(event, Context())
+    again = handler(event, LambdaContext())
     assert (again["written"], again["unchanged"]) == (1, 1)  # the pending one is tried again
 
     restore(target, topic, 0, records[60:], target_start=60)
-    last = handler(event, Context())
+    last = handler(event, LambdaContext())
     assert (last["written"], last["unchanged"], last["summary"]["pending"]) == (1, 1, 0)
     stored = {e.group: e for e in MappingStore(table, boto3.client("dynamodb")).entries("r-1")}
     assert (stored[done].target_offset, stored[done].status) == (30, "mapped")
@@ -73,9 +64,9 @@ def test_a_bad_work_item_is_named(lambda_env: None, s3: Any) -> None:
 
     s3.put_object(Bucket="snapshots", Key="restores/r-2/work/bad.json", Body=b'{"restore_id": "r-2"}')
     with pytest.raises(BadInputError, match=r"work item s3://snapshots/restores/r-2/work/bad\.json is invalid"):
-        handler({"restore_id": "r-2", "work_item": "restores/r-2/work/bad.json"}, Context())
+        handler({"restore_id": "r-2", "work_item": "restores/r-2/work/bad.json"}, LambdaContext())
     with pytest.raises(BadInputError, match="invalid translate request"):
-        handler({"restore_id": "r-2"}, Context())
+        handler({"restore_id": "r-2"}, LambdaContext())
 
 
 def test_split_work_keeps_groups_whole() -> None:
