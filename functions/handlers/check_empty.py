@@ -13,7 +13,7 @@ from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
 from offset_restore.settings import ApplySettings, read_secret
 
-from handlers.requests import ApplyRequest, parse
+from handlers.requests import CheckRequest, parse
 
 
 @metrics.log_metrics
@@ -21,9 +21,16 @@ from handlers.requests import ApplyRequest, parse
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = ApplySettings.from_env()
-    request = parse(ApplyRequest, event, "check-empty")
+    request = parse(CheckRequest, event, "check-empty")
     logger.append_keys(restore_id=request.restore_id)
     with KafkaCluster(settings.target.connection(read_secret)) as target:
-        result = check_empty(request.restore_id, target, MappingStore(settings.table, boto3.client("dynamodb")))
+        result = check_empty(
+            request.restore_id,
+            target,
+            MappingStore(settings.table, boto3.client("dynamodb")),
+            started_at=request.started_at,
+            timeout_s=request.timeout_seconds,
+            fail_on_timeout=request.on_wait_timeout == "fail",
+        )
     metrics.add_metric(name="GroupsStillActive", unit=MetricUnit.Count, value=len(result.active))
     return {**result.model_dump(mode="json"), "all_empty": result.all_empty}

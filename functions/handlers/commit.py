@@ -26,7 +26,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     with KafkaCluster(settings.target.connection(read_secret)) as target:
         result = commit_groups(
             request.restore_id,
-            request.groups,
+            request.groups if request.groups is not None else (request.batch or 0),
             target,
             MappingStore(settings.table, boto3.client("dynamodb")),
             allow_rewind=request.allow_rewind,

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from offset_restore.errors import BadInputError
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["ApplyRequest", "BatchRequest", "parse"]
+__all__ = [
+    "ApplyRequest",
+    "BatchRequest",
+    "CheckRequest",
+    "LockRequest",
+    "ReportRequest",
+    "SummarizeRequest",
+    "parse",
+]
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -19,8 +27,40 @@ class ApplyRequest(BaseModel):
 
 
 class BatchRequest(ApplyRequest):
-    groups: list[str] = Field(min_length=1)
+    """Either the groups themselves, or the number of a commit batch of the workflow."""
+
+    groups: list[str] | None = Field(default=None, min_length=1)
+    batch: int | None = Field(default=None, ge=0)
     allow_rewind: bool = False
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> BatchRequest:
+        if (self.groups is None) == (self.batch is None):
+            raise ValueError("give either groups or batch")
+        return self
+
+
+class CheckRequest(ApplyRequest):
+    started_at: float | None = None
+    timeout_seconds: float = Field(default=900, ge=0)
+    on_wait_timeout: str = "fail"
+
+
+class LockRequest(ApplyRequest):
+    action: Literal["acquire", "release"]
+    target_cluster: str = Field(min_length=1)
+
+
+class SummarizeRequest(ApplyRequest):
+    retries_left: int = Field(default=0, ge=0)
+
+
+class ReportRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    run: dict[str, Any]
+    outcome: str
+    error: dict[str, Any] | None = None
 
 
 def parse(model: type[Model], event: dict[str, Any], step: str) -> Model:

@@ -25,7 +25,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(restore_id=request.restore_id)
     with KafkaCluster(settings.target.connection(read_secret)) as target:
         result = verify_batch(
-            request.restore_id, request.groups, target, MappingStore(settings.table, boto3.client("dynamodb"))
+            request.restore_id, request.groups or [], target, MappingStore(settings.table, boto3.client("dynamodb"))
         )
     metrics.add_metric(name="PartitionsVerified", unit=MetricUnit.Count, value=result.verified)
     return result.model_dump(mode="json")

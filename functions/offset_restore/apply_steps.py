@@ -3,14 +3,24 @@ file: which groups are still active, commit a batch of groups, verify a batch.""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from offset_restore.apply import WRITABLE_STATES, ApplyOptions, ApplyReport, ApplyTarget, apply_plan, verify_groups
+from offset_restore.apply import (
+    WRITABLE_STATES,
+    ApplyOptions,
+    ApplyReport,
+    ApplyTarget,
+    WaitTimeoutError,
+    apply_plan,
+    verify_groups,
+)
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef, Plan, PlanEntry
+from offset_restore.workflow import COMMIT_BATCH_GROUPS, commit_candidates
 
 __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "verify_batch"]
 
@@ -20,6 +30,9 @@ class EmptyCheck(BaseModel):
     active: list[str]
     waiting: list[str]
     """Groups with pending entries: they wait whole until the restore reaches them."""
+    started_at: float | None = None
+    """When the wait began (epoch seconds): the workflow passes it back on every poll."""
+    timed_out: bool = False
 
     @property
     def all_empty(self) -> bool:
@@ -54,7 +67,20 @@ def _by_group(entries: Sequence[PlanEntry]) -> dict[str, list[PlanEntry]]:
     return groups
 
 
-def check_empty(restore_id: str, target: ApplyTarget, mappings: MappingStore) -> EmptyCheck:
+def check_empty(
+    restore_id: str,
+    target: ApplyTarget,
+    mappings: MappingStore,
+    *,
+    started_at: float | None = None,
+    timeout_s: float | None = None,
+    fail_on_timeout: bool = False,
+    now: float | None = None,
+) -> EmptyCheck:
+    """Which groups are still active. With a wait start and timeout, also whether the wait is over;
+    ``fail_on_timeout`` raises ``WaitTimeoutError`` then, naming the active groups."""
+    now = time.time() if now is None else now
+    started_at = now if started_at is None else started_at
     groups = _by_group(mappings.entries(restore_id))
     waiting = sorted(g for g, entries in groups.items() if any(e.status == "pending" for e in entries))
     writable = sorted(
@@ -62,7 +88,19 @@ def check_empty(restore_id: str, target: ApplyTarget, mappings: MappingStore) ->
     )
     infos = target.describe_groups(writable) if writable else {}
     active = [g for g in writable if infos.get(g) and infos[g].state not in WRITABLE_STATES]
-    return EmptyCheck(empty=[g for g in writable if g not in active], active=active, waiting=waiting)
+    timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s
+    if timed_out and fail_on_timeout:
+        raise WaitTimeoutError(
+            f"{len(active)} groups still have members after {timeout_s:g} s: {', '.join(active[:10])}; "
+            "nothing was written"
+        )
+    return EmptyCheck(
+        empty=[g for g in writable if g not in active],
+        active=active,
+        waiting=waiting,
+        started_at=started_at,
+        timed_out=timed_out,
+    )
 
 
 def _result(report: ApplyReport) -> CommitResult:
@@ -78,11 +116,22 @@ def _result(report: ApplyReport) -> CommitResult:
 
 
 def commit_groups(
-    restore_id: str, groups: Sequence[str], target: ApplyTarget, mappings: MappingStore, *, allow_rewind: bool
+    restore_id: str,
+    groups: Sequence[str] | int,
+    target: ApplyTarget,
+    mappings: MappingStore,
+    *,
+    allow_rewind: bool,
 ) -> CommitResult:
-    """Commit (and verify) a batch of groups; active ones are skipped, the previous offsets are saved
-    to DynamoDB before the first write. Running a batch again commits nothing twice."""
-    entries = mappings.entries(restore_id, groups)
+    """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
+    are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
+    again commits nothing twice."""
+    if isinstance(groups, int):
+        candidates = commit_candidates(mappings.entries(restore_id))
+        selected: Sequence[str] = candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS]
+    else:
+        selected = groups
+    entries = mappings.entries(restore_id, selected)
     plan = _plan(restore_id, target.cluster_id, entries)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))

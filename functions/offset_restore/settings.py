@@ -20,6 +20,7 @@ __all__ = [
     "TranslateSettings",
     "cluster_from_env",
     "read_secret",
+    "table_from_env",
 ]
 
 
@@ -142,3 +143,10 @@ def read_secret(arn: str) -> str:
     import boto3
 
     return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
+
+
+def table_from_env(env: Mapping[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    if not env.get("TABLE_NAME"):
+        raise BadInputError("the function's environment is incomplete or invalid: TABLE_NAME not set")
+    return env["TABLE_NAME"]

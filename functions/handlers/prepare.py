@@ -1,0 +1,27 @@
+"""Resolve the snapshot and write the work items of a run to the bucket; returns their keys."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from offset_restore.errors import BadInputError
+from offset_restore.observability import logger, tracer
+from offset_restore.snapshot_store import SnapshotRepository
+from offset_restore.storage import S3Store
+from offset_restore.workflow import RunInput, prepare_work
+
+
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    bucket = os.environ.get("RESTORE_BUCKET")
+    if not bucket:
+        raise BadInputError("the function's environment is incomplete or invalid: RESTORE_BUCKET not set")
+    run = RunInput.model_validate({k: v for k, v in event["run"].items() if k in RunInput.model_fields})
+    logger.append_keys(restore_id=run.restore_id)
+    s3 = boto3.client("s3")
+    snapshots = SnapshotRepository(S3Store(bucket, os.environ.get("SNAPSHOT_PREFIX", ""), s3))
+    return prepare_work(run, snapshots, S3Store(bucket, "", s3))

@@ -1,0 +1,49 @@
+"""Write a run's report (JSON, Markdown, HTML) to the bucket and publish its summary to SNS."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from offset_restore.mapping_store import MappingStore
+from offset_restore.observability import logger, metrics, tracer
+from offset_restore.plan_model import PlanSummary
+from offset_restore.settings import table_from_env
+from offset_restore.storage import S3Store
+from offset_restore.workflow import render_report
+
+from handlers.requests import ReportRequest, parse
+
+
+@metrics.log_metrics
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = parse(ReportRequest, event, "report")
+    restore_id = str(request.run.get("restore_id", "unknown"))
+    entries = MappingStore(table_from_env(), boto3.client("dynamodb")).entries(restore_id) if request.run else []
+    run = {**request.run, **({"error": request.error} if request.error else {})}
+    store = S3Store(os.environ["RESTORE_BUCKET"], f"restores/{restore_id}", boto3.client("s3"))
+    for name, body in render_report(run, entries, request.outcome).items():
+        store.put(name, body, "text/html" if name.endswith(".html") else "application/json")
+    summary = PlanSummary.of(entries)
+    text = (
+        f"offset-restore {restore_id}: {request.outcome}. {summary.entries} group-partitions, "
+        f"{summary.mapped} mapped ({summary.exact} exact), {summary.pending} pending, {summary.unmapped} unmapped."
+        + (f" Error: {request.error.get('Error')}: {request.error.get('Cause')}" if request.error else "")
+        + f" Report: s3://{store.bucket}/restores/{restore_id}/report.html"
+    )
+    if os.environ.get("TOPIC_ARN"):
+        boto3.client("sns").publish(
+            TopicArn=os.environ["TOPIC_ARN"], Subject=f"offset-restore {request.outcome}", Message=text
+        )
+    metrics.add_metric(name="Runs", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=summary.pending)
+    return {
+        "outcome": request.outcome,
+        "report": f"s3://{store.bucket}/restores/{restore_id}/report.html",
+        "message": text,
+    }

@@ -1,0 +1,24 @@
+"""Count a run's mappings after translation: pending entries, and the commit batches to run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from offset_restore.mapping_store import MappingStore
+from offset_restore.observability import logger, tracer
+from offset_restore.settings import table_from_env
+from offset_restore.workflow import summarize
+
+from handlers.requests import SummarizeRequest, parse
+
+
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    request = parse(SummarizeRequest, event, "summarize")
+    result = summarize(
+        request.restore_id, MappingStore(table_from_env(), boto3.client("dynamodb")), request.retries_left
+    )
+    return result.model_dump(mode="json")

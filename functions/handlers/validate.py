@@ -1,0 +1,35 @@
+"""The workflow's first state: the execution input (DESIGN §5.3) validated, defaults filled in.
+
+A bad input fails here, with every problem named, before anything else happens.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from aws_lambda_powertools.utilities.typing import LambdaContext
+from offset_restore.errors import BadInputError
+from offset_restore.observability import logger, tracer
+from offset_restore.workflow import validate_input
+
+
+def _defaults() -> dict[str, Any]:
+    names = {"source_cluster": "SOURCE_CLUSTER_NAME", "target_cluster": "TARGET_CLUSTER_NAME", "mode": "DEFAULT_MODE"}
+    return {key: os.environ[name] for key, name in names.items() if os.environ.get(name)}
+
+
+@tracer.capture_lambda_handler
+@logger.inject_lambda_context
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    raw = event.get("input")
+    if not isinstance(raw, dict):
+        raise BadInputError("invalid execution input: it must be a JSON object")
+    run = validate_input({**raw, "execution_name": event.get("execution_name")}, _defaults())
+    logger.info("run validated", extra={"restore_id": run.restore_id, "mode": run.mode})
+    # Loop counters the state machine carries from state to state (JSONPath has no variables).
+    return {
+        **run.model_dump(mode="json"),
+        "summary": {"retries_left": run.pending_retries},
+        "check": {"started_at": None},
+    }

@@ -1,0 +1,248 @@
+"""The steps of the Step Functions workflow that are not snapshot, translate or apply themselves:
+validate the execution input (DESIGN §5.3), prepare work items, summarize the mappings, report."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from offset_restore.errors import BadInputError
+from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
+from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import PlanEntry, PlanSummary
+from offset_restore.snapshot_model import validate_name
+from offset_restore.snapshot_store import SnapshotRepository
+from offset_restore.storage import BlobStore
+from offset_restore.translate import STRATEGIES, Strategy
+from offset_restore.work_items import WorkItem, split_work
+
+__all__ = [
+    "COMMIT_BATCH_GROUPS",
+    "RunInput",
+    "Summary",
+    "commit_candidates",
+    "prepare_work",
+    "render_report",
+    "summarize",
+    "validate_input",
+]
+
+WORK_ITEM_GROUP_PARTITIONS = 2_000
+COMMIT_BATCH_GROUPS = 500
+
+
+class WaitSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_seconds: int = Field(default=900, ge=0, le=86_400)
+    interval_seconds: int = Field(default=15, ge=1, le=3_600)
+
+
+class RunInput(BaseModel):
+    """The execution input of DESIGN §5.3 with every default filled in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    restore_id: str
+    snapshot: Literal["latest"] | dict[str, str] = "latest"
+    source_cluster: str
+    target_cluster: str
+    groups: str = ".*"
+    exclude_groups: str | None = DEFAULT_EXCLUDE_GROUPS
+    topics: str | None = None
+    topic_map: dict[str, str] = Field(default_factory=dict)
+    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
+    offset_header: str = "x-source-offset"
+    mode: Literal["plan", "apply"] = "plan"
+    wait: WaitSettings = Field(default_factory=WaitSettings)
+    on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
+    allow_rewind: bool = False
+    pending_retries: int = Field(default=3, ge=0, le=100)
+    pending_interval_seconds: int = Field(default=60, ge=1, le=3_600)
+
+    @field_validator("restore_id")
+    @classmethod
+    def _safe_id(cls, value: str) -> str:
+        return validate_name(value, "restore_id")
+
+    @field_validator("snapshot")
+    @classmethod
+    def _snapshot_choice(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"id"}:
+                validate_name(value["id"], "snapshot id")
+            elif set(value) == {"as_of"}:
+                datetime.fromisoformat(value["as_of"].replace("Z", "+00:00"))
+            else:
+                raise ValueError('snapshot must be "latest", {"id": ...} or {"as_of": ISO-8601}')
+        return value
+
+    @field_validator("groups", "exclude_groups", "topics")
+    @classmethod
+    def _regex(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as error:
+                raise ValueError(f"invalid regex {value!r}: {error}") from None
+        return value
+
+    @model_validator(mode="after")
+    def _topic_map_is_one_to_one(self) -> RunInput:
+        targets = list(self.topic_map.values())
+        if len(set(targets)) != len(targets):
+            raise ValueError("topic_map maps two source topics to one target topic")
+        return self
+
+
+def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> RunInput:
+    """Fill defaults (configuration first, then the execution's name as restore_id) and validate."""
+    values = {k: v for k, v in event.items() if k != "execution_name" and v is not None}
+    for key, value in defaults.items():
+        values.setdefault(key, value)
+    if "restore_id" not in values and event.get("execution_name"):
+        values["restore_id"] = event["execution_name"]
+    try:
+        return RunInput.model_validate(values)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors())
+        raise BadInputError(f"invalid execution input: {problems}") from None
+
+
+def prepare_work(run: RunInput, snapshots: SnapshotRepository, store: BlobStore) -> dict[str, Any]:
+    """Resolve the snapshot, select the groups and write the work items; returns their keys."""
+    if run.snapshot == "latest":
+        key, manifest = snapshots.latest(run.source_cluster)
+    elif "id" in run.snapshot:
+        key, manifest = snapshots.by_id(run.snapshot["id"], run.source_cluster)
+    else:
+        when = datetime.fromisoformat(run.snapshot["as_of"].replace("Z", "+00:00"))
+        key, manifest = snapshots.as_of(when if when.tzinfo else when.replace(tzinfo=UTC), run.source_cluster)
+    group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
+    topic_filter = NameFilter.parse(run.topics, None, "topics")
+    groups = []
+    for group in snapshots.groups(key, manifest):
+        if not group_filter(group.group):
+            continue
+        kept = [p for p in group.partitions if topic_filter(p.topic)]
+        if kept:
+            groups.append(group.model_copy(update={"partitions": kept}))
+    keys = []
+    for number, batch in enumerate(split_work(groups, WORK_ITEM_GROUP_PARTITIONS)):
+        item = WorkItem(
+            restore_id=run.restore_id,
+            snapshot_id=manifest.snapshot_id,
+            source_cluster=run.source_cluster,
+            strategies=run.strategies,
+            offset_header=run.offset_header,
+            topic_map=run.topic_map,
+            groups=batch,
+        )
+        keys.append(f"restores/{run.restore_id}/work/item-{number:05d}.json")
+        store.put(keys[-1], item.model_dump_json().encode(), "application/json")
+    return {
+        "snapshot_id": manifest.snapshot_id,
+        "snapshot_created_at": manifest.created_at.isoformat(),
+        "work_items": keys,
+        "groups": len(groups),
+        "group_partitions": sum(len(g.partitions) for g in groups),
+    }
+
+
+class Summary(BaseModel):
+    summary: PlanSummary
+    pending: int
+    commit_batches: list[int]
+    """Indices of the commit batches (``COMMIT_BATCH_GROUPS`` groups each, in name order)."""
+    retries_left: int
+    """How many more times the workflow may wait for a running restore to reach pending entries."""
+
+
+def commit_candidates(entries: list[PlanEntry]) -> list[str]:
+    """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
+    numbers keep their meaning while batches commit)."""
+    by_group: dict[str, list[PlanEntry]] = {}
+    for entry in entries:
+        by_group.setdefault(entry.group, []).append(entry)
+    return sorted(
+        group
+        for group, es in by_group.items()
+        if not any(e.status == "pending" for e in es) and any(e.status in ("mapped", "committed") for e in es)
+    )
+
+
+def summarize(restore_id: str, mappings: MappingStore, retries_left: int) -> Summary:
+    entries = mappings.entries(restore_id)
+    summary = PlanSummary.of(entries)
+    count = len(commit_candidates(entries))
+    return Summary(
+        summary=summary,
+        pending=summary.pending,
+        commit_batches=list(range((count + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS)),
+        retries_left=max(0, retries_left - (1 if summary.pending else 0)),
+    )
+
+
+def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str) -> dict[str, bytes]:
+    """report.json, report.md and a self-contained report.html for one run."""
+    summary = PlanSummary.of(entries)
+    statuses = Counter(e.status for e in entries)
+    document = {
+        "restore_id": run.get("restore_id"),
+        "outcome": outcome,
+        "created_at": datetime.now(UTC).isoformat(),
+        "input": run,
+        "summary": summary.model_dump(),
+        "statuses": dict(statuses),
+        "entries": [e.model_dump(mode="json") for e in entries],
+    }
+    problems = [e for e in entries if e.status in ("pending", "unmapped", "skipped", "failed")]
+    md = [
+        f"# Restore {run.get('restore_id')}: {outcome}",
+        "",
+        f"- group-partitions: {summary.entries} in {summary.groups} groups",
+        f"- mapped: {summary.mapped} (exact {summary.exact}); committed: {statuses.get('committed', 0)}",
+        f"- pending: {summary.pending}; unmapped: {summary.unmapped}; skipped: {statuses.get('skipped', 0)}; "
+        f"failed: {statuses.get('failed', 0)}",
+        f"- records at risk of reprocessing (bound): {summary.max_duplicates_total}",
+        "",
+        "| group | topic | partition | target offset | method | exact | status | reason |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    md += [
+        f"| {e.group} | {e.target_topic} | {e.partition} | {e.target_offset} | {e.method or '-'} | "
+        f"{'yes' if e.exact else 'no'} | {e.status} | {e.reason or ''} |"
+        for e in sorted(entries, key=lambda e: (e.status not in [p.status for p in problems], e.group, e.partition))
+    ]
+    rows = "".join(
+        f"<tr><td>{_html(e.group)}</td><td>{_html(e.target_topic)}</td><td>{e.partition}</td>"
+        f"<td>{e.target_offset}</td><td>{e.method or '-'}</td><td>{'yes' if e.exact else 'no'}</td>"
+        f"<td>{e.status}</td><td>{_html(e.reason or '')}</td></tr>"
+        for e in entries
+    )
+    html = (
+        "<!doctype html><html><head><meta charset='utf-8'><title>Restore report</title>"
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
+        f"<h1>Restore {_html(str(run.get('restore_id')))}: {_html(outcome)}</h1>"
+        f"<p>{summary.entries} group-partitions in {summary.groups} groups; {summary.mapped} mapped "
+        f"({summary.exact} exact); {statuses.get('committed', 0)} committed; {summary.pending} pending; "
+        f"{summary.unmapped} unmapped; at most {summary.max_duplicates_total} records reprocessed.</p>"
+        "<table><tr><th>group</th><th>topic</th><th>partition</th><th>target offset</th><th>method</th>"
+        f"<th>exact</th><th>status</th><th>reason</th></tr>{rows}</table></body></html>"
+    )
+    return {
+        "report.json": json.dumps(document, indent=2).encode(),
+        "report.md": ("\n".join(md) + "\n").encode(),
+        "report.html": html.encode(),
+    }
+
+
+def _html(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

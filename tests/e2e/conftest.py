@@ -1,0 +1,158 @@
+"""The real state machine definition, executed by moto's Step Functions interpreter, with every Lambda
+task running the real handler in this process against the two local brokers and moto's AWS."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import time
+import traceback
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+from moto.awslambda.models import LambdaFunction
+
+from tests.helpers import Brokers, LambdaContext
+
+ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "offset_restore.asl.json"
+FUNCTIONS = {
+    "Validate": "handlers.validate.handler",
+    "Lock": "handlers.lock.handler",
+    "Prepare": "handlers.prepare.handler",
+    "Translate": "handlers.translate.handler",
+    "Summarize": "handlers.summarize.handler",
+    "CheckEmpty": "handlers.check_empty.handler",
+    "Commit": "handlers.commit.handler",
+    "Report": "handlers.report.handler",
+}
+REGION: Any = "eu-west-1"
+
+logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+
+
+def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+    """moto's one container-bound step, replaced: import the function's handler and call it."""
+    module_name, function_name = str(self.handler).rsplit(".", 1)
+    handler = getattr(importlib.import_module(module_name), function_name)
+    payload = json.loads(event) if isinstance(event, str | bytes) else (event or {})
+    try:
+        return json.dumps(handler(payload, LambdaContext(function_name=self.function_name))), False, ""
+    except Exception as error:  # the task fails with the exception's class name as the error
+        body = {
+            "errorType": type(error).__name__,
+            "errorMessage": str(error),
+            "trace": traceback.format_exception(error)[-3:],
+        }
+        return json.dumps(body), True, ""
+
+
+@dataclass
+class Workflow:
+    arn: str
+    sfn: Any
+    s3: Any
+    sns_queue: list[str]
+
+    def report(self, restore_id: str) -> dict[str, Any]:
+        body = self.s3.get_object(Bucket="offset-restore", Key=f"restores/{restore_id}/report.json")["Body"]
+        return dict(json.loads(body.read()))
+
+    def run(self, run_input: dict[str, Any], name: str, timeout_s: float = 120) -> dict[str, Any]:
+        execution = self.sfn.start_execution(stateMachineArn=self.arn, name=name, input=json.dumps(run_input))
+        deadline = time.monotonic() + timeout_s
+        while True:
+            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            if described["status"] != "RUNNING" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        history = self.sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)["events"]
+        described["history"] = history
+        described["states"] = [
+            e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e
+        ]
+        return described
+
+
+@pytest.fixture
+def workflow(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workflow]:
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
+        "SOURCE_CLUSTER_NAME": "src",
+        "TARGET_CLUSTER_NAME": "dr",
+        "SOURCE_BOOTSTRAP_SERVERS": brokers.source.bootstrap_servers,
+        "SOURCE_SECURITY_PROTOCOL": "PLAINTEXT",
+        "TARGET_BOOTSTRAP_SERVERS": brokers.target.bootstrap_servers,
+        "TARGET_SECURITY_PROTOCOL": "PLAINTEXT",
+        "KAFKA_CONNECT_TIMEOUT_S": "5",
+        "TABLE_NAME": "offset-restore",
+        "RESTORE_BUCKET": "offset-restore",
+        "SNAPSHOT_BUCKET": "offset-restore",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setattr(LambdaFunction, "_invoke_lambda", _invoke_in_process)
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})
+        boto3.client("dynamodb", region_name=REGION).create_table(
+            TableName="offset-restore",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
+        topic = sns.create_topic(Name="offset-restore")["TopicArn"]
+        queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+        monkeypatch.setenv("TOPIC_ARN", topic)
+        role = boto3.client("iam", region_name=REGION).create_role(
+            RoleName="offset-restore", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+        )["Role"]["Arn"]
+        zipped = io.BytesIO()
+        with zipfile.ZipFile(zipped, "w") as archive:
+            archive.writestr("placeholder.py", "# the handlers run in process")
+        lam = boto3.client("lambda", region_name=REGION)
+        substitutions = {}
+        for name, handler in FUNCTIONS.items():
+            arn = lam.create_function(
+                FunctionName=f"offset-restore-{name}",
+                Runtime="python3.12",
+                Role=role,
+                Handler=handler,
+                Code={"ZipFile": zipped.getvalue()},
+            )["FunctionArn"]
+            substitutions[f"{name}FunctionArn"] = arn
+        definition = ASL.read_text()
+        for key, value in substitutions.items():
+            definition = definition.replace("${" + key + "}", value)
+        sfn = boto3.client("stepfunctions", region_name=REGION)
+        arn = sfn.create_state_machine(name="offset-restore", definition=definition, roleArn=role)["stateMachineArn"]
+
+        messages: list[str] = []
+
+        class Queue(list[str]):
+            def __iter__(self) -> Iterator[str]:
+                answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+                for message in answer.get("Messages", []):
+                    messages.append(json.loads(message["Body"])["Message"])
+                return iter(messages)
+
+        yield Workflow(arn=arn, sfn=sfn, s3=s3, sns_queue=Queue())

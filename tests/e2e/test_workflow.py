@@ -1,0 +1,116 @@
+"""The workflow end to end: snapshot -> translate -> (wait until empty -> commit) -> report."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from offset_restore.cluster_types import TP
+from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_broker import free_port
+from offset_restore.snapshot import SnapshotOptions
+from offset_restore.snapshot_run import run_snapshot
+from offset_restore.storage import S3Store
+
+from tests.e2e.conftest import Workflow
+from tests.helpers import Brokers, active_member, commit, produce, restore, unique
+
+
+def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow) -> dict[str, object]:
+    topic = unique("flow")
+    source.create_topics({topic: 2})
+    records = {p: produce(source, topic, p, 50) for p in range(2)}
+    a, b = unique("flow-a"), unique("flow-b")
+    commit(source, a, {TP(topic, 0): 20, TP(topic, 1): 5})
+    commit(source, b, {TP(topic, 0): 50})
+    run_snapshot(
+        brokers.source_settings,
+        S3Store("offset-restore", "", workflow.s3),
+        SnapshotOptions(groups=f"{a}|{b}", cluster="src"),
+    )
+    target.create_topics({topic: 2})
+    for p in range(2):
+        restore(target, topic, p, records[p], keep=lambda r: r.offset >= 10)
+    return {"topic": topic, "a": a, "b": b}
+
+
+def test_plan_mode_maps_reports_and_releases_the_lock(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    s = setup(brokers, source, target, workflow)
+    result = workflow.run({"groups": f"{s['a']}|{s['b']}", "mode": "plan"}, name="plan-run-1")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    assert "ReportPlan" in result["states"] and "CheckEmpty" not in result["states"]
+    report = workflow.report("plan-run-1")
+    offsets = {(e["group"], e["partition"]): e["target_offset"] for e in report["entries"]}
+    assert offsets == {(s["a"], 0): 10, (s["a"], 1): 0, (s["b"], 0): 40}
+    assert report["outcome"] == "planned" and report["summary"]["exact"] == 3
+    assert target.committed_offsets([str(s["a"])])[str(s["a"])] == {}
+    assert any("plan-run-1: planned" in m for m in workflow.sns_queue)
+
+
+def test_apply_mode_waits_for_an_active_group_then_commits_and_verifies(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    s = setup(brokers, source, target, workflow)
+    stop = threading.Event()
+
+    def consumer_for_a_while() -> None:
+        with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
+            stop.wait(6)
+
+    thread = threading.Thread(target=consumer_for_a_while)
+    thread.start()
+    time.sleep(3)  # the member has joined before the run starts
+    run_input = {
+        "groups": f"{s['a']}|{s['b']}",
+        "mode": "apply",
+        "wait": {"timeout_seconds": 60, "interval_seconds": 1},
+    }
+    result = workflow.run(run_input, name="apply-run-1")
+    thread.join()
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    assert result["states"].count("CheckEmpty") >= 2 and "WaitForEmpty" in result["states"]
+    a, b = str(s["a"]), str(s["b"])
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([b])[b].items()} == {0: 40}
+    report = workflow.report("apply-run-1")
+    assert report["outcome"] == "applied" and report["statuses"] == {"committed": 3}
+    assert all(e["verified"] for e in report["entries"])
+
+
+def test_bad_input_fails_the_first_state_and_touches_nothing(workflow: Workflow) -> None:
+    result = workflow.run({"mode": "sideways", "groups": "("}, name="bad-input-1")
+    assert result["status"] == "FAILED" and result["error"] == "BadInputError"
+    assert "mode" in result["cause"] and "invalid regex" in result["cause"]
+    assert result["states"] == ["ValidateInput"]
+    assert workflow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount", 0) == 0
+
+
+def test_an_unreachable_target_releases_the_lock_notifies_and_a_rerun_completes(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = setup(brokers, source, target, workflow)
+    run_input = {
+        "groups": f"{s['a']}|{s['b']}",
+        "mode": "apply",
+        "restore_id": "flaky-1",
+        "wait": {"timeout_seconds": 10, "interval_seconds": 1},
+    }
+    monkeypatch.setenv("TARGET_BOOTSTRAP_SERVERS", f"127.0.0.1:{free_port()}")
+    monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "0.5")
+    failed = workflow.run(run_input, name="flaky-1-attempt-1")
+    assert failed["status"] == "FAILED" and failed["error"] == "ClusterUnreachableError"
+    assert "ReleaseOnFailure" in failed["states"] and "NotifyFailure" in failed["states"]
+    assert any("flaky-1: failed" in m and "ClusterUnreachableError" in m for m in workflow.sns_queue)
+    monkeypatch.setenv("TARGET_BOOTSTRAP_SERVERS", brokers.target.bootstrap_servers)
+    monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "5")
+    again = workflow.run(run_input, name="flaky-1-attempt-2")  # the lock was released: it runs
+    assert again["status"] == "SUCCEEDED", again.get("cause")
+    a = str(s["a"])
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
+    third = workflow.run(run_input, name="flaky-1-attempt-3")  # nothing is committed twice
+    assert third["status"] == "SUCCEEDED"
+    report = workflow.report("flaky-1")
+    assert report["statuses"] == {"committed": 3}
