@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path[:0] = [str(ROOT), str(ROOT / "functions")]
 
 import aws_cdk as cdk  # noqa: E402
+from cdk_nag import AwsSolutionsChecks  # noqa: E402
 from pydantic import ValidationError  # noqa: E402
 
 from infra.config import EnvironmentConfig  # noqa: E402
@@ -33,6 +34,7 @@ def build_app(context: dict[str, Any] | None = None) -> cdk.App:
     if str(context.get("skipBundling", "")).lower() == "true":
         context["aws:cdk:bundling-stacks"] = []
     app = cdk.App(context=context)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
     environments: dict[str, Any] = app.node.try_get_context("environments") or {}
     wanted = app.node.try_get_context("env")
     if wanted and wanted not in environments:

@@ -76,6 +76,14 @@ class EnvironmentConfig(BaseModel):
     snapshot_schedule: str | None = Field(default="rate(1 hour)", alias="snapshotSchedule")
     snapshot_retention_days: int = Field(default=90, ge=1, alias="snapshotRetentionDays")
     log_retention_days: int = Field(default=30, alias="logRetentionDays")
+    failover_alarm_names: list[str] = Field(default_factory=list, alias="failoverAlarmNames")
+    """CloudWatch alarms whose ALARM state starts a run (a failover)."""
+    failover_mode: Literal["plan", "apply"] = Field(default="plan", alias="failoverMode")
+    """What an alarm-triggered run does: only plan (default), or plan and commit."""
+    drill_schedule: str | None = Field(default=None, alias="drillSchedule")
+    """A schedule for plan-only runs that report what a failover would do now."""
+    notification_emails: list[str] = Field(default_factory=list, alias="notificationEmails")
+    wait_timeout_seconds: int = Field(default=900, ge=0, alias="waitTimeoutSeconds")
 
     @model_validator(mode="after")
     def _network_is_complete(self) -> EnvironmentConfig:

@@ -63,6 +63,8 @@ class RunInput(BaseModel):
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
     allow_rewind: bool = False
+    trigger: dict[str, Any] | None = None
+    """What started the run (an alarm, a drill schedule), as the EventBridge rule describes it."""
     pending_retries: int = Field(default=3, ge=0, le=100)
     pending_interval_seconds: int = Field(default=60, ge=1, le=3_600)
 

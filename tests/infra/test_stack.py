@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +13,7 @@ from aws_cdk import App, Stack
 from aws_cdk.assertions import Match, Template
 
 from app import build_app
+from infra.stack import ASL_FILE
 
 
 @pytest.fixture(scope="module")
@@ -86,27 +91,58 @@ def test_snapshot_function_settings_and_schedule(app: App) -> None:
     t.has_resource_properties("AWS::Logs::LogGroup", {"RetentionInDays": 90})
 
 
-def _statements(t: Template) -> list[dict[str, Any]]:
-    return [
-        s
-        for policy in t.find_resources("AWS::IAM::Policy").values()
-        for s in policy["Properties"]["PolicyDocument"]["Statement"]
-    ]
-
-
-def test_msk_permissions_are_scoped_to_the_source_cluster(app: App) -> None:
-    statements = _statements(template(app, "prod"))
-    kafka = [s for s in statements if any(str(a).startswith("kafka-cluster:") for a in _list(s["Action"]))]
-    cluster = "arn:aws:kafka:eu-west-1:222222222222:cluster/primary/11111111-2222-3333-4444-555555555555-2"
-    by_action = {a: s["Resource"] for s in kafka for a in _list(s["Action"])}
-    assert by_action == {
-        "kafka-cluster:Connect": cluster,
-        "kafka-cluster:DescribeCluster": cluster,
-        "kafka-cluster:DescribeTopic": cluster.replace(":cluster/", ":topic/") + "/*",
-        "kafka-cluster:ReadData": cluster.replace(":cluster/", ":topic/") + "/*",
-        "kafka-cluster:DescribeGroup": cluster.replace(":cluster/", ":group/") + "/*",
+def _kafka_by_function(t: Template) -> dict[str, dict[str, set[str]]]:
+    """For each function (by its logical id prefix), MSK action -> resources of its own role."""
+    roles = {
+        role_id: fn_id
+        for fn_id, fn in t.find_resources("AWS::Lambda::Function").items()
+        for role_id in [fn["Properties"]["Role"]["Fn::GetAtt"][0]]
     }
-    assert not any(a == "*" or a.endswith(":*") for s in statements for a in _list(s["Action"]))
+    found: dict[str, dict[str, set[str]]] = {}
+    for policy in t.find_resources("AWS::IAM::Policy").values():
+        for ref in policy["Properties"]["Roles"]:
+            function = roles.get(ref["Ref"])
+            if function is None:
+                continue
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                for action in _list(statement["Action"]):
+                    if str(action).startswith("kafka-cluster:"):
+                        found.setdefault(function, {}).setdefault(action, set()).update(_list(statement["Resource"]))
+    return found
+
+
+def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
+    t = template(app, "prod")
+    source = "arn:aws:kafka:eu-west-1:222222222222:cluster/primary/11111111-2222-3333-4444-555555555555-2"
+    target = "arn:aws:kafka:eu-central-1:222222222222:cluster/dr/66666666-7777-8888-9999-000000000000-3"
+
+    def arns(cluster: str, kind: str) -> set[str]:
+        return {cluster.replace(":cluster/", f":{kind}/") + "/*"} if kind != "cluster" else {cluster}
+
+    by_function = {
+        next(k for k in ("Snapshot", "Translate", "CheckEmpty", "Commit") if fn.startswith(k)): actions
+        for fn, actions in _kafka_by_function(t).items()
+    }
+    assert by_function["Snapshot"] == {
+        "kafka-cluster:Connect": arns(source, "cluster"),
+        "kafka-cluster:DescribeCluster": arns(source, "cluster"),
+        "kafka-cluster:DescribeTopic": arns(source, "topic"),
+        "kafka-cluster:ReadData": arns(source, "topic"),
+        "kafka-cluster:DescribeGroup": arns(source, "group"),
+    }
+    assert by_function["Translate"] == {
+        "kafka-cluster:Connect": arns(target, "cluster"),
+        "kafka-cluster:DescribeCluster": arns(target, "cluster"),
+        "kafka-cluster:DescribeTopic": arns(target, "topic"),
+        "kafka-cluster:ReadData": arns(target, "topic"),
+    }
+    assert by_function["CheckEmpty"]["kafka-cluster:DescribeGroup"] == arns(target, "group")
+    assert by_function["Commit"]["kafka-cluster:AlterGroup"] == arns(target, "group")
+    assert "kafka-cluster:AlterGroup" not in by_function["Translate"] | by_function["Snapshot"]
+    statements = [
+        s for p in t.find_resources("AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert not any(a == "*" or str(a).endswith(":*") for s in statements for a in _list(s["Action"]))
 
 
 def _list(value: Any) -> list[Any]:
@@ -128,3 +164,85 @@ def test_a_bad_environment_is_named() -> None:
     }
     with pytest.raises(SystemExit, match=r"environment x in cdk\.json is invalid"):
         build_app({**bad, "skipBundling": "true"})
+
+
+def test_the_whole_app_synthesizes_with_no_cdk_nag_finding() -> None:
+    """AwsSolutions checks run as a validation plugin: any unacknowledged finding fails the synth."""
+    assembly = build_app({"skipBundling": "true"}).synth()
+    assert {stack.stack_name for stack in assembly.stacks} == {"offset-restore-dev", "offset-restore-prod"}
+
+
+def test_cfn_lint_is_clean(tmp_path: Path) -> None:
+    assembly = build_app({"skipBundling": "true"}).synth()
+    templates = [stack.template_full_path for stack in assembly.stacks]
+    cfn_lint = Path(sys.executable).parent / "cfn-lint"
+    # W3005: CDK adds DependsOn on a function's role beside the GetAtt that already orders them.
+    result = subprocess.run([str(cfn_lint), *templates, "--ignore-checks", "W3005"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_statelint_is_clean_on_the_definition(tmp_path: Path) -> None:
+    text = ASL_FILE.read_text()
+    concrete = re.sub(r"\$\{(\w+)FunctionArn\}", r"arn:aws:lambda:eu-west-1:123456789012:function:\1", text)
+    path = tmp_path / "definition.json"
+    path.write_text(concrete)
+    statelint = Path(sys.executable).parent / "statelint"
+    result = subprocess.run([str(statelint), str(path)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_state_machine_gets_every_function_by_substitution(app: App) -> None:
+    t = template(app, "prod")
+    [machine] = t.find_resources("AWS::StepFunctions::StateMachine").values()
+    assert set(machine["Properties"]["DefinitionSubstitutions"]) == {
+        f"{name}FunctionArn" for name in re.findall(r"\$\{(\w+)FunctionArn\}", ASL_FILE.read_text())
+    }
+    assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    assert machine["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
+
+
+def test_alarm_rule_starts_a_run_with_an_input_built_from_the_event(app: App) -> None:
+    t = template(app, "prod")
+    t.has_resource_properties(
+        "AWS::Events::Rule",
+        {
+            "EventPattern": {
+                "source": ["aws.cloudwatch"],
+                "detail-type": ["CloudWatch Alarm State Change"],
+                "detail": {
+                    "alarmName": ["prod-primary-kafka-down", "prod-primary-region-outage"],
+                    "state": {"value": ["ALARM"]},
+                },
+            },
+            "Targets": [
+                Match.object_like(
+                    {
+                        "InputTransformer": Match.object_like(
+                            {
+                                "InputPathsMap": Match.object_like({"detail-alarmName": "$.detail.alarmName"}),
+                                "InputTemplate": Match.string_like_regexp('"mode":"apply"'),
+                            }
+                        )
+                    }
+                )
+            ],
+        },
+    )
+    t.has_resource_properties("AWS::Events::Rule", {"ScheduleExpression": "cron(0 6 ? * MON *)"})
+
+
+def test_table_and_topic_are_encrypted_with_the_stack_key(app: App) -> None:
+    t = template(app, "prod")
+    t.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+            "SSESpecification": Match.object_like({"SSEEnabled": True, "SSEType": "KMS"}),
+            "TimeToLiveSpecification": {"AttributeName": "ttl", "Enabled": True},
+            "BillingMode": "PAY_PER_REQUEST",
+        },
+    )
+    t.has_resource_properties("AWS::SNS::Topic", {"KmsMasterKeyId": Match.any_value()})
+    t.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "kafka-oncall@example.com"})
+    t.resource_count_is("AWS::CloudWatch::Alarm", 2)
+    t.resource_count_is("AWS::CloudWatch::Dashboard", 1)
