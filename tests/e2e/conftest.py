@@ -19,6 +19,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
 from tests.helpers import Brokers, LambdaContext
 
@@ -54,6 +55,14 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
         return json.dumps(body), True, ""
 
 
+class _FastRetries:
+    """Retry back-off of moto's interpreter, a hundred times faster (Wait states keep real time)."""
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds / 100)
+
+
 @dataclass
 class Workflow:
     arn: str
@@ -65,8 +74,16 @@ class Workflow:
         body = self.s3.get_object(Bucket="offset-restore", Key=f"restores/{restore_id}/report.json")["Body"]
         return dict(json.loads(body.read()))
 
+    def start(self, run_input: dict[str, Any], name: str) -> str:
+        return str(
+            self.sfn.start_execution(stateMachineArn=self.arn, name=name, input=json.dumps(run_input))["executionArn"]
+        )
+
     def run(self, run_input: dict[str, Any], name: str, timeout_s: float = 120) -> dict[str, Any]:
-        execution = self.sfn.start_execution(stateMachineArn=self.arn, name=name, input=json.dumps(run_input))
+        return self.wait(self.start(run_input, name), timeout_s)
+
+    def wait(self, execution_arn: str, timeout_s: float = 120) -> dict[str, Any]:
+        execution = {"executionArn": execution_arn}
         deadline = time.monotonic() + timeout_s
         while True:
             described = self.sfn.describe_execution(executionArn=execution["executionArn"])
@@ -105,6 +122,7 @@ def workflow(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> Iterator[Work
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     monkeypatch.setattr(LambdaFunction, "_invoke_lambda", _invoke_in_process)
+    monkeypatch.setattr(retrier_decl, "time", _FastRetries())
     with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})

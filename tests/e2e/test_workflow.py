@@ -114,3 +114,45 @@ def test_an_unreachable_target_releases_the_lock_notifies_and_a_rerun_completes(
     assert third["status"] == "SUCCEEDED"
     report = workflow.report("flaky-1")
     assert report["statuses"] == {"committed": 3}
+
+
+def test_an_alarm_shaped_input_runs(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """What the failover rule sends (infra/stack.py), with the event's fields filled in."""
+    s = setup(brokers, source, target, workflow)
+    alarm_input = {
+        "mode": "plan",
+        "wait": {"timeout_seconds": 1800, "interval_seconds": 15},
+        "on_wait_timeout": "commit_empty",
+        "trigger": {"alarm": "prod-primary-kafka-down", "time": "2026-11-29T21:00:00Z"},
+        "groups": f"{s['a']}|{s['b']}",
+    }
+    result = workflow.run(alarm_input, name="alarm-prod-primary-kafka-down-1")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    report = workflow.report("alarm-prod-primary-kafka-down-1")
+    assert report["input"]["trigger"]["alarm"] == "prod-primary-kafka-down"
+
+
+def test_two_runs_on_one_target_never_write_together(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    s = setup(brokers, source, target, workflow)
+    run_input = {
+        "groups": f"{s['a']}|{s['b']}",
+        "mode": "apply",
+        "wait": {"timeout_seconds": 30, "interval_seconds": 2},
+    }
+    with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
+        first = workflow.start({**run_input, "restore_id": "race-1"}, name="race-1")
+        time.sleep(1.5)  # the first run holds the lock and waits for the active group
+        second = workflow.wait(workflow.start({**run_input, "restore_id": "race-2"}, name="race-2"))
+        assert second["status"] == "FAILED" and second["error"] == "LockHeldError"
+        assert "locked by run race-1" in second["cause"]
+        assert "Prepare" not in second["states"]
+    first_result = workflow.wait(first)
+    assert first_result["status"] == "SUCCEEDED", first_result.get("cause")
+    a = str(s["a"])
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
+    third = workflow.run({**run_input, "restore_id": "race-2"}, name="race-2-again")  # the lock is free again
+    assert third["status"] == "SUCCEEDED", third.get("cause")
