@@ -7,6 +7,7 @@ already made, or committed — stays as it is.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -81,22 +82,29 @@ class MappingStore:
         return counts
 
     def save(self, restore_id: str, entries: Iterable[PlanEntry]) -> None:
-        """Overwrite entries as apply changed them (status, previous offsets, verification).
-
-        Only apply calls this, under the target cluster's lock.
-        """
+        """Overwrite entries as apply changed them (status, previous offsets, verification), 25 per
+        BatchWriteItem. Only apply calls this, under the target cluster's lock."""
         from botocore.exceptions import ClientError
 
+        items = []
         for entry in entries:
             item = {**entry_key(restore_id, entry)}
             for name, value in entry.model_dump(mode="json").items():
                 item[name] = _attribute(value)
-            try:
-                self.client.put_item(TableName=self.table, Item=item)
-            except ClientError as error:
-                raise StorageError(
-                    f"cannot save mapping {entry.group} {entry.topic}/{entry.partition} to table {self.table}: {error}"
-                ) from None
+            items.append({"PutRequest": {"Item": item}})
+        for start in range(0, len(items), 25):
+            requests: Any = {self.table: items[start : start + 25]}
+            for attempt in range(8):
+                try:
+                    answer = self.client.batch_write_item(RequestItems=requests)
+                except ClientError as error:
+                    raise StorageError(f"cannot save mappings of {restore_id} to table {self.table}: {error}") from None
+                requests = answer.get("UnprocessedItems") or {}
+                if not requests:
+                    break
+                time.sleep(0.05 * 2**attempt)  # throttled: back off and write the rest
+            else:
+                raise StorageError(f"table {self.table} kept throttling the mappings of {restore_id}")
 
     def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
         wanted = set(groups) if groups is not None else None

@@ -7,10 +7,12 @@ import importlib
 import io
 import json
 import logging
+import os
 import time
 import traceback
 import zipfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,13 +41,20 @@ REGION: Any = "eu-west-1"
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
 
+INVOCATIONS: list[tuple[str, float]] = []
+"""(function name, seconds) of every task invocation, for the cost model."""
+
+
 def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
     """moto's one container-bound step, replaced: import the function's handler and call it."""
     module_name, function_name = str(self.handler).rsplit(".", 1)
     handler = getattr(importlib.import_module(module_name), function_name)
     payload = json.loads(event) if isinstance(event, str | bytes) else (event or {})
+    started = time.perf_counter()
     try:
-        return json.dumps(handler(payload, LambdaContext(function_name=self.function_name))), False, ""
+        result = handler(payload, LambdaContext(function_name=self.function_name))
+        INVOCATIONS.append((str(self.function_name), time.perf_counter() - started))
+        return json.dumps(result), False, ""
     except Exception as error:  # the task fails with the exception's class name as the error
         body = {
             "errorType": type(error).__name__,
@@ -98,10 +107,10 @@ class Workflow:
         return described
 
 
-@pytest.fixture
-def workflow(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> Iterator[Workflow]:
-    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
-        monkeypatch.delenv(name, raising=False)
+@contextmanager
+def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflow]:
+    """The deployed workflow, locally: moto with the state machine interpreter on, the bucket, table,
+    topic and functions created, the ASL file loaded with their ARNs. Restores what it changes."""
     env = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -110,67 +119,90 @@ def workflow(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> Iterator[Work
         "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
         "SOURCE_CLUSTER_NAME": "src",
         "TARGET_CLUSTER_NAME": "dr",
-        "SOURCE_BOOTSTRAP_SERVERS": brokers.source.bootstrap_servers,
+        "SOURCE_BOOTSTRAP_SERVERS": source_servers,
         "SOURCE_SECURITY_PROTOCOL": "PLAINTEXT",
-        "TARGET_BOOTSTRAP_SERVERS": brokers.target.bootstrap_servers,
+        "TARGET_BOOTSTRAP_SERVERS": target_servers,
         "TARGET_SECURITY_PROTOCOL": "PLAINTEXT",
         "KAFKA_CONNECT_TIMEOUT_S": "5",
         "TABLE_NAME": "offset-restore",
         "RESTORE_BUCKET": "offset-restore",
         "SNAPSHOT_BUCKET": "offset-restore",
     }
-    for key, value in env.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.setattr(LambdaFunction, "_invoke_lambda", _invoke_in_process)
-    monkeypatch.setattr(retrier_decl, "time", _FastRetries())
-    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
-        s3 = boto3.client("s3", region_name=REGION)
-        s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})
-        boto3.client("dynamodb", region_name=REGION).create_table(
-            TableName="offset-restore",
-            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-            AttributeDefinitions=[
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "S"},
-            ],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
-        topic = sns.create_topic(Name="offset-restore")["TopicArn"]
-        queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
-        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
-        monkeypatch.setenv("TOPIC_ARN", topic)
-        role = boto3.client("iam", region_name=REGION).create_role(
-            RoleName="offset-restore", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
-        )["Role"]["Arn"]
-        zipped = io.BytesIO()
-        with zipfile.ZipFile(zipped, "w") as archive:
-            archive.writestr("placeholder.py", "# the handlers run in process")
-        lam = boto3.client("lambda", region_name=REGION)
-        substitutions = {}
-        for name, handler in FUNCTIONS.items():
-            arn = lam.create_function(
-                FunctionName=f"offset-restore-{name}",
-                Runtime="python3.12",
-                Role=role,
-                Handler=handler,
-                Code={"ZipFile": zipped.getvalue()},
-            )["FunctionArn"]
-            substitutions[f"{name}FunctionArn"] = arn
-        definition = ASL.read_text()
-        for key, value in substitutions.items():
-            definition = definition.replace("${" + key + "}", value)
-        sfn = boto3.client("stepfunctions", region_name=REGION)
-        arn = sfn.create_state_machine(name="offset-restore", definition=definition, roleArn=role)["stateMachineArn"]
+    saved = {key: os.environ.get(key) for key in [*env, "AWS_PROFILE", "AWS_SESSION_TOKEN", "TOPIC_ARN"]}
+    patches = [(LambdaFunction, "_invoke_lambda", _invoke_in_process), (retrier_decl, "time", _FastRetries())]
+    originals = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    try:
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            os.environ.pop(key, None)
+        os.environ.update(env)
+        for obj, name, value in patches:
+            setattr(obj, name, value)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            yield _create(env)
+    finally:
+        for obj, name, value in originals:
+            setattr(obj, name, value)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
-        messages: list[str] = []
 
-        class Queue(list[str]):
-            def __iter__(self) -> Iterator[str]:
-                answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
-                for message in answer.get("Messages", []):
-                    messages.append(json.loads(message["Body"])["Message"])
-                return iter(messages)
+def _create(env: dict[str, str]) -> Workflow:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})
+    boto3.client("dynamodb", region_name=REGION).create_table(
+        TableName="offset-restore",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
+    topic = sns.create_topic(Name="offset-restore")["TopicArn"]
+    queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    os.environ["TOPIC_ARN"] = topic
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName="offset-restore", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+    )["Role"]["Arn"]
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("placeholder.py", "# the handlers run in process")
+    lam = boto3.client("lambda", region_name=REGION)
+    substitutions = {}
+    for name, handler in FUNCTIONS.items():
+        arn = lam.create_function(
+            FunctionName=f"offset-restore-{name}",
+            Runtime="python3.12",
+            Role=role,
+            Handler=handler,
+            Code={"ZipFile": zipped.getvalue()},
+        )["FunctionArn"]
+        substitutions[f"{name}FunctionArn"] = arn
+    definition = ASL.read_text()
+    for key, value in substitutions.items():
+        definition = definition.replace("${" + key + "}", value)
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    arn = sfn.create_state_machine(name="offset-restore", definition=definition, roleArn=role)["stateMachineArn"]
 
-        yield Workflow(arn=arn, sfn=sfn, s3=s3, sns_queue=Queue())
+    messages: list[str] = []
+
+    class Queue(list[str]):
+        def __iter__(self) -> Iterator[str]:
+            answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+            for message in answer.get("Messages", []):
+                messages.append(json.loads(message["Body"])["Message"])
+            return iter(messages)
+
+    return Workflow(arn=arn, sfn=sfn, s3=s3, sns_queue=Queue())
+
+
+@pytest.fixture
+def workflow(brokers: Brokers) -> Iterator[Workflow]:
+    with local_workflow(brokers.source.bootstrap_servers, brokers.target.bootstrap_servers) as flow:
+        yield flow
