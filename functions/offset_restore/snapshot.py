@@ -141,7 +141,7 @@ def take_snapshot(
                     wanted[tp].add(c.offset)
 
         def fetch(positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
-            return cluster.fetch(positions, until=until)
+            return cluster.fetch(positions, until=until, partition_max_bytes=64 * 1024)
 
         evidence, stats = collect_evidence(
             wanted,
