@@ -146,3 +146,6 @@ class LambdaContext:
     memory_limit_in_mb: int = 1024
     invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-test"
     aws_request_id: str = "test-request"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 600_000

@@ -1,4 +1,9 @@
-"""Commit one batch of a restore's groups on the target (previous offsets saved first), and verify it."""
+"""Commit one batch of a restore's groups on the target (previous offsets saved first), and verify it.
+
+A retry of the same batch within one execution (a Lambda or Map retry) returns the first answer
+(powertools Idempotency, records in the project's table); a new execution commits again, which
+changes nothing that is already in place.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,11 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.idempotency import (
+    DynamoDBPersistenceLayer,
+    IdempotencyConfig,
+    idempotent_function,
+)
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply_steps import commit_groups
 from offset_restore.kafka_adapter import KafkaCluster
@@ -23,14 +33,32 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = ApplySettings.from_env()
     request = parse(BatchRequest, event, "commit")
     logger.append_keys(restore_id=request.restore_id)
-    with KafkaCluster(settings.target.connection(read_secret)) as target:
-        result = commit_groups(
-            request.restore_id,
-            request.groups if request.groups is not None else (request.batch or 0),
-            target,
-            MappingStore(settings.table, boto3.client("dynamodb")),
-            allow_rewind=request.allow_rewind,
-        )
-    metrics.add_metric(name="GroupsCommitted", unit=MetricUnit.Count, value=len(result.committed))
-    metrics.add_metric(name="GroupsSkipped", unit=MetricUnit.Count, value=len(result.skipped))
-    return result.model_dump(mode="json")
+    dynamodb = boto3.client("dynamodb")
+    persistence = DynamoDBPersistenceLayer(
+        table_name=settings.table,
+        key_attr="pk",
+        sort_key_attr="sk",
+        static_pk_value="IDEMPOTENCY#commit",
+        expiry_attr="ttl",
+        boto3_client=dynamodb,
+    )
+    config = IdempotencyConfig(expires_after_seconds=12 * 3600)
+    config.register_lambda_context(context)
+
+    @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)
+    def commit_batch(batch: dict[str, Any]) -> dict[str, Any]:
+        with KafkaCluster(settings.target.connection(read_secret)) as target:
+            result = commit_groups(
+                request.restore_id,
+                request.groups if request.groups is not None else (request.batch or 0),
+                target,
+                MappingStore(settings.table, dynamodb),
+                allow_rewind=request.allow_rewind,
+            )
+        return result.model_dump(mode="json")
+
+    answer = commit_batch(batch=request.model_dump(mode="json"))
+    metrics.add_metric(name="GroupsCommitted", unit=MetricUnit.Count, value=len(answer["committed"]))
+    metrics.add_metric(name="GroupsSkipped", unit=MetricUnit.Count, value=len(answer["skipped"]))
+    metrics.add_metric(name="PartitionsVerified", unit=MetricUnit.Count, value=answer["verified"])
+    return answer

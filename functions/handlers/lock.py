@@ -17,6 +17,7 @@ from handlers.requests import LockRequest, parse
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(LockRequest, event, "lock")
+    logger.append_keys(restore_id=request.restore_id)
     lock = TargetLock(table_from_env(), boto3.client("dynamodb"), request.target_cluster, request.restore_id)
     if request.action == "acquire":
         lock.acquire()

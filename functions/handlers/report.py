@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import boto3
@@ -24,6 +25,7 @@ from handlers.requests import ReportRequest, parse
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(ReportRequest, event, "report")
     restore_id = str(request.run.get("restore_id", "unknown"))
+    logger.append_keys(restore_id=restore_id)
     entries = MappingStore(table_from_env(), boto3.client("dynamodb")).entries(restore_id) if request.run else []
     run = {**request.run, **({"error": request.error} if request.error else {})}
     store = S3Store(os.environ["RESTORE_BUCKET"], f"restores/{restore_id}", boto3.client("s3"))
@@ -42,6 +44,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
     metrics.add_metric(name="Runs", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=summary.pending)
+    metrics.add_metric(name="Unmapped", unit=MetricUnit.Count, value=summary.unmapped)
+    if summary.mapped:
+        metrics.add_metric(name="ExactRatio", unit=MetricUnit.Percent, value=100 * summary.exact / summary.mapped)
+    if isinstance(request.run.get("started_at"), int | float):
+        metrics.add_metric(name="RunSeconds", unit=MetricUnit.Seconds, value=time.time() - request.run["started_at"])
     return {
         "outcome": request.outcome,
         "report": f"s3://{store.bucket}/restores/{restore_id}/report.html",

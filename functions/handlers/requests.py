@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
+from aws_lambda_powertools.utilities import parser
 from offset_restore.errors import BadInputError
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -32,6 +33,8 @@ class BatchRequest(ApplyRequest):
     groups: list[str] | None = Field(default=None, min_length=1)
     batch: int | None = Field(default=None, ge=0)
     allow_rewind: bool = False
+    execution: str | None = None
+    """The execution's id: a retry within one execution is recognised, a new execution is not."""
 
     @model_validator(mode="after")
     def _one_selection(self) -> BatchRequest:
@@ -64,7 +67,8 @@ class ReportRequest(BaseModel):
 
 
 def parse(model: type[Model], event: dict[str, Any], step: str) -> Model:
+    """powertools Parser on the step's model; a bad event becomes a ``BadInputError`` naming the step."""
     try:
-        return model.model_validate(event)
+        return parser.parse(event=event, model=model)
     except ValidationError as error:
         raise BadInputError(f"invalid {step} request: {error}") from None

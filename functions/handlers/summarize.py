@@ -18,6 +18,7 @@ from handlers.requests import SummarizeRequest, parse
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(SummarizeRequest, event, "summarize")
+    logger.append_keys(restore_id=request.restore_id)
     result = summarize(
         request.restore_id, MappingStore(table_from_env(), boto3.client("dynamodb")), request.retries_left
     )

@@ -6,6 +6,7 @@ A bad input fails here, with every problem named, before anything else happens.
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -26,10 +27,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise BadInputError("invalid execution input: it must be a JSON object")
     run = validate_input({**raw, "execution_name": event.get("execution_name")}, _defaults())
-    logger.info("run validated", extra={"restore_id": run.restore_id, "mode": run.mode})
+    logger.append_keys(restore_id=run.restore_id)
+    logger.info("run validated", extra={"mode": run.mode})
     # Loop counters the state machine carries from state to state (JSONPath has no variables).
     return {
         **run.model_dump(mode="json"),
         "summary": {"retries_left": run.pending_retries},
         "check": {"started_at": None},
+        "started_at": time.time(),
     }

@@ -88,3 +88,29 @@ def test_any_handler_refuses_an_incomplete_environment(lambda_env: None, monkeyp
     monkeypatch.delenv("TABLE_NAME")
     with pytest.raises(BadInputError, match="TABLE_NAME not set"):
         check_empty.handler({"restore_id": "r-1"}, LambdaContext())
+
+
+def test_a_retried_commit_in_one_execution_returns_the_first_answer(
+    lambda_env: None, table: str, target: KafkaCluster
+) -> None:
+    from handlers import commit
+
+    topic, group = unique("retry"), unique("retry-group")
+    target.create_topics({topic: 1})
+    produce(target, topic, 0, 10)
+    store = MappingStore(table, boto3.client("dynamodb"))
+    store.put("r-7", [entry(group, topic, 0, 4)])
+    event = {"restore_id": "r-7", "groups": [group], "execution": "arn:aws:states:eu-west-1:1:execution:m:e1"}
+    first = commit.handler(event, LambdaContext())
+    commit_offsets(target, group, {TP(topic, 0): 9})  # someone moves the group after the first attempt
+    retried = commit.handler(event, LambdaContext())
+    assert retried == first and first["committed"] == [group]
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([group])[group].items()} == {0: 9}
+    records = boto3.client("dynamodb").query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "IDEMPOTENCY#commit"}},
+    )["Items"]
+    assert len(records) == 1 and records[0]["status"]["S"] == "COMPLETED"
+    rerun = commit.handler({**event, "execution": "arn:aws:states:eu-west-1:1:execution:m:e2"}, LambdaContext())
+    assert rerun["committed"] == [] and rerun["offsets_committed"] == 0  # a new execution: committed already
