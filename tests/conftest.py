@@ -15,7 +15,7 @@ from moto import mock_aws
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_broker import LocalBroker
 
-from tests.helpers import Brokers
+from tests.helpers import Brokers, create_table
 
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
@@ -69,14 +69,4 @@ def s3(aws: None) -> Any:
 @pytest.fixture
 def table(aws: None) -> str:
     """The project's one DynamoDB table (DESIGN §5.4): partition key ``pk``, sort key ``sk``."""
-    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
-    client.create_table(
-        TableName="offset-restore",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return "offset-restore"
+    return create_table(boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"]))

@@ -23,7 +23,7 @@ from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
-from tests.helpers import Brokers, LambdaContext
+from tests.helpers import Brokers, LambdaContext, create_table
 
 ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "offset_restore.asl.json"
 FUNCTIONS = {
@@ -152,15 +152,7 @@ def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflo
 def _create(env: dict[str, str]) -> Workflow:
     s3 = boto3.client("s3", region_name=REGION)
     s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})
-    boto3.client("dynamodb", region_name=REGION).create_table(
-        TableName="offset-restore",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
+    create_table(boto3.client("dynamodb", region_name=REGION))
     sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
     topic = sns.create_topic(Name="offset-restore")["TopicArn"]
     queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
