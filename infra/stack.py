@@ -7,6 +7,7 @@ from pathlib import Path
 
 from aws_cdk import (
     Acknowledgment,
+    ArnFormat,
     BundlingOptions,
     DockerImage,
     Duration,
@@ -133,9 +134,11 @@ class OffsetRestoreStack(Stack):
         machine_logs = logs.LogGroup(
             self, "WorkflowLogs", retention=_retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
         )
+        machine_name = f"offset-restore-{env_name}"
         self.state_machine = sfn.StateMachine(
             self,
             "Workflow",
+            state_machine_name=machine_name,
             definition_body=sfn.DefinitionBody.from_file(str(ASL_FILE)),
             definition_substitutions={f"{name}FunctionArn": fn.function_arn for name, fn in functions.items()},
             logs=sfn.LogOptions(destination=machine_logs, level=sfn.LogLevel.ALL, include_execution_data=False),
@@ -144,6 +147,25 @@ class OffsetRestoreStack(Stack):
         )
         for fn in functions.values():
             fn.grant_invoke(self.state_machine)
+        # The distributed Map (Translate) runs its items as child executions of this state machine.
+        machine_arn = self.format_arn(
+            service="states",
+            resource="stateMachine",
+            resource_name=machine_name,
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        children = self.format_arn(
+            service="states",
+            resource="execution",
+            resource_name=f"{machine_name}/*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine_arn])
+        )
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["states:DescribeExecution", "states:StopExecution"], resources=[children])
+        )
         self._triggers(config)
         self._monitoring(env_name)
         self._acknowledge(config)
@@ -174,6 +196,10 @@ class OffsetRestoreStack(Stack):
             "AwsSolutions-IAM5[Action::s3:DeleteObject*]": "CDK's write grant, limited to this deployment's bucket",
             "AwsSolutions-IAM5[Action::s3:Abort*]": "CDK's write grant (multipart uploads), limited to this bucket",
         }
+        reasons[
+            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:"
+            f"execution:offset-restore-{self.node.id.removeprefix('offset-restore-')}/*]"
+        ] = "the child executions of this state machine's own distributed Map"
         for name, fn in self.functions.items():
             logical = self.resolve(self.get_logical_id(fn.node.default_child))  # type: ignore[arg-type]
             reasons[f"AwsSolutions-IAM5[Resource::<{logical}.Arn>:*]"] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -198,6 +199,12 @@ def test_state_machine_gets_every_function_by_substitution(app: App) -> None:
         f"{name}FunctionArn" for name in re.findall(r"\$\{(\w+)FunctionArn\}", ASL_FILE.read_text())
     }
     assert machine["Properties"]["TracingConfiguration"] == {"Enabled": True}
+    assert machine["Properties"]["StateMachineName"] == "offset-restore-prod"
+    statements = [
+        s for p in t.find_resources("AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    starts = [s for s in statements if s["Action"] == "states:StartExecution"]
+    assert len(starts) == 1 and "stateMachine:offset-restore-prod" in json.dumps(starts[0]["Resource"])
     assert machine["Properties"]["LoggingConfiguration"]["Level"] == "ALL"
 
 
