@@ -12,9 +12,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
 from offset_restore.plan_model import PlanSummary
+from offset_restore.report import render_report
 from offset_restore.settings import table_from_env
 from offset_restore.storage import S3Store
-from offset_restore.workflow import render_report
 
 from handlers.requests import ReportRequest, parse
 

@@ -57,7 +57,8 @@ class PlanSummary(BaseModel):
     @classmethod
     def of(cls, entries: list[PlanEntry]) -> PlanSummary:
         statuses = Counter(e.status for e in entries)
-        mapped = [e for e in entries if e.status == "mapped"]
+        # Mapped means a target offset was found, whatever apply did with it since.
+        mapped = [e for e in entries if e.status not in ("pending", "unmapped") and e.target_offset is not None]
         return cls(
             entries=len(entries),
             groups=len({e.group for e in entries}),

@@ -3,9 +3,7 @@ validate the execution input (DESIGN §5.3), prepare work items, summarize the m
 
 from __future__ import annotations
 
-import json
 import re
-from collections import Counter
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -28,7 +26,6 @@ __all__ = [
     "Summary",
     "commit_candidates",
     "prepare_work",
-    "render_report",
     "summarize",
     "validate_input",
 ]
@@ -189,62 +186,3 @@ def summarize(restore_id: str, mappings: MappingStore, retries_left: int) -> Sum
         commit_batches=list(range((count + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS)),
         retries_left=max(0, retries_left - (1 if summary.pending else 0)),
     )
-
-
-def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str) -> dict[str, bytes]:
-    """report.json, report.md and a self-contained report.html for one run."""
-    summary = PlanSummary.of(entries)
-    statuses = Counter(e.status for e in entries)
-    document = {
-        "restore_id": run.get("restore_id"),
-        "outcome": outcome,
-        "created_at": datetime.now(UTC).isoformat(),
-        "input": run,
-        "summary": summary.model_dump(),
-        "statuses": dict(statuses),
-        "entries": [e.model_dump(mode="json") for e in entries],
-    }
-    problems = [e for e in entries if e.status in ("pending", "unmapped", "skipped", "failed")]
-    md = [
-        f"# Restore {run.get('restore_id')}: {outcome}",
-        "",
-        f"- group-partitions: {summary.entries} in {summary.groups} groups",
-        f"- mapped: {summary.mapped} (exact {summary.exact}); committed: {statuses.get('committed', 0)}",
-        f"- pending: {summary.pending}; unmapped: {summary.unmapped}; skipped: {statuses.get('skipped', 0)}; "
-        f"failed: {statuses.get('failed', 0)}",
-        f"- records at risk of reprocessing (bound): {summary.max_duplicates_total}",
-        "",
-        "| group | topic | partition | target offset | method | exact | status | reason |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    md += [
-        f"| {e.group} | {e.target_topic} | {e.partition} | {e.target_offset} | {e.method or '-'} | "
-        f"{'yes' if e.exact else 'no'} | {e.status} | {e.reason or ''} |"
-        for e in sorted(entries, key=lambda e: (e.status not in [p.status for p in problems], e.group, e.partition))
-    ]
-    rows = "".join(
-        f"<tr><td>{_html(e.group)}</td><td>{_html(e.target_topic)}</td><td>{e.partition}</td>"
-        f"<td>{e.target_offset}</td><td>{e.method or '-'}</td><td>{'yes' if e.exact else 'no'}</td>"
-        f"<td>{e.status}</td><td>{_html(e.reason or '')}</td></tr>"
-        for e in entries
-    )
-    html = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Restore report</title>"
-        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
-        "td,th{border:1px solid #ccc;padding:4px 8px}</style></head><body>"
-        f"<h1>Restore {_html(str(run.get('restore_id')))}: {_html(outcome)}</h1>"
-        f"<p>{summary.entries} group-partitions in {summary.groups} groups; {summary.mapped} mapped "
-        f"({summary.exact} exact); {statuses.get('committed', 0)} committed; {summary.pending} pending; "
-        f"{summary.unmapped} unmapped; at most {summary.max_duplicates_total} records reprocessed.</p>"
-        "<table><tr><th>group</th><th>topic</th><th>partition</th><th>target offset</th><th>method</th>"
-        f"<th>exact</th><th>status</th><th>reason</th></tr>{rows}</table></body></html>"
-    )
-    return {
-        "report.json": json.dumps(document, indent=2).encode(),
-        "report.md": ("\n".join(md) + "\n").encode(),
-        "report.html": html.encode(),
-    }
-
-
-def _html(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")

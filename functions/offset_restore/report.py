@@ -1,0 +1,194 @@
+"""The report of a run, for machines (report.json) and people (report.md, one self-contained
+report.html): a headline, what needs attention and what to do about it, every group with its
+partitions folded, the inputs, the snapshot used and the timings."""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections import Counter, defaultdict
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from offset_restore.plan_model import PlanEntry, PlanSummary
+
+__all__ = ["ADVICE", "Headline", "headline", "render_report"]
+
+ADVICE = {
+    "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
+    "continues where this run stopped.",
+    "unmapped": "No strategy could place these partitions (see the reason). Check that the topic exists on the "
+    "target and carries the restore's offset header, or give a topic_map; otherwise reset them by hand.",
+    "skipped": "Not written: the group was active on the target, or is already past the mapped offset. Stop "
+    "its consumers and run again (or allow_rewind, if moving it back is intended).",
+    "failed": "The broker refused part of the group's commit. Check the target cluster and run again; the "
+    "previous offsets are kept in the table for a rollback.",
+}
+ATTENTION = ("failed", "skipped", "pending", "unmapped")
+
+
+class Headline(dict[str, Any]):
+    """groups_restored, groups, exact_ratio, records_at_risk, entries_without_bound, statuses."""
+
+
+def headline(entries: list[PlanEntry], outcome: str) -> Headline:
+    summary = PlanSummary.of(entries)
+    statuses = Counter(e.status for e in entries)
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in entries:
+        by_group[entry.group].append(entry)
+    done = "committed" if outcome == "applied" else "mapped"
+    restored = sum(
+        1
+        for es in by_group.values()
+        if all(e.status in (done, "unmapped") for e in es) and any(e.status == done for e in es)
+    )
+    return Headline(
+        groups_restored=restored,
+        groups=len(by_group),
+        exact_ratio=round(summary.exact / summary.mapped, 4) if summary.mapped else None,
+        records_at_risk=summary.max_duplicates_total,
+        entries_without_bound=summary.entries_without_bound,
+        statuses=dict(sorted(statuses.items())),
+    )
+
+
+def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str) -> dict[str, bytes]:
+    head = headline(entries, outcome)
+    summary = PlanSummary.of(entries)
+    now = datetime.now(UTC)
+    started = run.get("started_at")
+    timings = {"finished_at": now.isoformat()}
+    if isinstance(started, int | float):
+        timings["started_at"] = datetime.fromtimestamp(started, UTC).isoformat()
+        timings["seconds"] = f"{time.time() - started:.1f}"
+    snapshot = (run.get("work") or {}).get("snapshot_id") if isinstance(run.get("work"), dict) else None
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in entries:
+        by_group[entry.group].append(entry)
+    attention = {status: sorted({e.group for e in entries if e.status == status}) for status in ATTENTION}
+    document = {
+        "restore_id": run.get("restore_id"),
+        "outcome": outcome,
+        "created_at": now.isoformat(),
+        "headline": head,
+        "summary": summary.model_dump(),
+        "statuses": head["statuses"],
+        "attention": {s: {"groups": g, "what_to_do": ADVICE[s]} for s, g in attention.items() if g},
+        "snapshot_id": snapshot,
+        "timings": timings,
+        "input": run,
+        "entries": [e.model_dump(mode="json") for e in entries],
+    }
+    return {
+        "report.json": json.dumps(document, indent=2, default=str).encode(),
+        "report.md": _markdown(run, outcome, head, attention, by_group, snapshot, timings).encode(),
+        "report.html": _html(run, outcome, head, attention, by_group, snapshot, timings).encode(),
+    }
+
+
+def _ratio(head: Headline) -> str:
+    return "-" if head["exact_ratio"] is None else f"{100 * head['exact_ratio']:.1f}%"
+
+
+def _markdown(
+    run: Mapping[str, Any],
+    outcome: str,
+    head: Headline,
+    attention: dict[str, list[str]],
+    by_group: dict[str, list[PlanEntry]],
+    snapshot: str | None,
+    timings: dict[str, str],
+) -> str:
+    lines = [
+        f"# Restore {run.get('restore_id')}: {outcome}",
+        "",
+        f"**{head['groups_restored']} of {head['groups']} groups restored**; exact {_ratio(head)}; at most "
+        f"{head['records_at_risk']} records reprocessed"
+        + (f" ({head['entries_without_bound']} partitions without a bound)" if head["entries_without_bound"] else ""),
+        "",
+        f"Snapshot: {snapshot or '-'}; statuses: {head['statuses']}; timings: {timings}",
+    ]
+    for status, groups in attention.items():
+        if groups:
+            lines += ["", f"## {status.capitalize()} ({len(groups)} groups)", "", ADVICE[status], ""]
+            for group in groups:
+                reasons = {e.reason for e in by_group[group] if e.status == status and e.reason}
+                lines.append(f"- {group}: {'; '.join(sorted(reasons)) or status}")
+    lines += [
+        "",
+        "## Groups",
+        "",
+        "| group | topic | partition | target offset | method | exact | status | reason |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for group, es in sorted(by_group.items()):
+        for e in sorted(es, key=lambda e: (e.target_topic, e.partition)):
+            lines.append(
+                f"| {group} | {e.target_topic} | {e.partition} | {e.target_offset} | {e.method or '-'} | "
+                f"{'yes' if e.exact else 'no'} | {e.status} | {e.reason or ''} |"
+            )
+    lines += ["", "## Input", "", "```json", json.dumps(dict(run), indent=2, default=str), "```"]
+    return "\n".join(lines) + "\n"
+
+
+def _html(
+    run: Mapping[str, Any],
+    outcome: str,
+    head: Headline,
+    attention: dict[str, list[str]],
+    by_group: dict[str, list[PlanEntry]],
+    snapshot: str | None,
+    timings: dict[str, str],
+) -> str:
+    e = html.escape
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>offset-restore {e(str(run.get('restore_id')))}</title><style>",
+        "body{font-family:system-ui,sans-serif;margin:2rem;color:#222}h1{margin-bottom:.2rem}",
+        ".headline{display:flex;gap:2rem;margin:1rem 0}.headline div{background:#f3f5f7;padding:.8rem 1.2rem;"
+        "border-radius:6px}.headline b{display:block;font-size:1.6rem}",
+        "table{border-collapse:collapse;margin:.4rem 0}td,th{border:1px solid #ccd;padding:3px 8px;text-align:left}",
+        ".attention{border-left:4px solid #c60;padding-left:1rem}.failed,.skipped{color:#a40}.pending{color:#960}",
+        "details{margin:.2rem 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:1rem;overflow:auto}",
+        "</style></head><body>",
+        f"<h1>Restore {e(str(run.get('restore_id')))}: {e(outcome)}</h1>",
+        f"<p>Snapshot {e(snapshot or '-')} &middot; finished {e(timings['finished_at'])}"
+        + (f" &middot; {e(timings['seconds'])} s" if "seconds" in timings else "")
+        + "</p>",
+        "<div class='headline'>",
+        f"<div id='groups-restored'><b>{head['groups_restored']} / {head['groups']}</b>groups restored</div>",
+        f"<div id='exact-ratio'><b>{_ratio(head)}</b>exact</div>",
+        f"<div id='records-at-risk'><b>{head['records_at_risk']}</b>records at risk of reprocessing</div>",
+        "</div>",
+    ]
+    for status, groups in attention.items():
+        if groups:
+            parts.append(
+                f"<section class='attention {status}'><h2>{status.capitalize()}: {len(groups)} groups</h2>"
+                f"<p>{e(ADVICE[status])}</p><ul>"
+            )
+            for group in groups:
+                reasons = sorted({x.reason for x in by_group[group] if x.status == status and x.reason})
+                parts.append(f"<li>{e(group)}: {e('; '.join(reasons) or status)}</li>")
+            parts.append("</ul></section>")
+    parts.append("<h2>Groups</h2>")
+    for group, es in sorted(by_group.items()):
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(Counter(x.status for x in es).items()))
+        parts.append(
+            f"<details><summary>{e(group)} &mdash; {len(es)} partitions: {e(statuses)}</summary><table>"
+            "<tr><th>topic</th><th>partition</th><th>source offset</th><th>target offset</th><th>method</th>"
+            "<th>exact</th><th>max duplicates</th><th>status</th><th>reason</th></tr>"
+        )
+        for x in sorted(es, key=lambda x: (x.target_topic, x.partition)):
+            parts.append(
+                f"<tr class='{x.status}'><td>{e(x.target_topic)}</td><td>{x.partition}</td><td>{x.source_offset}</td>"
+                f"<td>{x.target_offset if x.target_offset is not None else '-'}</td><td>{e(x.method or '-')}</td>"
+                f"<td>{'yes' if x.exact else 'no'}</td><td>{x.max_duplicates if x.max_duplicates is not None else '-'}"
+                f"</td><td>{x.status}</td><td>{e(x.reason or '')}</td></tr>"
+            )
+        parts.append("</table></details>")
+    parts += ["<h2>Input</h2>", f"<pre>{e(json.dumps(dict(run), indent=2, default=str))}</pre>", "</body></html>"]
+    return "".join(parts)

@@ -1,0 +1,79 @@
+"""The report renders: the HTML parses, its headline equals the plan's numbers, attention items say
+what to do, nothing from the input is injected as markup."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+
+from offset_restore.plan_model import PlanEntry, PlanSummary, Status
+from offset_restore.report import ADVICE, render_report
+
+
+def entry(
+    group: str, partition: int, status: Status, exact: bool = True, dup: int | None = 0, reason: str | None = None
+) -> PlanEntry:
+    mapped = status in ("mapped", "committed", "skipped")
+    return PlanEntry(
+        group=group,
+        topic="orders",
+        partition=partition,
+        target_topic="dr.orders",
+        source_offset=100,
+        target_offset=90 if mapped else None,
+        method="header" if mapped else None,
+        exact=exact,
+        max_duplicates=dup if mapped else None,
+        status=status,
+        reason=reason,
+    )
+
+
+ENTRIES = [
+    entry("billing", 0, "committed"),
+    entry("billing", 1, "committed"),
+    entry("search", 0, "committed", exact=False, dup=7),
+    entry("audit", 0, "pending", reason="the restore has reached source offset 40"),
+    entry("audit", 1, "committed"),
+    entry("<script>alert(1)</script>", 0, "skipped", reason="still active on the target (Stable, 1 members)"),
+]
+
+
+class Collect(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.ids: dict[str, str] = {}
+        self._id: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append(tag)
+        self._id = dict(attrs).get("id") or self._id
+
+    def handle_data(self, data: str) -> None:
+        if self._id and self._id not in self.ids:
+            self.ids[self._id] = data
+        self._id = None
+
+
+def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
+    files = render_report({"restore_id": "r-1", "mode": "apply", "work": {"snapshot_id": "s-9"}}, ENTRIES, "applied")
+    document = json.loads(files["report.json"])
+    summary = PlanSummary.of(ENTRIES)
+    assert document["headline"]["groups"] == 4 and document["headline"]["groups_restored"] == 2
+    assert document["headline"]["exact_ratio"] == round(summary.exact / summary.mapped, 4)
+    assert document["headline"]["records_at_risk"] == summary.max_duplicates_total == 7
+    assert document["attention"]["pending"] == {"groups": ["audit"], "what_to_do": ADVICE["pending"]}
+    assert document["snapshot_id"] == "s-9"
+
+    page = files["report.html"].decode()
+    parsed = Collect()
+    parsed.feed(page)
+    assert parsed.tags.count("details") == 4 and "script" not in parsed.tags
+    assert parsed.ids["groups-restored"] == "2 / 4"
+    assert parsed.ids["records-at-risk"] == "7"
+    assert ADVICE["skipped"] in page and "&lt;script&gt;" in page
+
+    markdown = files["report.md"].decode()
+    assert "**2 of 4 groups restored**" in markdown and "## Pending (1 groups)" in markdown
+    assert "- audit: the restore has reached source offset 40" in markdown
