@@ -89,6 +89,10 @@ def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str
     }
 
 
+def _groups(count: int) -> str:
+    return f"{count} group" + ("s" if count != 1 else "")
+
+
 def _ratio(head: Headline) -> str:
     return "-" if head["exact_ratio"] is None else f"{100 * head['exact_ratio']:.1f}%"
 
@@ -113,7 +117,7 @@ def _markdown(
     ]
     for status, groups in attention.items():
         if groups:
-            lines += ["", f"## {status.capitalize()} ({len(groups)} groups)", "", ADVICE[status], ""]
+            lines += ["", f"## {status.capitalize()} ({_groups(len(groups))})", "", ADVICE[status], ""]
             for group in groups:
                 reasons = {e.reason for e in by_group[group] if e.status == status and e.reason}
                 lines.append(f"- {group}: {'; '.join(sorted(reasons)) or status}")

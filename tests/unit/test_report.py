@@ -75,5 +75,5 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
     assert ADVICE["skipped"] in page and "&lt;script&gt;" in page
 
     markdown = files["report.md"].decode()
-    assert "**2 of 4 groups restored**" in markdown and "## Pending (1 groups)" in markdown
+    assert "**2 of 4 groups restored**" in markdown and "## Pending (1 group)" in markdown
     assert "- audit: the restore has reached source offset 40" in markdown
