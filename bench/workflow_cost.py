@@ -19,12 +19,11 @@ from pathlib import Path
 
 from offset_restore.cluster_types import TP, CommittedOffset
 from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_aws import INVOCATIONS, local_workflow
 from offset_restore.local_broker import LocalBroker
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import S3Store
-
-from tests.e2e.conftest import INVOCATIONS, local_workflow
 
 RESULTS = Path(__file__).parent / "results"
 KAFKA_FUNCTIONS = ("Translate", "CheckEmpty", "Commit", "Snapshot")

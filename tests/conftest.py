@@ -13,9 +13,10 @@ import boto3
 import pytest
 from moto import mock_aws
 from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_aws import create_table
 from offset_restore.local_broker import LocalBroker
 
-from tests.helpers import Brokers, create_table
+from tests.helpers import Brokers
 
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 

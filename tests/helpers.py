@@ -9,7 +9,6 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from kafka import KafkaConsumer
 from offset_restore.cluster_types import TP, CommittedOffset
@@ -150,17 +149,3 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 600_000
-
-
-def create_table(client: Any, name: str = "offset-restore") -> str:
-    """The project's one DynamoDB table (DESIGN §5.4): partition key ``pk``, sort key ``sk``."""
-    client.create_table(
-        TableName=name,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
-        AttributeDefinitions=[
-            {"AttributeName": "pk", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "S"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    return name

@@ -8,12 +8,12 @@ import time
 import pytest
 from offset_restore.cluster_types import TP
 from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.local_aws import Workflow
 from offset_restore.local_broker import free_port
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import S3Store
 
-from tests.e2e.conftest import Workflow
 from tests.helpers import Brokers, active_member, commit, produce, restore, unique
 
 

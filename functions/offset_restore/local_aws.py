@@ -1,0 +1,221 @@
+"""The deployed workflow on one machine: the real state machine definition executed by moto's Step
+Functions interpreter, every Lambda task running the real handler in this process, against local
+brokers and moto's S3, DynamoDB and SNS. For the demo, the e2e tests and the cost benchmark; moto is
+a development dependency, so nothing in Lambda imports this module."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import os
+import time
+import traceback
+import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from moto import mock_aws
+from moto.awslambda.models import LambdaFunction
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "offset_restore.asl.json"
+TABLE = BUCKET = "offset-restore"
+FUNCTIONS = {
+    "Validate": "handlers.validate.handler",
+    "Lock": "handlers.lock.handler",
+    "Prepare": "handlers.prepare.handler",
+    "Translate": "handlers.translate.handler",
+    "Summarize": "handlers.summarize.handler",
+    "CheckEmpty": "handlers.check_empty.handler",
+    "Commit": "handlers.commit.handler",
+    "Report": "handlers.report.handler",
+}
+REGION: Any = "eu-west-1"
+
+logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+
+
+INVOCATIONS: list[tuple[str, float]] = []
+"""(function name, seconds) of every task invocation, for the cost model."""
+
+
+def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+    """moto's one container-bound step, replaced: import the function's handler and call it."""
+    module_name, function_name = str(self.handler).rsplit(".", 1)
+    handler = getattr(importlib.import_module(module_name), function_name)
+    payload = json.loads(event) if isinstance(event, str | bytes) else (event or {})
+    started = time.perf_counter()
+    try:
+        result = handler(payload, _Context(function_name=str(self.function_name)))
+        INVOCATIONS.append((str(self.function_name), time.perf_counter() - started))
+        return json.dumps(result), False, ""
+    except Exception as error:  # the task fails with the exception's class name as the error
+        body = {
+            "errorType": type(error).__name__,
+            "errorMessage": str(error),
+            "trace": traceback.format_exception(error)[-3:],
+        }
+        return json.dumps(body), True, ""
+
+
+@dataclass
+class _Context:
+    """What powertools reads of a Lambda context."""
+
+    function_name: str
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-local"
+    aws_request_id: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+def create_table(client: Any, name: str = TABLE) -> str:
+    """The project's one DynamoDB table (DESIGN §5.4): partition key ``pk``, sort key ``sk``."""
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+class _FastRetries:
+    """Retry back-off of moto's interpreter, a hundred times faster (Wait states keep real time)."""
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds / 100)
+
+
+@dataclass
+class Workflow:
+    arn: str
+    sfn: Any
+    s3: Any
+    sns_queue: list[str]
+
+    def report(self, restore_id: str) -> dict[str, Any]:
+        body = self.s3.get_object(Bucket="offset-restore", Key=f"restores/{restore_id}/report.json")["Body"]
+        return dict(json.loads(body.read()))
+
+    def start(self, run_input: dict[str, Any], name: str) -> str:
+        return str(
+            self.sfn.start_execution(stateMachineArn=self.arn, name=name, input=json.dumps(run_input))["executionArn"]
+        )
+
+    def run(self, run_input: dict[str, Any], name: str, timeout_s: float = 120) -> dict[str, Any]:
+        return self.wait(self.start(run_input, name), timeout_s)
+
+    def wait(self, execution_arn: str, timeout_s: float = 120) -> dict[str, Any]:
+        execution = {"executionArn": execution_arn}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            if described["status"] != "RUNNING" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        history = self.sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)["events"]
+        described["history"] = history
+        described["states"] = [
+            e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e
+        ]
+        return described
+
+
+@contextmanager
+def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflow]:
+    """The deployed workflow, locally: moto with the state machine interpreter on, the bucket, table,
+    topic and functions created, the ASL file loaded with their ARNs. Restores what it changes."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
+        "SOURCE_CLUSTER_NAME": "src",
+        "TARGET_CLUSTER_NAME": "dr",
+        "SOURCE_BOOTSTRAP_SERVERS": source_servers,
+        "SOURCE_SECURITY_PROTOCOL": "PLAINTEXT",
+        "TARGET_BOOTSTRAP_SERVERS": target_servers,
+        "TARGET_SECURITY_PROTOCOL": "PLAINTEXT",
+        "KAFKA_CONNECT_TIMEOUT_S": "5",
+        "TABLE_NAME": "offset-restore",
+        "RESTORE_BUCKET": "offset-restore",
+        "SNAPSHOT_BUCKET": "offset-restore",
+    }
+    saved = {key: os.environ.get(key) for key in [*env, "AWS_PROFILE", "AWS_SESSION_TOKEN", "TOPIC_ARN"]}
+    patches = [(LambdaFunction, "_invoke_lambda", _invoke_in_process), (retrier_decl, "time", _FastRetries())]
+    originals = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
+    try:
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            os.environ.pop(key, None)
+        os.environ.update(env)
+        for obj, name, value in patches:
+            setattr(obj, name, value)
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            yield _create(env)
+    finally:
+        for obj, name, value in originals:
+            setattr(obj, name, value)
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _create(env: dict[str, str]) -> Workflow:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})
+    create_table(boto3.client("dynamodb", region_name=REGION))
+    sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
+    topic = sns.create_topic(Name="offset-restore")["TopicArn"]
+    queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    os.environ["TOPIC_ARN"] = topic
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName="offset-restore", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+    )["Role"]["Arn"]
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("placeholder.py", "# the handlers run in process")
+    lam = boto3.client("lambda", region_name=REGION)
+    substitutions = {}
+    for name, handler in FUNCTIONS.items():
+        arn = lam.create_function(
+            FunctionName=f"offset-restore-{name}",
+            Runtime="python3.12",
+            Role=role,
+            Handler=handler,
+            Code={"ZipFile": zipped.getvalue()},
+        )["FunctionArn"]
+        substitutions[f"{name}FunctionArn"] = arn
+    definition = ASL.read_text()
+    for key, value in substitutions.items():
+        definition = definition.replace("${" + key + "}", value)
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    arn = sfn.create_state_machine(name="offset-restore", definition=definition, roleArn=role)["stateMachineArn"]
+
+    messages: list[str] = []
+
+    class Queue(list[str]):
+        def __iter__(self) -> Iterator[str]:
+            answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+            for message in answer.get("Messages", []):
+                messages.append(json.loads(message["Body"])["Message"])
+            return iter(messages)
+
+    return Workflow(arn=arn, sfn=sfn, s3=s3, sns_queue=Queue())
