@@ -277,13 +277,19 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     listing.set_defaults(run=_snapshots)
 
-    demo = commands.add_parser("demo", help="run the main job end to end on local brokers")
+    demo = commands.add_parser(
+        "demo",
+        help="run the main job end to end on local brokers and local AWS",
+        description="Snapshot groups on a local source cluster, restore their data into a local target with "
+        "losses, gaps, a rename and a replica without headers, run the project's state machine locally in "
+        "apply mode, and prove where every group-partition resumes.",
+    )
     demo.add_argument("--groups", type=_non_negative, default=24, metavar="N", help="groups to create (default: 24)")
     demo.add_argument(
         "--output",
         default="demo-output",
         metavar="LOCATION",
-        help="where the snapshot is written (default: %(default)s)",
+        help="where the reports are written (default: %(default)s)",
     )
     demo.add_argument(
         "--keep-running", action="store_true", help="leave the broker running for inspection until Ctrl-C"

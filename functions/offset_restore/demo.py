@@ -1,32 +1,36 @@
-"""``offset-restore demo``: the main job end to end on two local brokers, as far as it is built.
+"""``offset-restore demo``: the main job end to end on two local brokers and local AWS.
 
-A source cluster with topics and groups at different lags is snapshotted; then a "disaster": the
-data is restored into a target cluster with retention loss, gaps, a renamed topic, and one topic
-replicated without offset headers (as MirrorMaker 2 would). The plan is made, shown per group, and
-proved: for every mapped group-partition, the record the group gets next on the target is the record
-it would have got next on the source.
+A source cluster with topics and groups at different lags is snapshotted to the (moto) bucket; then a
+"disaster": the data is restored into a target cluster with retention loss, gaps, a renamed topic, and
+one topic replicated without offset headers (as MirrorMaker 2 would), while one application is still
+connected to the target. The project's state machine runs in apply mode through moto's interpreter
+with the real handlers, shown state by state; then every group-partition is proved on the target: the
+record the group gets next there is the record it would have got next on the source.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
+import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
-from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.kafka_adapter import KafkaCluster, group_member
 from offset_restore.local_broker import LocalBroker
-from offset_restore.plan_model import Plan, PlanEntry
-from offset_restore.plan_run import SnapshotChoice, run_plan
+from offset_restore.plan_model import PlanEntry
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions
+from offset_restore.storage import S3Store
+
+if TYPE_CHECKING:
+    from offset_restore.local_aws import Workflow
 
 __all__ = ["run_demo"]
 
@@ -127,22 +131,26 @@ def _source_offset(record: FetchedRecord | None) -> int | None:
     return int.from_bytes(value, "big") if value else None
 
 
-def _prove(plan: Plan, next_records: dict[str, dict[TP, str | None]], target: KafkaCluster) -> Counter[str]:
-    """Check every mapped entry against the target's records. The record a group gets next must be
-    the record it would have got on the source (same fingerprint, or both at the end); where that
-    record was lost before the backup, the first restored record after it (by the restore's header),
-    with nothing restored before it that the group had not processed."""
+def _prove(
+    entries: list[PlanEntry], next_records: dict[str, dict[TP, str | None]], target: KafkaCluster
+) -> Counter[str]:
+    """Check every group-partition against the target itself: the offset the group has committed
+    there, and the record at it. That record must be the one the group would have read next on the
+    source (same fingerprint, or both at the end); where that record was lost before the backup, the
+    first restored record after it (by the restore's header), with nothing before it the group had
+    not processed."""
     outcome: Counter[str] = Counter()
     records: dict[TP, dict[int, FetchedRecord]] = {}
-    for tp in {TP(e.target_topic, e.partition) for e in plan.entries}:
+    for tp in {TP(e.target_topic, e.partition) for e in entries}:
         records[tp] = {r.offset: r for r in _read_all(target, tp)}
-    for e in plan.entries:
-        if e.status != "mapped" or e.target_offset is None:
-            outcome["not mapped"] += 1
+    committed = target.committed_offsets(sorted({e.group for e in entries}))
+    for e in entries:
+        now = committed.get(e.group, {}).get(TP(e.target_topic, e.partition))
+        if e.status != "committed" or now is None or now.offset != e.target_offset:
+            outcome["WRONG: not committed at the mapped offset"] += 1
             continue
         on_target = records[TP(e.target_topic, e.partition)]
-        record = on_target.get(e.target_offset)
-        before = on_target.get(e.target_offset - 1)
+        record, before = on_target.get(now.offset), on_target.get(now.offset - 1)
         got = fingerprint(record.key, record.value, record.headers) if record else None
         if got == next_records[e.group].get(TP(e.topic, e.partition)):
             outcome["same record"] += 1
@@ -153,11 +161,29 @@ def _prove(plan: Plan, next_records: dict[str, dict[TP, str | None]], target: Ka
         ):
             outcome["next restored record (its own was lost before the backup)"] += 1
         else:
-            outcome["WRONG"] += 1
+            outcome["WRONG: another record"] += 1
     return outcome
 
 
-def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO) -> int:
+def _follow(flow: Workflow, execution_arn: str, out: TextIO, timeout_s: float = 120) -> dict[str, Any]:
+    """Print each state as the execution enters it; return the execution's description."""
+    shown = 0
+    started = time.monotonic()
+    while True:
+        events = flow.sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
+        entered = [e for e in events if "stateEnteredEventDetails" in e]
+        for event in entered[shown:]:
+            out.write(f"  {time.monotonic() - started:6.1f} s  {event['stateEnteredEventDetails']['name']}\n")
+        shown = len(entered)
+        described: dict[str, Any] = flow.sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING" or time.monotonic() - started > timeout_s:
+            return described
+        time.sleep(0.3)
+
+
+def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO, hold_s: float = 6.0) -> int:
+    from offset_restore.local_aws import BUCKET, local_workflow
+
     rng = random.Random(7)
     location = Path(output)
     if location.exists():
@@ -171,42 +197,70 @@ def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO) -> in
             f"created {len(TOPICS)} topics, {sum(TOPICS.values()) * RECORDS_PER_PARTITION:,} records, "
             f"{len(stories)} groups\n\n"
         )
-        store = open_location(str(location))
-        result = run_snapshot(source_broker.settings(), store, SnapshotOptions(cluster="demo-source"))
-        from offset_restore.cli import plan_summary, snapshot_summary
+        with local_workflow(source_broker.bootstrap_servers, target_broker.bootstrap_servers) as flow:
+            store = S3Store(BUCKET, "", flow.s3)
+            result = run_snapshot(source_broker.settings(), store, SnapshotOptions(cluster="src"))
+            from offset_restore.cli import snapshot_summary
 
-        out.write(snapshot_summary(result) + "\n")
+            out.write("the scheduled snapshot, to the (local) S3 bucket:\n" + snapshot_summary(result) + "\n")
+            out.write(
+                "disaster: restoring into the target — orders renamed to dr.orders, its first "
+                f"{RETENTION_LOST} records lost to retention and a few more missing; audit replicated "
+                "without offset headers\n"
+            )
+            with KafkaCluster(source_broker.settings()) as source, KafkaCluster(target_broker.settings()) as target:
+                _restore(source, target, rng)
+            busy = next(g for g in sorted(stories) if g.startswith("orders-"))
+            out.write(f"an application of group {busy} is still connected to the target for {hold_s:g} s\n\n")
+            release = threading.Event()
+            joined = threading.Event()
+
+            def application() -> None:
+                with group_member(target_broker.settings(), busy, RENAMED["orders"]):
+                    joined.set()
+                    release.wait(hold_s)
+
+            thread = threading.Thread(target=application, daemon=True)
+            thread.start()
+            joined.wait(20)
+            out.write("the workflow (the project's state machine, run by the local interpreter), in apply mode:\n")
+            run_input = {
+                "mode": "apply",
+                "topic_map": RENAMED,
+                "restore_id": "demo",
+                "wait": {"timeout_seconds": 120, "interval_seconds": 2},
+            }
+            described = _follow(flow, flow.start(run_input, "demo"), out)
+            release.set()
+            thread.join(10)
+            out.write(f"run {described['status']}\n\n")
+            if described["status"] != "SUCCEEDED":
+                out.write(f"  {described.get('error')}: {described.get('cause')}\n")
+                return 1
+            location.mkdir(parents=True, exist_ok=True)
+            for name in ("report.json", "report.md", "report.html"):
+                body = flow.s3.get_object(Bucket=BUCKET, Key=f"restores/demo/{name}")["Body"].read()
+                (location / name).write_bytes(body)
+            report = json.loads((location / "report.json").read_text())
+            entries = [PlanEntry.model_validate(e) for e in report["entries"]]
+            repository = SnapshotRepository(store)
+            key, manifest = repository.latest("src")
+            next_records = {
+                g.group: {TP(p.topic, p.partition): (p.next.fingerprint if p.next else None) for p in g.partitions}
+                for g in repository.groups(key, manifest)
+            }
+        head = report["headline"]
         out.write(
-            "disaster: restoring into the target — orders renamed to dr.orders, its first "
-            f"{RETENTION_LOST} records lost to retention and a few more missing; audit replicated "
-            "without offset headers\n\n"
+            f"{head['groups_restored']} of {head['groups']} groups restored; exact "
+            f"{100 * (head['exact_ratio'] or 0):.0f}%; at most {head['records_at_risk']} records reprocessed\n\n"
         )
-        with KafkaCluster(source_broker.settings()) as source, KafkaCluster(target_broker.settings()) as target:
-            _restore(source, target, rng)
-        plan, plan_result = run_plan(
-            SnapshotChoice(str(location), cluster="demo-source"),
-            target_broker.settings(),
-            str(location / "plan.json"),
-            PlanOptions(topic_map=RENAMED),
-            restore_id="demo",
-            csv_path=str(location / "plan.csv"),
-        )
-        out.write(plan_summary(plan, plan_result) + "\n")
-        _table(plan, stories, out)
-        repository = SnapshotRepository(store)
-        key, manifest = repository.latest("demo-source")
-        next_records = {
-            g.group: {TP(p.topic, p.partition): (p.next.fingerprint if p.next else None) for p in g.partitions}
-            for g in repository.groups(key, manifest)
-        }
+        _table(entries, stories, out)
         with KafkaCluster(target_broker.settings()) as target:
-            proof = _prove(plan, next_records, target)
-        out.write(f"\nproof, over all {len(plan.entries)} group-partitions: where each resumes on the target\n")
+            proof = _prove(entries, next_records, target)
+        out.write(f"\nproof, over all {len(entries)} group-partitions: where each resumes on the target\n")
         for what, count in sorted(proof.items(), key=lambda item: -item[1]):
             out.write(f"  {count:>4}  {what}\n")
-        out.write(
-            f"files: {location / 'plan.json'}, {location / 'plan.csv'}, snapshot under {location / 'snapshots'}\n"
-        )
+        out.write(f"reports: {location / 'report.html'}, {location / 'report.md'}, {location / 'report.json'}\n")
         if keep_running:
             out.write("brokers still running; Ctrl-C to stop\n")
             try:
@@ -214,20 +268,20 @@ def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO) -> in
                     time.sleep(1)
             except KeyboardInterrupt:
                 pass
-    return 0 if proof["WRONG"] == 0 and proof["not mapped"] == 0 else 1
+    return 0 if not any(what.startswith("WRONG") for what in proof) else 1
 
 
-def _table(plan: Plan, stories: dict[str, str], out: TextIO) -> None:
+def _table(entries: list[PlanEntry], stories: dict[str, str], out: TextIO) -> None:
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
-    for entry in plan.entries:
+    for entry in entries:
         by_group[entry.group].append(entry)
     out.write(f"{'group':32} {'story':18} {'parts':>5}  {'methods':28} {'exact':>5} {'dup bound':>9}  status\n")
-    for group, entries in sorted(by_group.items()):
-        methods = ", ".join(f"{m} {n}" for m, n in sorted(Counter(e.method or "-" for e in entries).items()))
-        statuses = ", ".join(sorted({e.status for e in entries}))
-        bound = sum(e.max_duplicates or 0 for e in entries)
-        exact = sum(1 for e in entries if e.exact)
+    for group, group_entries in sorted(by_group.items()):
+        methods = ", ".join(f"{m} {n}" for m, n in sorted(Counter(e.method or "-" for e in group_entries).items()))
+        statuses = ", ".join(sorted({e.status for e in group_entries}))
+        bound = sum(e.max_duplicates or 0 for e in group_entries)
+        exact = sum(1 for e in group_entries if e.exact)
         out.write(
-            f"{group:32} {stories.get(group, ''):18} {len(entries):>5}  {methods:28} "
+            f"{group:32} {stories.get(group, ''):18} {len(group_entries):>5}  {methods:28} "
             f"{exact:>5} {bound:>9}  {statuses}\n"
         )

@@ -10,13 +10,15 @@ where no helper exists (a multi-partition Fetch at chosen offsets).
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
 import kafka.errors as kafka_errors
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import NewTopic, OffsetSpec
 from kafka.net.compat import KafkaNetClient
@@ -37,7 +39,7 @@ from offset_restore.cluster_types import (
 from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError
 
-__all__ = ["KafkaCluster", "ProducedRecord"]
+__all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
 
 log = logging.getLogger(__name__)
 
@@ -465,6 +467,30 @@ class KafkaCluster:
         for future in futures:
             self._call("producing records", future.get, timeout=self.settings.request_timeout_s)
         return len(futures)
+
+
+@contextmanager
+def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s: float = 15) -> Iterator[None]:
+    """A live consumer in ``group`` (for the demo: an application still connected on the target).
+
+    It joins, reads nothing it commits, and leaves when the block ends.
+    """
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=[server.strip() for server in settings.bootstrap_servers.split(",")],
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        client_id=settings.client_id,
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200, max_records=1)
+        yield
+    finally:
+        consumer.close()
 
 
 def _client_without_metrics(**configs: Any) -> KafkaNetClient:

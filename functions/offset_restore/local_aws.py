@@ -143,6 +143,8 @@ def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflo
         "AWS_SECRET_ACCESS_KEY": "testing",
         "AWS_DEFAULT_REGION": REGION,
         "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
         "SOURCE_CLUSTER_NAME": "src",
         "TARGET_CLUSTER_NAME": "dr",

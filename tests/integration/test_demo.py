@@ -1,23 +1,28 @@
-"""`make demo` runs in CI in a small size: the whole story, and its proof must hold."""
+"""`make demo` runs in CI in a small size: the whole story through the real workflow, and its proof
+must hold for every group-partition."""
 
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 
-from offset_restore.cli import main
-from offset_restore.plan_model import Plan
+from offset_restore.demo import run_demo
 
 
-def test_demo_plans_every_group_and_proves_it(tmp_path: Path) -> None:
-    out, err = io.StringIO(), io.StringIO()
-    assert main(["demo", "--groups", "8", "--output", str(tmp_path)], out, err) == 0, err.getvalue() + out.getvalue()
+def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path) -> None:
+    out = io.StringIO()
+    assert run_demo(groups=8, output=str(tmp_path), keep_running=False, out=out, hold_s=3) == 0, out.getvalue()
     text = out.getvalue()
     assert "created 3 topics, 2,200 records, 8 groups" in text
-    plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
-    assert plan.summary.mapped == plan.summary.entries > 0 and plan.summary.exact == plan.summary.entries
-    assert {"header", "fingerprint", "end"} <= set(plan.summary.by_method)
+    states = re.findall(r"^\s+[\d.]+ s  (\w+)$", text, re.M)
+    assert states[0] == "ValidateInput" and states[-1] == "Done"
+    assert "WaitForEmpty" in states and "Commit" in states  # the connected application was waited for
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["outcome"] == "applied" and report["statuses"] == {"committed": report["summary"]["entries"]}
+    assert {"header", "fingerprint", "end"} <= set(report["summary"]["by_method"])
     proved = sum(int(n) for n in re.findall(r"^\s+(\d+)\s+(?:same record|next restored record)", text, re.M))
-    assert proved == plan.summary.entries
-    assert "WRONG" not in text and "not mapped" not in text
+    assert proved == report["summary"]["entries"] > 0
+    assert "WRONG" not in text
+    assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
