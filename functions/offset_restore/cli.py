@@ -12,6 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TextIO
 
 from pydantic import ValidationError
@@ -24,6 +25,8 @@ from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.locks import TargetLock
+from offset_restore.mapping_store import MappingStore
+from offset_restore.operations import fetch_report, follow, run_status, start_run
 from offset_restore.plan_model import Plan
 from offset_restore.plan_run import PlanResult, SnapshotChoice, parse_strategies, parse_topic_map, run_plan
 from offset_restore.progress import ProgressLine
@@ -271,6 +274,29 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rollback.set_defaults(run=_rollback)
 
+    start = commands.add_parser("start", help="start a run of a deployed state machine and follow it until it ends")
+    start.add_argument("--state-machine", required=True, metavar="ARN", help="the deployed workflow")
+    start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")
+    start.add_argument("--mode", choices=["plan", "apply"], help="plan only, or plan and commit")
+    start.add_argument("--groups", metavar="REGEX", help="only these groups")
+    start.add_argument("--restore-id", metavar="ID", help="names the run and its execution")
+    start.add_argument("--no-follow", action="store_true", help="start and return at once")
+    start.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    start.set_defaults(run=_start)
+
+    status = commands.add_parser("status", help="a run's mappings: counts per status and what needs attention")
+    status.add_argument("--restore-id", required=True, metavar="ID")
+    status.add_argument("--table", required=True, metavar="TABLE", help="the deployment's DynamoDB table")
+    status.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    status.set_defaults(run=_status)
+
+    report = commands.add_parser("report", help="download a run's report (HTML, Markdown, JSON)")
+    report.add_argument("--restore-id", required=True, metavar="ID")
+    report.add_argument("--bucket", required=True, metavar="BUCKET", help="the deployment's bucket")
+    report.add_argument("--output", default=".", metavar="FOLDER", help="where to put the files (default: .)")
+    report.add_argument("--open", action="store_true", help="open report.html in a browser")
+    report.set_defaults(run=_report_files)
+
     listing = commands.add_parser("snapshots", help="list the complete snapshots in a location")
     listing.add_argument("--location", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
     listing.add_argument("--cluster", metavar="NAME", help="only this cluster's snapshots")
@@ -501,6 +527,72 @@ def _report(args: argparse.Namespace, plan: Plan, report: ApplyReport, out: Text
     if report.groups_failed or report.verify_failed:
         return 1
     return 3 if report.done_in_part else 0
+
+
+def _start(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import boto3
+
+    run_input: dict[str, object] = {}
+    if args.input:
+        try:
+            loaded = json.loads(Path(args.input).read_text())
+        except (OSError, ValueError) as error:
+            raise BadInputError(f"--input {args.input}: {error}") from None
+        if not isinstance(loaded, dict):
+            raise BadInputError(f"--input {args.input} must hold a JSON object")
+        run_input.update(loaded)
+    for key in ("mode", "groups", "restore_id"):
+        if getattr(args, key) is not None:
+            run_input[key] = getattr(args, key)
+    sfn = boto3.client("stepfunctions")
+    execution = start_run(sfn, args.state_machine, run_input, args.restore_id)
+    err.write(f"started {execution}\n")
+    if args.no_follow:
+        out.write(json.dumps({"execution_arn": execution}) + "\n" if args.json else f"{execution}\n")
+        return 0
+    described = follow(sfn, execution, err)
+    result = {
+        "execution_arn": execution,
+        "status": described["status"],
+        "error": described.get("error"),
+        "cause": described.get("cause"),
+    }
+    if args.json:
+        out.write(json.dumps(result, indent=2) + "\n")
+    else:
+        out.write(
+            f"{described['status']}" + (f": {result['error']}: {result['cause']}" if result["error"] else "") + "\n"
+        )
+    return 0 if described["status"] == "SUCCEEDED" else 1
+
+
+def _status(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import boto3
+
+    status = run_status(MappingStore(args.table, boto3.client("dynamodb")), args.restore_id)
+    if args.json:
+        out.write(json.dumps(status, indent=2) + "\n")
+        return 0
+    s = status["summary"]
+    out.write(
+        f"Restore {args.restore_id}: {s['entries']:,} group-partitions in {s['groups']:,} groups; "
+        f"{s['mapped']:,} mapped ({s['exact']:,} exact); statuses {status['statuses']}\n"
+    )
+    if status["attention"]:
+        out.write(f"needs attention: {', '.join(status['attention'][:20])}\n")
+    return 0
+
+
+def _report_files(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import boto3
+
+    paths = fetch_report(boto3.client("s3"), args.bucket, args.restore_id, Path(args.output))
+    out.write("\n".join(str(p) for p in paths) + "\n")
+    if args.open:
+        import webbrowser
+
+        webbrowser.open(paths[0].resolve().as_uri())
+    return 0
 
 
 def _snapshots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

@@ -17,12 +17,13 @@ import threading
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.kafka_adapter import KafkaCluster, group_member
 from offset_restore.local_broker import LocalBroker
+from offset_restore.operations import follow
 from offset_restore.plan_model import PlanEntry
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
@@ -30,7 +31,7 @@ from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import S3Store
 
 if TYPE_CHECKING:
-    from offset_restore.local_aws import Workflow
+    pass
 
 __all__ = ["run_demo"]
 
@@ -165,22 +166,6 @@ def _prove(
     return outcome
 
 
-def _follow(flow: Workflow, execution_arn: str, out: TextIO, timeout_s: float = 120) -> dict[str, Any]:
-    """Print each state as the execution enters it; return the execution's description."""
-    shown = 0
-    started = time.monotonic()
-    while True:
-        events = flow.sfn.get_execution_history(executionArn=execution_arn, maxResults=1000)["events"]
-        entered = [e for e in events if "stateEnteredEventDetails" in e]
-        for event in entered[shown:]:
-            out.write(f"  {time.monotonic() - started:6.1f} s  {event['stateEnteredEventDetails']['name']}\n")
-        shown = len(entered)
-        described: dict[str, Any] = flow.sfn.describe_execution(executionArn=execution_arn)
-        if described["status"] != "RUNNING" or time.monotonic() - started > timeout_s:
-            return described
-        time.sleep(0.3)
-
-
 def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO, hold_s: float = 6.0) -> int:
     from offset_restore.local_aws import BUCKET, local_workflow
 
@@ -230,7 +215,7 @@ def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO, hold_
                 "restore_id": "demo",
                 "wait": {"timeout_seconds": 120, "interval_seconds": 2},
             }
-            described = _follow(flow, flow.start(run_input, "demo"), out)
+            described = follow(flow.sfn, flow.start(run_input, "demo"), out, timeout_s=120, poll_s=0.3)
             release.set()
             thread.join(10)
             out.write(f"run {described['status']}\n\n")

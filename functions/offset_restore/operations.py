@@ -1,0 +1,85 @@
+"""What an operator does with a deployed system: start a run and follow it, see a run's status, fetch
+its report. AWS clients are passed in."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import PlanSummary
+
+__all__ = ["fetch_report", "follow", "run_status", "start_run"]
+
+REPORT_FILES = ("report.html", "report.md", "report.json")
+
+
+def follow(
+    sfn: Any, execution_arn: str, out: TextIO, *, timeout_s: float = 12 * 3600, poll_s: float = 0.5
+) -> dict[str, Any]:
+    """Print each state as the execution enters it (with the time since the start); return the
+    execution's description once it has ended."""
+    shown = 0
+    started = time.monotonic()
+    while True:
+        pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+        entered = [e for page in pages for e in page["events"] if "stateEnteredEventDetails" in e]
+        for event in entered[shown:]:
+            out.write(f"  {time.monotonic() - started:6.1f} s  {event['stateEnteredEventDetails']['name']}\n")
+            out.flush()
+        shown = len(entered)
+        described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
+        if described["status"] != "RUNNING" or time.monotonic() - started > timeout_s:
+            return described
+        time.sleep(poll_s)
+
+
+def start_run(sfn: Any, state_machine_arn: str, run_input: dict[str, Any], name: str | None) -> str:
+    """Start an execution (named after the restore id when one is given); returns its ARN."""
+    from botocore.exceptions import ClientError
+
+    arguments: dict[str, Any] = {"stateMachineArn": state_machine_arn, "input": json.dumps(run_input)}
+    if name:
+        arguments["name"] = name
+    try:
+        return str(sfn.start_execution(**arguments)["executionArn"])
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code in ("StateMachineDoesNotExist", "InvalidArn"):
+            raise BadInputError(f"no state machine {state_machine_arn}") from None
+        if code == "ExecutionAlreadyExists":
+            raise BadInputError(f"an execution named {name} exists already: give another --restore-id") from None
+        raise OffsetRestoreError(f"cannot start {state_machine_arn}: {error}") from None
+
+
+def run_status(mappings: MappingStore, restore_id: str) -> dict[str, Any]:
+    entries = mappings.entries(restore_id)
+    if not entries:
+        raise BadInputError(f"no mappings for restore {restore_id} in table {mappings.table}")
+    return {
+        "restore_id": restore_id,
+        "summary": PlanSummary.of(entries).model_dump(),
+        "statuses": dict(sorted(Counter(e.status for e in entries).items())),
+        "attention": sorted({e.group for e in entries if e.status in ("pending", "unmapped", "skipped", "failed")}),
+    }
+
+
+def fetch_report(s3: Any, bucket: str, restore_id: str, folder: Path) -> list[Path]:
+    """Download a run's report files into ``folder``; returns their paths."""
+    from botocore.exceptions import ClientError
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for name in REPORT_FILES:
+        try:
+            body = s3.get_object(Bucket=bucket, Key=f"restores/{restore_id}/{name}")["Body"].read()
+        except ClientError:
+            raise BadInputError(f"no report for restore {restore_id} in s3://{bucket}/restores/") from None
+        path = folder / name
+        path.write_bytes(body)
+        paths.append(path)
+    return paths
