@@ -318,6 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="where the reports are written (default: %(default)s)",
     )
     demo.add_argument(
+        "--seed", type=int, default=7, metavar="N", help="seed of the lags, keys and losses (default: %(default)s)"
+    )
+    demo.add_argument(
         "--keep-running", action="store_true", help="leave the broker running for inspection until Ctrl-C"
     )
     demo.set_defaults(run=_demo)
@@ -619,7 +622,7 @@ def _snapshots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from offset_restore.demo import run_demo
 
-    return run_demo(groups=args.groups, output=args.output, keep_running=args.keep_running, out=out)
+    return run_demo(groups=args.groups, output=args.output, keep_running=args.keep_running, out=out, seed=args.seed)
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -6,6 +6,11 @@ from __future__ import annotations
 import io
 import json
 import re
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from offset_restore.demo import run_demo
@@ -26,3 +31,29 @@ def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path)
     assert proved == report["summary"]["entries"] > 0
     assert "WRONG" not in text
     assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
+
+
+def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
+    """Interrupted while the workflow waits for the connected application: exit 130, brokers gone."""
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "offset_restore", "demo", "--groups", "4", "--output", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert demo.stdout is not None
+    lines = []
+    deadline = time.monotonic() + 60
+    for line in demo.stdout:
+        lines.append(line)
+        if "WaitForEmpty" in line or time.monotonic() > deadline:
+            break
+    demo.send_signal(signal.SIGINT)
+    rest, errors = demo.communicate(timeout=60)
+    assert demo.returncode == 130, "".join(lines) + rest + errors
+    assert "interrupted" in errors
+    ports = [int(p) for p in re.findall(r"127\.0\.0\.1:(\d+)", lines[0])]
+    assert len(ports) == 2
+    for port in ports:
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, f"a broker still listens on {port}"
