@@ -89,8 +89,12 @@ def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str
     }
 
 
+def _count(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("s" if count != 1 else "")
+
+
 def _groups(count: int) -> str:
-    return f"{count} group" + ("s" if count != 1 else "")
+    return _count(count, "group")
 
 
 def _ratio(head: Headline) -> str:
@@ -182,7 +186,7 @@ def _html(
     for group, es in sorted(by_group.items()):
         statuses = ", ".join(f"{n} {s}" for s, n in sorted(Counter(x.status for x in es).items()))
         parts.append(
-            f"<details><summary>{e(group)} &mdash; {len(es)} partitions: {e(statuses)}</summary><table>"
+            f"<details><summary>{e(group)} &mdash; {_count(len(es), 'partition')}: {e(statuses)}</summary><table>"
             "<tr><th>topic</th><th>partition</th><th>source offset</th><th>target offset</th><th>method</th>"
             "<th>exact</th><th>max duplicates</th><th>status</th><th>reason</th></tr>"
         )

@@ -73,6 +73,7 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
     assert parsed.ids["groups-restored"] == "2 / 4"
     assert parsed.ids["records-at-risk"] == "7"
     assert ADVICE["skipped"] in page and "&lt;script&gt;" in page
+    assert "search &mdash; 1 partition: 1 committed" in page and "billing &mdash; 2 partitions" in page
 
     markdown = files["report.md"].decode()
     assert "**2 of 4 groups restored**" in markdown and "## Pending (1 group)" in markdown
