@@ -9,6 +9,7 @@ import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,11 +83,25 @@ def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str
         "input": run,
         "entries": [e.model_dump(mode="json") for e in entries],
     }
+    view = _View(run, outcome, head, attention, by_group, snapshot, timings)
     return {
         "report.json": json.dumps(document, indent=2, default=str).encode(),
-        "report.md": _markdown(run, outcome, head, attention, by_group, snapshot, timings).encode(),
-        "report.html": _html(run, outcome, head, attention, by_group, snapshot, timings).encode(),
+        "report.md": _markdown(view).encode(),
+        "report.html": _html(view).encode(),
     }
+
+
+@dataclass(frozen=True)
+class _View:
+    """What both human-readable renderings show."""
+
+    run: Mapping[str, Any]
+    outcome: str
+    head: Headline
+    attention: dict[str, list[str]]
+    by_group: dict[str, list[PlanEntry]]
+    snapshot: str | None
+    timings: dict[str, str]
 
 
 def _count(count: int, noun: str) -> str:
@@ -101,15 +116,9 @@ def _ratio(head: Headline) -> str:
     return "-" if head["exact_ratio"] is None else f"{100 * head['exact_ratio']:.1f}%"
 
 
-def _markdown(
-    run: Mapping[str, Any],
-    outcome: str,
-    head: Headline,
-    attention: dict[str, list[str]],
-    by_group: dict[str, list[PlanEntry]],
-    snapshot: str | None,
-    timings: dict[str, str],
-) -> str:
+def _markdown(view: _View) -> str:
+    run, outcome, head, attention = view.run, view.outcome, view.head, view.attention
+    by_group, snapshot, timings = view.by_group, view.snapshot, view.timings
     lines = [
         f"# Restore {run.get('restore_id')}: {outcome}",
         "",
@@ -142,15 +151,9 @@ def _markdown(
     return "\n".join(lines) + "\n"
 
 
-def _html(
-    run: Mapping[str, Any],
-    outcome: str,
-    head: Headline,
-    attention: dict[str, list[str]],
-    by_group: dict[str, list[PlanEntry]],
-    snapshot: str | None,
-    timings: dict[str, str],
-) -> str:
+def _html(view: _View) -> str:
+    run, outcome, head, attention = view.run, view.outcome, view.head, view.attention
+    by_group, snapshot, timings = view.by_group, view.snapshot, view.timings
     e = html.escape
     parts = [
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
