@@ -126,13 +126,13 @@ def commit_groups(
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
     are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
     again commits nothing twice."""
+    everything = mappings.entries(restore_id)  # one query: the table is read per restore anyway
     if isinstance(groups, int):
-        candidates = commit_candidates(mappings.entries(restore_id))
-        selected: Sequence[str] = candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS]
+        candidates = commit_candidates(everything)
+        selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
     else:
-        selected = groups
-    entries = mappings.entries(restore_id, selected)
-    plan = _plan(restore_id, target.cluster_id, entries)
+        selected = set(groups)
+    plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected])
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
     return _result(report)
