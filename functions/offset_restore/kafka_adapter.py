@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from types import TracebackType
@@ -221,14 +221,10 @@ class KafkaCluster:
                 for batch in _chunks(members, batch_size)
                 for tag, request in build(batch)
             ]
-            answers = []
-            for start in range(0, len(queue), IN_FLIGHT):
-                pending = [
-                    (tag, manager.send(request, node_id=node, request_timeout_ms=timeout))
-                    for node, tag, request in queue[start : start + IN_FLIGHT]
-                ]
-                answers.extend([(tag, await future) for tag, future in pending])
-            return answers
+            return await _pipelined(
+                [(tag, node, request) for node, tag, request in queue],
+                lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
+            )
 
         return list(self._run(operation, send_all)) if group_ids else []
 
@@ -394,14 +390,11 @@ class KafkaCluster:
         manager, timeout = self._manager, self._request_ms + wait_ms
 
         async def send_all() -> list[Any]:
-            answers = []
-            for start in range(0, len(requests), IN_FLIGHT):
-                pending = [
-                    manager.send(request, node_id=node, request_timeout_ms=timeout)
-                    for node, request in requests[start : start + IN_FLIGHT]
-                ]
-                answers.extend([await future for future in pending])
-            return answers
+            answered = await _pipelined(
+                [(None, node, request) for node, request in requests],
+                lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
+            )
+            return [response for _, response in answered]
 
         for response in self._run("fetching records", send_all):
             for topic in response.responses:
@@ -491,6 +484,23 @@ def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s
         yield
     finally:
         consumer.close()
+
+
+async def _pipelined(items: Sequence[tuple[Any, int, Any]], send: Any) -> list[tuple[Any, Any]]:
+    """Send ``(tag, node, request)`` items keeping up to ``IN_FLIGHT`` outstanding at all times (a
+    sliding window: the next request goes out as soon as the oldest is answered, so encoding here
+    overlaps the broker's work); answers come back as ``(tag, response)`` in order."""
+    pending: deque[tuple[Any, Any]] = deque()
+    answers: list[tuple[Any, Any]] = []
+    for tag, node, request in items:
+        if len(pending) >= IN_FLIGHT:
+            done_tag, future = pending.popleft()
+            answers.append((done_tag, await future))
+        pending.append((tag, send(node, request)))
+    while pending:
+        done_tag, future = pending.popleft()
+        answers.append((done_tag, await future))
+    return answers
 
 
 def _client_without_metrics(**configs: Any) -> KafkaNetClient:
