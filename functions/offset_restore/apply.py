@@ -194,7 +194,9 @@ def apply_plan(
             tp = TP(entry.target_topic, entry.partition)
             assert entry.target_offset is not None
             before = now.get(tp)
-            entry.previous_target_offset = before.offset if before else None
+            previous = before.offset if before else None
+            if entry.previous_target_offset != previous:  # pydantic assignments are not free
+                entry.previous_target_offset = previous
             if before is not None and before.offset == entry.target_offset:
                 continue  # already there: nothing to write
             unchanged = False
