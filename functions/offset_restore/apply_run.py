@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from pydantic import ValidationError
 
@@ -44,21 +44,17 @@ class PlanFile:
         self.store.put(self.key, plan.model_dump_json().encode(), "application/json")
 
 
-def _locked(lock: TargetLock | None) -> AbstractContextManager[object]:
+@contextmanager
+def _locked(lock: TargetLock | None) -> Iterator[None]:
+    """Hold the target's lock for the block, when there is one."""
     if lock is None:
-        return nullcontext()
-
-    class Held:
-        def __enter__(self) -> object:
-            assert lock is not None
-            lock.acquire()
-            return self
-
-        def __exit__(self, *exc: object) -> None:
-            assert lock is not None
-            lock.release()
-
-    return Held()
+        yield
+        return
+    lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def run_apply(

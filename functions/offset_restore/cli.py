@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import TextIO
 
@@ -31,6 +31,7 @@ from offset_restore.plan_model import Plan
 from offset_restore.plan_run import PlanResult, SnapshotChoice, parse_strategies, parse_topic_map, run_plan
 from offset_restore.progress import ProgressLine
 from offset_restore.snapshot import SnapshotOptions
+from offset_restore.snapshot_model import parse_time
 from offset_restore.snapshot_run import SnapshotResult, run_snapshot
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import open_location
@@ -101,10 +102,9 @@ def _first_error(error: ValidationError) -> str:
 
 def _time(value: str) -> datetime:
     try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return parse_time(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not an ISO-8601 time such as 2026-11-29T20:00:00Z") from None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _non_negative(value: str) -> int:

@@ -19,6 +19,7 @@ __all__ = [
     "SnapshotManifest",
     "UncommittedPartition",
     "new_snapshot_id",
+    "parse_time",
     "validate_name",
 ]
 
@@ -34,6 +35,12 @@ def validate_name(value: str, what: str) -> str:
             "starting with a letter or digit"
         )
     return value
+
+
+def parse_time(text: str) -> datetime:
+    """An ISO-8601 time (``Z`` accepted); a time without a zone is taken as UTC. ValueError if not."""
+    parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def new_snapshot_id(now: datetime) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -14,7 +13,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import PlanEntry, PlanSummary
-from offset_restore.snapshot_model import validate_name
+from offset_restore.snapshot_model import parse_time, validate_name
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
 from offset_restore.translate import STRATEGIES, Strategy
@@ -77,7 +76,7 @@ class RunInput(BaseModel):
             if set(value) == {"id"}:
                 validate_name(value["id"], "snapshot id")
             elif set(value) == {"as_of"}:
-                datetime.fromisoformat(value["as_of"].replace("Z", "+00:00"))
+                parse_time(value["as_of"])
             else:
                 raise ValueError('snapshot must be "latest", {"id": ...} or {"as_of": ISO-8601}')
         return value
@@ -121,8 +120,7 @@ def prepare_work(run: RunInput, snapshots: SnapshotRepository, store: BlobStore)
     elif "id" in run.snapshot:
         key, manifest = snapshots.by_id(run.snapshot["id"], run.source_cluster)
     else:
-        when = datetime.fromisoformat(run.snapshot["as_of"].replace("Z", "+00:00"))
-        key, manifest = snapshots.as_of(when if when.tzinfo else when.replace(tzinfo=UTC), run.source_cluster)
+        key, manifest = snapshots.as_of(parse_time(run.snapshot["as_of"]), run.source_cluster)
     group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
     topic_filter = NameFilter.parse(run.topics, None, "topics")
     groups = []
