@@ -3,14 +3,13 @@ validate the execution input (DESIGN §5.3), prepare work items, summarize the m
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from offset_restore.errors import BadInputError
-from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
+from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import PlanEntry, PlanSummary
 from offset_restore.snapshot_model import parse_time, validate_name
@@ -83,12 +82,11 @@ class RunInput(BaseModel):
 
     @field_validator("groups", "exclude_groups", "topics")
     @classmethod
-    def _regex(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                re.compile(value)
-            except re.error as error:
-                raise ValueError(f"invalid regex {value!r}: {error}") from None
+    def _regex(cls, value: str | None, info: ValidationInfo) -> str | None:
+        try:
+            compile_pattern(value, str(info.field_name))
+        except BadInputError as error:
+            raise ValueError(str(error)) from None
         return value
 
     @model_validator(mode="after")

@@ -83,7 +83,7 @@ def test_apply_mode_waits_for_an_active_group_then_commits_and_verifies(
 def test_bad_input_fails_the_first_state_and_touches_nothing(workflow: Workflow) -> None:
     result = workflow.run({"mode": "sideways", "groups": "("}, name="bad-input-1")
     assert result["status"] == "FAILED" and result["error"] == "BadInputError"
-    assert "mode" in result["cause"] and "invalid regex" in result["cause"]
+    assert "mode" in result["cause"] and "invalid groups regex" in result["cause"]
     assert result["states"] == ["ValidateInput"]
     assert workflow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount", 0) == 0
 

@@ -75,3 +75,22 @@ def test_the_password_never_prints() -> None:
         sasl_password="hunter2-secret",  # type: ignore[arg-type]
     )
     assert "hunter2-secret" not in repr(settings) and "hunter2-secret" not in settings.model_dump_json()
+
+
+@pytest.mark.parametrize("pattern", [r"(a+)+$", r"(a|aa)+$", r"(.*a){20}", r"(\w+\s?)*$", r"(a*)*b"])
+def test_patterns_that_backtrack_catastrophically_match_in_linear_time(pattern: str) -> None:
+    """With a backtracking engine each of these takes years on a 250-character name; RE2 answers at
+    once (a hang here would show as the test timeout, not as a timing assertion)."""
+    f = NameFilter.parse(pattern, None, "groups")
+    assert not f("a" * 5000 + "!")
+
+
+@pytest.mark.parametrize(("pattern", "reason"), [(r"(a)\1", "invalid escape"), (r"(?=a)b", "perl operator")])
+def test_patterns_re2_cannot_run_are_refused_with_its_reason(pattern: str, reason: str) -> None:
+    with pytest.raises(BadInputError, match=f"invalid --groups regex .*{reason}.*RE2 syntax"):
+        NameFilter.parse(pattern, None, "groups")
+
+
+def test_an_overlong_pattern_is_refused() -> None:
+    with pytest.raises(BadInputError, match="at most 4096"):
+        NameFilter.parse("a" * 5000, None, "groups")
