@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from offset_restore.cluster_types import TP, CommittedOffset, GroupInfo, PartitionFetch
-from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.fingerprint import fingerprint
 from offset_restore.plan_model import Plan, PlanEntry
 
@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
+NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply again"
 BATCH = 500
 
 
@@ -194,9 +195,9 @@ def apply_plan(
             tp = TP(entry.target_topic, entry.partition)
             assert entry.target_offset is not None
             before = now.get(tp)
-            previous = before.offset if before else None
-            if entry.previous_target_offset != previous:  # pydantic assignments are not free
-                entry.previous_target_offset = previous
+            if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
+                entry.previous_target_offset = before.offset if before else None
+                entry.previous_recorded = True
             if before is not None and before.offset == entry.target_offset:
                 continue  # already there: nothing to write
             unchanged = False
@@ -223,11 +224,47 @@ def apply_plan(
             report.groups_unchanged.append(group)
             for entry in writable[group]:
                 entry.status = "committed"
+                if entry.reason == NO_ANSWER:
+                    entry.reason = None
     if options.dry_run:
         return report
     save(plan)  # the offsets about to be replaced are on record before the first write
     lap("save_previous")
 
+    try:
+        _commit_in_batches(commits, writable, target, report, show, before_commit)
+    except OffsetRestoreError as error:
+        # Keep what is known (committed groups, groups without an answer) before giving up.
+        plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
+        save(plan)
+        if isinstance(error, CommitInterruptedError):
+            raise CommitInterruptedError(
+                f"{error}. {len(report.groups_committed)} groups were committed; {len(error.unanswered)} got no "
+                "answer and hold either all their planned offsets or all their previous ones. Nothing is lost: "
+                "run apply again when the cluster answers, it reads the target first and finishes the rest",
+                error.answered,
+                error.unanswered,
+            ) from None
+        raise
+    lap("commit")
+    verify_groups(plan, report, target, report.groups_committed)
+    lap("verify")
+    plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
+    plan.notes.append(plan_note)
+    save(plan)
+    lap("save_result")
+    return report
+
+
+def _commit_in_batches(
+    commits: dict[str, dict[TP, CommittedOffset]],
+    writable: dict[str, list[PlanEntry]],
+    target: ApplyTarget,
+    report: ApplyReport,
+    show: Progress,
+    before_commit: Callable[[Sequence[str]], None] | None,
+) -> None:
+    """Per batch: re-check that each group is still empty, then one OffsetCommit per group."""
     for start in range(0, len(commits), BATCH):
         batch = sorted(commits)[start : start + BATCH]
         if before_commit is not None:
@@ -237,19 +274,21 @@ def apply_plan(
         for group in batch:
             if group not in ready:
                 report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
-        answers = target.alter_offsets_many({g: commits[g] for g in ready})
-        for group in ready:
-            errors = {tp: e for tp, e in answers.get(group, {}).items() if e}
-            _record_commit(group, writable[group], commits[group], errors, report)
+        answers: Mapping[str, dict[TP, str | None]] = {}
+        try:
+            answers = target.alter_offsets_many({g: commits[g] for g in ready})
+        except CommitInterruptedError as error:
+            answers = error.answered
+            for group in error.unanswered:
+                for entry in writable[group]:
+                    entry.reason = NO_ANSWER
+            raise
+        finally:
+            for group in ready:
+                if group in answers:
+                    errors = {tp: e for tp, e in answers[group].items() if e}
+                    _record_commit(group, writable[group], commits[group], errors, report)
         show("committing", min(start + BATCH, len(commits)), len(commits))
-    lap("commit")
-    verify_groups(plan, report, target, report.groups_committed)
-    lap("verify")
-    plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
-    plan.notes.append(plan_note)
-    save(plan)
-    lap("save_result")
-    return report
 
 
 class _Laps:
@@ -275,6 +314,8 @@ def _record_commit(
         for entry in entries:
             if entry.status == "mapped":
                 entry.status = "committed"
+                if entry.reason == NO_ANSWER:
+                    entry.reason = None
         return
     if len(errors) == len(written):
         reason = ", ".join(sorted(set(errors.values())))
@@ -405,3 +446,4 @@ def _mark_rolled_back(entries: Iterable[PlanEntry]) -> None:
         entry.status = "mapped"
         entry.reason = "rolled back: the previous target offset was put back"
         entry.verified = None
+        entry.previous_recorded = False

@@ -6,10 +6,13 @@ names the thing that is wrong, so an operator in an incident does not need a sta
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BadInputError",
     "ClusterError",
     "ClusterUnreachableError",
+    "CommitInterruptedError",
     "OffsetRestoreError",
     "SnapshotExistsError",
     "SnapshotNotFoundError",
@@ -49,3 +52,17 @@ class ClusterError(OffsetRestoreError):
 
 class ClusterUnreachableError(ClusterError):
     """No broker of the cluster answered within the connect timeout."""
+
+
+class CommitInterruptedError(ClusterUnreachableError):
+    """The cluster stopped answering in the middle of a batch of commits.
+
+    ``answered`` holds the broker's answer per group that got one; ``unanswered`` the groups whose
+    commit may or may not have reached the broker. Applying again settles them: it reads the
+    target's offsets first and writes only what is not there yet.
+    """
+
+    def __init__(self, message: str, answered: dict[str, Any], unanswered: list[str]) -> None:
+        super().__init__(message)
+        self.answered = answered
+        self.unanswered = unanswered

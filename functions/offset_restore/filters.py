@@ -48,8 +48,7 @@ def compile_pattern(pattern: str | None, option: str) -> Pattern | None:
     except re2.error as error:
         reason = error.args[0].decode(errors="replace") if error.args and isinstance(error.args[0], bytes) else error
         raise BadInputError(
-            f"invalid {option} regex {pattern!r}: {reason} (patterns use RE2 syntax: no backreferences "
-            "or lookarounds)"
+            f"invalid {option} regex {pattern!r}: {reason} (patterns use RE2 syntax: no backreferences or lookarounds)"
         ) from None
 
 

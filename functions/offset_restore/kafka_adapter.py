@@ -10,6 +10,7 @@ where no helper exists (a multi-partition Fetch at chosen offsets).
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -37,7 +38,7 @@ from offset_restore.cluster_types import (
     PartitionFetch,
 )
 from offset_restore.connection import ConnectionSettings
-from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError
+from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
 
 __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
 
@@ -51,6 +52,19 @@ _CommitPartition = _CommitTopic.OffsetCommitRequestPartition
 _FETCH_MAX_VERSION = 12
 IN_FLIGHT = 16  # requests outstanding per connection (the client is configured to allow 32)
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
+
+
+def _transient(error: BaseException) -> bool:
+    """A failure that a later attempt of the same request may not meet: a reset or timed-out
+    connection, a coordinator or leader that moved. Not an unknown topic: that stays unknown."""
+    if isinstance(error, _UNREACHABLE):
+        return True
+    return (
+        isinstance(error, kafka_errors.KafkaError)
+        and bool(getattr(error, "retriable", False))
+        and not isinstance(error, kafka_errors.UnknownTopicOrPartitionError)
+    )
+
 
 ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], int | None]
 """(key, value, headers, timestamp_ms or None) for ``KafkaCluster.produce``."""
@@ -69,13 +83,19 @@ class KafkaCluster:
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_max_bytes = settings.fetch_max_bytes
         self.requests_sent: Counter[str] = Counter()
+        self.retries_made = 0
         self._producer: KafkaProducer | None = None
         try:
             self._admin = KafkaAdminClient(
                 **self._client_config(),
                 bootstrap_timeout_ms=self._connect_ms,
                 max_in_flight_requests_per_connection=32,
-                kafka_client=_client_without_metrics,
+                kafka_client=lambda **configs: _client_without_metrics(
+                    **configs,
+                    # A connection whose handshake is not answered counts as unreachable this soon.
+                    socket_connection_setup_timeout_ms=self._connect_ms,
+                    socket_connection_setup_timeout_max_ms=self._connect_ms,
+                ),
             )
         except _UNREACHABLE as error:
             raise ClusterUnreachableError(
@@ -125,18 +145,38 @@ class KafkaCluster:
 
         self._manager.send = counting_send
 
-    def _call(self, operation: str, function: Any, *args: Any, **kwargs: Any) -> Any:
-        """Call kafka-python, turning its errors into ours with the operation and cluster named."""
-        try:
-            return function(*args, **kwargs)
-        except _UNREACHABLE as error:
-            raise ClusterUnreachableError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
-        except kafka_errors.KafkaError as error:
-            raise ClusterError(f"{operation} on {self.settings.bootstrap_servers} failed: {error}") from None
+    def _call(self, operation: str, function: Any, *args: Any, retry: bool = True, **kwargs: Any) -> Any:
+        """Call kafka-python, retrying transient failures with back-off (``retry``: the call is
+        idempotent), and turning its errors into ours with the operation and cluster named."""
+        attempts = self.settings.retries + 1 if retry else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return function(*args, **kwargs)
+            except kafka_errors.KafkaError as error:
+                if not _transient(error) or attempt == attempts:
+                    raise self._failure(operation, error, attempt) from None
+                self._back_off(operation, error, attempt, attempts)
+        raise AssertionError("unreachable")  # pragma: no cover
 
-    def _run(self, operation: str, coro: Any, *args: Any) -> Any:
-        """Run a coroutine on kafka-python's I/O thread."""
-        return self._call(operation, self._manager.run, coro, *args)
+    def _failure(self, operation: str, error: BaseException, attempts: int) -> ClusterError:
+        tried = f" after {attempts} attempts" if attempts > 1 else ""
+        message = f"{operation} on {self.settings.bootstrap_servers} failed{tried}: {type(error).__name__}: {error}"
+        return ClusterUnreachableError(message) if _transient(error) else ClusterError(message)
+
+    def _back_off(self, operation: str, error: BaseException, attempt: int, attempts: int) -> None:
+        """Sleep before the next attempt: exponential, capped, with full jitter (so many clients
+        retrying after one broker restart do not all come back at the same instant)."""
+        ceiling = min(self.settings.retry_backoff_max_s, self.settings.retry_backoff_s * 2 ** (attempt - 1))
+        delay = random.uniform(0, ceiling)
+        self.retries_made += 1
+        log.warning(
+            "%s failed (%s); attempt %d of %d in %.2f s", operation, type(error).__name__, attempt + 1, attempts, delay
+        )
+        time.sleep(delay)
+
+    def _run(self, operation: str, coro: Any, *args: Any, retry: bool = True) -> Any:
+        """Run a coroutine on kafka-python's I/O thread (again from the start on a transient failure)."""
+        return self._call(operation, self._manager.run, coro, *args, retry=retry)
 
     def close(self) -> None:
         if self._producer is not None:
@@ -191,7 +231,7 @@ class KafkaCluster:
     def create_topics(self, partitions_by_topic: Mapping[str, int]) -> None:
         new = [NewTopic(name, count, 1) for name, count in partitions_by_topic.items()]
         if new:
-            self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms)
+            self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms, retry=False)
 
     # -- groups -----------------------------------------------------------------------------------
 
@@ -200,10 +240,18 @@ class KafkaCluster:
         return sorted({group["group_id"] for group in groups})
 
     def _per_coordinator(
-        self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any
+        self,
+        operation: str,
+        group_ids: Sequence[str],
+        batch_size: int,
+        build: Any,
+        *,
+        answers: list[tuple[Any, Any]] | None = None,
+        retry: bool = True,
     ) -> list[tuple[Any, Any]]:
         """Send the ``(tag, request)`` pairs of ``build(batch)`` for batches of groups to their
-        coordinators; returns ``(tag, response)`` pairs in any order.
+        coordinators; returns ``(tag, response)`` pairs in any order (also into ``answers`` as they
+        arrive, so a caller keeps what was answered before a failure).
 
         Up to ``IN_FLIGHT`` requests per coordinator are outstanding at once, so the broker works on
         the next batch while this process decodes the last one.
@@ -224,9 +272,10 @@ class KafkaCluster:
             return await _pipelined(
                 [(tag, node, request) for node, tag, request in queue],
                 lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
+                [] if answers is None else answers,
             )
 
-        return list(self._run(operation, send_all)) if group_ids else []
+        return list(self._run(operation, send_all, retry=retry)) if group_ids else []
 
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
         """State and member count per group, in batched DescribeGroups requests.
@@ -304,29 +353,49 @@ class KafkaCluster:
         self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
     ) -> dict[str, dict[TP, str | None]]:
         """Admin OffsetCommits for many groups, pipelined per coordinator; per group and partition the
-        error name or None. Each group is one request, so the broker accepts or rejects it whole."""
+        error name or None. Each group is one request, so the broker accepts or rejects it whole.
+
+        After a transient failure only the groups without an answer are sent again (the same
+        offsets: a commit that reached the broker before the answer was lost changes nothing the
+        second time). When the attempts run out, ``CommitInterruptedError`` carries what was answered.
+        """
 
         def build(batch: Sequence[str]) -> list[tuple[str, Any]]:
-            return [
-                (group, _offset_commit(group, offsets_by_group[group])) for group in batch if offsets_by_group[group]
-            ]
+            return [(group, _offset_commit(group, offsets_by_group[group])) for group in batch]
 
         result: dict[str, dict[TP, str | None]] = {}
-        for group, response in self._per_coordinator("committing offsets", list(offsets_by_group), 1, build):
-            result[group] = {
-                TP(topic.name, part.partition_index): (
-                    kafka_errors.for_code(part.error_code).__name__ if part.error_code else None
-                )
-                for topic in response.topics
-                for part in topic.partitions
-            }
+        remaining = [group for group, offsets in offsets_by_group.items() if offsets]
+        attempts = self.settings.retries + 1
+        for attempt in range(1, attempts + 1):
+            answers: list[tuple[Any, Any]] = []
+            try:
+                self._per_coordinator("committing offsets", remaining, 1, build, answers=answers, retry=False)
+            except ClusterUnreachableError as error:
+                failure: ClusterUnreachableError | None = error
+            else:
+                failure = None
+            for group, response in answers:
+                result[group] = {
+                    TP(topic.name, part.partition_index): (
+                        kafka_errors.for_code(part.error_code).__name__ if part.error_code else None
+                    )
+                    for topic in response.topics
+                    for part in topic.partitions
+                }
+            remaining = [group for group in remaining if group not in result]
+            if failure is None or not remaining:
+                return result
+            if attempt == attempts:
+                raise CommitInterruptedError(f"{failure} (after {attempts} attempts)", result, remaining)
+            self._back_off("committing offsets", failure, attempt, attempts)
         return result
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
         """Delete groups (their committed offsets); per group the error name or None."""
         if not group_ids:
             return {}
-        answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids))
+        # Not retried: a second attempt after a lost answer would report the deleted group as missing.
+        answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids), retry=False)
         return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
 
     # -- records ----------------------------------------------------------------------------------
@@ -444,6 +513,7 @@ class KafkaCluster:
             self._producer = self._call(
                 "connecting a producer",
                 KafkaProducer,
+                retry=False,
                 **self._client_config(),
                 linger_ms=5,
                 acks=1,
@@ -456,9 +526,10 @@ class KafkaCluster:
             )
             for key, value, headers, timestamp in records
         ]
-        self._call("producing records", producer.flush, timeout=self.settings.request_timeout_s)
+        # Not retried: producing is not idempotent here.
+        self._call("producing records", producer.flush, timeout=self.settings.request_timeout_s, retry=False)
         for future in futures:
-            self._call("producing records", future.get, timeout=self.settings.request_timeout_s)
+            self._call("producing records", future.get, timeout=self.settings.request_timeout_s, retry=False)
         return len(futures)
 
 
@@ -486,12 +557,15 @@ def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s
         consumer.close()
 
 
-async def _pipelined(items: Sequence[tuple[Any, int, Any]], send: Any) -> list[tuple[Any, Any]]:
+async def _pipelined(
+    items: Sequence[tuple[Any, int, Any]], send: Any, answers: list[tuple[Any, Any]] | None = None
+) -> list[tuple[Any, Any]]:
     """Send ``(tag, node, request)`` items keeping up to ``IN_FLIGHT`` outstanding at all times (a
     sliding window: the next request goes out as soon as the oldest is answered, so encoding here
-    overlaps the broker's work); answers come back as ``(tag, response)`` in order."""
+    overlaps the broker's work); answers come back as ``(tag, response)`` in order, appended to
+    ``answers`` as they arrive."""
     pending: deque[tuple[Any, Any]] = deque()
-    answers: list[tuple[Any, Any]] = []
+    answers = [] if answers is None else answers
     for tag, node, request in items:
         if len(pending) >= IN_FLIGHT:
             done_tag, future = pending.popleft()

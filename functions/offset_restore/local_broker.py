@@ -50,10 +50,12 @@ class LocalBroker:
     cluster_id: str
     port: int = 0
     process: subprocess.Popen[bytes] | None = None
+    advertised_port: int = 0
+    """Where clients are told to connect, when not ``port`` (a proxy in front of the broker)."""
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"127.0.0.1:{self.advertised_port or self.port}"
 
     def settings(self, **overrides: object) -> ConnectionSettings:
         """Connection settings for this broker, with its response size limit."""
@@ -68,6 +70,7 @@ class LocalBroker:
     def start(self, timeout_s: float = 10.0) -> LocalBroker:
         self.port = self.port or free_port()
         url = f"tcp://127.0.0.1:{self.port}"
+        advertised = f"tcp://127.0.0.1:{self.advertised_port or self.port}"
         self.process = subprocess.Popen(
             [
                 str(broker_binary()),
@@ -77,7 +80,7 @@ class LocalBroker:
                 "--listener-url",
                 url,
                 "--advertised-listener-url",
-                url,
+                advertised,
                 "--storage-engine",
                 "memory://tansu/",
             ],

@@ -37,6 +37,9 @@ class PlanEntry(BaseModel):
     reason: str | None = None
     metadata: str | None = None
     previous_target_offset: int | None = None
+    previous_recorded: bool = False
+    """Set when apply first read ``previous_target_offset``: an apply run again after an
+    interruption keeps it, so rollback still knows what was there before the first write."""
     expected_fingerprint: str | None = None
     """The fingerprint the record at ``target_offset`` must have (when it is the copy of the
     snapshot's next record): apply verifies it after committing."""
