@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
-from offset_restore.cluster_types import TP, CommittedOffset, GroupInfo, PartitionFetch
+from offset_restore.cluster_types import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.fingerprint import fingerprint
 from offset_restore.plan_model import Plan, PlanEntry
@@ -33,6 +33,7 @@ __all__ = [
     "ApplyTarget",
     "WaitTimeoutError",
     "apply_plan",
+    "check_entries_fit",
     "check_plan_fits",
     "rollback_plan",
     "verify_groups",
@@ -53,6 +54,7 @@ class ApplyTarget(Protocol):
         self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
     ) -> dict[str, dict[TP, str | None]]: ...
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
     def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = ...) -> dict[TP, PartitionFetch]: ...
 
 
@@ -94,21 +96,47 @@ Progress = Callable[[str, int, int], None]
 
 
 def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None) -> None:
-    """Refuse a plan made for another cluster, or one the target no longer fits (topics gone,
-    mapped offsets past a partition's end)."""
+    """Refuse a plan made for another cluster, or one the target no longer fits: a topic or
+    partition gone, or a mapped offset outside the partition's log now (a broker that restarted
+    empty, a restore run again, retention that deleted the records) — nothing is written then."""
     names = {target.cluster_id, *([target_name] if target_name else [])}
     if plan.target.cluster not in names:
         raise BadInputError(
             f"the plan is for target cluster {plan.target.cluster}, but these brokers are cluster "
             f"{target.cluster_id}; plan again against this cluster"
         )
+    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
+
+
+def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None:
+    """The fit check of ``check_plan_fits`` for some mapped entries (a workflow's commit batch)."""
+    if not entries:
+        return
     topics = target.topic_partitions()
-    for entry in plan.entries:
-        if entry.status == "mapped" and topics.get(entry.target_topic, 0) <= entry.partition:
+    for entry in entries:
+        if topics.get(entry.target_topic, 0) <= entry.partition:
             raise BadInputError(
                 f"the plan maps {entry.group} to {entry.target_topic}/{entry.partition}, which the target no "
-                "longer has: the target changed since the plan was made; plan again"
+                "longer has: the target changed since the plan was made (restarted empty?); plan again"
             )
+    bounds = target.log_bounds({TP(e.target_topic, e.partition) for e in entries})
+    outside = [
+        e
+        for e in entries
+        if e.target_offset is not None
+        and not bounds[TP(e.target_topic, e.partition)].start
+        <= e.target_offset
+        <= bounds[TP(e.target_topic, e.partition)].end
+    ]
+    if outside:
+        e = outside[0]
+        log = bounds[TP(e.target_topic, e.partition)]
+        raise BadInputError(
+            f"{len(outside)} mapped offsets lie outside the target's logs now, e.g. {e.group} "
+            f"{e.target_topic}/{e.partition} is mapped to {e.target_offset} but the log holds {log.start}-{log.end}: "
+            "the target changed since the plan was made (restarted empty, restored again, or records deleted); "
+            "nothing was written; plan again"
+        )
 
 
 def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, str]]:

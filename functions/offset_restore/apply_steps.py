@@ -16,6 +16,7 @@ from offset_restore.apply import (
     ApplyTarget,
     WaitTimeoutError,
     apply_plan,
+    check_entries_fit,
     verify_groups,
 )
 from offset_restore.mapping_store import MappingStore
@@ -133,6 +134,7 @@ def commit_groups(
     else:
         selected = set(groups)
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected])
+    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
     return _result(report)
