@@ -48,6 +48,8 @@ class FaultProxy:
     faults: list[Fault] = field(default_factory=list)
     requests: Counter[str] = field(default_factory=Counter)
     injected: Counter[str] = field(default_factory=Counter)
+    commits_forwarded: Counter[str] = field(default_factory=Counter)
+    """OffsetCommit requests that reached the broker, per group."""
     _blackholed: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: socket.socket | None = None
@@ -86,6 +88,7 @@ class FaultProxy:
             self.faults.clear()
             self.requests.clear()
             self.injected.clear()
+            self.commits_forwarded.clear()
         self.latency_s = 0.0
         self._blackholed.clear()
 
@@ -145,6 +148,9 @@ class FaultProxy:
                 if self.latency_s:
                     time.sleep(self.latency_s)
                 upstream.sendall(header + body)
+                if body[:2] == struct.pack(">h", API["OffsetCommit"]):
+                    with self._lock:
+                        self.commits_forwarded[_group_of_commit(body)] += 1
                 if action == "reset_after":
                     time.sleep(0.2)  # let the broker act on it, then lose the answer
                     break
@@ -162,6 +168,27 @@ class FaultProxy:
         except OSError:
             pass
         _close(client, reset=True)
+
+
+def _group_of_commit(body: bytes) -> str:
+    """The group id of an OffsetCommit: after the request header (v1 up to version 7; v2, with
+    tagged fields, from 8 on, where the group id is a compact string)."""
+    version = struct.unpack(">h", body[2:4])[0]
+    client_id_length = struct.unpack(">h", body[8:10])[0]
+    at = 10 + max(0, client_id_length)
+    if version < 8:
+        length = struct.unpack(">h", body[at : at + 2])[0]
+        return body[at + 2 : at + 2 + length].decode(errors="replace")
+    at += 1  # no tagged fields in our clients' headers
+    length, shift = 0, 0
+    while True:  # unsigned varint: length + 1
+        byte = body[at]
+        at += 1
+        length |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            break
+    return body[at : at + length - 1].decode(errors="replace")
 
 
 def _read_exactly(sock: socket.socket, size: int) -> bytes | None:

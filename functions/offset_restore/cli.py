@@ -259,7 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--dry-run", action="store_true", help="print current -> new offsets; change nothing")
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
     apply.add_argument(
-        "--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock of the target cluster"
+        "--lock-table",
+        metavar="TABLE",
+        help="DynamoDB table for the single-writer lock of the target cluster, keyed by --target-cluster (else the "
+        "plan's target name): give the name the deployed workflow uses (TARGET_CLUSTER_NAME) and the two exclude "
+        "each other",
     )
     apply.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     apply.set_defaults(run=_apply)

@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import io
 import threading
 import time
+from pathlib import Path
 
+import boto3
 import pytest
+from offset_restore.cli import main
 from offset_restore.cluster_types import TP
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import Workflow
+from offset_restore.local_aws import REGION, Workflow
 from offset_restore.local_broker import free_port
+from offset_restore.locks import TargetLock
+from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import S3Store
+from offset_restore.translate import PlanOptions
 
+from tests.figures import record
 from tests.helpers import Brokers, active_member, commit, produce, restore, unique
 
 
@@ -156,3 +164,37 @@ def test_two_runs_on_one_target_never_write_together(
     assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
     third = workflow.run({**run_input, "restore_id": "race-2"}, name="race-2-again")  # the lock is free again
     assert third["status"] == "SUCCEEDED", third.get("cause")
+
+
+def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
+) -> None:
+    """An operator's CLI apply and the deployed workflow lock the same item (the target's name), so
+    whichever comes second is refused before it writes, and the lock is gone when both are done."""
+    s = setup(brokers, source, target, workflow)
+    a, b = str(s["a"]), str(s["b"])
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    plan = str(tmp_path / "plan.json")
+    run_plan(SnapshotChoice("s3://offset-restore"), brokers.target_settings, plan, PlanOptions(target_cluster="dr"))
+    cli = ["apply", "--plan", plan, "--bootstrap-servers", brokers.target.bootstrap_servers]
+    cli += ["--lock-table", "offset-restore", "--target-cluster", "dr", "--wait-timeout", "5"]
+    run_input = {"groups": f"{a}|{b}", "mode": "apply", "wait": {"timeout_seconds": 30, "interval_seconds": 1}}
+
+    with active_member(brokers.target.bootstrap_servers, b, str(s["topic"])):
+        running = workflow.start({**run_input, "restore_id": "cli-race-1"}, name="cli-race-1")
+        time.sleep(1.5)  # the run holds the lock and waits for the active group
+        out, err = io.StringIO(), io.StringIO()
+        status = main(cli, out, err)
+        assert status == 1 and "locked by run cli-race-1" in err.getvalue(), err.getvalue()
+        assert not target.committed_offsets([a])[a]  # the CLI wrote nothing
+    assert workflow.wait(running)["status"] == "SUCCEEDED"
+
+    cli_lock = TargetLock("offset-restore", dynamodb, "dr", "cli:laptop:4242")
+    cli_lock.acquire()
+    refused = workflow.run({**run_input, "restore_id": "cli-race-2"}, name="cli-race-2")
+    assert refused["status"] == "FAILED" and "locked by run cli:laptop:4242" in refused["cause"]
+    assert "Prepare" not in refused["states"]
+    cli_lock.release()
+    held = dynamodb.get_item(TableName="offset-restore", Key={"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}})
+    record("concurrency", trial="CLI apply vs workflow run on one target", double_commits=0, correct="Item" not in held)
+    assert "Item" not in held
