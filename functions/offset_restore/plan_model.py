@@ -7,7 +7,7 @@ from collections import Counter
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "new_restore_id"]
 
@@ -27,7 +27,7 @@ class PlanEntry(BaseModel):
     partition: int = Field(ge=0)
     target_topic: str
     source_offset: int = Field(ge=0)
-    target_offset: int | None = None
+    target_offset: int | None = Field(default=None, ge=0)
     method: Method | None = None
     """How the target offset was found; null for pending and unmapped entries."""
     exact: bool = False
@@ -36,7 +36,7 @@ class PlanEntry(BaseModel):
     status: Status
     reason: str | None = None
     metadata: str | None = None
-    previous_target_offset: int | None = None
+    previous_target_offset: int | None = Field(default=None, ge=0)
     previous_recorded: bool = False
     """Set when apply first read ``previous_target_offset``: an apply run again after an
     interruption keeps it, so rollback still knows what was there before the first write."""
@@ -44,6 +44,12 @@ class PlanEntry(BaseModel):
     """The fingerprint the record at ``target_offset`` must have (when it is the copy of the
     snapshot's next record): apply verifies it after committing."""
     verified: bool | None = None
+
+    @model_validator(mode="after")
+    def _written_entries_have_an_offset(self) -> PlanEntry:
+        if self.status in ("mapped", "committed") and self.target_offset is None:
+            raise ValueError(f"a {self.status} entry needs a target_offset")
+        return self
 
 
 class PlanSummary(BaseModel):

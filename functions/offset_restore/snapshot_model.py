@@ -24,6 +24,7 @@ __all__ = [
 ]
 
 SNAPSHOT_FORMAT = "offset-restore/snapshot/v1"
+_ITEMS_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -97,6 +98,14 @@ class ItemsFile(_Document):
     groups: int
     group_partitions: int
     sha256: str
+
+    @field_validator("name")
+    @classmethod
+    def _plain_file_name(cls, value: str) -> str:
+        """Read beside the manifest and nowhere else: a manifest cannot point at ``../`` paths."""
+        if not _ITEMS_NAME.fullmatch(value):
+            raise ValueError(f"items file name {value[:80]!r} is not a plain file name")
+        return value
 
 
 class SnapshotCounts(_Document):
