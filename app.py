@@ -43,7 +43,7 @@ def build_app(context: dict[str, Any] | None = None) -> cdk.App:
         if wanted and name != wanted:
             continue
         try:
-            config = EnvironmentConfig.model_validate(raw)
+            config = EnvironmentConfig.model_validate(raw, context={"name": name})
         except ValidationError as error:
             raise SystemExit(f"environment {name} in cdk.json is invalid:\n{error}") from None
         stack = OffsetRestoreStack(app, f"offset-restore-{name}", env_name=name, config=config)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = ["ClusterConfig", "EnvironmentConfig"]
 
@@ -84,6 +84,18 @@ class EnvironmentConfig(BaseModel):
     """A schedule for plan-only runs that report what a failover would do now."""
     notification_emails: list[str] = Field(default_factory=list, alias="notificationEmails")
     wait_timeout_seconds: int = Field(default=900, ge=0, alias="waitTimeoutSeconds")
+
+    @model_validator(mode="after")
+    def _tls_outside_dev(self, info: ValidationInfo) -> EnvironmentConfig:
+        """Plaintext Kafka (credentials and offsets readable on the wire) only in ``dev``."""
+        name = (info.context or {}).get("name")
+        for cluster in (self.source, self.target):
+            if cluster.auth == "plaintext" and name != "dev":
+                raise ValueError(
+                    f"cluster {cluster.name} uses auth 'plaintext': TLS is required outside the dev environment "
+                    "(use iam, scram or tls)"
+                )
+        return self
 
     @model_validator(mode="after")
     def _network_is_complete(self) -> EnvironmentConfig:

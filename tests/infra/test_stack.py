@@ -15,6 +15,7 @@ from aws_cdk.assertions import Match, Template
 
 from app import build_app
 from infra.stack import ASL_FILE
+from tests.figures import record
 
 
 @pytest.fixture(scope="module")
@@ -171,6 +172,68 @@ def test_the_whole_app_synthesizes_with_no_cdk_nag_finding() -> None:
     """AwsSolutions checks run as a validation plugin: any unacknowledged finding fails the synth."""
     assembly = build_app({"skipBundling": "true"}).synth()
     assert {stack.stack_name for stack in assembly.stacks} == {"offset-restore-dev", "offset-restore-prod"}
+    acknowledged = [
+        rule
+        for stack in assembly.stacks
+        for resource in stack.template["Resources"].values()
+        for rule in resource.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])
+    ]
+    assert all(rule.get("reason") for rule in acknowledged)
+    record(
+        "security",
+        check="cdk-nag findings not acknowledged",
+        found=0,
+        note=f"{len(acknowledged)} acknowledged, each with a reason",
+    )
+
+
+# Statements on Resource "*": each kind needs a reason here, or the test below fails.
+WILDCARD_REASONS = {
+    frozenset({"xray:PutTraceSegments", "xray:PutTelemetryRecords"}): (
+        "X-Ray has no resource-level permissions: tracing a function needs Resource '*'"
+    ),
+    frozenset(
+        {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules", "xray:GetSamplingTargets"}
+    ): "X-Ray tracing of the state machine: no resource-level permissions exist for these actions",
+    frozenset(
+        {
+            "logs:CreateLogDelivery",
+            "logs:GetLogDelivery",
+            "logs:UpdateLogDelivery",
+            "logs:DeleteLogDelivery",
+            "logs:ListLogDeliveries",
+            "logs:PutResourcePolicy",
+            "logs:DescribeResourcePolicies",
+            "logs:DescribeLogGroups",
+        }
+    ): "Step Functions log delivery: these CloudWatch Logs actions support only Resource '*' (AWS documents it)",
+}
+
+
+def test_every_statement_on_any_resource_has_a_recorded_reason(app: App) -> None:
+    found = 0
+    for env in ("dev", "prod"):
+        for policy in template(app, env).find_resources("AWS::IAM::Policy").values():
+            for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
+                if "*" in _list(statement["Resource"]):
+                    found += 1
+                    actions = frozenset(_list(statement["Action"]))
+                    assert actions in WILDCARD_REASONS, f"{sorted(actions)} on Resource '*': scope it, or record why"
+    record(
+        "security",
+        check="IAM statements on Resource '*' without a recorded reason",
+        found=0,
+        note=f"{found} with a reason, {len(WILDCARD_REASONS)} kinds",
+    )
+
+
+def test_plaintext_kafka_is_refused_outside_dev() -> None:
+    context = json.loads((Path(__file__).parents[2] / "cdk.json").read_text())["context"]
+    prod = json.loads(json.dumps(context["environments"]["prod"]))
+    prod["target"] = {"name": "dr", "bootstrapServers": "b-1.dr:9092", "auth": "plaintext"}
+    with pytest.raises(SystemExit, match="cluster dr uses auth 'plaintext': TLS is required outside the dev"):
+        build_app({**context, "environments": {"prod": prod}, "skipBundling": "true"})
+    assert build_app({**context, "skipBundling": "true"})  # dev keeps plaintext for local brokers
 
 
 def test_cfn_lint_is_clean(tmp_path: Path) -> None:
