@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from pydantic import ValidationError
 
@@ -25,6 +25,7 @@ from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.locks import TargetLock
+from offset_restore.log_safety import keep_secrets_out_of_logs
 from offset_restore.mapping_store import MappingStore
 from offset_restore.operations import fetch_report, follow, run_status, start_run
 from offset_restore.plan_model import Plan
@@ -114,12 +115,27 @@ def _non_negative(value: str) -> int:
     return number
 
 
+class _StrictParser(argparse.ArgumentParser):
+    """No abbreviated options ("--sasl-password hunter2" must not pass as --sasl-password-env), and
+    unknown arguments named without their values (which may be a password typed by mistake)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            options = " ".join(a.split("=", 1)[0] for a in extras if a.startswith("-")) or f"{len(extras)} values"
+            self.error(f"unrecognized arguments: {options} (values are not shown)")
+        return parsed
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _StrictParser(
         prog="offset-restore",
         description="Carry Kafka consumer groups to the right offsets on a restored or replica cluster.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_StrictParser)
 
     snap = commands.add_parser(
         "snapshot",
@@ -631,6 +647,7 @@ def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:
     out, err = out or sys.stdout, err or sys.stderr
+    keep_secrets_out_of_logs()
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import re
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from offset_restore.errors import BadInputError
+from offset_restore.log_safety import register_secret
 
 __all__ = ["ConnectionSettings", "SaslMechanism", "SecurityProtocol", "password_from_env"]
 
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_SSL"]
 SaslMechanism = Literal["AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"]
 
@@ -56,6 +59,8 @@ class ConnectionSettings(BaseModel):
             raise ValueError("--security-protocol SASL_SSL needs --sasl-mechanism")
         if self.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN") and not (self.sasl_username and self.sasl_password):
             raise ValueError(f"{self.sasl_mechanism} needs a username and a password (--sasl-password-env)")
+        if self.sasl_password is not None:
+            register_secret(self.sasl_password.get_secret_value())  # kafka-python logs it at DEBUG
         return self
 
 
@@ -63,6 +68,8 @@ def password_from_env(name: str | None) -> SecretStr | None:
     """Read a SASL password from the environment variable ``name`` (never from the command line)."""
     if not name:
         return None
+    if not _ENV_NAME.fullmatch(name):  # most likely a password typed in its place: never echo it
+        raise BadInputError("--sasl-password-env takes the NAME of an environment variable holding the password")
     value = os.environ.get(name)
     if value is None:
         raise BadInputError(f"environment variable {name} (named by --sasl-password-env) is not set")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -86,17 +87,26 @@ class KafkaCluster:
         self.retries_made = 0
         self._producer: KafkaProducer | None = None
         try:
-            self._admin = KafkaAdminClient(
-                **self._client_config(),
-                bootstrap_timeout_ms=self._connect_ms,
-                max_in_flight_requests_per_connection=32,
-                kafka_client=lambda **configs: _client_without_metrics(
-                    **configs,
-                    # A connection whose handshake is not answered counts as unreachable this soon.
-                    socket_connection_setup_timeout_ms=self._connect_ms,
-                    socket_connection_setup_timeout_max_ms=self._connect_ms,
+            self._admin = _within(
+                settings.connect_timeout_s * 2 + 5,
+                lambda: KafkaAdminClient(
+                    **self._client_config(),
+                    bootstrap_timeout_ms=self._connect_ms,
+                    max_in_flight_requests_per_connection=32,
+                    kafka_client=lambda **configs: _client_without_metrics(
+                        **configs,
+                        # A connection whose handshake is not answered counts as unreachable this soon.
+                        socket_connection_setup_timeout_ms=self._connect_ms,
+                        socket_connection_setup_timeout_max_ms=self._connect_ms,
+                    ),
                 ),
             )
+        except TimeoutError:
+            hint = " (a TLS client talking to a plaintext listener?)" if "SSL" in settings.security_protocol else ""
+            raise ClusterUnreachableError(
+                f"cannot reach Kafka at {settings.bootstrap_servers}: the connection handshake got no answer "
+                f"within {settings.connect_timeout_s * 2 + 5:g} s{hint}"
+            ) from None
         except _UNREACHABLE as error:
             raise ClusterUnreachableError(
                 f"cannot reach Kafka at {settings.bootstrap_servers} "
@@ -555,6 +565,31 @@ def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s
         yield
     finally:
         consumer.close()
+
+
+def _within(seconds: float, build: Any) -> Any:
+    """``build()`` on a daemon thread, or ``TimeoutError`` after ``seconds``.
+
+    kafka-python awaits a TLS handshake without a timeout: a TLS client against a plaintext port
+    waits forever. The abandoned thread ends with the process (it is a daemon).
+    """
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, build()))
+        except BaseException as error:  # handed to the caller below
+            outcome.append((False, error))
+
+    worker = threading.Thread(target=run, name="kafka-connect", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
 
 
 async def _pipelined(
