@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck unit demo bench clean
+.PHONY: install test lint typecheck audit unit demo bench figures clean
 
 $(STAMP): requirements.txt requirements-dev.txt functions/requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -23,7 +23,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-test: lint typecheck
+audit: $(STAMP)
+	$(PY) scripts/audit_dependencies.py
+
+test: lint typecheck audit
 	$(PY) -m pytest
 
 unit: $(STAMP)
