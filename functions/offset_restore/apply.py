@@ -275,7 +275,9 @@ def apply_plan(
             ) from None
         raise
     lap("commit")
-    verify_groups(plan, report, target, report.groups_committed)
+    # Also what an interrupted run committed but never got to verify.
+    unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
+    verify_groups(plan, report, target, sorted(unverified | set(report.groups_committed)))
     lap("verify")
     plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
     plan.notes.append(plan_note)

@@ -21,7 +21,7 @@ from tests.figures import record
 from tests.helpers import Brokers, active_member
 from tests.integration.test_apply import Restored
 from tests.reliability.conftest import Faulty
-from tests.reliability.test_network_faults import _plan, _restored, check_planned_or_previous
+from tests.reliability.scenarios import check_planned_or_previous, plan_on, restored
 
 pytestmark = pytest.mark.integration
 
@@ -98,9 +98,9 @@ def test_a_commit_batch_retried_after_a_partial_write_commits_nothing_twice(
 ) -> None:
     """The workflow's commit step dies mid-batch (the broker goes silent after 8 commits); the Map
     runs the same batch again. Each group's commit reaches the broker at most once over both runs."""
-    scenario = _restored(brokers, source, faulty, tmp_path, 24)
+    scenario = restored(brokers, source, faulty, tmp_path, 24)
     store = MappingStore(table, boto3.client("dynamodb"))
-    store.put("r-retry", _plan(faulty, tmp_path, "plan.json").entries)
+    store.put("r-retry", plan_on(faulty, tmp_path, "plan.json").entries)
     groups = sorted(scenario.groups)
     faulty.proxy.heal()  # count from here: the setup committed older offsets for half the groups
     faulty.proxy.latency_s = 0.005

@@ -5,47 +5,24 @@ named error, writes nothing half-done, and completes on a re-run (DESIGN §6).""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from offset_restore.apply import NO_ANSWER, ApplyOptions
+from offset_restore.apply import ApplyOptions
 from offset_restore.apply_run import PlanFile, run_apply, run_rollback
-from offset_restore.cluster_types import TP
 from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_model import Plan, PlanEntry
-from offset_restore.plan_run import SnapshotChoice, load_snapshot, run_plan
+from offset_restore.plan_run import SnapshotChoice, load_snapshot
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions
 
 from tests.figures import record
-from tests.helpers import Brokers, Produced, commit, produce, restore, unique
+from tests.helpers import Brokers
 from tests.reliability.conftest import Faulty
+from tests.reliability.scenarios import check_planned_or_previous, groups_on, mappings, offsets_of, plan_on, restored
 
 pytestmark = pytest.mark.integration
-
-
-@dataclass
-class Scenario:
-    topic: str
-    groups: dict[str, dict[TP, int]]
-    records: dict[int, list[Produced]]
-
-
-def _groups_on(cluster: KafkaCluster, prefix: str, count: int, partitions: int = 3) -> Scenario:
-    topic = unique(prefix)
-    cluster.create_topics({topic: partitions})
-    records = {p: produce(cluster, topic, p, 60) for p in range(partitions)}
-    groups = {}
-    for i in range(count):
-        group = unique(f"{prefix}-g{i}")
-        offsets = {TP(topic, p): 10 + (i * 7 + p * 5) % 50 for p in range(partitions)}
-        commit(cluster, group, offsets, "m")
-        groups[group] = offsets
-    return Scenario(topic, groups, records)
 
 
 def _snapshot_groups(location: Path) -> list[dict[str, object]]:
@@ -55,7 +32,7 @@ def _snapshot_groups(location: Path) -> list[dict[str, object]]:
 
 def test_snapshot_through_resets_and_latency_equals_a_clean_one(faulty: Faulty, tmp_path: Path) -> None:
     with KafkaCluster(faulty.settings()) as cluster:
-        groups = _groups_on(cluster, "snapfault", 40).groups
+        groups = groups_on(cluster, "snapfault", 40).groups
     options = SnapshotOptions(groups="|".join(groups), evidence_records=2)
     run_snapshot(faulty.settings(), open_location(str(tmp_path / "clean")), options)
 
@@ -81,7 +58,7 @@ def test_snapshot_fails_by_name_when_the_broker_stops_answering_and_writes_nothi
     faulty: Faulty, tmp_path: Path
 ) -> None:
     with KafkaCluster(faulty.settings()) as cluster:
-        groups = _groups_on(cluster, "snapdead", 5).groups
+        groups = groups_on(cluster, "snapdead", 5).groups
     faulty.proxy.inject("OffsetFetch", 1, "blackhole")
     store = open_location(str(tmp_path / "snaps"))
     unreachable = r"reading committed offsets on 127\.0\.0\.1:\d+ failed after 4 attempts"
@@ -94,84 +71,28 @@ def test_snapshot_fails_by_name_when_the_broker_stops_answering_and_writes_nothi
     assert result.counts.groups == 5
 
 
-def _restored(brokers: Brokers, source: KafkaCluster, faulty: Faulty, folder: Path, count: int) -> Scenario:
-    """Groups on the session's source broker, snapshotted; their topic restored to the faulty broker
-    from source offset 10 with gaps (so every mapping needs a search); half the groups already have
-    older offsets on the target (so that rollback has something to put back)."""
-    scenario = _groups_on(source, "faultplan", count, partitions=2)
-    store = open_location(str(folder / "snaps"))
-    run_snapshot(brokers.source_settings, store, SnapshotOptions(groups="|".join(scenario.groups), cluster="src"))
-    with KafkaCluster(faulty.settings()) as target:
-        target.create_topics({scenario.topic: 2})
-        for p, records in scenario.records.items():
-            restore(target, scenario.topic, p, [r for r in records if r.offset >= 10 and r.offset % 13])
-        for i, group in enumerate(list(scenario.groups)[: count // 2]):
-            commit(target, group, {TP(scenario.topic, p): i % 3 for p in range(2)}, "old")
-    return scenario
-
-
-def _plan(faulty: Faulty, folder: Path, name: str) -> Plan:
-    plan, _ = run_plan(SnapshotChoice(str(folder / "snaps")), faulty.settings(), str(folder / name), PlanOptions())
-    return plan
-
-
-def _mappings(plan: Plan) -> list[tuple[str, str, int, int | None, str]]:
-    return sorted((e.group, e.topic, e.partition, e.target_offset, e.status) for e in plan.entries)
-
-
 def test_plan_through_resets_and_latency_equals_a_clean_one(
     brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path
 ) -> None:
-    _restored(brokers, source, faulty, tmp_path, 20)
-    clean = _plan(faulty, tmp_path, "clean.json")
+    restored(brokers, source, faulty, tmp_path, 20)
+    clean = plan_on(faulty, tmp_path, "clean.json")
     faulty.proxy.latency_s = 0.01
     for nth, action in [(1, "reset"), (2, "reset_after"), (4, "reset")]:
         faulty.proxy.inject("Fetch", nth, action)  # type: ignore[arg-type]
     faulty.proxy.inject("ListOffsets", 1, "reset")
-    faulted = _plan(faulty, tmp_path, "faulted.json")
+    faulted = plan_on(faulty, tmp_path, "faulted.json")
     injected = sum(faulty.proxy.injected.values())
     assert injected >= 3 and clean.summary is not None and clean.summary.mapped == 40
-    same = _mappings(faulted) == _mappings(clean)
+    same = mappings(faulted) == mappings(clean)
     record("network", phase="plan", fault="resets + 10 ms latency", injected=injected, correct=same)
     assert same
-
-
-def _offsets(target: KafkaCluster, plan: Plan) -> dict[str, dict[TP, int]]:
-    groups = sorted({e.group for e in plan.entries})
-    return {g: {tp: c.offset for tp, c in found.items()} for g, found in target.committed_offsets(groups).items()}
-
-
-def check_planned_or_previous(target: KafkaCluster, plan: Plan) -> tuple[set[str], set[str], set[str]]:
-    """DESIGN §6's invariant: each group holds exactly its planned offsets or exactly its previous
-    ones, never a mix; and the plan says which (committed = planned; a group whose commit got no
-    answer is named by its reason). Returns (planned, previous, unanswered) groups."""
-    now = _offsets(target, plan)
-    planned: set[str] = set()
-    previous: set[str] = set()
-    unanswered: set[str] = set()
-    by_group: dict[str, list[PlanEntry]] = {}
-    for entry in plan.entries:
-        by_group.setdefault(entry.group, []).append(entry)
-    for group, entries in by_group.items():
-        held = now.get(group, {})
-        at_plan = all(held.get(TP(e.target_topic, e.partition)) == e.target_offset for e in entries)
-        at_previous = all(held.get(TP(e.target_topic, e.partition)) == e.previous_target_offset for e in entries)
-        assert at_plan or at_previous, f"{group} holds a mix: {held}"
-        if any(e.reason == NO_ANSWER for e in entries):
-            unanswered.add(group)
-        elif at_plan and not at_previous:
-            assert all(e.status == "committed" for e in entries), f"{group} is written but the plan does not say so"
-        elif not at_plan:
-            assert all(e.status == "mapped" for e in entries), f"{group} is not written but the plan says it is"
-        (planned if at_plan else previous).add(group)
-    return planned, previous, unanswered
 
 
 def test_apply_through_resets_before_and_after_the_broker_acts_commits_each_group_once(
     brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path
 ) -> None:
-    _restored(brokers, source, faulty, tmp_path, 30)
-    _plan(faulty, tmp_path, "plan.json")
+    restored(brokers, source, faulty, tmp_path, 30)
+    plan_on(faulty, tmp_path, "plan.json")
     faulty.proxy.latency_s = 0.005
     for nth, action in [(3, "reset_after"), (9, "reset"), (20, "reset_after")]:
         faulty.proxy.inject("OffsetCommit", nth, action)  # type: ignore[arg-type]
@@ -187,10 +108,10 @@ def test_apply_through_resets_before_and_after_the_broker_acts_commits_each_grou
 def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes(
     brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path
 ) -> None:
-    scenario = _restored(brokers, source, faulty, tmp_path, 30)
-    _plan(faulty, tmp_path, "plan.json")
+    scenario = restored(brokers, source, faulty, tmp_path, 30)
+    plan_on(faulty, tmp_path, "plan.json")
     with KafkaCluster(faulty.settings()) as target:
-        before = _offsets(target, PlanFile(str(tmp_path / "plan.json")).load())
+        before = offsets_of(target, PlanFile(str(tmp_path / "plan.json")).load())
     faulty.proxy.latency_s = 0.005  # answers to the first commits get back before the silence
     faulty.proxy.inject("OffsetCommit", 12, "blackhole")
     with pytest.raises(CommitInterruptedError, match=r"after 4 attempts") as raised:
@@ -198,7 +119,7 @@ def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes
     faulty.proxy.heal()
     saved = PlanFile(str(tmp_path / "plan.json")).load()
     with KafkaCluster(faulty.settings()) as target:
-        planned, previous, unanswered = check_planned_or_previous(target, saved)
+        planned, previous, unanswered = check_planned_or_previous(target, saved, completed=False)
     committed = {e.group for e in saved.entries if e.status == "committed"}
     assert f"{len(committed)} groups were committed; {len(unanswered)} got no answer" in str(raised.value)
     assert len(committed) + len(unanswered) == 30 and previous <= unanswered and committed <= planned
@@ -213,7 +134,7 @@ def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes
         assert finished and len(report.groups_committed) + len(report.groups_unchanged) == len(left)
         # What was there before the first write is still on record: rollback puts it back exactly.
         _, back = run_rollback(str(tmp_path / "plan.json"), faulty.settings())
-        after = _offsets(target, plan)
+        after = offsets_of(target, plan)
     record("network", phase="apply", fault="broker stops answering mid-commit", injected=1, correct=finished)
     assert after == before and len(back.groups_committed) == 30
     assert sum(1 for g in scenario.groups if not after[g]) == 15  # created by the apply: deleted again
