@@ -40,5 +40,8 @@ bench: $(STAMP)
 	$(PY) -m bench.plan_bench
 	$(PY) -m bench.apply_bench
 
+figures: $(STAMP)
+	$(PY) -m bench.reliability
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache demo-output cdk.out

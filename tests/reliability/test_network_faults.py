@@ -5,6 +5,7 @@ named error, writes nothing half-done, and completes on a re-run (DESIGN §6).""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import open_location
 
+from tests.fault_proxy import Action
 from tests.figures import record
 from tests.helpers import Brokers
 from tests.reliability.conftest import Faulty
@@ -24,27 +26,26 @@ from tests.reliability.scenarios import check_planned_or_previous, groups_on, ma
 
 pytestmark = pytest.mark.integration
 
+TRIALS = range(int(os.environ.get("FAULT_TRIALS", "1")))
+"""Each trial moves the faults to other requests (``python -m bench.reliability`` runs several)."""
+ACTIONS: tuple[Action, Action] = ("reset", "reset_after")
+
 
 def _snapshot_groups(location: Path) -> list[dict[str, object]]:
     snapshot = load_snapshot(SnapshotChoice(str(location)))
     return sorted((g.model_dump(mode="json") for g in snapshot.groups), key=lambda g: str(g["group"]))
 
 
-def test_snapshot_through_resets_and_latency_equals_a_clean_one(faulty: Faulty, tmp_path: Path) -> None:
+@pytest.mark.parametrize("trial", TRIALS)
+def test_snapshot_through_resets_and_latency_equals_a_clean_one(faulty: Faulty, tmp_path: Path, trial: int) -> None:
     with KafkaCluster(faulty.settings()) as cluster:
         groups = groups_on(cluster, "snapfault", 40).groups
     options = SnapshotOptions(groups="|".join(groups), evidence_records=2)
     run_snapshot(faulty.settings(), open_location(str(tmp_path / "clean")), options)
 
     faulty.proxy.latency_s = 0.01
-    for api, action in [
-        ("OffsetFetch", "reset"),
-        ("DescribeGroups", "reset_after"),
-        ("Fetch", "reset"),
-        ("ListOffsets", "reset_after"),
-        ("Metadata", "reset"),
-    ]:
-        faulty.proxy.inject(api, 1, action)  # type: ignore[arg-type]
+    for number, api in enumerate(["OffsetFetch", "DescribeGroups", "Fetch", "ListOffsets", "Metadata"]):
+        faulty.proxy.inject(api, 1, ACTIONS[(number + trial) % 2])
     result = run_snapshot(faulty.settings(), open_location(str(tmp_path / "faulted")), options)
     injected = sum(faulty.proxy.injected.values())
 
@@ -71,14 +72,15 @@ def test_snapshot_fails_by_name_when_the_broker_stops_answering_and_writes_nothi
     assert result.counts.groups == 5
 
 
+@pytest.mark.parametrize("trial", TRIALS)
 def test_plan_through_resets_and_latency_equals_a_clean_one(
-    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path
+    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path, trial: int
 ) -> None:
     restored(brokers, source, faulty, tmp_path, 20)
     clean = plan_on(faulty, tmp_path, "clean.json")
     faulty.proxy.latency_s = 0.01
-    for nth, action in [(1, "reset"), (2, "reset_after"), (4, "reset")]:
-        faulty.proxy.inject("Fetch", nth, action)  # type: ignore[arg-type]
+    for number, nth in enumerate((1, 2, 4)):
+        faulty.proxy.inject("Fetch", nth, ACTIONS[(number + trial) % 2])
     faulty.proxy.inject("ListOffsets", 1, "reset")
     faulted = plan_on(faulty, tmp_path, "faulted.json")
     injected = sum(faulty.proxy.injected.values())
@@ -88,14 +90,15 @@ def test_plan_through_resets_and_latency_equals_a_clean_one(
     assert same
 
 
+@pytest.mark.parametrize("trial", TRIALS)
 def test_apply_through_resets_before_and_after_the_broker_acts_commits_each_group_once(
-    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path
+    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path, trial: int
 ) -> None:
     restored(brokers, source, faulty, tmp_path, 30)
     plan_on(faulty, tmp_path, "plan.json")
     faulty.proxy.latency_s = 0.005
-    for nth, action in [(3, "reset_after"), (9, "reset"), (20, "reset_after")]:
-        faulty.proxy.inject("OffsetCommit", nth, action)  # type: ignore[arg-type]
+    for number, nth in enumerate((3, 9, 20)):
+        faulty.proxy.inject("OffsetCommit", nth + trial, ACTIONS[(number + trial + 1) % 2])
     plan, report = run_apply(str(tmp_path / "plan.json"), faulty.settings(), ApplyOptions(wait_timeout_s=5))
     injected = sum(faulty.proxy.injected.values())
     with KafkaCluster(faulty.settings()) as target:
@@ -105,15 +108,16 @@ def test_apply_through_resets_before_and_after_the_broker_acts_commits_each_grou
     assert injected == 3 and len(report.groups_committed) == 30 and ok
 
 
+@pytest.mark.parametrize("trial", TRIALS)
 def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes(
-    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path
+    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path, trial: int
 ) -> None:
     scenario = restored(brokers, source, faulty, tmp_path, 30)
     plan_on(faulty, tmp_path, "plan.json")
     with KafkaCluster(faulty.settings()) as target:
         before = offsets_of(target, PlanFile(str(tmp_path / "plan.json")).load())
     faulty.proxy.latency_s = 0.005  # answers to the first commits get back before the silence
-    faulty.proxy.inject("OffsetCommit", 12, "blackhole")
+    faulty.proxy.inject("OffsetCommit", 12 + 3 * trial % 18, "blackhole")
     with pytest.raises(CommitInterruptedError, match=r"after 4 attempts") as raised:
         run_apply(str(tmp_path / "plan.json"), faulty.settings(), ApplyOptions(wait_timeout_s=5))
     faulty.proxy.heal()
