@@ -70,6 +70,14 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
         help="the most one fetch response holds (the brokers' limit; default: %(default)s)",
     )
     group.add_argument(
+        "--retries",
+        type=int,
+        default=4,
+        metavar="N",
+        help="attempts after the first for a request that met a reset connection, a timeout or a moved "
+        "coordinator, with exponential back-off and jitter (default: %(default)s)",
+    )
+    group.add_argument(
         "--connect-timeout",
         type=float,
         default=30.0,
@@ -90,6 +98,7 @@ def _connection(args: argparse.Namespace) -> ConnectionSettings:
             connect_timeout_s=args.connect_timeout,
             request_timeout_s=max(args.connect_timeout, 5.0),
             fetch_max_bytes=args.fetch_max_bytes,
+            retries=args.retries,
         )
     except ValidationError as error:
         raise BadInputError(_first_error(error)) from None

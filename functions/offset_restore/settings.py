@@ -36,6 +36,7 @@ class ClusterSettings(BaseModel):
     sasl_mechanism: SaslMechanism | None = "AWS_MSK_IAM"
     sasl_secret_arn: str | None = None
     connect_timeout_s: float = Field(default=30.0, gt=0)
+    retries: int = Field(default=4, ge=0, le=20)
 
     def connection(self, secret_reader: Callable[[str], str] | None = None) -> ConnectionSettings:
         username: str | None = None
@@ -58,6 +59,7 @@ class ClusterSettings(BaseModel):
             sasl_password=password,
             connect_timeout_s=self.connect_timeout_s,
             request_timeout_s=self.connect_timeout_s,
+            retries=self.retries,
         )
 
 
@@ -69,6 +71,7 @@ def _env_names(prefix: str) -> dict[str, str]:
         "sasl_mechanism": f"{prefix}_SASL_MECHANISM",
         "sasl_secret_arn": f"{prefix}_SASL_SECRET_ARN",
         "connect_timeout_s": "KAFKA_CONNECT_TIMEOUT_S",
+        "retries": "KAFKA_RETRIES",
     }
 
 
