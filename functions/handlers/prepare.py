@@ -12,6 +12,9 @@ from offset_restore.observability import logger, tracer
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import S3Store
 from offset_restore.workflow import RunInput, prepare_work
+from pydantic import ValidationError
+
+from handlers.requests import PrepareRequest, parse
 
 
 @tracer.capture_lambda_handler
@@ -20,7 +23,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     bucket = os.environ.get("RESTORE_BUCKET")
     if not bucket:
         raise BadInputError("the function's environment is incomplete or invalid: RESTORE_BUCKET not set")
-    run = RunInput.model_validate({k: v for k, v in event["run"].items() if k in RunInput.model_fields})
+    request = parse(PrepareRequest, event, "prepare")
+    try:
+        run = RunInput.model_validate({k: v for k, v in request.run.items() if k in RunInput.model_fields})
+    except ValidationError as error:
+        raise BadInputError(f"invalid prepare request: {error}") from None
     logger.append_keys(restore_id=run.restore_id)
     s3 = boto3.client("s3")
     snapshots = SnapshotRepository(S3Store(bucket, os.environ.get("SNAPSHOT_PREFIX", ""), s3))

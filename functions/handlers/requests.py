@@ -13,6 +13,7 @@ __all__ = [
     "BatchRequest",
     "CheckRequest",
     "LockRequest",
+    "PrepareRequest",
     "ReportRequest",
     "SummarizeRequest",
     "parse",
@@ -56,6 +57,13 @@ class LockRequest(ApplyRequest):
 
 class SummarizeRequest(ApplyRequest):
     retries_left: int = Field(default=0, ge=0)
+
+
+class PrepareRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    run: dict[str, Any]
+    """The validated execution input, as the Validate state returned it."""
 
 
 class ReportRequest(BaseModel):

@@ -23,10 +23,11 @@ def _defaults() -> dict[str, Any]:
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    raw = event.get("input")
+    raw = event.get("input") if isinstance(event, dict) else None
     if not isinstance(raw, dict):
         raise BadInputError("invalid execution input: it must be a JSON object")
-    run = validate_input({**raw, "execution_name": event.get("execution_name")}, _defaults())
+    name = event.get("execution_name")
+    run = validate_input({**raw, "execution_name": name if isinstance(name, str) else None}, _defaults())
     logger.append_keys(restore_id=run.restore_id)
     logger.info("run validated", extra={"mode": run.mode})
     # Loop counters the state machine carries from state to state (JSONPath has no variables).
