@@ -212,6 +212,7 @@ class OffsetRestoreStack(Stack):
                         f"every {kind} of cluster {cluster.name} only: which consumer groups and topics a "
                         "restore covers is decided per run, not at deploy time"
                     )
+        self.acknowledged = reasons
         Validations.of(self).acknowledge(
             *(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason) for rule, reason in reasons.items())
         )
