@@ -52,43 +52,58 @@ def audit() -> dict[str, int]:
         return dict(json.loads(out.read_text())) if out.exists() else {}
 
 
+def _table(title: str, header: str, align: str, rows: list[str]) -> list[str]:
+    return ["", f"### {title}", "", f"| {header} |", f"|{align}|", *(f"| {row} |" for row in rows)]
+
+
+def _yes(value: object) -> str:
+    return "yes" if value else "NO"
+
+
 def tables(records: list[dict[str, Any]], audited: dict[str, int]) -> str:
-    by_kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    kind: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in records:
-        by_kind[row["kind"]].append(row)
-    lines = ["### Network faults (a TCP proxy between us and the broker)", ""]
-    lines += ["| phase | fault | runs | faults injected | correct after a re-run |", "|---|---|---:|---:|---:|"]
+        kind[row["kind"]].append(row)
     network: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
-    for row in by_kind["network"]:
+    for row in kind["network"]:
         network[(row["phase"], row["fault"])].append(row)
-    for (phase, fault), rows in network.items():
-        correct = sum(bool(r["correct"]) for r in rows)
-        lines.append(
-            f"| {phase} | {fault} | {len(rows)} | {sum(r['injected'] for r in rows)} | {correct}/{len(rows)} |"
-        )
-    lines += ["", "### Target reset between plan and apply (the broker restarted empty)", ""]
-    lines += ["| path | target after the restart | runs | refused, nothing written |", "|---|---|---:|---:|"]
-    for row in by_kind["target_reset"]:
-        lines.append(f"| {row['path']} | {row['case']} | 1 | {'yes' if row['correct'] else 'NO'} |")
-    lines += ["", "### Concurrency", ""]
-    lines += ["| trial | double commits | correct |", "|---|---:|---:|"]
-    for row in by_kind["concurrency"]:
-        lines.append(f"| {row['trial']} | {row['double_commits']} | {'yes' if row['correct'] else 'NO'} |")
-    lines += ["", "### Hostile input (hypothesis)", ""]
-    lines += ["| input kind | cases tried | failures found |", "|---|---:|---:|"]
-    for row in by_kind["fuzz"]:
-        lines.append(f"| {row['input']} | {row['cases']:,} | {row['failures']} |")
-    lines += ["", "### Security", ""]
-    lines += ["| check | found | |", "|---|---:|---|"]
-    for row in by_kind["security"]:
-        lines.append(f"| {row['check']} | {row['found']} | {row.get('note', '')} |")
+    security = [f"{r['check']} | {r['found']} | {r.get('note', '')}" for r in kind["security"]]
     if audited:
-        lines.append(
-            f"| dependencies with known vulnerabilities (pip-audit) | {audited['vulnerable']} | "
-            f"{audited['audited']} of {audited['packages']} packages audited; {audited['not_audited']} could not be "
-            "(the vulnerability service is unreachable from this network) |"
+        security.append(
+            f"dependencies with known vulnerabilities (pip-audit) | {audited['vulnerable']} | {audited['audited']} of "
+            f"{audited['packages']} packages audited; {audited['not_audited']} could not be (the vulnerability "
+            "service is unreachable from this network)"
         )
-    return "\n".join(lines) + "\n"
+    lines = _table(
+        "Network faults (a TCP proxy between us and the broker)",
+        "phase | fault | runs | faults injected | correct after a re-run",
+        "---|---|---:|---:|---:",
+        [
+            f"{phase} | {fault} | {len(rows)} | {sum(r['injected'] for r in rows)} | "
+            f"{sum(bool(r['correct']) for r in rows)}/{len(rows)}"
+            for (phase, fault), rows in network.items()
+        ],
+    )
+    lines += _table(
+        "Target reset between plan and apply (the broker restarted empty)",
+        "path | target after the restart | refused, nothing written",
+        "---|---|---:",
+        [f"{r['path']} | {r['case']} | {_yes(r['correct'])}" for r in kind["target_reset"]],
+    )
+    lines += _table(
+        "Concurrency",
+        "trial | double commits | correct",
+        "---|---:|---:",
+        [f"{r['trial']} | {r['double_commits']} | {_yes(r['correct'])}" for r in kind["concurrency"]],
+    )
+    lines += _table(
+        "Hostile input (hypothesis)",
+        "input kind | cases tried | failures found",
+        "---|---:|---:",
+        [f"{r['input']} | {r['cases']:,} | {r['failures']}" for r in kind["fuzz"]],
+    )
+    lines += _table("Security", "check | found | ", "---|---:|---", security)
+    return "\n".join(lines[1:]) + "\n"
 
 
 def main() -> int:
