@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from offset_restore.apply import NO_ANSWER
 from offset_restore.plan_model import PlanEntry, PlanSummary
 
 __all__ = ["ADVICE", "Headline", "headline", "render_report"]
@@ -26,8 +27,15 @@ ADVICE = {
     "its consumers and run again (or allow_rewind, if moving it back is intended).",
     "failed": "The broker refused part of the group's commit. Check the target cluster and run again; the "
     "previous offsets are kept in the table for a rollback.",
+    "unanswered": "The commit went out but the cluster stopped answering before it confirmed: each group holds "
+    "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
+    "answers: it reads the target first and finishes them.",
 }
-ATTENTION = ("failed", "skipped", "pending", "unmapped")
+ATTENTION = ("unanswered", "failed", "skipped", "pending", "unmapped")
+
+
+def _needs_attention(entry: PlanEntry) -> str:
+    return "unanswered" if entry.status == "mapped" and entry.reason == NO_ANSWER else entry.status
 
 
 class Headline(dict[str, Any]):
@@ -69,7 +77,7 @@ def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
     for entry in entries:
         by_group[entry.group].append(entry)
-    attention = {status: sorted({e.group for e in entries if e.status == status}) for status in ATTENTION}
+    attention = {status: sorted({e.group for e in entries if _needs_attention(e) == status}) for status in ATTENTION}
     document = {
         "restore_id": run.get("restore_id"),
         "outcome": outcome,
@@ -132,7 +140,7 @@ def _markdown(view: _View) -> str:
         if groups:
             lines += ["", f"## {status.capitalize()} ({_groups(len(groups))})", "", ADVICE[status], ""]
             for group in groups:
-                reasons = {e.reason for e in by_group[group] if e.status == status and e.reason}
+                reasons = {e.reason for e in by_group[group] if _needs_attention(e) == status and e.reason}
                 lines.append(f"- {group}: {'; '.join(sorted(reasons)) or status}")
     lines += [
         "",
@@ -182,7 +190,7 @@ def _html(view: _View) -> str:
                 f"<p>{e(ADVICE[status])}</p><ul>"
             )
             for group in groups:
-                reasons = sorted({x.reason for x in by_group[group] if x.status == status and x.reason})
+                reasons = sorted({x.reason for x in by_group[group] if _needs_attention(x) == status and x.reason})
                 parts.append(f"<li>{e(group)}: {e('; '.join(reasons) or status)}</li>")
             parts.append("</ul></section>")
     parts.append("<h2>Groups</h2>")

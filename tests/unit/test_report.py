@@ -78,3 +78,15 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
     markdown = files["report.md"].decode()
     assert "**2 of 4 groups restored**" in markdown and "## Pending (1 group)" in markdown
     assert "- audit: the restore has reached source offset 40" in markdown
+
+
+def test_groups_whose_commit_got_no_answer_are_named_with_what_to_do() -> None:
+    from offset_restore.apply import NO_ANSWER
+
+    entries = [entry("billing", 0, "committed"), entry("ledger", 0, "mapped", reason=NO_ANSWER)]
+    files = render_report({"restore_id": "r-2"}, entries, "failed")
+    document = json.loads(files["report.json"])
+    assert document["attention"]["unanswered"] == {"groups": ["ledger"], "what_to_do": ADVICE["unanswered"]}
+    assert "## Unanswered (1 group)" in files["report.md"].decode()
+    assert f"- ledger: {NO_ANSWER}" in files["report.md"].decode()
+    assert "Unanswered: 1 groups" in files["report.html"].decode()
