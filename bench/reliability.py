@@ -39,7 +39,18 @@ def run_tests(figures: Path, fault_trials: int, fuzz_examples: int) -> int:
         "FAULT_TRIALS": str(fault_trials),
         "FUZZ_EXAMPLES": str(fuzz_examples),
     }
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "timeout=900", *TESTS]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        "-o",
+        "timeout=900",
+        "--durations=10",
+        *TESTS,
+    ]
     return subprocess.run(command, cwd=ROOT, env=env, check=False).returncode
 
 

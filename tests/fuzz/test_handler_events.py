@@ -21,7 +21,7 @@ from tests.helpers import Brokers, LambdaContext
 
 pytestmark = pytest.mark.integration
 
-HANDLER_EXAMPLES = max(20, int(os.environ.get("FUZZ_EXAMPLES", "150")) // 5)
+HANDLER_EXAMPLES = max(20, int(os.environ.get("FUZZ_EXAMPLES", "150")) // 20)
 KEYS = [
     "input",
     "execution_name",
