@@ -87,7 +87,7 @@ def tables(records: list[dict[str, Any]], audited: dict[str, int]) -> str:
         )
     lines = _table(
         "Network faults (a TCP proxy between us and the broker)",
-        "phase | fault | runs | faults injected | correct after a re-run",
+        "phase | fault | runs | faults injected | correct (after a re-run where one was needed)",
         "---|---|---:|---:|---:",
         [
             f"{phase} | {fault} | {len(rows)} | {sum(r['injected'] for r in rows)} | "
