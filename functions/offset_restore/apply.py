@@ -382,19 +382,17 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
         else:
             entry.verified = True
             report.verified += 1
-    pending = {
-        tp: sorted({e.target_offset for e in entries if e.target_offset is not None}) for tp, entries in checks.items()
-    }
-    seen: dict[tuple[TP, int], str | None] = {}
+    pending = {tp: {e.target_offset for e in entries if e.target_offset is not None} for tp, entries in checks.items()}
+    seen: dict[tuple[TP, int], str] = {}
     while any(pending.values()):
-        positions = {tp: offsets.pop(0) for tp, offsets in pending.items() if offsets}
+        positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
         for tp, answer in target.fetch(positions, partition_max_bytes=64 * 1024).items():
-            record = next((r for r in answer.records if r.offset == positions[tp]), None)
-            seen[(tp, positions[tp])] = fingerprint(record.key, record.value, record.headers) if record else None
+            offsets = pending[tp]
             for r in answer.records:  # the window often holds the next offsets asked for too
-                if r.offset in pending.get(tp, []):
+                if r.offset in offsets:
                     seen[(tp, r.offset)] = fingerprint(r.key, r.value, r.headers)
-                    pending[tp].remove(r.offset)
+                    offsets.discard(r.offset)
+            offsets.discard(positions[tp])  # not in the log: it stays unseen and fails verification
     for tp, entries in checks.items():
         for entry in entries:
             assert entry.target_offset is not None

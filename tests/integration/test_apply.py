@@ -195,3 +195,17 @@ def test_bad_plans_are_refused(scene: Callable[..., Restored], tmp_path: Path) -
     )
     assert status == 1 and "cannot reach Kafka" in err
     assert s.offsets("a") == {}
+
+
+def test_a_record_that_is_not_the_expected_one_fails_verification_by_name(scene: Callable[..., Restored]) -> None:
+    s = scene({"a": {0: 50, 1: 5}, "b": {0: 100}})
+    document = json.loads(s.plan_path.read_text())
+    wrong = next(e for e in document["entries"] if e["expected_fingerprint"])
+    wrong["expected_fingerprint"] = "0" * len(wrong["expected_fingerprint"])
+    s.plan_path.write_text(json.dumps(document))
+    status, out, err = s.apply()
+    assert status == 1, out + err
+    assert "1 did not verify" in out and "another record is there" in out + err
+    verified = {(e.group, e.partition): e.verified for e in s.plan().entries}
+    assert verified[(wrong["group"], wrong["partition"])] is False
+    assert sum(1 for v in verified.values() if v) == len(verified) - 1
