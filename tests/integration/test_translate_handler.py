@@ -81,3 +81,35 @@ def test_split_work_keeps_groups_whole() -> None:
         for i, n in enumerate([3, 3, 5, 12, 1])
     ]
     assert [[g.group for g in batch] for batch in split_work(groups, 6)] == [["g0", "g1"], ["g2"], ["g3"], ["g4"]]
+
+
+def test_translating_again_never_overwrites_what_apply_wrote(table: str) -> None:
+    """A mapping that apply committed (or skipped) keeps its status, previous offset and verification
+    when the same work item is translated again; a pending one is replaced; a new one is added."""
+    from offset_restore.plan_model import PlanEntry, Status
+
+    def entry(partition: int, status: Status, offset: int | None = 7) -> PlanEntry:
+        return PlanEntry(
+            group="g",
+            topic="t",
+            partition=partition,
+            target_topic="t",
+            source_offset=9,
+            target_offset=offset,
+            method="header" if offset is not None else None,
+            status=status,
+        )
+
+    store = MappingStore(table, boto3.client("dynamodb"))
+    assert store.put("r", [entry(0, "mapped"), entry(1, "pending", None), entry(2, "mapped")]) == {
+        "written": 3,
+        "unchanged": 0,
+    }
+    applied = entry(0, "committed").model_copy(update={"previous_target_offset": 3, "verified": True})
+    store.save("r", [applied])
+    again = [entry(0, "mapped", 8), entry(1, "mapped", 5), entry(2, "mapped", 9), entry(3, "mapped")]
+    assert store.put("r", again) == {"written": 2, "unchanged": 2}
+    stored = {e.partition: e for e in store.entries("r")}
+    assert (stored[0].status, stored[0].target_offset, stored[0].previous_target_offset) == ("committed", 7, 3)
+    assert (stored[1].status, stored[1].target_offset) == ("mapped", 5)
+    assert stored[2].target_offset == 7 and stored[3].status == "mapped"
