@@ -109,15 +109,18 @@ class OffsetRestoreStack(Stack):
             "Lock": f("Lock", "lock", table_env),
             "Prepare": f("Prepare", "prepare", bucket_env),
             "Translate": f("Translate", "translate", {**target_env, **table_env, **bucket_env}),
-            "Summarize": f("Summarize", "summarize", table_env),
-            "CheckEmpty": f("CheckEmpty", "check_empty", {**target_env, **table_env}),
-            "Commit": f("Commit", "commit", {**target_env, **table_env}),
+            "Summarize": f("Summarize", "summarize", {**table_env, **bucket_env}),
+            "CheckEmpty": f("CheckEmpty", "check_empty", {**target_env, **table_env, **bucket_env}),
+            "Commit": f("Commit", "commit", {**target_env, **table_env, **bucket_env}),
             "Report": f("Report", "report", {**table_env, **bucket_env, "TOPIC_ARN": self.topic.topic_arn}),
         }
         self.functions = functions
         self.bucket.grant_read_write(self.snapshot_function)
         self.bucket.grant_read_write(functions["Prepare"])
         self.bucket.grant_read(functions["Translate"])
+        self.bucket.grant_read_write(functions["Summarize"])  # writes the commit index
+        self.bucket.grant_read(functions["CheckEmpty"])
+        self.bucket.grant_read(functions["Commit"])
         self.bucket.grant_read_write(functions["Report"])
         for name in ("Lock", "Translate", "Commit"):
             self.table.grant_read_write_data(functions[name])

@@ -11,7 +11,7 @@ from offset_restore.apply_steps import check_empty
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
-from offset_restore.settings import ApplySettings, read_secret
+from offset_restore.settings import ApplySettings, read_secret, restore_folder
 
 from handlers.requests import CheckRequest, parse
 
@@ -31,6 +31,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             started_at=request.started_at,
             timeout_s=request.timeout_seconds,
             fail_on_timeout=request.on_wait_timeout == "fail",
+            index=restore_folder(request.restore_id),
         )
     metrics.add_metric(name="GroupsStillActive", unit=MetricUnit.Count, value=len(result.active))
     return {**result.model_dump(mode="json"), "all_empty": result.all_empty}

@@ -8,7 +8,7 @@ import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, tracer
-from offset_restore.settings import table_from_env
+from offset_restore.settings import restore_folder, table_from_env
 from offset_restore.workflow import summarize
 
 from handlers.requests import SummarizeRequest, parse
@@ -20,6 +20,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(SummarizeRequest, event, "summarize")
     logger.append_keys(restore_id=request.restore_id)
     result = summarize(
-        request.restore_id, MappingStore(table_from_env(), boto3.client("dynamodb")), request.retries_left
+        request.restore_id,
+        MappingStore(table_from_env(), boto3.client("dynamodb")),
+        request.retries_left,
+        index=restore_folder(request.restore_id),
     )
     return result.model_dump(mode="json")

@@ -19,9 +19,10 @@ from offset_restore.apply import (
     check_entries_fit,
     verify_groups,
 )
+from offset_restore.commit_index import COMMIT_BATCH_GROUPS, commit_candidates, read_batch, read_groups
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef, Plan, PlanEntry
-from offset_restore.workflow import COMMIT_BATCH_GROUPS, commit_candidates
+from offset_restore.storage import BlobStore
 
 __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "verify_batch"]
 
@@ -77,16 +78,22 @@ def check_empty(
     timeout_s: float | None = None,
     fail_on_timeout: bool = False,
     now: float | None = None,
+    index: BlobStore | None = None,
 ) -> EmptyCheck:
     """Which groups are still active. With a wait start and timeout, also whether the wait is over;
-    ``fail_on_timeout`` raises ``WaitTimeoutError`` then, naming the active groups."""
+    ``fail_on_timeout`` raises ``WaitTimeoutError`` then, naming the active groups. With the
+    restore's commit ``index`` the groups come from it, not from every mapping in the table."""
     now = time.time() if now is None else now
     started_at = now if started_at is None else started_at
-    groups = _by_group(mappings.entries(restore_id))
-    waiting = sorted(g for g, entries in groups.items() if any(e.status == "pending" for e in entries))
-    writable = sorted(
-        g for g, entries in groups.items() if g not in waiting and any(e.status == "mapped" for e in entries)
-    )
+    if index is not None:
+        listed = read_groups(index)
+        waiting, writable = listed.waiting, listed.writable
+    else:
+        groups = _by_group(mappings.entries(restore_id))
+        waiting = sorted(g for g, entries in groups.items() if any(e.status == "pending" for e in entries))
+        writable = sorted(
+            g for g, entries in groups.items() if g not in waiting and any(e.status == "mapped" for e in entries)
+        )
     infos = target.describe_groups(writable) if writable else {}
     active = [g for g in writable if infos.get(g) and infos[g].state not in WRITABLE_STATES]
     timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s
@@ -123,16 +130,23 @@ def commit_groups(
     mappings: MappingStore,
     *,
     allow_rewind: bool,
+    index: BlobStore | None = None,
 ) -> CommitResult:
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
     are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
-    again commits nothing twice."""
-    everything = mappings.entries(restore_id)  # one query: the table is read per restore anyway
-    if isinstance(groups, int):
-        candidates = commit_candidates(everything)
-        selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
+    again commits nothing twice. With the restore's commit ``index`` a numbered batch reads only its
+    own mappings, by key."""
+    if isinstance(groups, int) and index is not None:
+        batch = read_batch(index, groups)
+        selected = set(batch.groups)
+        everything = mappings.entries_by_keys(restore_id, batch.keys)
     else:
-        selected = set(groups)
+        everything = mappings.entries(restore_id)
+        if isinstance(groups, int):
+            candidates = commit_candidates(everything)
+            selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
+        else:
+            selected = set(groups)
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected])
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)

@@ -76,20 +76,28 @@ class MappingStore:
 
     def _statuses(self, restore_id: str, sort_keys: list[str]) -> dict[str, str]:
         """The status of each existing entry, by sort key."""
+        items = self._batch_get(restore_id, sort_keys, projection="sk, #status")
+        return {item["sk"]["S"]: item["status"]["S"] for item in items}
+
+    def entries_by_keys(self, restore_id: str, sort_keys: list[str]) -> list[PlanEntry]:
+        """The entries with these sort keys (a commit batch's, from the commit index)."""
+        return [
+            PlanEntry.model_validate({k: _value(v) for k, v in item.items() if k not in ("pk", "sk")})
+            for item in self._batch_get(restore_id, sort_keys)
+        ]
+
+    def _batch_get(self, restore_id: str, sort_keys: list[str], projection: str | None = None) -> list[dict[str, Any]]:
+        """Items by key, 100 per BatchGetItem, strongly consistent; unprocessed keys read again."""
         from botocore.exceptions import ClientError
 
-        found: dict[str, str] = {}
+        found: list[dict[str, Any]] = []
         pk = {"S": f"RESTORE#{restore_id}"}
         unique = list(dict.fromkeys(sort_keys))
         for start in range(0, len(unique), 100):
-            request: Any = {
-                self.table: {
-                    "Keys": [{"pk": pk, "sk": {"S": sk}} for sk in unique[start : start + 100]],
-                    "ProjectionExpression": "sk, #status",
-                    "ExpressionAttributeNames": {"#status": "status"},
-                    "ConsistentRead": True,
-                }
-            }
+            keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in unique[start : start + 100]]}
+            if projection:
+                keys.update(ProjectionExpression=projection, ExpressionAttributeNames={"#status": "status"})
+            request: Any = {self.table: {**keys, "ConsistentRead": True}}
             for attempt in range(8):
                 try:
                     answer = self.client.batch_get_item(RequestItems=request)
@@ -97,8 +105,7 @@ class MappingStore:
                     raise StorageError(
                         f"cannot read mappings of {restore_id} from table {self.table}: {error}"
                     ) from None
-                for item in answer.get("Responses", {}).get(self.table, []):
-                    found[item["sk"]["S"]] = item["status"]["S"]
+                found.extend(answer.get("Responses", {}).get(self.table, []))
                 request = answer.get("UnprocessedKeys") or {}
                 if not request:
                     break

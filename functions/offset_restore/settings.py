@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from offset_restore.connection import ConnectionSettings, SaslMechanism, SecurityProtocol
 from offset_restore.errors import BadInputError
+from offset_restore.storage import BlobStore
 
 __all__ = [
     "ApplySettings",
@@ -20,6 +21,7 @@ __all__ = [
     "TranslateSettings",
     "cluster_from_env",
     "read_secret",
+    "restore_folder",
     "table_from_env",
 ]
 
@@ -153,3 +155,16 @@ def table_from_env(env: Mapping[str, str] | None = None) -> str:
     if not env.get("TABLE_NAME"):
         raise BadInputError("the function's environment is incomplete or invalid: TABLE_NAME not set")
     return env["TABLE_NAME"]
+
+
+def restore_folder(restore_id: str, env: Mapping[str, str] | None = None) -> BlobStore | None:
+    """The restore's folder in ``RESTORE_BUCKET`` (its work items, commit index and report), or None
+    when the function has no bucket."""
+    env = os.environ if env is None else env
+    if not env.get("RESTORE_BUCKET"):
+        return None
+    import boto3
+
+    from offset_restore.storage import S3Store
+
+    return S3Store(env["RESTORE_BUCKET"], f"restores/{restore_id}", boto3.client("s3"))

@@ -8,10 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from offset_restore.commit_index import COMMIT_BATCH_GROUPS, commit_candidates, write_index
 from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
-from offset_restore.mapping_store import MappingStore
-from offset_restore.plan_model import PlanEntry, PlanSummary
+from offset_restore.mapping_store import MappingStore, entry_key
+from offset_restore.plan_model import PlanSummary
 from offset_restore.snapshot_model import parse_time, validate_name
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
@@ -19,17 +20,14 @@ from offset_restore.translate import STRATEGIES, Strategy
 from offset_restore.work_items import WorkItem, split_work
 
 __all__ = [
-    "COMMIT_BATCH_GROUPS",
     "RunInput",
     "Summary",
-    "commit_candidates",
     "prepare_work",
     "summarize",
     "validate_input",
 ]
 
 WORK_ITEM_GROUP_PARTITIONS = 2_000
-COMMIT_BATCH_GROUPS = 500
 
 
 class WaitSettings(BaseModel):
@@ -159,26 +157,18 @@ class Summary(BaseModel):
     """How many more times the workflow may wait for a running restore to reach pending entries."""
 
 
-def commit_candidates(entries: list[PlanEntry]) -> list[str]:
-    """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
-    numbers keep their meaning while batches commit)."""
-    by_group: dict[str, list[PlanEntry]] = {}
-    for entry in entries:
-        by_group.setdefault(entry.group, []).append(entry)
-    return sorted(
-        group
-        for group, es in by_group.items()
-        if not any(e.status == "pending" for e in es) and any(e.status in ("mapped", "committed") for e in es)
-    )
-
-
-def summarize(restore_id: str, mappings: MappingStore, retries_left: int) -> Summary:
+def summarize(restore_id: str, mappings: MappingStore, retries_left: int, index: BlobStore | None = None) -> Summary:
+    """Count the mappings; with ``index``, also write the commit index the apply steps read."""
     entries = mappings.entries(restore_id)
     summary = PlanSummary.of(entries)
-    count = len(commit_candidates(entries))
+    if index is not None:
+        batches = write_index(index, entries, lambda e: entry_key(restore_id, e)["sk"]["S"])
+    else:
+        count = len(commit_candidates(entries))
+        batches = (count + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
     return Summary(
         summary=summary,
         pending=summary.pending,
-        commit_batches=list(range((count + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS)),
+        commit_batches=list(range(batches)),
         retries_left=max(0, retries_left - (1 if summary.pending else 0)),
     )

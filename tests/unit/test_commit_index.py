@@ -1,0 +1,57 @@
+"""The commit index: batches of whole groups in name order, the keys of all their mappings, and
+which groups wait for pending entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from offset_restore import commit_index
+from offset_restore.commit_index import read_batch, read_groups, write_index
+from offset_restore.errors import BadInputError
+from offset_restore.plan_model import PlanEntry, Status
+from offset_restore.storage import open_location
+
+
+def entry(group: str, partition: int, status: Status) -> PlanEntry:
+    offset = None if status in ("pending", "unmapped") else 3
+    return PlanEntry(
+        group=group,
+        topic="t",
+        partition=partition,
+        target_topic="t",
+        source_offset=5,
+        target_offset=offset,
+        method="header" if offset is not None else None,
+        status=status,
+    )
+
+
+def test_batches_hold_whole_groups_and_waiting_groups_are_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(commit_index, "COMMIT_BATCH_GROUPS", 2)
+    entries = [
+        entry("c", 0, "mapped"),
+        entry("c", 1, "unmapped"),
+        entry("a", 0, "committed"),
+        entry("a", 1, "mapped"),
+        entry("b", 0, "pending"),
+        entry("b", 1, "mapped"),
+        entry("d", 0, "mapped"),
+        entry("e", 0, "unmapped"),
+    ]
+    store = open_location(str(tmp_path))
+    assert write_index(store, entries, lambda e: f"MAP#{e.group}#{e.topic}#{e.partition}") == 2
+    groups = read_groups(store)
+    assert (groups.writable, groups.waiting, groups.batches) == (["a", "c", "d"], ["b"], 2)
+    first, second = read_batch(store, 0), read_batch(store, 1)
+    assert first.groups == ["a", "c"] and second.groups == ["d"]
+    assert first.keys == ["MAP#a#t#0", "MAP#a#t#1", "MAP#c#t#0", "MAP#c#t#1"]
+    with pytest.raises(BadInputError, match=r"no commit batch 2 .*summarize the restore again"):
+        read_batch(store, 2)
+
+
+def test_no_index_is_named(tmp_path: Path) -> None:
+    with pytest.raises(BadInputError, match=r"no commit index .*the summarize step has not run"):
+        read_groups(open_location(str(tmp_path)))
