@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(PY) -m bench.snapshot_bench
 	$(PY) -m bench.plan_bench
 	$(PY) -m bench.apply_bench
+	$(PY) -m bench.workflow_cost
 
 figures: $(STAMP)
 	$(PY) -m bench.reliability
