@@ -16,6 +16,7 @@ from offset_restore.connection import ConnectionSettings
 from offset_restore.fingerprint import fingerprint
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_broker import LocalBroker
+from offset_restore.plan_model import PlanEntry, Status
 
 _counter = itertools.count()
 
@@ -149,3 +150,19 @@ class LambdaContext:
 
     def get_remaining_time_in_millis(self) -> int:
         return 600_000
+
+
+def plan_entry(group: str, partition: int, status: Status, offset: int | None = 7) -> PlanEntry:
+    """A plan entry on topic ``t`` (no target offset for pending and unmapped entries)."""
+    if status in ("pending", "unmapped"):
+        offset = None
+    return PlanEntry(
+        group=group,
+        topic="t",
+        partition=partition,
+        target_topic="t",
+        source_offset=9,
+        target_offset=offset,
+        method="header" if offset is not None else None,
+        status=status,
+    )

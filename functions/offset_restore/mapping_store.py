@@ -88,7 +88,6 @@ class MappingStore:
 
     def _batch_get(self, restore_id: str, sort_keys: list[str], projection: str | None = None) -> list[dict[str, Any]]:
         """Items by key, 100 per BatchGetItem, strongly consistent; unprocessed keys read again."""
-        from botocore.exceptions import ClientError
 
         found: list[dict[str, Any]] = []
         pk = {"S": f"RESTORE#{restore_id}"}
@@ -98,20 +97,8 @@ class MappingStore:
             if projection:
                 keys.update(ProjectionExpression=projection, ExpressionAttributeNames={"#status": "status"})
             request: Any = {self.table: {**keys, "ConsistentRead": True}}
-            for attempt in range(8):
-                try:
-                    answer = self.client.batch_get_item(RequestItems=request)
-                except ClientError as error:
-                    raise StorageError(
-                        f"cannot read mappings of {restore_id} from table {self.table}: {error}"
-                    ) from None
+            for answer in self._until_processed(self.client.batch_get_item, request, "UnprocessedKeys", restore_id):
                 found.extend(answer.get("Responses", {}).get(self.table, []))
-                request = answer.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(0.05 * 2**attempt)  # throttled: back off and read the rest
-            else:
-                raise StorageError(f"table {self.table} kept throttling the reads of {restore_id}")
         return found
 
     @staticmethod
@@ -127,21 +114,29 @@ class MappingStore:
         self._batch_write(restore_id, [self._item(entry_key(restore_id, entry), entry) for entry in entries])
 
     def _batch_write(self, restore_id: str, items: list[dict[str, Any]]) -> None:
+        for start in range(0, len(items), 25):
+            request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+            self._until_processed(self.client.batch_write_item, request, "UnprocessedItems", restore_id)
+
+    def _until_processed(self, call: Any, request: Any, leftover: str, restore_id: str) -> list[Any]:
+        """Send a batch request, then again with what DynamoDB left unprocessed (throttling), backing
+        off; returns every answer."""
         from botocore.exceptions import ClientError
 
-        for start in range(0, len(items), 25):
-            requests: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
-            for attempt in range(8):
-                try:
-                    answer = self.client.batch_write_item(RequestItems=requests)
-                except ClientError as error:
-                    raise StorageError(f"cannot save mappings of {restore_id} to table {self.table}: {error}") from None
-                requests = answer.get("UnprocessedItems") or {}
-                if not requests:
-                    break
-                time.sleep(0.05 * 2**attempt)  # throttled: back off and write the rest
-            else:
-                raise StorageError(f"table {self.table} kept throttling the mappings of {restore_id}")
+        answers = []
+        for attempt in range(8):
+            try:
+                answer = call(RequestItems=request)
+            except ClientError as error:
+                raise StorageError(
+                    f"cannot access the mappings of {restore_id} in table {self.table}: {error}"
+                ) from None
+            answers.append(answer)
+            request = answer.get(leftover) or {}
+            if not request:
+                return answers
+            time.sleep(0.05 * 2**attempt)
+        raise StorageError(f"table {self.table} kept throttling the mappings of {restore_id}")
 
     def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
         wanted = set(groups) if groups is not None else None

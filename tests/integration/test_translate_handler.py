@@ -11,10 +11,11 @@ from offset_restore.cluster_types import TP
 from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import PlanEntry, Status
 from offset_restore.snapshot import SnapshotOptions, take_snapshot
 from offset_restore.work_items import WorkItem, split_work
 
-from tests.helpers import Brokers, LambdaContext, commit, produce, restore, unique
+from tests.helpers import Brokers, LambdaContext, commit, plan_entry, produce, restore, unique
 
 
 @pytest.fixture
@@ -86,19 +87,9 @@ def test_split_work_keeps_groups_whole() -> None:
 def test_translating_again_never_overwrites_what_apply_wrote(table: str) -> None:
     """A mapping that apply committed (or skipped) keeps its status, previous offset and verification
     when the same work item is translated again; a pending one is replaced; a new one is added."""
-    from offset_restore.plan_model import PlanEntry, Status
 
     def entry(partition: int, status: Status, offset: int | None = 7) -> PlanEntry:
-        return PlanEntry(
-            group="g",
-            topic="t",
-            partition=partition,
-            target_topic="t",
-            source_offset=9,
-            target_offset=offset,
-            method="header" if offset is not None else None,
-            status=status,
-        )
+        return plan_entry("g", partition, status, offset)
 
     store = MappingStore(table, boto3.client("dynamodb"))
     assert store.put("r", [entry(0, "mapped"), entry(1, "pending", None), entry(2, "mapped")]) == {

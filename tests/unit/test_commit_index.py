@@ -12,19 +12,11 @@ from offset_restore.errors import BadInputError
 from offset_restore.plan_model import PlanEntry, Status
 from offset_restore.storage import open_location
 
+from tests.helpers import plan_entry
+
 
 def entry(group: str, partition: int, status: Status) -> PlanEntry:
-    offset = None if status in ("pending", "unmapped") else 3
-    return PlanEntry(
-        group=group,
-        topic="t",
-        partition=partition,
-        target_topic="t",
-        source_offset=5,
-        target_offset=offset,
-        method="header" if offset is not None else None,
-        status=status,
-    )
+    return plan_entry(group, partition, status, 3)
 
 
 def test_batches_hold_whole_groups_and_waiting_groups_are_listed(
