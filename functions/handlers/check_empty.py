@@ -34,4 +34,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             index=restore_folder(request.restore_id),
         )
     metrics.add_metric(name="GroupsStillActive", unit=MetricUnit.Count, value=len(result.active))
-    return {**result.model_dump(mode="json"), "all_empty": result.all_empty}
+    return result.output()

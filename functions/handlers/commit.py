@@ -56,7 +56,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 allow_rewind=request.allow_rewind,
                 index=restore_folder(request.restore_id),
             )
-        return result.model_dump(mode="json")
+        return result.output()
 
     answer = commit_batch(batch=request.model_dump(mode="json"))
     metrics.add_metric(name="GroupsCommitted", unit=MetricUnit.Count, value=len(answer["committed"]))

@@ -28,4 +28,4 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             request.restore_id, request.groups or [], target, MappingStore(settings.table, boto3.client("dynamodb"))
         )
     metrics.add_metric(name="PartitionsVerified", unit=MetricUnit.Count, value=result.verified)
-    return result.model_dump(mode="json")
+    return result.output()

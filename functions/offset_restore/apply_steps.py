@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -27,6 +28,15 @@ from offset_restore.storage import BlobStore
 __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "verify_batch"]
 
 
+NAMES_IN_OUTPUT = 20
+"""Group names a step returns per list; the counts are whole. A state's payload is limited to 256 KB
+and a large estate has tens of thousands of groups: the full lists live in DynamoDB and the report."""
+
+
+def _first(names: Sequence[str]) -> list[str]:
+    return list(names[:NAMES_IN_OUTPUT])
+
+
 class EmptyCheck(BaseModel):
     empty: list[str]
     active: list[str]
@@ -40,6 +50,18 @@ class EmptyCheck(BaseModel):
     def all_empty(self) -> bool:
         return not self.active
 
+    def output(self) -> dict[str, Any]:
+        """What the step returns to the state machine: bounded whatever the number of groups."""
+        return {
+            "empty": _first(self.empty),
+            "active": _first(self.active),
+            "waiting": _first(self.waiting),
+            "counts": {"empty": len(self.empty), "active": len(self.active), "waiting": len(self.waiting)},
+            "started_at": self.started_at,
+            "timed_out": self.timed_out,
+            "all_empty": self.all_empty,
+        }
+
 
 class CommitResult(BaseModel):
     committed: list[str]
@@ -49,6 +71,27 @@ class CommitResult(BaseModel):
     offsets_committed: int
     verified: int
     verify_failed: list[str]
+
+    def output(self) -> dict[str, Any]:
+        """What the step returns: bounded whatever the batch size (see ``NAMES_IN_OUTPUT``)."""
+        return {
+            "committed": _first(self.committed),
+            "unchanged": _first(self.unchanged),
+            "skipped": dict(sorted(self.skipped.items())[:NAMES_IN_OUTPUT]),
+            "failed": dict(sorted(self.failed.items())[:NAMES_IN_OUTPUT]),
+            "offsets_committed": self.offsets_committed,
+            "verified": self.verified,
+            "verify_failed": _first(self.verify_failed),
+            "counts": {
+                "committed": len(self.committed),
+                "unchanged": len(self.unchanged),
+                "skipped": len(self.skipped),
+                "failed": len(self.failed),
+                "offsets_committed": self.offsets_committed,
+                "verified": self.verified,
+                "verify_failed": len(self.verify_failed),
+            },
+        }
 
 
 def _plan(restore_id: str, target: str, entries: list[PlanEntry]) -> Plan:
