@@ -26,13 +26,14 @@ def follow(
     shown = 0
     started = time.monotonic()
     while True:
+        # The status first: when it says the run has ended, the history read next holds every state.
+        described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
         pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
         entered = [e for page in pages for e in page["events"] if "stateEnteredEventDetails" in e]
         for event in entered[shown:]:
             out.write(f"  {time.monotonic() - started:6.1f} s  {event['stateEnteredEventDetails']['name']}\n")
             out.flush()
         shown = len(entered)
-        described: dict[str, Any] = sfn.describe_execution(executionArn=execution_arn)
         if described["status"] != "RUNNING" or time.monotonic() - started > timeout_s:
             return described
         time.sleep(poll_s)
