@@ -95,17 +95,19 @@ class ApplyReport:
 Progress = Callable[[str, int, int], None]
 
 
-def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None) -> None:
-    """Refuse a plan made for another cluster, or one the target no longer fits: a topic or
-    partition gone, or a mapped offset outside the partition's log now (a broker that restarted
-    empty, a restore run again, retention that deleted the records) — nothing is written then."""
+def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *, mapped_must_fit: bool = True) -> None:
+    """Refuse a plan made for another cluster, or (``mapped_must_fit``: before an apply) one the
+    target no longer fits: a topic or partition gone, or a mapped offset outside the partition's log
+    now (a broker that restarted empty, a restore run again, retention that deleted the records) —
+    nothing is written then. A rollback only puts back previous offsets: it checks the cluster."""
     names = {target.cluster_id, *([target_name] if target_name else [])}
     if plan.target.cluster not in names:
         raise BadInputError(
             f"the plan is for target cluster {plan.target.cluster}, but these brokers are cluster "
             f"{target.cluster_id}; plan again against this cluster"
         )
-    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
+    if mapped_must_fit:
+        check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
 
 
 def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None:

@@ -86,6 +86,6 @@ def run_rollback(
     plan_file = PlanFile(plan_location)
     plan = plan_file.load()
     with connect(connection) as target, _locked(lock):
-        check_plan_fits(plan, target, target_name)
+        check_plan_fits(plan, target, target_name, mapped_must_fit=False)
         report = rollback_plan(plan, target, plan_file.save)
     return plan, report

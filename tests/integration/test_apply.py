@@ -209,3 +209,27 @@ def test_a_record_that_is_not_the_expected_one_fails_verification_by_name(scene:
     verified = {(e.group, e.partition): e.verified for e in s.plan().entries}
     assert verified[(wrong["group"], wrong["partition"])] is False
     assert sum(1 for v in verified.values() if v) == len(verified) - 1
+
+
+def test_rollback_is_not_blocked_by_entries_that_no_longer_fit(
+    scene: Callable[..., Restored], brokers: Brokers, target: KafkaCluster
+) -> None:
+    """Apply refuses a plan whose unwritten mappings lie outside the target's logs; a rollback only
+    puts back previous offsets, so the same plan still rolls back what was written."""
+    s = scene({"idle": {0: 30}, "busy": {0: 50}})
+    commit(target, s.groups["idle"], {TP(s.topic, 0): 3})
+    with active_member(brokers.target.bootstrap_servers, s.groups["busy"], s.topic):
+        status, out, _ = s.apply("--wait-timeout", "0", "--on-wait-timeout", "commit_empty")
+    assert status == 3 and s.offsets("idle") == {0: 20}, out
+    document = json.loads(s.plan_path.read_text())
+    for entry in document["entries"]:
+        if entry["group"] == s.groups["busy"]:
+            entry["target_offset"] = 10**9  # the target changed under the unwritten group
+    s.plan_path.write_text(json.dumps(document))
+    status, _, err = s.apply()
+    assert status == 2 and "lie outside the target's logs now" in err
+    status, out, err = run(
+        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers
+    )
+    assert status == 0, out + err
+    assert s.offsets("idle") == {0: 3}
