@@ -20,7 +20,13 @@ from offset_restore.apply import (
     check_entries_fit,
     verify_groups,
 )
-from offset_restore.commit_index import COMMIT_BATCH_GROUPS, commit_candidates, read_batch, read_groups
+from offset_restore.commit_index import (
+    COMMIT_BATCH_GROUPS,
+    commit_candidates,
+    read_batch,
+    read_groups,
+    writable_and_waiting,
+)
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef, Plan, PlanEntry
 from offset_restore.storage import BlobStore
@@ -105,13 +111,6 @@ def _plan(restore_id: str, target: str, entries: list[PlanEntry]) -> Plan:
     )
 
 
-def _by_group(entries: Sequence[PlanEntry]) -> dict[str, list[PlanEntry]]:
-    groups: dict[str, list[PlanEntry]] = {}
-    for entry in entries:
-        groups.setdefault(entry.group, []).append(entry)
-    return groups
-
-
 def check_empty(
     restore_id: str,
     target: ApplyTarget,
@@ -132,11 +131,7 @@ def check_empty(
         listed = read_groups(index)
         waiting, writable = listed.waiting, listed.writable
     else:
-        groups = _by_group(mappings.entries(restore_id))
-        waiting = sorted(g for g, entries in groups.items() if any(e.status == "pending" for e in entries))
-        writable = sorted(
-            g for g, entries in groups.items() if g not in waiting and any(e.status == "mapped" for e in entries)
-        )
+        writable, waiting = writable_and_waiting(mappings.entries(restore_id))
     infos = target.describe_groups(writable) if writable else {}
     active = [g for g in writable if infos.get(g) and infos[g].state not in WRITABLE_STATES]
     timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s

@@ -23,6 +23,7 @@ __all__ = [
     "commit_candidates",
     "read_batch",
     "read_groups",
+    "writable_and_waiting",
     "write_index",
 ]
 
@@ -65,6 +66,14 @@ def commit_candidates(entries: Sequence[PlanEntry]) -> list[str]:
     )
 
 
+def writable_and_waiting(entries: Sequence[PlanEntry]) -> tuple[list[str], list[str]]:
+    """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
+    by_group = _by_group(entries)
+    waiting = {g for g, es in by_group.items() if any(e.status == "pending" for e in es)}
+    writable = {g for g, es in by_group.items() if g not in waiting and any(e.status == "mapped" for e in es)}
+    return sorted(writable), sorted(waiting)
+
+
 def write_index(store: BlobStore, entries: Sequence[PlanEntry], sort_key: Callable[[PlanEntry], str]) -> int:
     """Write the index for ``entries`` (``sort_key(entry)`` gives a mapping's key); returns the
     number of commit batches."""
@@ -75,9 +84,8 @@ def write_index(store: BlobStore, entries: Sequence[PlanEntry], sort_key: Callab
         keys = [sort_key(e) for g in groups for e in by_group[g]]
         batch = CommitBatch(groups=groups, keys=keys)
         store.put(_batch_key(number), batch.model_dump_json().encode(), "application/json")
-    waiting = {g for g, es in by_group.items() if any(e.status == "pending" for e in es)}
-    writable = {g for g, es in by_group.items() if g not in waiting and any(e.status == "mapped" for e in es)}
-    index = CommitGroups(writable=sorted(writable), waiting=sorted(waiting), batches=len(batches))
+    writable, waiting = writable_and_waiting(entries)
+    index = CommitGroups(writable=writable, waiting=waiting, batches=len(batches))
     store.put(_GROUPS, index.model_dump_json().encode(), "application/json")
     return len(batches)
 

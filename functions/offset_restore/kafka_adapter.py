@@ -84,7 +84,6 @@ class KafkaCluster:
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_max_bytes = settings.fetch_max_bytes
         self.requests_sent: Counter[str] = Counter()
-        self.retries_made = 0
         self._producer: KafkaProducer | None = None
         try:
             self._admin = _within(
@@ -178,7 +177,6 @@ class KafkaCluster:
         retrying after one broker restart do not all come back at the same instant)."""
         ceiling = min(self.settings.retry_backoff_max_s, self.settings.retry_backoff_s * 2 ** (attempt - 1))
         delay = random.uniform(0, ceiling)
-        self.retries_made += 1
         log.warning(
             "%s failed (%s); attempt %d of %d in %.2f s", operation, type(error).__name__, attempt + 1, attempts, delay
         )
