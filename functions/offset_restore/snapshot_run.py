@@ -13,7 +13,7 @@ from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.offsets_topic import OffsetsTopicReader, snapshot_from_commits
-from offset_restore.snapshot import Progress, Snapshot, SnapshotOptions, count_groups, take_snapshot
+from offset_restore.snapshot import Progress, Snapshot, SnapshotOptions, SnapshotStream, count_groups, stream_snapshot
 from offset_restore.snapshot_model import SnapshotCounts
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
@@ -56,8 +56,9 @@ def run_snapshot(
         store.check_writable()
     started = time.perf_counter()
     with connect(connection) as cluster:
+        snapshot: Snapshot | SnapshotStream
         if offsets_topic is None:
-            snapshot = take_snapshot(cluster, options, progress=progress)
+            snapshot = stream_snapshot(cluster, options, progress=progress)
         else:
             snapshot = _from_offsets_topic(cluster, options, offsets_topic, as_of, progress)
         repository = SnapshotRepository(store)

@@ -16,7 +16,7 @@ from datetime import datetime
 from pydantic import ValidationError
 
 from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError
-from offset_restore.snapshot import Snapshot
+from offset_restore.snapshot import Snapshot, SnapshotStream
 from offset_restore.snapshot_model import GroupSnapshot, ItemsFile, SnapshotManifest
 from offset_restore.storage import BlobStore
 
@@ -49,28 +49,18 @@ class SnapshotRepository:
                 f"for cluster {cluster}; choose another --snapshot-id or location"
             )
 
-    def write(self, snapshot: Snapshot) -> str:
-        """Items first, manifest last; returns the manifest's key."""
-        manifest = snapshot.manifest
-        self.check_new(manifest.snapshot_id, manifest.cluster)
-        folder = self.folder(manifest)
-        items: list[ItemsFile] = []
-        groups = snapshot.groups
-        for number, start in enumerate(range(0, max(len(groups), 1), self.groups_per_file)):
-            chunk = groups[start : start + self.groups_per_file]
-            lines = b"".join(group.model_dump_json().encode() + b"\n" for group in chunk)
-            data = gzip.compress(lines, compresslevel=1, mtime=0)
-            name = f"items-{number:05d}.jsonl.gz"
-            self.store.put(f"{folder}/{name}", data, "application/gzip")
-            items.append(
-                ItemsFile(
-                    name=name,
-                    groups=len(chunk),
-                    group_partitions=sum(len(g.partitions) for g in chunk),
-                    sha256=hashlib.sha256(data).hexdigest(),
-                )
-            )
-        final = manifest.model_copy(update={"items": items})
+    def write(self, snapshot: Snapshot | SnapshotStream) -> str:
+        """Items first (each file written as it fills), manifest last; returns the manifest's key.
+
+        A stream's manifest is read after its groups are consumed, when its counts are final.
+        """
+        first = snapshot.manifest
+        self.check_new(first.snapshot_id, first.cluster)
+        folder = self.folder(first)
+        writer = _ItemsWriter(self.store, folder, self.groups_per_file)
+        for group in snapshot.groups:
+            writer.add(group)
+        final = snapshot.manifest.model_copy(update={"items": writer.close()})
         key = f"{folder}/{MANIFEST}"
         self.store.put(key, final.model_dump_json(indent=2).encode(), "application/json")
         snapshot.manifest = final
@@ -148,3 +138,38 @@ class SnapshotRepository:
 
     def load(self, manifest_key: str, manifest: SnapshotManifest) -> Snapshot:
         return Snapshot(manifest=manifest, groups=list(self.groups(manifest_key, manifest)))
+
+
+class _ItemsWriter:
+    """Gzip JSONL items files of ``per_file`` groups, each put as soon as it is full."""
+
+    def __init__(self, store: BlobStore, folder: str, per_file: int) -> None:
+        self.store, self.folder, self.per_file = store, folder, per_file
+        self.lines: list[bytes] = []
+        self.group_partitions = 0
+        self.items: list[ItemsFile] = []
+
+    def add(self, group: GroupSnapshot) -> None:
+        self.lines.append(group.model_dump_json().encode() + b"\n")
+        self.group_partitions += len(group.partitions)
+        if len(self.lines) >= self.per_file:
+            self._flush()
+
+    def close(self) -> list[ItemsFile]:
+        if self.lines or not self.items:  # an empty snapshot still has one (empty) items file
+            self._flush()
+        return self.items
+
+    def _flush(self) -> None:
+        data = gzip.compress(b"".join(self.lines), compresslevel=1, mtime=0)
+        name = f"items-{len(self.items):05d}.jsonl.gz"
+        self.store.put(f"{self.folder}/{name}", data, "application/gzip")
+        self.items.append(
+            ItemsFile(
+                name=name,
+                groups=len(self.lines),
+                group_partitions=self.group_partitions,
+                sha256=hashlib.sha256(data).hexdigest(),
+            )
+        )
+        self.lines, self.group_partitions = [], 0

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import gzip
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError, StorageError
-from offset_restore.snapshot import Snapshot, count_groups
+from offset_restore.snapshot import Snapshot, SnapshotStream, count_groups
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, SnapshotManifest
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import LocalStore, open_location
@@ -126,3 +127,31 @@ def test_a_file_is_not_a_folder(tmp_path: Path) -> None:
     target.write_text("x")
     with pytest.raises(StorageError, match="is a file, not a folder"):
         LocalStore(target).check_writable()
+
+
+def test_a_stream_is_written_file_by_file_and_its_manifest_counted_at_the_end(tmp_path: Path) -> None:
+    """Memory holds one items file, not the whole snapshot: each file is put as soon as it fills."""
+    complete = make("s-stream", T0, groups=5)
+    yielded: list[str] = []
+    put_after: list[int] = []
+
+    class Watching(LocalStore):
+        def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+            put_after.append(len(yielded))
+            super().put(key, data, content_type)
+
+    stream = SnapshotStream(manifest=complete.manifest.model_copy(update={"counts": count_groups([])}), groups=iter(()))
+
+    def groups() -> Iterator[GroupSnapshot]:
+        for group in complete.groups:
+            yielded.append(group.group)
+            yield group
+        stream.manifest = complete.manifest  # final counts arrive when the last group is made
+
+    stream.groups = groups()
+    repo = SnapshotRepository(Watching(tmp_path), groups_per_file=2)
+    key = repo.write(stream)
+    assert put_after == [2, 4, 5, 5]  # three items files as they filled, then the manifest
+    found_key, manifest = repo.latest("prod")
+    assert found_key == key and manifest.counts.groups == 5 and manifest.counts.group_partitions == 10
+    assert [g.group for g in repo.groups(found_key, manifest)] == yielded
