@@ -3,10 +3,11 @@ real handlers, the two local brokers):
 
     python -m bench.workflow_cost            # runs at ~1,000 and ~10,000 group-partitions
 
-For each size: state transitions and Lambda invocations from the execution history, Lambda
-GB-seconds from each handler's duration here times the memory the stack gives it (1,024 MB for
-functions that talk to Kafka, 512 MB for the others), and the local wall time. The two sizes give a
-linear model (fixed + per group-partition), used for 100,000 group-partitions.
+Each run's figures come from the run itself (``bench/workflow_run.py``): state transitions from the
+execution history (plus the distributed Map's child executions), Lambda invocations and GB-seconds
+from the invocations, DynamoDB items written and read and S3 requests counted at the AWS
+client. Two sizes give a linear model per figure, ``fixed + per_group_partition x N``, printed with
+its coefficients and used for 100,000 group-partitions.
 """
 
 from __future__ import annotations
@@ -14,22 +15,23 @@ from __future__ import annotations
 import argparse
 import platform
 import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 from offset_restore.cluster_types import TP, CommittedOffset
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import INVOCATIONS, local_workflow
+from offset_restore.local_aws import local_workflow
 from offset_restore.local_broker import LocalBroker
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import S3Store
 
+from bench.workflow_run import PRICES, S3_GETS, S3_PUTS, RunFigures, measure
+
 RESULTS = Path(__file__).parent / "results"
-KAFKA_FUNCTIONS = ("Translate", "CheckEmpty", "Commit", "Snapshot")
 
 
-def one_run(groups: int, name: str) -> dict[str, float]:
+def one_run(groups: int, name: str) -> RunFigures:
     with (
         LocalBroker("cost-source") as source_broker,
         LocalBroker("cost-target") as target_broker,
@@ -56,29 +58,24 @@ def one_run(groups: int, name: str) -> dict[str, float]:
                 S3Store("offset-restore", "", flow.s3),
                 SnapshotOptions(groups="cost-group-.*", cluster="src"),
             )
-            INVOCATIONS.clear()
-            started = time.perf_counter()
-            result = flow.run(
-                {
-                    "groups": "cost-group-.*",
-                    "mode": "apply",
-                    "wait": {"timeout_seconds": 60, "interval_seconds": 1},
-                },
-                name=name,
-                timeout_s=900,
-            )
-            wall = time.perf_counter() - started
-            if result["status"] != "SUCCEEDED":
-                raise RuntimeError(f"run {name} ended {result['status']}: {result.get('cause')}")
-    events = result["history"]
-    gb_seconds = sum(seconds * (1.0 if any(k in fn for k in KAFKA_FUNCTIONS) else 0.5) for fn, seconds in INVOCATIONS)
-    return {
-        "group_partitions": groups * 12,
-        "transitions": sum(1 for e in events if e["type"].endswith("StateEntered")),
-        "invocations": len(INVOCATIONS),
-        "gb_seconds": gb_seconds,
-        "wall_s": wall,
-    }
+            run_input = {
+                "groups": "cost-group-.*",
+                "mode": "apply",
+                "wait": {"timeout_seconds": 60, "interval_seconds": 1},
+            }
+            return measure(flow, run_input, name, groups * 12)
+
+
+FIGURES: dict[str, Callable[[RunFigures], float]] = {
+    "state transitions": lambda f: f.transitions,
+    "Lambda invocations": lambda f: sum(f.invocations.values()),
+    "Lambda GB-seconds": lambda f: f.gb_seconds,
+    "DynamoDB items written": lambda f: f.dynamodb_writes,
+    "DynamoDB items read": lambda f: f.dynamodb_reads,
+    "S3 PUT/LIST": lambda f: f.count(S3_PUTS),
+    "S3 GET": lambda f: f.count(S3_GETS),
+    "US$ (list prices)": lambda f: f.dollars(),
+}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,29 +85,36 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = [one_run(args.small, "cost-small"), one_run(args.large, "cost-large")]
     small, large = runs
-    span = large["group_partitions"] - small["group_partitions"]
+    span = large.group_partitions - small.group_partitions
+    models = {}
+    for name, read in FIGURES.items():
+        per = (read(large) - read(small)) / span
+        models[name] = (read(small) - per * small.group_partitions, per)
 
-    def model(key: str, size: int) -> float:
-        per = (large[key] - small[key]) / span
-        return small[key] + per * (size - small["group_partitions"])
+    def cell(name: str, value: float) -> str:
+        return f"{value:,.4f}" if name.startswith("US$") else f"{value:,.1f}" if "GB" in name else f"{value:,.0f}"
 
     lines = [
         f"Workflow cost model (apply mode, all groups empty; {platform.machine()}, Python "
-        f"{platform.python_version()}); measured runs, then the linear model:",
+        f"{platform.python_version()}); two measured runs, then the linear model:",
         "",
-        "| group-partitions | state transitions | Lambda invocations | Lambda GB-seconds | local wall time |",
-        "|---|---|---|---|---|",
+        "| group-partitions | " + " | ".join(FIGURES) + " | local wall time |",
+        "|---|" + "---|" * (len(FIGURES) + 1),
     ]
     for run in runs:
-        lines.append(
-            f"| {run['group_partitions']:,} (measured) | {run['transitions']:,.0f} | {run['invocations']:,.0f} | "
-            f"{run['gb_seconds']:.1f} | {run['wall_s']:.1f} s |"
-        )
-    for size in (1_000, 100_000):
-        lines.append(
-            f"| {size:,} (model) | {model('transitions', size):,.0f} | {model('invocations', size):,.0f} | "
-            f"{model('gb_seconds', size):.1f} | - |"
-        )
+        values = " | ".join(cell(name, read(run)) for name, read in FIGURES.items())
+        lines.append(f"| {run.group_partitions:,} (measured) | {values} | {run.wall_s:.1f} s |")
+    for size in (1_000, 10_000, 100_000):
+        values = " | ".join(cell(name, fixed + per * size) for name, (fixed, per) in models.items())
+        lines.append(f"| {size:,} (model) | {values} | - |")
+    lines += ["", "The model, per figure (N = group-partitions):", ""]
+    lines += [f"- {name} = {fixed:,.4g} + {per:.6g} x N" for name, (fixed, per) in models.items()]
+    lines += [
+        "",
+        "Prices: " + ", ".join(f"{k} ${v:.3g}" for k, v in PRICES.items()) + " (US East list prices; "
+        "GB-seconds use the local durations, so they are an upper bound for the Kafka-bound handlers and "
+        "dominated by moto for the DynamoDB-bound ones).",
+    ]
     text = "\n".join(lines) + "\n"
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "workflow_cost.md").write_text(text)

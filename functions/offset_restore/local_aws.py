@@ -10,9 +10,11 @@ import io
 import json
 import logging
 import os
+import threading
 import time
 import traceback
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,9 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+from botocore.client import BaseClient
 from moto import mock_aws
 from moto.awslambda.models import LambdaFunction
+from moto.core.responses import ActionResult
+from moto.dynamodb.models.dynamo_type import DynamoType
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+from offset_restore import process_memory
 
 ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "offset_restore.asl.json"
 TABLE = BUCKET = "offset-restore"
@@ -41,8 +48,25 @@ REGION: Any = "eu-west-1"
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
 
-INVOCATIONS: list[tuple[str, float]] = []
-"""(function name, seconds) of every task invocation, for the cost model."""
+@dataclass(frozen=True)
+class Invocation:
+    """One task invocation, for the benchmarks' cost model and memory figures."""
+
+    function: str
+    seconds: float
+    peak_growth_mb: float | None
+    """Resident memory gained above the process's level when the invocation began (Linux only)."""
+    alone: bool
+    """No other invocation overlapped it (a Map runs several at once; then the growth is shared)."""
+
+
+INVOCATIONS: list[Invocation] = []
+AWS_CALLS: Counter[str] = Counter()
+"""AWS requests made by handlers, by ``service.Operation``; ``dynamodb.ItemsWritten``/``ItemsRead`` count items."""
+
+_in_handler = threading.local()
+_window = {"open": 0, "started": 0, "base": 0.0}
+_window_lock = threading.Lock()
 
 
 def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
@@ -50,10 +74,17 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
     module_name, function_name = str(self.handler).rsplit(".", 1)
     handler = getattr(importlib.import_module(module_name), function_name)
     payload = json.loads(event) if isinstance(event, str | bytes) else (event or {})
+    with _window_lock:
+        if _window["open"] == 0 and process_memory.reset_peak():
+            _window["base"] = process_memory.resident_mb() or 0.0
+        _window["open"] += 1
+        _window["started"] += 1
+        started_before = _window["started"]
+        alone = _window["open"] == 1
     started = time.perf_counter()
+    _in_handler.active = True
     try:
         result = handler(payload, _Context(function_name=str(self.function_name)))
-        INVOCATIONS.append((str(self.function_name), time.perf_counter() - started))
         return json.dumps(result), False, ""
     except Exception as error:  # the task fails with the exception's class name as the error
         body = {
@@ -62,6 +93,66 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
             "trace": traceback.format_exception(error)[-3:],
         }
         return json.dumps(body), True, ""
+    finally:
+        _in_handler.active = False
+        seconds = time.perf_counter() - started
+        with _window_lock:
+            peak = process_memory.peak_mb()
+            alone = alone and _window["started"] == started_before and _window["open"] == 1
+            _window["open"] -= 1
+            growth = None if peak is None else max(0.0, peak - _window["base"])
+        INVOCATIONS.append(Invocation(str(self.function_name), seconds, growth, alone))
+
+
+def _count_aws_call(client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
+    service = client.meta.service_model.service_name
+    AWS_CALLS[f"{service}.{operation}"] += 1
+    if service != "dynamodb":
+        return
+    if operation == "BatchWriteItem":
+        AWS_CALLS["dynamodb.ItemsWritten"] += sum(len(v) for v in params.get("RequestItems", {}).values())
+    elif operation in ("PutItem", "UpdateItem", "DeleteItem"):
+        AWS_CALLS["dynamodb.ItemsWritten"] += 1
+    elif operation == "BatchGetItem":
+        AWS_CALLS["dynamodb.ItemsRead"] += sum(len(v) for v in answer.get("Responses", {}).values())
+    elif operation in ("Query", "Scan"):
+        AWS_CALLS["dynamodb.ItemsRead"] += int(answer.get("Count", 0))
+    elif operation == "GetItem":
+        AWS_CALLS["dynamodb.ItemsRead"] += "Item" in answer
+
+
+def _counting_api_call(original: Any) -> Any:
+    def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        answer = original(client, operation, params)
+        if getattr(_in_handler, "active", False):
+            _count_aws_call(client, operation, params, answer)
+        return answer
+
+    return call
+
+
+def _plain_dynamodb_results(original: Any) -> Any:
+    """moto 5.2 serializes every DynamoDB answer through a generic shape walker that costs ~1.5 ms per
+    item: a Query of 120,000 mappings took minutes, so local runs measured moto, not the handlers.
+    DynamoDB's wire format is the JSON of moto's own result, so encode that directly; anything that
+    is not plain JSON (errors, dates) still goes through moto's serializer. The equality of both is
+    checked by ``tests/integration/test_local_aws.py``."""
+
+    def encode(value: object) -> object:
+        if isinstance(value, DynamoType):
+            return value.to_json()
+        raise TypeError(type(value).__name__)
+
+    def execute_result(self: ActionResult, context: Any) -> Any:
+        if context.service_model.service_name == "dynamodb" and isinstance(self.result, dict):
+            try:
+                body = json.dumps(self.result, default=encode)
+            except TypeError:
+                return original(self, context)
+            return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+        return original(self, context)
+
+    return execute_result
 
 
 @dataclass
@@ -126,7 +217,11 @@ class Workflow:
             if described["status"] != "RUNNING" or time.monotonic() > deadline:
                 break
             time.sleep(0.1)
-        history = self.sfn.get_execution_history(executionArn=execution["executionArn"], maxResults=1000)["events"]
+        history = [
+            event
+            for page in self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+            for event in page["events"]
+        ]
         described["history"] = history
         described["states"] = [
             e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e
@@ -158,7 +253,12 @@ def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflo
         "SNAPSHOT_BUCKET": "offset-restore",
     }
     saved = {key: os.environ.get(key) for key in [*env, "AWS_PROFILE", "AWS_SESSION_TOKEN", "TOPIC_ARN"]}
-    patches = [(LambdaFunction, "_invoke_lambda", _invoke_in_process), (retrier_decl, "time", _FastRetries())]
+    patches = [
+        (LambdaFunction, "_invoke_lambda", _invoke_in_process),
+        (retrier_decl, "time", _FastRetries()),
+        (BaseClient, "_make_api_call", _counting_api_call(vars(BaseClient)["_make_api_call"])),
+        (ActionResult, "execute_result", _plain_dynamodb_results(vars(ActionResult)["execute_result"])),
+    ]
     originals = [(obj, name, getattr(obj, name)) for obj, name, _ in patches]
     try:
         for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):

@@ -1,0 +1,93 @@
+"""The local workflow's shortcut for DynamoDB answers must give boto3 exactly what moto's own
+serializer gives, for every kind of attribute and answer the project meets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from moto.core.responses import ActionResult
+from offset_restore.local_aws import REGION, TABLE, local_workflow
+from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import Status
+
+from tests.helpers import plan_entry
+
+ITEM: dict[str, Any] = {
+    "pk": {"S": "odd"},
+    "sk": {"S": "kinds"},
+    "n": {"N": "-12.5"},
+    "b": {"B": b"\x00\xffbytes"},
+    "ss": {"SS": ["a", "é"]},
+    "ns": {"NS": ["1", "2"]},
+    "m": {"M": {"x": {"L": [{"S": "y"}, {"NULL": True}, {"BOOL": False}, {"N": "3"}]}}},
+    "u": {"S": 'ünïcode \u2603 "quoted"'},
+}
+
+STATUSES: tuple[Status, ...] = ("mapped", "pending")
+
+
+def test_plain_answers_equal_moto_serializer() -> None:
+    moto_serializer = vars(ActionResult)["execute_result"]
+    with local_workflow("127.0.0.1:1", "127.0.0.1:2"):
+        shortcut = vars(ActionResult)["execute_result"]
+        assert shortcut is not moto_serializer
+        client: Any = boto3.client("dynamodb", region_name=REGION)
+        store = MappingStore(TABLE, client)
+        store.put("r", [plan_entry(f"g{i}", p, s) for i in range(30) for p, s in enumerate(STATUSES)])
+        client.put_item(TableName=TABLE, Item=ITEM)
+
+        def both(call: Callable[[], Any]) -> None:
+            answers = []
+            for serializer in (shortcut, moto_serializer):
+                ActionResult.execute_result = serializer  # type: ignore[method-assign]
+                try:
+                    answer = call()
+                    answer.pop("ResponseMetadata", None)
+                    answers.append(answer)
+                except ClientError as error:
+                    answers.append(("error", error.response["Error"]["Code"]))
+                finally:
+                    ActionResult.execute_result = shortcut  # type: ignore[method-assign]
+            assert answers[0] == answers[1]
+
+        pk = {":pk": {"S": "r"}}
+        both(lambda: client.query(TableName=TABLE, KeyConditionExpression="pk = :pk", ExpressionAttributeValues=pk))
+        both(
+            lambda: client.query(
+                TableName=TABLE, KeyConditionExpression="pk = :pk", ExpressionAttributeValues=pk, Limit=7
+            )
+        )
+        both(lambda: client.get_item(TableName=TABLE, Key={"pk": ITEM["pk"], "sk": ITEM["sk"]}))
+        both(lambda: client.get_item(TableName=TABLE, Key={"pk": {"S": "none"}, "sk": {"S": "none"}}))
+        both(lambda: client.scan(TableName=TABLE))
+        keys = [{"pk": {"S": "odd"}, "sk": {"S": "kinds"}}, {"pk": {"S": "none"}, "sk": {"S": "x"}}]
+        both(lambda: client.batch_get_item(RequestItems={TABLE: {"Keys": keys}}))
+        both(lambda: client.batch_write_item(RequestItems={TABLE: [{"PutRequest": {"Item": ITEM}}]}))
+        both(
+            lambda: client.update_item(
+                TableName=TABLE,
+                Key={"pk": ITEM["pk"], "sk": ITEM["sk"]},
+                UpdateExpression="SET n = :n",
+                ExpressionAttributeValues={":n": {"N": "1"}},
+                ReturnValues="ALL_NEW",
+            )
+        )
+        both(
+            lambda: client.put_item(
+                TableName=TABLE, Item=ITEM, ConditionExpression="attribute_not_exists(pk)", ReturnValues="NONE"
+            )
+        )
+        both(lambda: client.describe_table(TableName=TABLE))
+    assert vars(ActionResult)["execute_result"] is moto_serializer
+
+
+def test_a_failed_condition_is_still_an_error() -> None:
+    with local_workflow("127.0.0.1:1", "127.0.0.1:2"):
+        client: Any = boto3.client("dynamodb", region_name=REGION)
+        client.put_item(TableName=TABLE, Item=ITEM)
+        with pytest.raises(ClientError, match="ConditionalCheckFailed"):
+            client.put_item(TableName=TABLE, Item=ITEM, ConditionExpression="attribute_not_exists(pk)")
