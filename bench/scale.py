@@ -417,9 +417,9 @@ def _report(
         "",
         f"The workflow run, handler by handler (peak memory = {baseline_mb:.0f} MB for a fresh interpreter "
         "importing the handlers + the most one invocation added; * = Map iterations overlapped, the figure is "
-        "theirs together):",
+        "theirs together; duration: wall time, or thread CPU time for overlapping iterations):",
         "",
-        "| handler | invocations | seconds (sum) | peak memory | Lambda memory |",
+        "| handler | invocations | duration (sum) | peak memory | Lambda memory |",
         "|---|---|---|---|---|",
     ]
     for name in sorted(workflow.invocations):

@@ -5,7 +5,9 @@ bill and a memory setting depend on, read from the run itself.
   of the distributed Translate Map (each child enters one state; moto keeps children out of the
   parent's history);
 - Lambda invocations and GB-seconds: each handler's duration here times the memory the stack gives
-  it (1,024 MB for the functions that talk to Kafka, 512 MB for the others);
+  it (1,024 MB for the functions that talk to Kafka, 512 MB for the others). The duration is the wall
+  time of an invocation that ran alone, and the thread's CPU time of one that overlapped others in a
+  Map (ten handlers sharing two cores and one interpreter mostly wait for each other);
 - AWS requests the handlers made, by operation, and DynamoDB items written and read;
 - each handler's peak memory: the resident memory it added above the process's level (handlers that
   ran alone; Map iterations overlap, their figure is the Map's together) plus what importing the
@@ -22,9 +24,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_restore.local_aws import AWS_CALLS, FUNCTIONS, INVOCATIONS, Workflow
+from offset_restore.local_aws import ASL, AWS_CALLS, FUNCTIONS, INVOCATIONS, Workflow
 
 KAFKA_FUNCTIONS = ("Translate", "CheckEmpty", "Commit", "Snapshot")
+_STATES = json.loads(ASL.read_text())["States"]
+MAP_CONCURRENCY = {"Translate": _STATES["Translate"]["MaxConcurrency"], "Commit": _STATES["Commit"]["MaxConcurrency"]}
 CHILD_STATES_PER_TRANSLATE = 1
 PRICES = {
     "transition": 0.025 / 1000,
@@ -53,6 +57,18 @@ class RunFigures:
     calls: Counter[str] = field(default_factory=Counter)
     peak_growth_mb: dict[str, float] = field(default_factory=dict)
     overlapping: set[str] = field(default_factory=set)
+    durations: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+
+    def critical_path_s(self) -> float:
+        """The run's length if every invocation had its own CPU, as on Lambda: the states one after
+        another, each Map in rounds of its MaxConcurrency. An estimate from this run's durations, which
+        include moto's share of the AWS work (done in the handler's thread here)."""
+        total = 0.0
+        for name, durations in self.durations.items():
+            width = MAP_CONCURRENCY.get(name, 1)
+            ordered = sorted(durations, reverse=True)
+            total += sum(ordered[i] for i in range(0, len(ordered), width))  # the longest of each round
+        return total
 
     def count(self, names: tuple[str, ...]) -> int:
         return sum(self.calls[name] for name in names)
@@ -97,8 +113,10 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
     for invocation in INVOCATIONS:
         short = invocation.function.removeprefix("offset-restore-")
         figures.invocations[short] += 1
-        figures.seconds[short] += invocation.seconds
-        figures.gb_seconds += invocation.seconds * (1.0 if short in KAFKA_FUNCTIONS else 0.5)
+        duration = invocation.seconds if invocation.alone else invocation.cpu_seconds
+        figures.seconds[short] += duration
+        figures.durations[short].append(duration)
+        figures.gb_seconds += duration * (1.0 if short in KAFKA_FUNCTIONS else 0.5)
         if invocation.peak_growth_mb is not None:
             figures.peak_growth_mb[short] = max(figures.peak_growth_mb.get(short, 0.0), invocation.peak_growth_mb)
         if not invocation.alone:

@@ -91,3 +91,13 @@ def test_a_failed_condition_is_still_an_error() -> None:
         client.put_item(TableName=TABLE, Item=ITEM)
         with pytest.raises(ClientError, match="ConditionalCheckFailed"):
             client.put_item(TableName=TABLE, Item=ITEM, ConditionExpression="attribute_not_exists(pk)")
+
+
+def test_an_item_over_the_size_limit_is_still_refused() -> None:
+    with local_workflow("127.0.0.1:1", "127.0.0.1:2"):
+        client: Any = boto3.client("dynamodb", region_name=REGION)
+        big = {"pk": {"S": "big"}, "sk": {"S": "x"}, **{f"a{i}": {"S": "x" * 100_000} for i in range(5)}}
+        with pytest.raises(ClientError, match="Item size has exceeded the maximum allowed size"):
+            client.put_item(TableName=TABLE, Item=big)
+        client.put_item(TableName=TABLE, Item={**big, "a4": {"S": "x"}})  # 400,000 bytes fit
+        assert "Item" in client.get_item(TableName=TABLE, Key={"pk": {"S": "big"}, "sk": {"S": "x"}})
