@@ -1,0 +1,222 @@
+"""Peak memory of the handlers whose work grows with the restore, at the largest scale, each in its own
+process as in Lambda:
+
+    python -m bench.handler_memory                  # 20,000 groups x 12 = 240,000 group-partitions
+    python -m bench.handler_memory --groups 2000    # a quick look
+
+AWS is a moto server on a local port (``AWS_ENDPOINT_URL``), so a handler's process holds only what
+the handler holds; its peak resident memory (``VmHWM``) is what Lambda compares with the function's
+memory setting. The bench writes a snapshot of the given size with 3 evidence records per position
+and the restore's mappings (every one committed, as after an apply), then runs Prepare, Summarize and
+Report on them. Translate and Commit work on one bounded work item or batch whatever the scale, and
+the Snapshot function's peak is measured by ``bench.snapshot_bench`` in the same way.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import boto3
+from moto.server import ThreadedMotoServer
+from offset_restore.local_aws import BUCKET, REGION, TABLE, create_table, faster_moto
+from offset_restore.mapping_store import MappingStore
+from offset_restore.plan_model import PlanEntry
+from offset_restore.snapshot import SnapshotStream, count_groups
+from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence, SnapshotManifest
+from offset_restore.snapshot_store import SnapshotRepository
+from offset_restore.storage import S3Store
+
+RESULTS = Path(__file__).parent / "results"
+PARTITIONS = 12
+LIMITS = {"Prepare": 512, "Summarize": 512, "Report": 512}
+
+RUNNER = """
+import json, sys
+from offset_restore import process_memory
+from offset_restore.local_aws import _Context
+module = __import__("handlers." + sys.argv[1], fromlist=["handler"])
+result = module.handler(json.loads(sys.argv[2]), _Context(function_name=sys.argv[1]))
+print(json.dumps({"peak_mb": process_memory.peak_mb(), "result_bytes": len(json.dumps(result))}))
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def groups(count: int) -> Iterator[GroupSnapshot]:
+    topics = max(1, round(count / 10 / PARTITIONS))
+    for g in range(count):
+        topic = f"scale-{g % topics:03d}"
+
+        def evidence(offset: int) -> RecordEvidence:
+            return RecordEvidence(offset=offset, timestamp=1_700_000_000_000 + offset, fingerprint=f"{offset:016x}")
+
+        yield GroupSnapshot(
+            group=f"scale-group-{g:05d}",
+            state="Empty",
+            partitions=[
+                PartitionSnapshot(
+                    topic=topic,
+                    partition=p,
+                    committed_offset=100 + g % 50,
+                    log_start=0,
+                    log_end=200,
+                    lag=100 - g % 50,
+                    next=evidence(100 + g % 50),
+                    before=[evidence(97 + g % 50 + i) for i in range(3)],
+                )
+                for p in range(PARTITIONS)
+            ],
+        )
+
+
+def entries(count: int) -> Iterator[PlanEntry]:
+    for group in groups(count):
+        for p in group.partitions:
+            yield PlanEntry(
+                group=group.group,
+                topic=p.topic,
+                partition=p.partition,
+                target_topic=p.topic,
+                source_offset=p.committed_offset,
+                target_offset=p.committed_offset - 7,
+                method="header",
+                exact=True,
+                max_duplicates=0,
+                status="committed",
+                previous_target_offset=None,
+                previous_recorded=True,
+                expected_fingerprint=p.next.fingerprint if p.next else None,
+                verified=True,
+            )
+
+
+def run_handler(name: str, event: dict[str, object], env: dict[str, str]) -> dict[str, float]:
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", RUNNER, name, json.dumps(event)], env=env, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
+    answer = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"peak_mb": answer["peak_mb"], "seconds": time.perf_counter() - started, "result": answer["result_bytes"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--groups", type=int, default=20_000)
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    port = free_port()
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    fast = faster_moto()
+    fast.__enter__()
+    env = {
+        **os.environ,
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "TABLE_NAME": TABLE,
+        "RESTORE_BUCKET": BUCKET,
+        "SNAPSHOT_BUCKET": BUCKET,
+        "SOURCE_CLUSTER_NAME": "src",
+        "TARGET_CLUSTER_NAME": "dr",
+    }
+    env.pop("AWS_PROFILE", None)
+    os.environ.update(env)
+    rows: list[tuple[str, dict[str, float]]] = []
+    try:
+        s3 = boto3.client("s3", region_name=REGION)
+        s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
+        dynamodb = boto3.client("dynamodb", region_name=REGION)
+        create_table(dynamodb)
+        started = time.perf_counter()
+        created = datetime.now(UTC)
+        manifest = SnapshotManifest(snapshot_id="big", cluster="src", created_at=created, completed_at=created)
+        stream = SnapshotStream(manifest=manifest, groups=iter(()))
+
+        def counted() -> Iterator[GroupSnapshot]:
+            made = []
+            for group in groups(args.groups):
+                made.append(group.model_copy(update={"partitions": []}))
+                yield group
+            stream.manifest = manifest.model_copy(update={"counts": count_groups(made)})
+
+        stream.groups = counted()
+        SnapshotRepository(S3Store(BUCKET, "", s3)).write(stream)
+        restore = "big-run"
+        store = MappingStore(TABLE, dynamodb)
+        batch: list[PlanEntry] = []
+        for entry in entries(args.groups):
+            batch.append(entry)
+            if len(batch) == 10_000:
+                store.save(restore, batch)
+                batch = []
+        store.save(restore, batch)
+        print(f"setup {time.perf_counter() - started:.0f} s", file=sys.stderr)
+        run = {
+            "restore_id": restore,
+            "source_cluster": "src",
+            "target_cluster": "dr",
+            "groups": "scale-group-.*",
+            "mode": "apply",
+        }
+        steps: list[tuple[str, dict[str, object]]] = [
+            ("prepare", {"run": run}),
+            ("summarize", {"restore_id": restore, "retries_left": 0}),
+            ("report", {"run": run, "outcome": "applied"}),
+        ]
+        for name, event in steps:
+            figures = run_handler(name, event, env)
+            print(f"{name}: {figures}", file=sys.stderr)
+            rows.append((name.capitalize(), figures))
+    finally:
+        fast.__exit__(None, None, None)
+        server.stop()
+    gp = args.groups * PARTITIONS
+    lines = [
+        f"Handler memory at {args.groups:,} groups x {PARTITIONS} = {gp:,} group-partitions (3 evidence records "
+        f"per position; every mapping committed), each handler in a fresh process against a moto server; "
+        f"{platform.machine()}, Python {platform.python_version()}. `python -m bench.handler_memory "
+        f"--groups {args.groups}`.",
+        "",
+        "| handler | peak resident memory | Lambda memory | wall time (moto server) | step output |",
+        "|---|---|---|---|---|",
+    ]
+    for name, figures in rows:
+        limit = LIMITS[name]
+        verdict = "under" if figures["peak_mb"] < limit else "OVER"
+        lines.append(
+            f"| {name} | {figures['peak_mb']:,.0f} MB ({verdict}) | {limit} MB | {figures['seconds']:.1f} s | "
+            f"{figures['result']:,} bytes |"
+        )
+    text = "\n".join(lines) + "\n"
+    output = args.output or RESULTS / "handler_memory.md"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
