@@ -11,8 +11,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
-from offset_restore.plan_model import PlanSummary
-from offset_restore.report import render_report
+from offset_restore.report import ReportBuilder
 from offset_restore.settings import table_from_env
 from offset_restore.storage import S3Store
 
@@ -26,12 +25,16 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(ReportRequest, event, "report")
     restore_id = str(request.run.get("restore_id", "unknown"))
     logger.append_keys(restore_id=restore_id)
-    entries = MappingStore(table_from_env(), boto3.client("dynamodb")).entries(restore_id) if request.run else []
     run = {**request.run, **({"error": request.error} if request.error else {})}
+    report = ReportBuilder(run, request.outcome)
+    if request.run:
+        for entry in MappingStore(table_from_env(), boto3.client("dynamodb")).iter_entries(restore_id):
+            report.add(entry)
     store = S3Store(os.environ["RESTORE_BUCKET"], f"restores/{restore_id}", boto3.client("s3"))
-    for name, body in render_report(run, entries, request.outcome).items():
-        store.put(name, body, "text/html" if name.endswith(".html") else "application/json")
-    summary = PlanSummary.of(entries)
+    for name, body in report.documents():
+        kind = {"html": "text/html", "md": "text/markdown"}.get(name.rsplit(".", 1)[-1], "application/json")
+        store.put(name, body, kind)
+    summary = report.summary
     text = (
         f"offset-restore {restore_id}: {request.outcome}. {summary.entries} group-partitions, "
         f"{summary.mapped} mapped ({summary.exact} exact), {summary.pending} pending, {summary.unmapped} unmapped."

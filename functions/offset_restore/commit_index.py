@@ -8,7 +8,7 @@ a commit batch then reads only its own mappings, by key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 
@@ -20,6 +20,7 @@ __all__ = [
     "COMMIT_BATCH_GROUPS",
     "CommitBatch",
     "CommitGroups",
+    "IndexBuilder",
     "commit_candidates",
     "read_batch",
     "read_groups",
@@ -49,45 +50,64 @@ def _batch_key(number: int) -> str:
     return f"commit/batch-{number:05d}.json"
 
 
-def _by_group(entries: Sequence[PlanEntry]) -> dict[str, list[PlanEntry]]:
-    groups: dict[str, list[PlanEntry]] = {}
+class IndexBuilder:
+    """Per group only what the index needs (its statuses and its mappings' keys), entry by entry: the
+    summarize step streams 240,000 mappings through it instead of holding them."""
+
+    def __init__(self) -> None:
+        self.statuses: dict[str, set[str]] = {}
+        self.keys: dict[str, list[str]] = {}
+
+    def add(self, entry: PlanEntry, key: str | None = None) -> None:
+        self.statuses.setdefault(entry.group, set()).add(entry.status)
+        if key is not None:
+            self.keys.setdefault(entry.group, []).append(key)
+
+    def candidates(self) -> list[str]:
+        """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
+        numbers keep their meaning while batches commit)."""
+        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {"mapped", "committed"})
+
+    def writable_and_waiting(self) -> tuple[list[str], list[str]]:
+        """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
+        waiting = {g for g, s in self.statuses.items() if "pending" in s}
+        writable = {g for g, s in self.statuses.items() if g not in waiting and "mapped" in s}
+        return sorted(writable), sorted(waiting)
+
+    def write(self, store: BlobStore) -> int:
+        """Write the index (the keys given to ``add``); returns the number of commit batches."""
+        candidates = self.candidates()
+        batches = [candidates[i : i + COMMIT_BATCH_GROUPS] for i in range(0, len(candidates), COMMIT_BATCH_GROUPS)]
+        for number, groups in enumerate(batches):
+            batch = CommitBatch(groups=groups, keys=[k for g in groups for k in self.keys.get(g, [])])
+            store.put(_batch_key(number), batch.model_dump_json().encode(), "application/json")
+        writable, waiting = self.writable_and_waiting()
+        index = CommitGroups(writable=writable, waiting=waiting, batches=len(batches))
+        store.put(_GROUPS, index.model_dump_json().encode(), "application/json")
+        return len(batches)
+
+
+def _built(entries: Iterable[PlanEntry]) -> IndexBuilder:
+    builder = IndexBuilder()
     for entry in entries:
-        groups.setdefault(entry.group, []).append(entry)
-    return groups
+        builder.add(entry)
+    return builder
 
 
-def commit_candidates(entries: Sequence[PlanEntry]) -> list[str]:
-    """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
-    numbers keep their meaning while batches commit)."""
-    return sorted(
-        group
-        for group, es in _by_group(entries).items()
-        if not any(e.status == "pending" for e in es) and any(e.status in ("mapped", "committed") for e in es)
-    )
+def commit_candidates(entries: Iterable[PlanEntry]) -> list[str]:
+    return _built(entries).candidates()
 
 
-def writable_and_waiting(entries: Sequence[PlanEntry]) -> tuple[list[str], list[str]]:
-    """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
-    by_group = _by_group(entries)
-    waiting = {g for g, es in by_group.items() if any(e.status == "pending" for e in es)}
-    writable = {g for g, es in by_group.items() if g not in waiting and any(e.status == "mapped" for e in es)}
-    return sorted(writable), sorted(waiting)
+def writable_and_waiting(entries: Iterable[PlanEntry]) -> tuple[list[str], list[str]]:
+    return _built(entries).writable_and_waiting()
 
 
-def write_index(store: BlobStore, entries: Sequence[PlanEntry], sort_key: Callable[[PlanEntry], str]) -> int:
-    """Write the index for ``entries`` (``sort_key(entry)`` gives a mapping's key); returns the
-    number of commit batches."""
-    by_group = _by_group(entries)
-    candidates = commit_candidates(entries)
-    batches = [candidates[i : i + COMMIT_BATCH_GROUPS] for i in range(0, len(candidates), COMMIT_BATCH_GROUPS)]
-    for number, groups in enumerate(batches):
-        keys = [sort_key(e) for g in groups for e in by_group[g]]
-        batch = CommitBatch(groups=groups, keys=keys)
-        store.put(_batch_key(number), batch.model_dump_json().encode(), "application/json")
-    writable, waiting = writable_and_waiting(entries)
-    index = CommitGroups(writable=writable, waiting=waiting, batches=len(batches))
-    store.put(_GROUPS, index.model_dump_json().encode(), "application/json")
-    return len(batches)
+def write_index(store: BlobStore, entries: Iterable[PlanEntry], sort_key: Callable[[PlanEntry], str]) -> int:
+    """Write the index for ``entries`` (``sort_key(entry)`` gives a mapping's key)."""
+    builder = IndexBuilder()
+    for entry in entries:
+        builder.add(entry, sort_key(entry))
+    return builder.write(store)
 
 
 def read_groups(store: BlobStore) -> CommitGroups:

@@ -8,7 +8,7 @@ it is.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import StorageError
@@ -139,9 +139,13 @@ class MappingStore:
         raise StorageError(f"table {self.table} kept throttling the mappings of {restore_id}")
 
     def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
+        return list(self.iter_entries(restore_id, groups))
+
+    def iter_entries(self, restore_id: str, groups: Iterable[str] | None = None) -> Iterator[PlanEntry]:
+        """Every mapping of the restore, page by page, in key order: steps that read them all (summarize,
+        report) then hold one page, not 240,000 entries."""
         wanted = set(groups) if groups is not None else None
         paginator = self.client.get_paginator("query")
-        found = []
         for page in paginator.paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :map)",
@@ -151,5 +155,4 @@ class MappingStore:
             for item in page.get("Items", []):
                 values = {k: _value(v) for k, v in item.items() if k not in ("pk", "sk")}
                 if wanted is None or values["group"] in wanted:
-                    found.append(PlanEntry.model_validate(values))
-        return found
+                    yield PlanEntry.model_validate(values)

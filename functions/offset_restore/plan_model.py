@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections import Counter
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Literal
 
@@ -64,20 +65,47 @@ class PlanSummary(BaseModel):
     entries_without_bound: int = 0
 
     @classmethod
-    def of(cls, entries: list[PlanEntry]) -> PlanSummary:
-        statuses = Counter(e.status for e in entries)
+    def of(cls, entries: Iterable[PlanEntry]) -> PlanSummary:
+        tally = SummaryTally()
+        for entry in entries:
+            tally.add(entry)
+        return tally.result()
+
+
+class SummaryTally:
+    """A plan summary kept entry by entry, for steps that stream the mappings instead of holding them."""
+
+    def __init__(self) -> None:
+        self.numbers: Counter[str] = Counter()
+        self.groups: set[str] = set()
+        self.methods: Counter[str] = Counter()
+
+    def add(self, e: PlanEntry) -> None:
+        n = self.numbers
+        n["entries"] += 1
+        n[e.status] += 1
+        self.groups.add(e.group)
         # Mapped means a target offset was found, whatever apply did with it since.
-        mapped = [e for e in entries if e.status not in ("pending", "unmapped") and e.target_offset is not None]
-        return cls(
-            entries=len(entries),
-            groups=len({e.group for e in entries}),
-            mapped=len(mapped),
-            exact=sum(1 for e in mapped if e.exact),
-            pending=statuses["pending"],
-            unmapped=statuses["unmapped"],
-            by_method=dict(sorted(Counter(e.method for e in mapped if e.method).items())),
-            max_duplicates_total=sum(e.max_duplicates or 0 for e in mapped),
-            entries_without_bound=sum(1 for e in mapped if e.max_duplicates is None),
+        if e.status not in ("pending", "unmapped") and e.target_offset is not None:
+            n["mapped"] += 1
+            n["exact"] += bool(e.exact)
+            if e.method:
+                self.methods[e.method] += 1
+            n["max_duplicates_total"] += e.max_duplicates or 0
+            n["entries_without_bound"] += e.max_duplicates is None
+
+    def result(self) -> PlanSummary:
+        n = self.numbers
+        return PlanSummary(
+            entries=n["entries"],
+            groups=len(self.groups),
+            mapped=n["mapped"],
+            exact=n["exact"],
+            pending=n["pending"],
+            unmapped=n["unmapped"],
+            by_method=dict(sorted(self.methods.items())),
+            max_duplicates_total=n["max_duplicates_total"],
+            entries_without_bound=n["entries_without_bound"],
         )
 
 

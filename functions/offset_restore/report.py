@@ -5,18 +5,19 @@ partitions folded, the inputs, the snapshot used and the timings."""
 from __future__ import annotations
 
 import html
+import io
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from offset_restore.apply import NO_ANSWER
-from offset_restore.plan_model import PlanEntry, PlanSummary
+from offset_restore.plan_model import PlanEntry, PlanSummary, SummaryTally
 
-__all__ = ["ADVICE", "Headline", "headline", "render_report"]
+__all__ = ["ADVICE", "Headline", "ReportBuilder", "headline", "render_report"]
 
 ADVICE = {
     "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
@@ -34,7 +35,22 @@ ADVICE = {
 ATTENTION = ("unanswered", "failed", "skipped", "pending", "unmapped")
 
 
-def _needs_attention(entry: PlanEntry) -> str:
+class _Row(NamedTuple):
+    """What the people's reports show of one mapping: a fraction of a ``PlanEntry``'s memory."""
+
+    group: str
+    target_topic: str
+    partition: int
+    source_offset: int
+    target_offset: int | None
+    method: str | None
+    exact: bool
+    max_duplicates: int | None
+    status: str
+    reason: str | None
+
+
+def _needs_attention(entry: PlanEntry | _Row) -> str:
     return "unanswered" if entry.status == "mapped" and entry.reason == NO_ANSWER else entry.status
 
 
@@ -42,18 +58,14 @@ class Headline(dict[str, Any]):
     """groups_restored, groups, exact_ratio, records_at_risk, entries_without_bound, statuses."""
 
 
-def headline(entries: list[PlanEntry], outcome: str) -> Headline:
-    summary = PlanSummary.of(entries)
-    statuses = Counter(e.status for e in entries)
-    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
-    for entry in entries:
-        by_group[entry.group].append(entry)
+def _headline(summary: PlanSummary, by_group: Mapping[str, list[_Row]], outcome: str) -> Headline:
     done = "committed" if outcome == "applied" else "mapped"
     restored = sum(
         1
-        for es in by_group.values()
-        if all(e.status in (done, "unmapped") for e in es) and any(e.status == done for e in es)
+        for rows in by_group.values()
+        if all(r.status in (done, "unmapped") for r in rows) and any(r.status == done for r in rows)
     )
+    statuses = Counter(r.status for rows in by_group.values() for r in rows)
     return Headline(
         groups_restored=restored,
         groups=len(by_group),
@@ -64,39 +76,91 @@ def headline(entries: list[PlanEntry], outcome: str) -> Headline:
     )
 
 
-def render_report(run: Mapping[str, Any], entries: list[PlanEntry], outcome: str) -> dict[str, bytes]:
-    head = headline(entries, outcome)
-    summary = PlanSummary.of(entries)
-    now = datetime.now(UTC)
-    started = run.get("started_at")
-    timings = {"finished_at": now.isoformat()}
-    if isinstance(started, int | float):
-        timings["started_at"] = datetime.fromtimestamp(started, UTC).isoformat()
-        timings["seconds"] = f"{time.time() - started:.1f}"
-    snapshot = (run.get("work") or {}).get("snapshot_id") if isinstance(run.get("work"), dict) else None
-    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+def headline(entries: Iterable[PlanEntry], outcome: str) -> Headline:
+    report = ReportBuilder({}, outcome)
     for entry in entries:
-        by_group[entry.group].append(entry)
-    attention = {status: sorted({e.group for e in entries if _needs_attention(e) == status}) for status in ATTENTION}
-    document = {
-        "restore_id": run.get("restore_id"),
-        "outcome": outcome,
-        "created_at": now.isoformat(),
-        "headline": head,
-        "summary": summary.model_dump(),
-        "statuses": head["statuses"],
-        "attention": {s: {"groups": g, "what_to_do": ADVICE[s]} for s, g in attention.items() if g},
-        "snapshot_id": snapshot,
-        "timings": timings,
-        "input": run,
-        "entries": [e.model_dump(mode="json") for e in entries],
-    }
-    view = _View(run, outcome, head, attention, by_group, snapshot, timings)
-    return {
-        "report.json": json.dumps(document, indent=2, default=str).encode(),
-        "report.md": _markdown(view).encode(),
-        "report.html": _html(view).encode(),
-    }
+        report.add(entry)
+    return _headline(report.tally.result(), report.by_group, outcome)
+
+
+class ReportBuilder:
+    """The report of a run, built entry by entry so that the mappings are streamed, not held: each
+    entry leaves a compact row for the people's documents and its JSON in one byte buffer for
+    report.json. At 240,000 mappings that is what keeps the Report function under 512 MB."""
+
+    def __init__(self, run: Mapping[str, Any], outcome: str) -> None:
+        self.run, self.outcome = run, outcome
+        self.tally = SummaryTally()
+        self.by_group: dict[str, list[_Row]] = defaultdict(list)
+        self._entries = io.BytesIO()
+
+    def add(self, e: PlanEntry) -> None:
+        self.tally.add(e)
+        self.by_group[e.group].append(
+            _Row(
+                e.group,
+                e.target_topic,
+                e.partition,
+                e.source_offset,
+                e.target_offset,
+                e.method,
+                bool(e.exact),
+                e.max_duplicates,
+                e.status,
+                e.reason,
+            )
+        )
+        self._entries.write(b",\n    " if self._entries.tell() else b"\n    ")
+        self._entries.write(e.model_dump_json().encode())
+
+    @property
+    def summary(self) -> PlanSummary:
+        return self.tally.result()
+
+    def documents(self) -> Iterator[tuple[str, bytes]]:
+        """report.json, report.md, report.html, one at a time (a caller stores each and lets it go)."""
+        run, outcome = self.run, self.outcome
+        summary = self.summary
+        head = _headline(summary, self.by_group, outcome)
+        now = datetime.now(UTC)
+        started = run.get("started_at")
+        timings = {"finished_at": now.isoformat()}
+        if isinstance(started, int | float):
+            timings["started_at"] = datetime.fromtimestamp(started, UTC).isoformat()
+            timings["seconds"] = f"{time.time() - started:.1f}"
+        snapshot = (run.get("work") or {}).get("snapshot_id") if isinstance(run.get("work"), dict) else None
+        attention: dict[str, set[str]] = {status: set() for status in ATTENTION}
+        for rows in self.by_group.values():
+            for r in rows:
+                if (status := _needs_attention(r)) in attention:
+                    attention[status].add(r.group)
+        listed = {status: sorted(groups) for status, groups in attention.items()}
+        document = {
+            "restore_id": run.get("restore_id"),
+            "outcome": outcome,
+            "created_at": now.isoformat(),
+            "headline": head,
+            "summary": summary.model_dump(),
+            "statuses": head["statuses"],
+            "attention": {s: {"groups": g, "what_to_do": ADVICE[s]} for s, g in listed.items() if g},
+            "snapshot_id": snapshot,
+            "timings": timings,
+            "input": run,
+        }
+        text = json.dumps(document, indent=2, default=str).encode()
+        entries = self._entries.getbuffer()
+        yield "report.json", b"".join([text[:-2], b',\n  "entries": [', entries, b"\n  ]\n}" if entries else b"]\n}"])
+        del entries
+        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings)
+        yield "report.md", _markdown(view).encode()
+        yield "report.html", _html(view).encode()
+
+
+def render_report(run: Mapping[str, Any], entries: Iterable[PlanEntry], outcome: str) -> dict[str, bytes]:
+    report = ReportBuilder(run, outcome)
+    for entry in entries:
+        report.add(entry)
+    return dict(report.documents())
 
 
 @dataclass(frozen=True)
@@ -107,7 +171,7 @@ class _View:
     outcome: str
     head: Headline
     attention: dict[str, list[str]]
-    by_group: dict[str, list[PlanEntry]]
+    by_group: Mapping[str, list[_Row]]
     snapshot: str | None
     timings: dict[str, str]
 

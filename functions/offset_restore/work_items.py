@@ -3,6 +3,8 @@ that the state machine passes only their keys (its payloads are limited to 256 K
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from offset_restore.snapshot_model import GroupSnapshot
@@ -23,18 +25,17 @@ class WorkItem(BaseModel):
     groups: list[GroupSnapshot]
 
 
-def split_work(groups: list[GroupSnapshot], max_group_partitions: int) -> list[list[GroupSnapshot]]:
-    """Whole groups per batch, at most ``max_group_partitions`` each (a larger group gets its own)."""
-    batches: list[list[GroupSnapshot]] = []
+def split_work(groups: Iterable[GroupSnapshot], max_group_partitions: int) -> Iterator[list[GroupSnapshot]]:
+    """Whole groups per batch, at most ``max_group_partitions`` each (a larger group gets its own),
+    each batch given as soon as it is full."""
     current: list[GroupSnapshot] = []
     size = 0
     for group in groups:
         n = len(group.partitions)
         if current and size + n > max_group_partitions:
-            batches.append(current)
+            yield current
             current, size = [], 0
         current.append(group)
         size += n
     if current:
-        batches.append(current)
-    return batches
+        yield current

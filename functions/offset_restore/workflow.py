@@ -3,17 +3,17 @@ validate the execution input (DESIGN §5.3), prepare work items, summarize the m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from offset_restore.commit_index import COMMIT_BATCH_GROUPS, commit_candidates, write_index
+from offset_restore.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.mapping_store import MappingStore, entry_key
-from offset_restore.plan_model import PlanSummary
-from offset_restore.snapshot_model import parse_time, validate_name
+from offset_restore.plan_model import PlanSummary, SummaryTally
+from offset_restore.snapshot_model import GroupSnapshot, parse_time, validate_name
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
 from offset_restore.translate import STRATEGIES, Strategy
@@ -119,15 +119,21 @@ def prepare_work(run: RunInput, snapshots: SnapshotRepository, store: BlobStore)
         key, manifest = snapshots.as_of(parse_time(run.snapshot["as_of"]), run.source_cluster)
     group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
     topic_filter = NameFilter.parse(run.topics, None, "topics")
-    groups = []
-    for group in snapshots.groups(key, manifest):
-        if not group_filter(group.group):
-            continue
-        kept = [p for p in group.partitions if topic_filter(p.topic)]
-        if kept:
-            groups.append(group.model_copy(update={"partitions": kept}))
+    counts = {"groups": 0, "group_partitions": 0}
+
+    def selected() -> Iterator[GroupSnapshot]:
+        for group in snapshots.groups(key, manifest):
+            if not group_filter(group.group):
+                continue
+            kept = [p for p in group.partitions if topic_filter(p.topic)]
+            if kept:
+                counts["groups"] += 1
+                counts["group_partitions"] += len(kept)
+                yield group.model_copy(update={"partitions": kept})
+
     keys = []
-    for number, batch in enumerate(split_work(groups, WORK_ITEM_GROUP_PARTITIONS)):
+    # Work items are written as they fill: memory holds one, not the whole snapshot.
+    for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
         item = WorkItem(
             restore_id=run.restore_id,
             snapshot_id=manifest.snapshot_id,
@@ -143,8 +149,7 @@ def prepare_work(run: RunInput, snapshots: SnapshotRepository, store: BlobStore)
         "snapshot_id": manifest.snapshot_id,
         "snapshot_created_at": manifest.created_at.isoformat(),
         "work_items": keys,
-        "groups": len(groups),
-        "group_partitions": sum(len(g.partitions) for g in groups),
+        **counts,
     }
 
 
@@ -158,14 +163,17 @@ class Summary(BaseModel):
 
 
 def summarize(restore_id: str, mappings: MappingStore, retries_left: int, index: BlobStore | None = None) -> Summary:
-    """Count the mappings; with ``index``, also write the commit index the apply steps read."""
-    entries = mappings.entries(restore_id)
-    summary = PlanSummary.of(entries)
+    """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
+    over the mappings, none of them held."""
+    tally, builder = SummaryTally(), IndexBuilder()
+    for entry in mappings.iter_entries(restore_id):
+        tally.add(entry)
+        builder.add(entry, entry_key(restore_id, entry)["sk"]["S"] if index is not None else None)
+    summary = tally.result()
     if index is not None:
-        batches = write_index(index, entries, lambda e: entry_key(restore_id, e)["sk"]["S"])
+        batches = builder.write(index)
     else:
-        count = len(commit_candidates(entries))
-        batches = (count + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
+        batches = (len(builder.candidates()) + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
     return Summary(
         summary=summary,
         pending=summary.pending,

@@ -3,6 +3,7 @@ real target broker; re-running an item is harmless and picks up what a running r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -82,6 +83,15 @@ def test_split_work_keeps_groups_whole() -> None:
         for i, n in enumerate([3, 3, 5, 12, 1])
     ]
     assert [[g.group for g in batch] for batch in split_work(groups, 6)] == [["g0", "g1"], ["g2"], ["g3"], ["g4"]]
+    read: list[str] = []
+
+    def stream() -> Iterator[GroupSnapshot]:
+        for group in groups:
+            read.append(group.group)
+            yield group
+
+    first = next(split_work(stream(), 6))  # a batch leaves as soon as it is full: Prepare holds one
+    assert [g.group for g in first] == ["g0", "g1"] and read == ["g0", "g1", "g2"]
 
 
 def test_translating_again_never_overwrites_what_apply_wrote(table: str) -> None:

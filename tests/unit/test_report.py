@@ -90,3 +90,12 @@ def test_groups_whose_commit_got_no_answer_are_named_with_what_to_do() -> None:
     assert "## Unanswered (1 group)" in files["report.md"].decode()
     assert f"- ledger: {NO_ANSWER}" in files["report.md"].decode()
     assert "Unanswered: 1 groups" in files["report.html"].decode()
+
+
+def test_report_json_holds_every_entry_as_the_plan_does_and_streams_in_one_pass() -> None:
+    once = iter(ENTRIES)  # a one-pass stream, as the Report function reads the mappings
+    document = json.loads(render_report({"restore_id": "r-2"}, once, "applied")["report.json"])
+    assert document["entries"] == [e.model_dump(mode="json") for e in ENTRIES]
+    assert document["summary"] == PlanSummary.of(ENTRIES).model_dump()
+    empty = json.loads(render_report({"restore_id": "r-3"}, [], "planned")["report.json"])
+    assert empty["entries"] == [] and empty["headline"]["groups"] == 0
