@@ -77,13 +77,14 @@ class SummaryTally:
 
     def __init__(self) -> None:
         self.numbers: Counter[str] = Counter()
+        self.statuses: Counter[str] = Counter()
         self.groups: set[str] = set()
         self.methods: Counter[str] = Counter()
 
     def add(self, e: PlanEntry) -> None:
         n = self.numbers
         n["entries"] += 1
-        n[e.status] += 1
+        self.statuses[e.status] += 1
         self.groups.add(e.group)
         # Mapped means a target offset was found, whatever apply did with it since.
         if e.status not in ("pending", "unmapped") and e.target_offset is not None:
@@ -101,8 +102,8 @@ class SummaryTally:
             groups=len(self.groups),
             mapped=n["mapped"],
             exact=n["exact"],
-            pending=n["pending"],
-            unmapped=n["unmapped"],
+            pending=self.statuses["pending"],
+            unmapped=self.statuses["unmapped"],
             by_method=dict(sorted(self.methods.items())),
             max_duplicates_total=n["max_duplicates_total"],
             entries_without_bound=n["entries_without_bound"],

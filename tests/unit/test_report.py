@@ -99,3 +99,9 @@ def test_report_json_holds_every_entry_as_the_plan_does_and_streams_in_one_pass(
     assert document["summary"] == PlanSummary.of(ENTRIES).model_dump()
     empty = json.loads(render_report({"restore_id": "r-3"}, [], "planned")["report.json"])
     assert empty["entries"] == [] and empty["headline"]["groups"] == 0
+
+
+def test_summary_counts_mapped_entries_once_whatever_their_status() -> None:
+    mapped = [entry("g", p, "mapped") for p in range(3)]
+    summary = PlanSummary.of([*mapped, entry("h", 0, "pending"), entry("h", 1, "unmapped")])
+    assert (summary.entries, summary.mapped, summary.exact, summary.pending, summary.unmapped) == (5, 3, 3, 1, 1)
