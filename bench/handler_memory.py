@@ -1,8 +1,8 @@
 """Peak memory of the handlers whose work grows with the restore, at the largest scale, each in its own
 process as in Lambda:
 
-    python -m bench.handler_memory                  # 20,000 groups x 12 = 240,000 group-partitions
-    python -m bench.handler_memory --groups 2000    # a quick look
+    python -m bench.handler_memory --groups 20000   # 240,000 group-partitions (~17 min, moto's Query)
+    python -m bench.handler_memory                  # 2,000 groups, what `make bench` runs by default
 
 AWS is a moto server on a local port (``AWS_ENDPOINT_URL``), so a handler's process holds only what
 the handler holds; its peak resident memory (``VmHWM``) is what Lambda compares with the function's
@@ -118,7 +118,7 @@ def run_handler(name: str, event: dict[str, object], env: dict[str, str]) -> dic
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--groups", type=int, default=20_000)
+    parser.add_argument("--groups", type=int, default=2_000, help="groups of 12 partitions")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args(argv)
     port = free_port()
@@ -211,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{figures['result']:,} bytes |"
         )
     text = "\n".join(lines) + "\n"
-    output = args.output or RESULTS / "handler_memory.md"
+    name = "handler_memory.md" if args.groups == 2_000 else f"handler_memory-{args.groups}.md"
+    output = args.output or RESULTS / name
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     print(text)

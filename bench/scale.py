@@ -57,6 +57,7 @@ from bench.workflow_run import RunFigures, import_baseline_mb, measure
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 12
+SNAPSHOT_PHASES = ("describe_groups", "committed_offsets", "log_bounds", "evidence", "assemble")
 T = TypeVar("T")
 
 
@@ -144,7 +145,9 @@ def main(argv: list[str] | None = None) -> int:
                     "snapshot (3 evidence records, to S3)",
                     gp,
                     step,
-                    f"{gp / step.seconds:,.0f} group-partitions/s",
+                    f"{gp / step.seconds:,.0f} group-partitions/s; "
+                    + ", ".join(f"{k} {v:.1f} s" for k, v in snap.timings.items() if k in SNAPSHOT_PHASES)
+                    + f"; {snap.timings.get('evidence_records_read', 0):,.0f} records read for evidence",
                     _target(gp / step.seconds >= 20_000, "20,000/s"),
                     snap.requests,
                 )
@@ -239,7 +242,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{', '.join(f'{k} {v:,}' for k, v in sorted(statuses.items()))}; on the target as the CLI "
             f"committed: {same:,}/{len(wanted):,}",
             _target(workflow.wall_s < 60, "60 s at 120,000") if gp >= 120_000 else "60 s at 120,000 (not this size)",
-            f"{sum(workflow.invocations.values())} Lambda invocations",
+            f"{sum(workflow.invocations.values())} Lambda invocations; with a CPU per invocation (as on Lambda) "
+            f"the states would take {workflow.critical_path_s():.0f} s (estimate, moto's share included)",
             "see below",
         ]
     )
