@@ -175,6 +175,33 @@ def linear_from(counting: Counting, tp: TP, c: int, position: int, end: int) -> 
     return end
 
 
+@dataclass
+class SampledRun:
+    name: str
+    seconds: float
+    requests: int
+    records: int
+    result: dict[str, Any]
+
+
+def per_search_baselines(
+    cluster: KafkaCluster, sample: list[tuple[TP, int]], data: dict[TP, PartitionData]
+) -> list[SampledRun]:
+    """The linear scan and kbridge's windowed binary search, each search on its own, on ``sample``."""
+    runs = []
+    for name, algorithm in (
+        ("linear header scan", linear_scan),
+        ("kbridge: binary search + 1,000-record scan windows", kbridge),
+    ):
+        counting = Counting(cluster)
+        started = time.perf_counter()
+        found = {(tp, c): algorithm(counting, tp, c, len(data[tp].sources)) for tp, c in sample}
+        runs.append(
+            SampledRun(name, time.perf_counter() - started, counting.requests, counting.records, score(found, data))
+        )
+    return runs
+
+
 def mm2(d: PartitionData, c: int, lag_max: int = 100, kept: int = 64) -> int:
     """MirrorMaker 2: syncs every ``lag_max`` records, the newest ``kept`` retained; translate to the
     downstream offset of the newest sync at or below c, plus one unless it is exactly c."""
@@ -237,26 +264,19 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"name": "offset-restore header search (all group-partitions)", **ours("header")})
             rows.append({"name": "timestamp seek (first record with timestamp >= T)", **ours("timestamp")})
             sample = rng.sample(sorted(positions), min(args.sample, len(positions)))
-            for name, algorithm in (
-                ("linear header scan", linear_scan),
-                ("kbridge: binary search + 1,000-record window", kbridge),
-            ):
-                counting = Counting(cluster)
-                started = time.perf_counter()
-                found = {(tp, c): algorithm(counting, tp, c, len(data[tp].sources)) for tp, c in sample}
-                wall = time.perf_counter() - started
+            for run in per_search_baselines(cluster, sample, data):
                 rows.append(
                     {
-                        "name": f"{name} (sample of {len(sample):,} searches)",
-                        "wall_s": wall,
+                        "name": f"{run.name} (sample of {len(sample):,} searches)",
+                        "wall_s": run.seconds,
                         "searches": len(sample),
-                        "fetch_requests": counting.requests,
-                        "fetch_rounds": counting.requests,
+                        "fetch_requests": run.requests,
+                        "fetch_rounds": run.requests,
                         "median_rounds_per_partition": None,
                         "records_per_partition": None,
-                        "records_per_search": counting.records / len(sample),
+                        "records_per_search": run.records / len(sample),
                         "unmapped": 0,
-                        **score(found, data),
+                        **run.result,
                     }
                 )
             found = {(tp, c): mm2(data[tp], c) for tp, c in positions}

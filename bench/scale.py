@@ -52,7 +52,7 @@ from offset_restore.storage import S3Store
 from offset_restore.translate import PlanOptions, translate
 
 from bench.apply_bench import one_consumer_per_group
-from bench.plan_bench import HEADER, Counting, PartitionData, kbridge, linear_scan, mm2, score, stamp
+from bench.plan_bench import HEADER, PartitionData, mm2, per_search_baselines, score, stamp
 from bench.workflow_run import RunFigures, import_baseline_mb, measure
 
 RESULTS = Path(__file__).parent / "results"
@@ -335,16 +335,8 @@ def _plan_baselines(
         )
     )
     sample = rng.sample(positions, min(args.sample, len(positions)))
-    for name, algorithm in (
-        ("linear header scan", linear_scan),
-        ("kbridge: binary search + 1,000-record scan windows", kbridge),
-    ):
-        counting = Counting(target)
-        started = time.perf_counter()
-        found = {(tp, c): algorithm(counting, tp, c, len(data[tp].sources)) for tp, c in sample}
-        rows.append(
-            row(f"{name} (sample)", len(sample), time.perf_counter() - started, counting.requests, score(found, data))
-        )
+    for run in per_search_baselines(target, sample, data):
+        rows.append(row(f"{run.name} (sample)", len(sample), run.seconds, run.requests, run.result))
     return rows
 
 
