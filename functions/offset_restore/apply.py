@@ -16,7 +16,7 @@ The order of work keeps every promise of §6:
 from __future__ import annotations
 
 import time
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -42,6 +42,8 @@ __all__ = [
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
 NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply again"
 BATCH = 500
+MAX_UNSERVED_ROUNDS = 10
+"""Fetch rounds a partition may go unserved while verifying before its records count as not found."""
 
 
 class ApplyTarget(Protocol):
@@ -386,15 +388,26 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
             report.verified += 1
     pending = {tp: {e.target_offset for e in entries if e.target_offset is not None} for tp, entries in checks.items()}
     seen: dict[tuple[TP, int], str] = {}
+    stalled: Counter[TP] = Counter()
     while any(pending.values()):
         positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
         for tp, answer in target.fetch(positions, partition_max_bytes=64 * 1024).items():
-            offsets = pending[tp]
+            offsets, asked = pending[tp], positions[tp]
             for r in answer.records:  # the window often holds the next offsets asked for too
                 if r.offset in offsets:
                     seen[(tp, r.offset)] = fingerprint(r.key, r.value, r.headers)
                     offsets.discard(r.offset)
-            offsets.discard(positions[tp])  # not in the log: it stays unseen and fails verification
+            if asked not in offsets:
+                continue
+            # A round may leave a partition unserved (its share of the response went to others: met at
+            # 2,000 partitions); only a served answer, or an offset past the log, settles that the
+            # record is not there. An answer that never comes fails verification after a few rounds.
+            served = bool(answer.records) or answer.next_offset > asked
+            past_the_log = not answer.error and 0 <= answer.high_watermark <= asked
+            if served or past_the_log or stalled[tp] >= MAX_UNSERVED_ROUNDS:
+                offsets.discard(asked)  # it stays unseen and fails verification
+            else:
+                stalled[tp] += 1
     for tp, entries in checks.items():
         for entry in entries:
             assert entry.target_offset is not None
