@@ -131,7 +131,7 @@ def check_empty(
         listed = read_groups(index)
         waiting, writable = listed.waiting, listed.writable
     else:
-        writable, waiting = writable_and_waiting(mappings.entries(restore_id))
+        writable, waiting = writable_and_waiting(mappings.iter_entries(restore_id))
     infos = target.describe_groups(writable) if writable else {}
     active = [g for g in writable if infos.get(g) and infos[g].state not in WRITABLE_STATES]
     timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s

@@ -8,7 +8,7 @@ a commit batch then reads only its own mappings, by key.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from pydantic import BaseModel
 
@@ -25,7 +25,6 @@ __all__ = [
     "read_batch",
     "read_groups",
     "writable_and_waiting",
-    "write_index",
 ]
 
 COMMIT_BATCH_GROUPS = 500
@@ -100,14 +99,6 @@ def commit_candidates(entries: Iterable[PlanEntry]) -> list[str]:
 
 def writable_and_waiting(entries: Iterable[PlanEntry]) -> tuple[list[str], list[str]]:
     return _built(entries).writable_and_waiting()
-
-
-def write_index(store: BlobStore, entries: Iterable[PlanEntry], sort_key: Callable[[PlanEntry], str]) -> int:
-    """Write the index for ``entries`` (``sort_key(entry)`` gives a mapping's key)."""
-    builder = IndexBuilder()
-    for entry in entries:
-        builder.add(entry, sort_key(entry))
-    return builder.write(store)
 
 
 def read_groups(store: BlobStore) -> CommitGroups:

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.mapping_store import MappingStore
-from offset_restore.plan_model import PlanSummary
+from offset_restore.plan_model import SummaryTally
 
 __all__ = ["fetch_report", "follow", "run_status", "start_run"]
 
@@ -58,14 +57,18 @@ def start_run(sfn: Any, state_machine_arn: str, run_input: dict[str, Any], name:
 
 
 def run_status(mappings: MappingStore, restore_id: str) -> dict[str, Any]:
-    entries = mappings.entries(restore_id)
-    if not entries:
+    tally, attention = SummaryTally(), set()
+    for entry in mappings.iter_entries(restore_id):
+        tally.add(entry)
+        if entry.status in ("pending", "unmapped", "skipped", "failed"):
+            attention.add(entry.group)
+    if not tally.statuses:
         raise BadInputError(f"no mappings for restore {restore_id} in table {mappings.table}")
     return {
         "restore_id": restore_id,
-        "summary": PlanSummary.of(entries).model_dump(),
-        "statuses": dict(sorted(Counter(e.status for e in entries).items())),
-        "attention": sorted({e.group for e in entries if e.status in ("pending", "unmapped", "skipped", "failed")}),
+        "summary": tally.result().model_dump(),
+        "statuses": dict(sorted(tally.statuses.items())),
+        "attention": sorted(attention),
     }
 
 

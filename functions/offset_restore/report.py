@@ -17,7 +17,7 @@ from typing import Any, NamedTuple
 from offset_restore.apply import NO_ANSWER
 from offset_restore.plan_model import PlanEntry, PlanSummary, SummaryTally
 
-__all__ = ["ADVICE", "Headline", "ReportBuilder", "headline", "render_report"]
+__all__ = ["ADVICE", "Headline", "ReportBuilder", "render_report"]
 
 ADVICE = {
     "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
@@ -74,13 +74,6 @@ def _headline(summary: PlanSummary, by_group: Mapping[str, list[_Row]], outcome:
         entries_without_bound=summary.entries_without_bound,
         statuses=dict(sorted(statuses.items())),
     )
-
-
-def headline(entries: Iterable[PlanEntry], outcome: str) -> Headline:
-    report = ReportBuilder({}, outcome)
-    for entry in entries:
-        report.add(entry)
-    return _headline(report.tally.result(), report.by_group, outcome)
 
 
 class ReportBuilder:

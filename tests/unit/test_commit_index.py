@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from offset_restore import commit_index
-from offset_restore.commit_index import read_batch, read_groups, write_index
+from offset_restore.commit_index import IndexBuilder, read_batch, read_groups
 from offset_restore.errors import BadInputError
 from offset_restore.plan_model import PlanEntry, Status
 from offset_restore.storage import open_location
@@ -34,7 +34,10 @@ def test_batches_hold_whole_groups_and_waiting_groups_are_listed(
         entry("e", 0, "unmapped"),
     ]
     store = open_location(str(tmp_path))
-    assert write_index(store, entries, lambda e: f"MAP#{e.group}#{e.topic}#{e.partition}") == 2
+    builder = IndexBuilder()
+    for e in entries:
+        builder.add(e, f"MAP#{e.group}#{e.topic}#{e.partition}")
+    assert builder.write(store) == 2
     groups = read_groups(store)
     assert (groups.writable, groups.waiting, groups.batches) == (["a", "c", "d"], ["b"], 2)
     first, second = read_batch(store, 0), read_batch(store, 1)
