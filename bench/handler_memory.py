@@ -32,7 +32,7 @@ from moto.server import ThreadedMotoServer
 from offset_restore.local_aws import BUCKET, REGION, TABLE, create_table, faster_moto
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import PlanEntry
-from offset_restore.snapshot import SnapshotStream, count_groups
+from offset_restore.snapshot import GroupTally, SnapshotStream
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence, SnapshotManifest
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import S3Store
@@ -156,11 +156,11 @@ def main(argv: list[str] | None = None) -> int:
         stream = SnapshotStream(manifest=manifest, groups=iter(()))
 
         def counted() -> Iterator[GroupSnapshot]:
-            made = []
+            tally = GroupTally()
             for group in groups(args.groups):
-                made.append(group.model_copy(update={"partitions": []}))
+                tally.add(group)
                 yield group
-            stream.manifest = manifest.model_copy(update={"counts": count_groups(made)})
+            stream.manifest = manifest.model_copy(update={"counts": tally.result()})
 
         stream.groups = counted()
         SnapshotRepository(S3Store(BUCKET, "", s3)).write(stream)
