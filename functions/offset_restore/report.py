@@ -58,21 +58,21 @@ class Headline(dict[str, Any]):
     """groups_restored, groups, exact_ratio, records_at_risk, entries_without_bound, statuses."""
 
 
-def _headline(summary: PlanSummary, by_group: Mapping[str, list[_Row]], outcome: str) -> Headline:
+def _headline(tally: SummaryTally, by_group: Mapping[str, list[_Row]], outcome: str) -> Headline:
+    summary = tally.result()
     done = "committed" if outcome == "applied" else "mapped"
     restored = sum(
         1
         for rows in by_group.values()
         if all(r.status in (done, "unmapped") for r in rows) and any(r.status == done for r in rows)
     )
-    statuses = Counter(r.status for rows in by_group.values() for r in rows)
     return Headline(
         groups_restored=restored,
         groups=len(by_group),
         exact_ratio=round(summary.exact / summary.mapped, 4) if summary.mapped else None,
         records_at_risk=summary.max_duplicates_total,
         entries_without_bound=summary.entries_without_bound,
-        statuses=dict(sorted(statuses.items())),
+        statuses=dict(sorted(tally.statuses.items())),
     )
 
 
@@ -114,7 +114,7 @@ class ReportBuilder:
         """report.json, report.md, report.html, one at a time (a caller stores each and lets it go)."""
         run, outcome = self.run, self.outcome
         summary = self.summary
-        head = _headline(summary, self.by_group, outcome)
+        head = _headline(self.tally, self.by_group, outcome)
         now = datetime.now(UTC)
         started = run.get("started_at")
         timings = {"finished_at": now.isoformat()}
