@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal, Protocol
 
-from offset_restore.cluster_types import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch
+from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds, PartitionFetch
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.fingerprint import fingerprint
 from offset_restore.plan_model import Plan, PlanEntry
+from offset_restore.translate import parse_offset_header
 
 __all__ = [
     "ApplyOptions",
@@ -33,8 +34,10 @@ __all__ = [
     "ApplyTarget",
     "WaitTimeoutError",
     "apply_plan",
+    "changed_since_plan",
     "check_entries_fit",
     "check_plan_fits",
+    "records_at",
     "rollback_plan",
     "verify_groups",
 ]
@@ -264,7 +267,7 @@ def apply_plan(
     lap("save_previous")
 
     try:
-        _commit_in_batches(commits, writable, target, report, show, before_commit)
+        _commit_in_batches(commits, writable, target, report, show, before_commit, plan.offset_header)
     except OffsetRestoreError as error:
         # Keep what is known (committed groups, groups without an answer) before giving up.
         plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
@@ -297,8 +300,10 @@ def _commit_in_batches(
     report: ApplyReport,
     show: Progress,
     before_commit: Callable[[Sequence[str]], None] | None,
+    header: str | None,
 ) -> None:
-    """Per batch: re-check that each group is still empty, then one OffsetCommit per group."""
+    """Per batch: re-check that each group is still empty and that its target still holds the records
+    the plan read, then one OffsetCommit per group."""
     for start in range(0, len(commits), BATCH):
         batch = sorted(commits)[start : start + BATCH]
         if before_commit is not None:
@@ -308,6 +313,12 @@ def _commit_in_batches(
         for group in batch:
             if group not in ready:
                 report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
+        changed = changed_since_plan([e for g in ready for e in writable[g]], target, header)
+        for group, why in changed.items():
+            report.groups_skipped[group] = why
+            for entry in writable[group]:
+                entry.reason = why
+        ready = [g for g in ready if g not in changed]
         answers: Mapping[str, dict[TP, str | None]] = {}
         try:
             answers = target.alter_offsets_many({g: commits[g] for g in ready})
@@ -381,42 +392,106 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
             entry.verified = False
             report.verify_failed.append(f"{entry.group} {tp}: reads back {now.offset if now else 'nothing'}")
             continue
-        if entry.expected_fingerprint:
+        if entry.expected_fingerprint or entry.anchor_offset is not None:
             checks[tp].append(entry)
         else:
             entry.verified = True
             report.verified += 1
-    pending = {tp: {e.target_offset for e in entries if e.target_offset is not None} for tp, entries in checks.items()}
-    seen: dict[tuple[TP, int], str] = {}
+    offsets: dict[TP, set[int]] = defaultdict(set)
+    for tp, entries in checks.items():
+        for e in entries:
+            offsets[tp].update(
+                o for o in (e.target_offset if e.expected_fingerprint else None, e.anchor_offset) if o is not None
+            )
+    records = records_at(target, offsets)
+    for tp, entries in checks.items():
+        for entry in entries:
+            problem = _verify_problem(entry, records, tp, plan.offset_header)
+            entry.verified = problem is None
+            if problem is None:
+                report.verified += 1
+            else:
+                report.verify_failed.append(f"{entry.group} {tp}@{entry.target_offset}: {problem}")
+
+
+def _verify_problem(
+    entry: PlanEntry, records: Mapping[tuple[TP, int], FetchedRecord], tp: TP, header: str | None
+) -> str | None:
+    """Why the target does not hold what the plan says at this entry's offset (None: it does)."""
+    if entry.expected_fingerprint and entry.target_offset is not None:
+        record = records.get((tp, entry.target_offset))
+        if record is None or fingerprint(record.key, record.value, record.headers) != entry.expected_fingerprint:
+            return "another record is there"
+    if entry.anchor_offset is not None:
+        return _anchor_problem(entry, records.get((tp, entry.anchor_offset)), header)
+    return None
+
+
+def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+    """The record at each wanted offset that is on the target (absent: no record there), in shared
+    fetch rounds: a window often holds several offsets asked for."""
+    pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
+    found: dict[tuple[TP, int], FetchedRecord] = {}
     stalled: Counter[TP] = Counter()
     while any(pending.values()):
         positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
         for tp, answer in target.fetch(positions, partition_max_bytes=64 * 1024).items():
             offsets, asked = pending[tp], positions[tp]
-            for r in answer.records:  # the window often holds the next offsets asked for too
+            for r in answer.records:
                 if r.offset in offsets:
-                    seen[(tp, r.offset)] = fingerprint(r.key, r.value, r.headers)
+                    found[(tp, r.offset)] = r
                     offsets.discard(r.offset)
             if asked not in offsets:
                 continue
             # A round may leave a partition unserved (its share of the response went to others: met at
             # 2,000 partitions); only a served answer, or an offset past the log, settles that the
-            # record is not there. An answer that never comes fails verification after a few rounds.
+            # record is not there. An answer that never comes counts as not there after a few rounds.
             served = bool(answer.records) or answer.next_offset > asked
             past_the_log = not answer.error and 0 <= answer.high_watermark <= asked
             if served or past_the_log or stalled[tp] >= MAX_UNSERVED_ROUNDS:
-                offsets.discard(asked)  # it stays unseen and fails verification
+                offsets.discard(asked)
             else:
                 stalled[tp] += 1
-    for tp, entries in checks.items():
-        for entry in entries:
-            assert entry.target_offset is not None
-            if seen.get((tp, entry.target_offset)) == entry.expected_fingerprint:
-                entry.verified = True
-                report.verified += 1
-            else:
-                entry.verified = False
-                report.verify_failed.append(f"{entry.group} {tp}@{entry.target_offset}: another record is there")
+    return found
+
+
+def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header: str | None) -> dict[str, str]:
+    """Groups whose target no longer holds, next to a mapped offset, the record the plan read there
+    (a restore run again, a topic refilled): group -> which partition and why. Checked just before
+    the commit; such a group is not written."""
+    anchored = [e for e in entries if e.anchor_offset is not None]
+    wanted: dict[TP, set[int]] = defaultdict(set)
+    for e in anchored:
+        assert e.anchor_offset is not None
+        wanted[TP(e.target_topic, e.partition)].add(e.anchor_offset)
+    records = records_at(target, wanted)
+    changed: dict[str, str] = {}
+    for e in anchored:
+        tp = TP(e.target_topic, e.partition)
+        record = records.get((tp, e.anchor_offset))  # type: ignore[arg-type]
+        problem = _anchor_problem(e, record, header)
+        if problem and e.group not in changed:
+            changed[e.group] = (
+                f"the target changed since the plan: {tp} {problem}; nothing written to the group, plan again"
+            )
+    return changed
+
+
+def _anchor_problem(entry: PlanEntry, record: FetchedRecord | None, header: str | None) -> str | None:
+    if record is None:
+        return f"has no record at {entry.anchor_offset} any more"
+    if entry.anchor_timestamp is not None and record.timestamp != entry.anchor_timestamp:
+        return f"record {entry.anchor_offset} has timestamp {record.timestamp}, the plan read {entry.anchor_timestamp}"
+    if entry.anchor_source_offset is not None and header:
+        carried = next((v for name, v in record.headers if name == header), None)
+        try:
+            source = parse_offset_header(carried)
+        except ValueError:
+            source = None
+        if source != entry.anchor_source_offset:
+            planned = entry.anchor_source_offset
+            return f"record {entry.anchor_offset} carries source offset {source}, the plan read {planned}"
+    return None
 
 
 def rollback_plan(

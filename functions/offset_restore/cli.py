@@ -124,6 +124,17 @@ def _non_negative(value: str) -> int:
     return number
 
 
+def _margin(value: str) -> int:
+    """A timestamp margin: whole milliseconds, at most a day (a larger one is a typo, not a margin)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of milliseconds") from None
+    if not 0 <= number <= 86_400_000:
+        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 86400000 ms (a day)")
+    return number
+
+
 class _StrictParser(argparse.ArgumentParser):
     """No abbreviated options ("--sasl-password hunter2" must not pass as --sasl-password-env), and
     unknown arguments named without their values (which may be a password typed by mistake)."""
@@ -233,7 +244,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--topic-map", action="append", default=[], metavar="SRC_TOPIC=TGT_TOPIC", help="a renamed topic (repeatable)"
     )
     plan.add_argument("--groups", metavar="REGEX", help="only these groups of the snapshot (whole-name match)")
-    plan.add_argument("--csv", metavar="PATH", help="also write group,topic,partition,offset lines (mapped only)")
+    plan.add_argument(
+        "--order-check",
+        choices=("windows", "full"),
+        default="windows",
+        help="windows: check the order of every window the header search reads and read a partition whole "
+        "only when something contradicts a restore in order; full: read every partition whole, proof that does "
+        "not rest on the order of records not read (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--timestamp-margin-ms",
+        type=_margin,
+        default=1000,
+        metavar="MS",
+        help="the timestamp strategy resumes this much earlier than the clock skew it sees on the target "
+        "(default: %(default)s)",
+    )
+    plan.add_argument(
+        "--csv",
+        metavar="PATH",
+        help="also write group,topic,partition,offset lines (mapped only); refused when a group id or topic "
+        "holds a comma, newline, quote or surrounding space",
+    )
     plan.add_argument("--restore-id", metavar="ID", help="default: restore-<time>-<random>")
     plan.add_argument(
         "--target-cluster",
@@ -422,6 +454,8 @@ def _plan(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         offset_header=args.offset_header,
         topic_map=parse_topic_map(args.topic_map),
         target_cluster=args.target_cluster,
+        order_check=args.order_check,
+        timestamp_margin_ms=args.timestamp_margin_ms,
     )
     checkpoints = None
     if args.checkpoint_table:
@@ -468,6 +502,10 @@ def plan_summary(plan: Plan, result: PlanResult) -> str:
         f"fetch rounds {result.fetch_rounds or '{}'}",
         f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),
     ]
+    for partition, why in list(plan.out_of_order.items())[:10]:
+        lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")
+    if len(plan.out_of_order) > 10:
+        lines.append(f"  ... and {len(plan.out_of_order) - 10} more partitions out of order in the plan")
     problems = [e for e in plan.entries if e.status in ("pending", "unmapped")]
     for entry in problems[:10]:
         lines.append(

@@ -46,6 +46,8 @@ class PartitionFetch:
     error: str | None = None
     next_offset: int = -1
     """Where the next fetch should start: past the last record or control batch read (-1: unknown)."""
+    size: int = 0
+    """Bytes of record batches the broker sent for this partition (what the read cost on the wire)."""
 
 
 @dataclass(frozen=True, slots=True)

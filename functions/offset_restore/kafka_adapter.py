@@ -685,4 +685,5 @@ def _decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partit
         high_watermark=part.high_watermark,
         log_start_offset=part.log_start_offset,
         next_offset=next_offset,
+        size=len(part.records or b""),
     )

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "new_restore_id"]
+__all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id"]
 
 Method = Literal["header", "fingerprint", "checkpoint", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
@@ -45,6 +45,14 @@ class PlanEntry(BaseModel):
     """The fingerprint the record at ``target_offset`` must have (when it is the copy of the
     snapshot's next record): apply verifies it after committing."""
     verified: bool | None = None
+    anchor_offset: int | None = Field(default=None, ge=0)
+    """A target record the plan read next to the resume point: the record at ``target_offset``, or the
+    last restored one before it when the group resumes at the end. Apply re-reads it just before
+    committing and refuses the group when it is no longer the same (the target changed)."""
+    anchor_source_offset: int | None = None
+    """The source offset the anchor record carried in the offset header (null: none, or not read)."""
+    anchor_timestamp: int | None = None
+    """The anchor record's timestamp (null: not read)."""
 
     @model_validator(mode="after")
     def _written_entries_have_an_offset(self) -> PlanEntry:
@@ -131,12 +139,34 @@ class Plan(BaseModel):
     offset_header: str | None = None
     topic_map: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    order_check: str | None = None
+    """How the header strategy checked the restore's order: ``windows`` or ``full`` (docs/translation.md)."""
+    out_of_order: dict[str, str] = Field(default_factory=dict)
+    """Target partitions (``topic/partition``) found out of order, with why; each was read whole."""
 
     def csv_lines(self) -> list[str]:
         """``group,topic,partition,offset`` for mapped entries: what kafka-consumer-groups.sh
-        ``--reset-offsets --from-file`` reads."""
+        ``--reset-offsets --from-file`` reads (names checked by ``csv_unsafe`` first)."""
         return [
             f"{e.group},{e.target_topic},{e.partition},{e.target_offset}"
             for e in self.entries
             if e.status == "mapped" and e.target_offset is not None
         ]
+
+
+CSV_UNSAFE = frozenset(',\n\r"')
+
+
+def csv_unsafe(name: str) -> str | None:
+    """Why a group id or topic cannot go into a ``--from-file`` CSV safely (None when it can).
+
+    kafka-consumer-groups splits the file on newlines and each line on commas: a comma or a newline
+    in a group id (legal in Kafka) would make one group's line reset another group; a quote or
+    surrounding space is read differently by its CSV reader than written.
+    """
+    bad = sorted({ch for ch in name if ch in CSV_UNSAFE})
+    if bad:
+        return "contains " + " and ".join(repr(ch) for ch in bad)
+    if name != name.strip():
+        return "starts or ends with white space"
+    return None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -16,9 +16,9 @@ from offset_restore.filters import NameFilter
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef as _ClusterRef
-from offset_restore.plan_model import Plan, PlanSummary, new_restore_id
+from offset_restore.plan_model import Plan, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.snapshot import Progress, Snapshot
-from offset_restore.snapshot_model import validate_name
+from offset_restore.snapshot_model import GroupSnapshot, validate_name
 from offset_restore.snapshot_store import MANIFEST, SnapshotRepository
 from offset_restore.storage import BlobStore, open_location
 from offset_restore.translate import STRATEGIES, PlanOptions, Strategy, translate
@@ -125,6 +125,8 @@ def run_plan(
     plan_store.check_writable()
     snapshot = load_snapshot(choice)
     selected = [g for g in snapshot.groups if group_filter(g.group)]
+    if csv_path:
+        refuse_unsafe_csv(selected, options.topic_map)
     started = time.perf_counter()
     with connect(connection) as target:
         entries, stats = translate(selected, target, options, checkpoints=checkpoints, progress=progress)
@@ -141,6 +143,8 @@ def run_plan(
         strategies=list(options.strategies),
         offset_header=options.offset_header,
         topic_map=dict(options.topic_map),
+        order_check=options.order_check if "header" in options.strategies else None,
+        out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
     )
     plan_store.put(plan_key, plan.model_dump_json(indent=2).encode(), "application/json")
     if csv_path:
@@ -158,6 +162,20 @@ def run_plan(
         fetch_rounds=stats.fetch_rounds,
         median_rounds_per_partition=medians,
     )
+
+
+def refuse_unsafe_csv(groups: Sequence[GroupSnapshot], topic_map: Mapping[str, str]) -> None:
+    """Refuse ``--csv`` before anything is read or written when a name cannot be carried safely."""
+    for group in groups:
+        names = [("group", group.group)] + [("topic", topic_map.get(p.topic, p.topic)) for p in group.partitions]
+        for kind, name in names:
+            why = csv_unsafe(name)
+            if why:
+                raise BadInputError(
+                    f"--csv: {kind} {name!r} (of group {group.group!r}) {why}, which kafka-consumer-groups "
+                    "--from-file would split into other groups' lines; leave out --csv (the plan holds every "
+                    "entry) or leave the group out with --groups"
+                )
 
 
 def validate_or_refuse(restore_id: str) -> None:

@@ -9,8 +9,11 @@ decides is ``unmapped`` with every reason.
 
 from __future__ import annotations
 
+import bisect
+import itertools
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from offset_restore.checkpoints import CheckpointReader
@@ -18,13 +21,16 @@ from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, Partition
 from offset_restore.errors import BadInputError
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.plan_model import Method, PlanEntry
-from offset_restore.search import KeyedRecord, PartitionIndex, SearchResult, search_first_at_least
+from offset_restore.restore_order import ObservedPartition, disorder_in, find_disorder
+from offset_restore.resume_points import NO_KEY, PartitionLog, Resume, resume_points
+from offset_restore.search import Fetcher, KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 
 __all__ = [
     "STRATEGIES",
     "Decision",
     "MalformedHeaderError",
+    "OrderCheck",
     "PlanOptions",
     "Position",
     "TargetCluster",
@@ -34,8 +40,13 @@ __all__ = [
 ]
 
 Strategy = Literal["header", "fingerprint", "checkpoint", "timestamp"]
+OrderCheck = Literal["windows", "full"]
 STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "timestamp")
 FINGERPRINT_SCAN_LIMIT = 5_000
+WHOLE_READ_BYTES = 1024 * 1024
+"""Bytes per partition per fetch when a partition is read whole."""
+MAX_STALLED_ROUNDS = 10
+"""Rounds a partition may go unserved before a whole read of it gives up."""
 
 
 class TargetCluster(Protocol):
@@ -70,6 +81,12 @@ class PlanOptions:
     topic_map: Mapping[str, str] = field(default_factory=dict)
     target_cluster: str | None = None
     """The target's name in checkpoint keys (default: the cluster id the brokers report)."""
+    order_check: OrderCheck = "windows"
+    """``windows``: the header search checks the order of every window it reads and reads a partition
+    whole only when something contradicts order; ``full``: every partition is read whole (proof that
+    does not rest on the order of records not read, at the cost of reading everything)."""
+    timestamp_margin_ms: int = 1_000
+    """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
 
 
 @dataclass(frozen=True)
@@ -100,8 +117,12 @@ class Decision:
     exact: bool = False
     max_duplicates: int | None = None
     reason: str | None = None
-    same_record: bool = False
-    """The target record is the copy of the snapshot's next record: apply can verify its fingerprint."""
+    expected_fingerprint: str | None = None
+    """The target record is the copy of the snapshot's next record, with this fingerprint: apply
+    verifies it."""
+    anchor: tuple[int, int | None, int | None] | None = None
+    """(offset, source offset, timestamp) of the target record at the resume point (or the last one
+    before it when resuming at the end), as the plan read it: apply refuses a target that changed."""
 
 
 @dataclass
@@ -111,6 +132,9 @@ class TranslateStats:
     fetches: dict[str, int] = field(default_factory=dict)
     records_read: dict[str, int] = field(default_factory=dict)
     rounds_per_partition: dict[str, dict[TP, int]] = field(default_factory=dict)
+    bytes_read: dict[str, int] = field(default_factory=dict)
+    out_of_order: dict[TP, str] = field(default_factory=dict)
+    """Partitions the header strategy found out of order (and read whole), with why."""
 
 
 PositionKey = tuple[str, int, int]  # source topic, partition, committed offset
@@ -221,9 +245,10 @@ def translate(
                     status=decision.status,
                     reason=decision.reason,
                     metadata=p.metadata,
-                    expected_fingerprint=p.next.fingerprint
-                    if decision.same_record and p.next is not None and p.next.offset == p.committed_offset
-                    else None,
+                    expected_fingerprint=decision.expected_fingerprint,
+                    anchor_offset=decision.anchor[0] if decision.anchor else None,
+                    anchor_source_offset=decision.anchor[1] if decision.anchor else None,
+                    anchor_timestamp=decision.anchor[2] if decision.anchor else None,
                 )
             )
     return entries, stats
@@ -252,9 +277,7 @@ def _guess(pos: Position, bounds: LogBounds) -> int | None:
     return bounds.start + int((pos.committed - pos.log_start) * min(1.0, density))
 
 
-def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
-    name = ctx.options.offset_header
-
+def _header_key(name: str) -> KeyOf:
     def key_of(tp: TP, record: FetchedRecord) -> int | None:
         for header, value in record.headers:
             if header == name:
@@ -269,10 +292,116 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
                     ) from None
         return None
 
-    wanted = {key: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for key, pos in undecided.items()}
-    results, stats = search_first_at_least(wanted, ctx.bounds, key_of, ctx.fetch)
-    ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
-    return {key: _header_decision(undecided[key], results[key], name) for key in undecided}
+    return key_of
+
+
+class _Reads:
+    """What the header strategy read of each partition: every window (for the order check) and the
+    fingerprints of the records that may have to be compared with the snapshot's evidence."""
+
+    def __init__(self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]]) -> None:
+        self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
+        self.observed: dict[TP, ObservedPartition] = defaultdict(ObservedPartition)
+        self.prints: dict[tuple[TP, int], str] = {}
+        self.bytes = 0
+
+    def window(self, tp: TP, position: int, answer: PartitionFetch) -> tuple[int, list[tuple[int, int | None, int]]]:
+        """Record one answer; returns how far it read and its (offset, source offset, timestamp)s."""
+        self.bytes += answer.size
+        wanted = self.fingerprint_keys.get(tp, set())
+        rows = []
+        for record in answer.records:
+            key = self.key_of(tp, record)
+            rows.append((record.offset, key, record.timestamp))
+            if key is not None and key in wanted:
+                self.prints[(tp, record.offset)] = fingerprint(
+                    record.key, record.value, record.headers, exclude_header=self.header
+                )
+        read_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
+        return read_to, rows
+
+    def observing(self, fetch: Fetcher) -> Fetcher:
+        def fetch_and_observe(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+            answers = fetch(positions)
+            for tp, position in positions.items():
+                answer = answers.get(tp)
+                if answer is not None and not answer.error:
+                    read_to, rows = self.window(tp, position, answer)
+                    if read_to > position:
+                        self.observed[tp].add(position, read_to, rows)
+            return answers
+
+        return fetch_and_observe
+
+
+def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """The header search, checked: a partition whose windows contradict a restore in order, or whose
+    answer the snapshot's evidence contradicts, is read whole and answered order-independently."""
+    name = ctx.options.offset_header
+    key_of = _header_key(name)
+    prints: dict[TP, set[int]] = defaultdict(set)
+    for pos in undecided.values():
+        prints[pos.target].add(pos.committed)
+        if pos.next is not None:
+            prints[pos.target].add(pos.next.offset)
+    reads = _Reads(key_of, name, prints)
+    outcome: dict[PositionKey, Decision | str] = {}
+    suspect: dict[TP, str] = {}
+    if ctx.options.order_check == "full":
+        suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
+    else:
+        wanted = {k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for k, pos in undecided.items()}
+        results, stats = search_first_at_least(wanted, ctx.bounds, key_of, reads.observing(ctx.fetch))
+        ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        logs = {tp: observed.merged()[0] for tp, observed in reads.observed.items()}
+        for tp, observed in reads.observed.items():
+            problem = find_disorder(observed)
+            if problem:
+                suspect[tp] = problem
+        for key, pos in undecided.items():
+            if pos.target in suspect:
+                continue
+            decision = _header_decision(pos, results[key], name)
+            problem = _contradiction(pos, results[key], reads.prints)
+            if problem:
+                suspect[pos.target] = problem
+            else:
+                outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
+    if suspect:
+        outcome.update(_read_whole_and_decide(undecided, suspect, reads, ctx))
+    ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
+    return outcome
+
+
+def _contradiction(pos: Position, result: SearchResult, prints: Mapping[tuple[TP, int], str]) -> str | None:
+    """Why the snapshot's evidence contradicts the search's answer (None: it does not, or cannot).
+
+    The record found must be the snapshot's next record when it carries that record's source offset;
+    a gap inside the restored range is believed only when the source itself had no record there.
+    """
+    found, c = result.found, pos.committed
+    if not result.complete or found is None:
+        return None
+    if pos.next is None:
+        if found.key > c and result.below is not None and pos.log_end is not None and c < pos.log_end:
+            return (
+                f"the restore has no record for source offsets {c}..{found.key - 1}, and without the "
+                "snapshot's evidence that gap cannot be checked"
+            )
+        return None
+    if found.key == pos.next.offset:
+        seen = prints.get((pos.target, found.offset))
+        if seen is not None and seen != pos.next.fingerprint:
+            return (
+                f"target offset {found.offset} carries source offset {found.key}, but its content differs "
+                f"from the snapshot's record {found.key}"
+            )
+    elif found.key > pos.next.offset and result.below is not None:
+        return (
+            f"the source had record {pos.next.offset} when the snapshot was taken, but the first record "
+            f"carrying a source offset >= {c} found by the search carries {found.key}"
+        )
+    return None
 
 
 def _header_decision(pos: Position, result: SearchResult, header: str) -> Decision | str:
@@ -282,6 +411,7 @@ def _header_decision(pos: Position, result: SearchResult, header: str) -> Decisi
     if result.found is None and result.below is None:
         return f"no record of {pos.target} carries header {header}"
     if result.found is not None:
+        expected = _expected_print(pos, result.found.key)
         if result.below is None and result.found.key > c:
             return Decision(
                 "mapped",
@@ -291,27 +421,157 @@ def _header_decision(pos: Position, result: SearchResult, header: str) -> Decisi
                 0,
                 f"committed offset {c} is before the restored range (first restored source offset "
                 f"{result.found.key}): resume at the earliest restored record",
+                expected_fingerprint=expected,
             )
         gap = f"source records {c}..{result.found.key - 1} are not in the restore" if result.found.key > c else None
-        return Decision("mapped", result.found.offset, "header", True, 0, gap, same_record=result.found.key == c)
+        return Decision("mapped", result.found.offset, "header", True, 0, gap, expected_fingerprint=expected)
     last = result.below
     assert last is not None
+    return _beyond(pos, last.key, last.offset + 1, 0, "")
+
+
+def _beyond(pos: Position, top: int, offset: int, duplicates: int, note: str) -> Decision:
+    """No restored record carries a source offset >= c: pending while the restore has not reached
+    the source's end, otherwise resume after the last restored record."""
+    c = pos.committed
     last_source = pos.last_source_record
-    if last_source is not None and last.key < last_source:
+    if last_source is not None and top < last_source:
         return Decision(
             "pending",
-            reason=f"the restore has reached source offset {last.key}; the source had records up to "
-            f"{last_source} and the group resumes at {c}",
+            reason=f"the restore has reached source offset {top}; the source had records up to "
+            f"{last_source} and the group resumes at {c}{note}",
         )
     what = "caught up" if pos.log_end is not None and c == pos.log_end else "beyond the restored data"
     return Decision(
         "mapped",
-        last.offset + 1,
+        offset,
         "end",
-        True,
-        0,
-        f"group is {what}: resume after the last restored record (source offset {last.key})",
+        duplicates == 0,
+        duplicates,
+        f"group is {what}: resume after the last restored record (source offset {top}){note}",
     )
+
+
+def _expected_print(pos: Position, key: int) -> str | None:
+    """The snapshot's fingerprint of the record that carries source offset ``key``, if it has one."""
+    return pos.next.fingerprint if pos.next is not None and pos.next.offset == key else None
+
+
+def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: SearchResult) -> Decision | str:
+    """The decision with the record next to its resume point that apply checks is still there."""
+    if isinstance(decision, str) or decision.status != "mapped" or log is None:
+        return decision
+    record = result.found or result.below
+    if record is None:
+        return decision
+    at = bisect.bisect_left(log.offsets, record.offset)
+    stamp = log.timestamps[at] if at < len(log) and log.offsets[at] == record.offset else None
+    return replace(decision, anchor=(record.offset, record.key, stamp))
+
+
+def _read_whole_and_decide(
+    undecided: dict[PositionKey, Position], suspect: dict[TP, str], reads: _Reads, ctx: _Context
+) -> dict[PositionKey, Decision | str]:
+    """Read every suspect partition once, in shared fetch rounds, and answer its positions from the
+    running maximum of the headers (``resume_points``)."""
+    logs = _read_partitions(sorted(suspect), ctx, reads)
+    outcome: dict[PositionKey, Decision | str] = {}
+    by_tp: dict[TP, list[PositionKey]] = defaultdict(list)
+    for key, pos in undecided.items():
+        if pos.target in suspect:
+            by_tp[pos.target].append(key)
+    for tp, keys in by_tp.items():
+        log = logs[tp]
+        if isinstance(log, str):
+            outcome.update(dict.fromkeys(keys, log))
+            continue
+        bounds = ctx.bounds[tp]
+        disorder = disorder_in(log, [(bounds.start, bounds.end)])
+        if disorder:
+            ctx.stats.out_of_order[tp] = disorder
+            note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
+        else:
+            note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {suspect[tp]}]"
+        answers = resume_points(log, {undecided[k].committed for k in keys})
+        for key in keys:
+            outcome[key] = _ordered_decision(undecided[key], answers, log, note, reads, ctx.options.offset_header)
+    return outcome
+
+
+def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP, PartitionLog | str]:
+    """Every record of each partition from its log start to its end when the plan began; a partition
+    left unserved by a round is asked again (up to ``MAX_STALLED_ROUNDS``)."""
+    logs: dict[TP, PartitionLog | str] = {tp: PartitionLog() for tp in tps}
+    cursor = {tp: ctx.bounds[tp].start for tp in tps if ctx.bounds[tp].start < ctx.bounds[tp].end}
+    stalled: Counter[TP] = Counter()
+    rounds = fetches = records = 0
+    while cursor:
+        rounds += 1
+        fetches += len(cursor)
+        answers = ctx.target.fetch(dict(cursor), partition_max_bytes=WHOLE_READ_BYTES)
+        for tp, position in list(cursor.items()):
+            answer = answers.get(tp)
+            if answer is None or answer.error:
+                logs[tp] = f"reading {tp} whole failed at {position} ({answer.error if answer else 'no answer'})"
+                del cursor[tp]
+                continue
+            read_to, rows = reads.window(tp, position, answer)
+            log = logs[tp]
+            assert isinstance(log, PartitionLog)
+            for offset, key, stamp in rows:
+                log.append(offset, key, stamp)
+            records += len(rows)
+            if read_to > position:
+                cursor[tp] = read_to  # an empty answer below the end is a round that did not serve it
+            else:
+                stalled[tp] += 1
+                if stalled[tp] >= MAX_STALLED_ROUNDS:
+                    logs[tp] = f"no records returned at {tp} offset {position} below its end {ctx.bounds[tp].end}"
+            if cursor[tp] >= ctx.bounds[tp].end or isinstance(logs[tp], str):
+                del cursor[tp]
+    ctx.record("header (whole partitions)", rounds, fetches, records, {})
+    return logs
+
+
+def _ordered_decision(
+    pos: Position, answers: Mapping[int, Resume], log: PartitionLog, note: str, reads: _Reads, header: str
+) -> Decision | str:
+    """A decision from the resume point of a partition read whole (docs/translation.md)."""
+    c = pos.committed
+    answer = answers.get(c)
+    if answer is None:
+        return f"no record of {pos.target} carries header {header}"
+    keyed = [k for k in log.keys if k != NO_KEY]
+    if answer.beyond and not answer.pulled_back:
+        last = max(i for i in range(len(log)) if log.keys[i] != NO_KEY)
+        decision = _beyond(pos, max(keyed), answer.offset, answer.duplicates, note)
+        return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
+    key = log.keys[answer.index]
+    anchor = (answer.offset, None if key == NO_KEY else key, log.timestamps[answer.index])
+    if answer.pulled_back:
+        return Decision(
+            "mapped",
+            answer.offset,
+            "header",
+            False,
+            answer.duplicates,
+            f"target offset {answer.offset} has no offset header inside the restored range and may carry "
+            f"any source offset: resume there, {answer.duplicates} records may be read twice{note}",
+            anchor=anchor,
+        )
+    expected = _expected_print(pos, key)
+    parts = []
+    if key > c:
+        parts.append(f"source records {c}..{key - 1} are not in the restore before target offset {answer.offset}")
+    if answer.duplicates:
+        parts.append(f"{answer.duplicates} records at or after it carry an earlier source offset (read twice)")
+    if expected is not None and reads.prints.get((pos.target, answer.offset), expected) != expected:
+        expected = None
+        parts.append(f"its content differs from the snapshot's record {key}")
+    method: Method = "earliest" if min(keyed) > c else "header"
+    exact = answer.exact and expected == _expected_print(pos, key)
+    reason = "; ".join(parts) + note
+    return Decision("mapped", answer.offset, method, exact, answer.duplicates, reason, expected, anchor)
 
 
 # -- checkpoint -------------------------------------------------------------------------------------
@@ -321,44 +581,55 @@ def _by_checkpoint(undecided: dict[PositionKey, Position], ctx: _Context) -> dic
     reader = ctx.checkpoints
     if reader is None:
         return dict.fromkeys(undecided, "no checkpoint table configured")
-    outcome: dict[PositionKey, Decision | str] = {}
-    for key, pos in undecided.items():
-        where = (ctx.cluster_name, pos.target.topic, pos.target.partition)
-        c = pos.committed
-        floor = reader.floor(*where, c)
-        if floor is not None and floor.source_offset == c:
-            outcome[key] = Decision("mapped", floor.target_offset, "checkpoint", True, 0, same_record=True)
-            continue
-        last = reader.last(*where)
-        if last is None:
-            outcome[key] = f"no checkpoints for {pos.target} of cluster {ctx.cluster_name}"
-            continue
-        last_source = pos.last_source_record
-        if last.source_offset < c and last_source is not None and last.source_offset < last_source:
-            outcome[key] = Decision(
-                "pending",
-                reason=f"restore checkpoints reach source offset {last.source_offset}; the group resumes at {c}",
+    return {key: _checkpoint_decision(pos, reader, ctx.cluster_name) for key, pos in undecided.items()}
+
+
+def _checkpoint_decision(pos: Position, reader: CheckpointReader, cluster: str) -> Decision | str:
+    """From the restore's own progress pairs; pairs whose target offsets do not grow with their source
+    offsets (a restore that wrote out of order) are not trusted."""
+    where = (cluster, pos.target.topic, pos.target.partition)
+    c = pos.committed
+    last = reader.last(*where)
+    if last is None:
+        return f"no checkpoints for {pos.target} of cluster {cluster}"
+    floor = reader.floor(*where, c)
+    before = reader.floor(*where, c - 1) if floor is not None and floor.source_offset == c and c > 0 else None
+    ceiling = reader.ceiling(*where, c + 1)
+    pairs = sorted(
+        {p.source_offset: p for p in (before, floor, ceiling, last) if p}.values(), key=lambda p: p.source_offset
+    )
+    for a, b in itertools.pairwise(pairs):
+        if b.target_offset <= a.target_offset:
+            return (
+                f"checkpoints of {pos.target} are out of order (source {a.source_offset} -> target "
+                f"{a.target_offset}, source {b.source_offset} -> target {b.target_offset}): not trusted"
             )
-            continue
-        if floor is None:
-            outcome[key] = f"the first checkpoint of {pos.target} is past {c}"
-            continue
-        ceiling = reader.ceiling(*where, c)
-        bound = c - floor.source_offset
-        if ceiling is not None:
-            bound = min(bound, ceiling.target_offset - floor.target_offset)
-        outcome[key] = Decision(
-            "mapped",
-            floor.target_offset,
-            "checkpoint",
-            False,
-            bound,
-            f"nearest checkpoint below: source {floor.source_offset} -> target {floor.target_offset}",
+    if floor is not None and floor.source_offset == c:
+        return Decision("mapped", floor.target_offset, "checkpoint", True, 0, None, _expected_print(pos, c))
+    last_source = pos.last_source_record
+    if last.source_offset < c and last_source is not None and last.source_offset < last_source:
+        return Decision(
+            "pending", reason=f"restore checkpoints reach source offset {last.source_offset}; the group resumes at {c}"
         )
-    return outcome
+    if floor is None:
+        return f"the first checkpoint of {pos.target} is past {c}"
+    bound = c - floor.source_offset
+    if ceiling is not None:
+        bound = min(bound, ceiling.target_offset - floor.target_offset)
+    return Decision(
+        "mapped",
+        floor.target_offset,
+        "checkpoint",
+        False,
+        bound,
+        f"nearest checkpoint below: source {floor.source_offset} -> target {floor.target_offset}",
+    )
 
 
 # -- timestamp ------------------------------------------------------------------------------------
+
+MAX_TIMESTAMP_PASSES = 3
+MAX_COUNT_ROUNDS = 50
 
 
 def _wanted_timestamp(pos: Position) -> int | None:
@@ -371,63 +642,104 @@ def _timestamp_key(tp: TP, record: FetchedRecord) -> int:
     return record.timestamp
 
 
+def _skew(index: PartitionIndex) -> int:
+    """How far the timestamps read fall below the newest one before them (0: never backwards)."""
+    worst, newest = 0, None
+    for stamp in index.keys:
+        if newest is not None and stamp < newest:
+            worst = max(worst, newest - stamp)
+        newest = stamp if newest is None else max(newest, stamp)
+    return worst
+
+
 def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """The first record at or after the committed record's time, less the clock skew seen on the
+    target and a margin: never exact, and the bound on duplicates holds while no producer's clock was
+    further off than that."""
     outcome: dict[PositionKey, Decision | str] = {}
-    wanted = {}
+    stamps: dict[PositionKey, tuple[TP, int]] = {}
     for key, pos in undecided.items():
         stamp = _wanted_timestamp(pos)
         if stamp is None:
             outcome[key] = "the snapshot has no timestamp for this position (no evidence)"
         else:
-            wanted[key] = (pos.target, stamp, None)
-    results, stats = search_first_at_least(wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes)
-    ctx.record("timestamp", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
-    found = {key: r for key, r in results.items() if r.complete and r.found is not None}
-    equal = _count_equal_forward(
-        {key: (wanted[key][0], r.found.offset, wanted[key][1]) for key, r in found.items() if r.found}, ctx
-    )
+            stamps[key] = (pos.target, stamp)
+    margin = ctx.options.timestamp_margin_ms
+    skews: dict[TP, int] = {}
+    results: dict[PositionKey, SearchResult] = {}
+    for _ in range(MAX_TIMESTAMP_PASSES):  # each pass may read windows that show more skew
+        allowed = {key: skews.get(tp, 0) + margin for key, (tp, _) in stamps.items()}
+        wanted = {key: (tp, stamp - allowed[key], None) for key, (tp, stamp) in stamps.items()}
+        results, stats = search_first_at_least(
+            wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes
+        )
+        ctx.record("timestamp", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp, _ in stamps.values()}
+        if all(seen[tp] <= skews.get(tp, 0) for tp in seen):
+            break
+        skews = seen
+    found = {key: r.found.offset for key, r in results.items() if r.complete and r.found is not None}
+    limits = {
+        key: (stamps[key][0], offset, stamps[key][1] + skews.get(stamps[key][0], 0) + margin)
+        for key, offset in found.items()
+    }
+    counts = _count_until(limits, ctx)
     for key, result in results.items():
-        pos = undecided[key]
-        stamp = wanted[key][1]
-        if not result.complete:
-            outcome[key] = result.reason or "timestamp search did not finish"
-        elif result.found is None:
-            end = ctx.timestamp_indexes[pos.target].bounds.end
-            outcome[key] = Decision(
-                "mapped",
-                end,
-                "end",
-                False,
-                0,
-                f"no target record is as recent as the snapshot's ({stamp} ms): resume at the end; records "
-                "a restore still writes would be skipped",
-            )
-        else:
-            count = equal[key]
-            duplicates = count if pos.next is None else max(0, count - 1)
-            outcome[key] = Decision(
-                "mapped",
-                result.found.offset,
-                "timestamp",
-                False,
-                duplicates,
-                f"first record with timestamp >= {stamp} ms; {count} target records share that timestamp",
-            )
+        outcome[key] = _timestamp_decision(
+            undecided[key], result, stamps[key][1], skews.get(stamps[key][0], 0), margin, counts.get(key), ctx
+        )
     return outcome
 
 
-def _count_equal_forward(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) -> dict[PositionKey, int]:
-    """How many records from each start offset on carry exactly the wanted timestamp: from what the
-    search read, reading on only where a run of equal timestamps reaches past it."""
-    counts: dict[PositionKey, int] = {}
-    rounds = 0
+def _timestamp_decision(
+    pos: Position, result: SearchResult, stamp: int, skew: int, margin: int, count: int | None, ctx: _Context
+) -> Decision | str:
+    allowance = skew + margin
+    if not result.complete:
+        return result.reason or "timestamp search did not finish"
+    if result.found is None:
+        end = ctx.timestamp_indexes[pos.target].bounds.end
+        return Decision(
+            "mapped",
+            end,
+            "end",
+            False,
+            0,
+            f"no target record is as recent as the snapshot's ({stamp} ms, less {allowance} ms): resume at the "
+            "end; records a restore still writes would be skipped",
+        )
+    duplicates = None if count is None else max(0, count - (1 if pos.next is not None else 0))
+    seen = f"the skew seen on the target ({skew} ms) and " if skew else ""
+    return Decision(
+        "mapped",
+        result.found.offset,
+        "timestamp",
+        False,
+        duplicates,
+        f"first record with timestamp >= {stamp - allowance} ms: the committed record's time {stamp} ms less "
+        f"{seen}a margin of {margin} ms; "
+        + (f"at most {duplicates} records read twice" if duplicates is not None else "duplicates not counted")
+        + f" if no producer's clock was more than {allowance} ms off (more could skip records)",
+        anchor=(result.found.offset, None, result.found.key),
+    )
+
+
+def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) -> dict[PositionKey, int | None]:
+    """How many records from each start offset on come before the first with a timestamp past the
+    limit: from what the searches read, reading on only where that is not enough. None: not counted
+    (the partition stopped answering, or the run is longer than the rounds allowed)."""
+    counts: dict[PositionKey, int | None] = {}
     open_keys = dict(starts)
+    rounds = 0
     while open_keys:
         positions: dict[TP, int] = {}
-        for key, (tp, offset, stamp) in list(open_keys.items()):
-            count, unread = ctx.timestamp_indexes[tp].run_of(offset, stamp)
+        for key, (tp, offset, limit) in list(open_keys.items()):
+            count, unread = _count_known(ctx.timestamp_indexes[tp], offset, limit)
             counts[key] = count
-            if unread is None or rounds >= 50:
+            if unread is None:
+                del open_keys[key]
+            elif rounds >= MAX_COUNT_ROUNDS:
+                counts[key] = None
                 del open_keys[key]
             else:
                 positions.setdefault(tp, unread)
@@ -437,14 +749,31 @@ def _count_equal_forward(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _C
         answers = ctx.fetch(positions)
         for tp, position in positions.items():
             answer = answers.get(tp)
-            if answer is None or answer.error or not answer.records:
+            if answer is None or answer.error:
                 for key in [k for k, v in open_keys.items() if v[0] == tp]:
+                    counts[key] = None
                     del open_keys[key]
                 continue
-            keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
-            ctx.timestamp_indexes[tp].add_window(position, answer.records[-1].offset + 1, keyed)
+            read_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
+            if read_to > position:
+                keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
+                ctx.timestamp_indexes[tp].add_window(position, read_to, keyed)
     ctx.record("timestamp", rounds, rounds, 0, {})
     return counts
+
+
+def _count_known(index: PartitionIndex, offset: int, limit: int) -> tuple[int, int | None]:
+    """Records read from ``offset`` on with a timestamp <= limit, without a break, and where reading
+    must go on to be sure (None when a record past the limit, or the log's end, closes the run)."""
+    at = bisect.bisect_left(index.offsets, offset)
+    count = 0
+    while at < len(index.offsets) and index.is_covered(offset, index.offsets[at] + 1):
+        if index.keys[at] > limit:
+            return count, None
+        count += 1
+        at += 1
+    unread = index.first_unread(offset)
+    return count, (unread if unread < index.bounds.end else None)
 
 
 # -- fingerprint ----------------------------------------------------------------------------------
@@ -533,8 +862,38 @@ def _match(pos: Position, window: list[FetchedRecord] | str, header: str) -> Dec
         return "the evidence records were not found on the target"
     if len(matches) > 1:
         return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
-    last = matches[0] + n - 1
-    if pos.next is not None:
-        return Decision("mapped", window[last].offset, "fingerprint", True, 0, same_record=True)
+    first, last = matches[0], matches[0] + n - 1
     following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
-    return Decision("mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record")
+    strays = [i for i, p in enumerate(prints) if p in set(sequence) and not first <= i <= last]
+    if strays:
+        # A copy of an evidence record outside the match: the region is repeated or out of order, so
+        # the records around the match cannot be placed. Resume at the earliest copy of the next
+        # record (nothing at or after it is skipped) and claim no bound.
+        nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
+        at = min([*nexts, last]) if pos.next is not None else None
+        offset = window[at].offset if at is not None else following
+        shown = ", ".join(str(window[i].offset) for i in strays[:5])
+        return Decision(
+            "mapped",
+            min(offset, following),
+            "fingerprint",
+            False,
+            None,
+            f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
+            "out of order; resume at the earliest copy of the next record, duplicates not bounded",
+        )
+    if pos.next is not None:
+        return Decision(
+            "mapped",
+            window[last].offset,
+            "fingerprint",
+            True,
+            0,
+            None,
+            pos.next.fingerprint,
+            (window[last].offset, None, window[last].timestamp),
+        )
+    anchor = (window[last].offset, None, window[last].timestamp)
+    return Decision(
+        "mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record", None, anchor
+    )

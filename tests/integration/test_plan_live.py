@@ -194,7 +194,8 @@ def test_checkpoints_only(make: Callable[..., Scenario]) -> None:
     assert (found[between].target_offset, found[between].exact, found[between].max_duplicates) == (100, False, 50)
 
 
-def test_timestamps_only_bound_the_duplicates(make: Callable[..., Scenario]) -> None:
+@pytest.mark.parametrize(("margin", "offset", "bound"), [(0, 30, 4), (1000, 25, 14)])
+def test_timestamps_only_bound_the_duplicates(make: Callable[..., Scenario], margin: int, offset: int, bound: int) -> None:
     s = make(0)
     # Five records share each timestamp: a timestamp cannot tell them apart.
     records = [
@@ -206,13 +207,14 @@ def test_timestamps_only_bound_the_duplicates(make: Callable[..., Scenario]) -> 
     snap = s.snapshot()
     s.create_target()
     pairs = restore(s.target, s.topic, 0, records, header=None, keep=lambda r: r.offset >= 10)
-    entries, _ = translate(snap, s.target, PlanOptions(strategies=("timestamp",)))
+    entries, _ = translate(snap, s.target, PlanOptions(strategies=("timestamp",), timestamp_margin_ms=margin))
     entry = entries[0]
     true_target = expected_target(pairs, 42, 90)
     assert entry.method == "timestamp" and not entry.exact
-    assert entry.target_offset == 30  # source 40, the first record of that second
+    # Without a margin: source 40, the first record of that second; the default margin: a second earlier.
+    assert entry.target_offset == offset
     assert entry.target_offset <= true_target <= entry.target_offset + (entry.max_duplicates or 0)
-    assert entry.max_duplicates == 4
+    assert entry.max_duplicates == bound
     assert group == entry.group
 
 

@@ -1,0 +1,141 @@
+"""The never-skip resume point, computed from every record of a partition, in whatever order the
+restore wrote them (docs/translation.md).
+
+For a committed source offset ``c`` the resume point is the first target offset whose record carries
+a source offset ``>= c`` — the first offset where the running maximum of the offset headers reaches
+``c``. No record carrying ``>= c`` lies before it, so nothing is skipped. Records at or after it that
+carry a source offset ``< c`` are read twice: the entry is exact only when there are none, and
+``duplicates`` counts them. On a restore written in order this is the first record ``>= c`` and
+every entry is exact.
+
+Records without the offset header between the first and the last restored record cannot be placed:
+any of them may carry ``>= c``. The resume point is never after the first of them, and every one at
+or after the resume point is counted as a possible duplicate. Records without the header before the
+first restored record (the topic held data before the restore) or after the last one (written after
+it) are not part of the restore and count for neither.
+
+Pure logic: the caller reads the partition (``PartitionLog``) and this module answers for any number
+of committed offsets at once, in O((n + q) log n).
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+__all__ = ["NO_KEY", "PartitionLog", "Resume", "resume_points"]
+
+NO_KEY = -1
+"""The key of a record without the offset header (source offsets are never negative)."""
+
+
+@dataclass
+class PartitionLog:
+    """Every record of a partition read in offset order: its offset, source offset, timestamp."""
+
+    offsets: array = field(default_factory=lambda: array("q"))
+    keys: array = field(default_factory=lambda: array("q"))
+    timestamps: array = field(default_factory=lambda: array("q"))
+
+    def append(self, offset: int, key: int | None, timestamp: int) -> None:
+        if self.offsets and offset <= self.offsets[-1]:
+            return  # read twice (overlapping fetches): the log is kept once
+        self.offsets.append(offset)
+        self.keys.append(NO_KEY if key is None else key)
+        self.timestamps.append(timestamp)
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """Where a group committed at a source offset resumes, and what that costs.
+
+    ``index`` is the record's position in the log (one past the last restored record when no record
+    carries ``>= c``: ``beyond``); ``offset`` the target offset to commit. ``pulled_back`` says that a
+    record without the header moved the resume point earlier.
+    """
+
+    offset: int
+    index: int
+    duplicates: int
+    beyond: bool
+    pulled_back: bool
+
+    @property
+    def exact(self) -> bool:
+        return self.duplicates == 0 and not self.pulled_back
+
+
+class _Fenwick:
+    """Counts of inserted values by rank, with prefix sums."""
+
+    def __init__(self, size: int) -> None:
+        self.tree = [0] * (size + 1)
+
+    def add(self, rank: int) -> None:
+        i = rank + 1
+        while i < len(self.tree):
+            self.tree[i] += 1
+            i += i & -i
+
+    def below(self, rank: int) -> int:
+        """How many inserted values have a rank < ``rank``."""
+        total, i = 0, rank
+        while i > 0:
+            total += self.tree[i]
+            i -= i & -i
+        return total
+
+
+def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]:
+    """The resume point of every committed source offset in ``wanted``.
+
+    A partition without any restored record has no answer (an empty dict).
+    """
+    keys = log.keys
+    keyed = [i for i in range(len(keys)) if keys[i] != NO_KEY]
+    if not keyed:
+        return {}
+    first, last = keyed[0], keyed[-1]
+    running: list[int] = []
+    top = NO_KEY
+    for key in keys:
+        top = max(top, key)
+        running.append(top)
+    unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY]
+    starts: dict[int, tuple[int, bool, bool]] = {}  # c -> (index, beyond, pulled back)
+    for c in set(wanted):
+        at = bisect.bisect_left(running, c)
+        beyond = at >= len(keys)
+        index = last + 1 if beyond else at
+        pulled = bool(unknown) and unknown[0] < index
+        starts[c] = (unknown[0] if pulled else index, beyond, pulled)
+    counts = _duplicates(keys, unknown, {c: index for c, (index, _, _) in starts.items()})
+    answers = {}
+    for c, (index, beyond, pulled) in starts.items():
+        offset = log.offsets[index] if index <= last else log.offsets[last] + 1
+        answers[c] = Resume(offset, index, counts[c], beyond, pulled)
+    return answers
+
+
+def _duplicates(keys: array, unknown: list[int], starts: dict[int, int]) -> dict[int, int]:
+    """Per c: restored records at or after its start that carry a source offset < c, plus records
+    without the header inside the restored range. Offline: the log is walked backwards once, each
+    start answered when the walk reaches it."""
+    ranks = sorted({k for k in keys if k != NO_KEY})
+    tree = _Fenwick(len(ranks))
+    by_start = sorted(starts.items(), key=lambda item: -item[1])
+    counts: dict[int, int] = {}
+    at = len(keys)
+    for c, start in by_start:
+        while at > start:
+            at -= 1
+            if keys[at] != NO_KEY:
+                tree.add(bisect.bisect_left(ranks, keys[at]))
+        unknown_after = len(unknown) - bisect.bisect_left(unknown, start)
+        counts[c] = tree.below(bisect.bisect_left(ranks, c)) + unknown_after
+    return counts
