@@ -19,6 +19,7 @@ from offset_restore.local_broker import free_port
 from offset_restore.plan_model import Plan
 
 from tests.helpers import Brokers, commit, produce, restore, unique
+from tests.offsets_encoding import commit_key, commit_value
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -197,3 +198,67 @@ def test_a_garbage_header_stops_the_plan_and_names_the_record(
     assert status == 2, err
     assert f"record 40 of {topic}/0 has header x-source-offset = 0x31322d697368" in err
     assert not (tmp_path / "plan.json").exists()
+
+
+def read_like_kafka_consumer_groups(text: str) -> list[list[str]]:
+    """How kafka-consumer-groups --reset-offsets --from-file reads a plan: the file split on "\\n",
+    each line on "," (its CSV reader sees one line at a time)."""
+    return [line.split(",") for line in text.split("\n") if line]
+
+
+def test_the_csv_reads_back_the_same_under_the_tools_splitting_rules(setup: dict[str, str], tmp_path: Path) -> None:
+    status, _, err = run(*plan_args(setup, tmp_path / "plan.json", "--csv", str(tmp_path / "plan.csv")))
+    assert status == 0, err
+    plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
+    rows = read_like_kafka_consumer_groups((tmp_path / "plan.csv").read_text())
+    assert all(len(row) == 4 for row in rows)
+    assert sorted((g, t, int(p), int(o)) for g, t, p, o in rows) == sorted(
+        (e.group, e.target_topic, e.partition, e.target_offset) for e in plan.entries
+    )
+
+
+@pytest.mark.parametrize(
+    ("suffix", "why"),
+    [
+        (",other-group", "contains ','"),
+        ("\nother-group", "contains '\\n'"),
+        ('"quoted"', "contains '\"'"),
+        (" ", "starts or ends with white space"),
+    ],
+    ids=["comma", "newline", "quote", "trailing-space"],
+)
+def test_csv_refuses_a_group_id_the_tool_would_split_and_writes_nothing(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, suffix: str, why: str
+) -> None:
+    """Group ids may hold any character; read from a restored __consumer_offsets they reach the plan
+    as they are. One that the tool's line and comma splitting would turn into another group's line is
+    refused by name, and nothing is written."""
+    topic, offsets_copy = unique("hostile"), unique("offsets-copy")
+    source.create_topics({topic: 1, offsets_copy: 1})
+    records = produce(source, topic, 0, 10)
+    hostile = unique("pay") + suffix
+    source.produce(offsets_copy, 0, [(commit_key(hostile, topic, 0), commit_value(5, "", 1_700_000_000_000), [], None)])
+    status, _, err = run(
+        "snapshot",
+        "--bootstrap-servers",
+        brokers.source.bootstrap_servers,
+        "--output",
+        str(tmp_path / "snaps"),
+        "--from-offsets-topic",
+        offsets_copy,
+        "--exclude-groups",
+        "",
+    )
+    assert status == 0, err
+    target.create_topics({topic: 1})
+    restore(target, topic, 0, records)
+    plan = ["plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers]
+    status, _, err = run(*plan, "--output", str(tmp_path / "plan.json"), "--csv", str(tmp_path / "plan.csv"))
+    assert status == 2
+    assert "--csv: group" in err and why in err and repr(hostile) in err
+    assert not (tmp_path / "plan.json").exists() and not (tmp_path / "plan.csv").exists()
+    # Without --csv the plan is made: the plan document (JSON) carries any group id safely.
+    status, _, err = run(*plan, "--output", str(tmp_path / "plan.json"))
+    assert status == 0, err
+    entries = Plan.model_validate_json((tmp_path / "plan.json").read_text()).entries
+    assert [(e.group, e.target_offset) for e in entries] == [(hostile, 5)]

@@ -195,7 +195,9 @@ def test_checkpoints_only(make: Callable[..., Scenario]) -> None:
 
 
 @pytest.mark.parametrize(("margin", "offset", "bound"), [(0, 30, 4), (1000, 25, 14)])
-def test_timestamps_only_bound_the_duplicates(make: Callable[..., Scenario], margin: int, offset: int, bound: int) -> None:
+def test_timestamps_only_bound_the_duplicates(
+    make: Callable[..., Scenario], margin: int, offset: int, bound: int
+) -> None:
     s = make(0)
     # Five records share each timestamp: a timestamp cannot tell them apart.
     records = [
