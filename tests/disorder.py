@@ -120,6 +120,18 @@ class TargetRecord:
     """The source offset the record carries: its header, or for a copy without the header the
     source record it copies (the judge knows what the restore wrote); None for a stray record
     without a header (not part of the restore)."""
+    has_header: bool = True
+
+
+def restored_part(log: Sequence[TargetRecord]) -> list[TargetRecord]:
+    """The log as the definition sees it: records without the header before the first record with
+    one (the topic held data before the restore) or after the last (written after it) are not part
+    of the restore, whatever they copy — nothing can tell them from other data (docs/translation.md)."""
+    headed = [i for i, r in enumerate(log) if r.has_header]
+    if not headed:
+        return []
+    first, last = headed[0], headed[-1]
+    return [r if first <= i <= last or r.has_header else TargetRecord(r.offset, None, False) for i, r in enumerate(log)]
 
 
 def read_target(
@@ -137,7 +149,7 @@ def read_target(
             for record in consumer.poll(timeout_ms=1000).get(tp, []):
                 header = next((v for k, v in record.headers if k == HEADER), None)
                 carried = parse_offset_header(header) if header is not None else sources_by_key.get(record.key)
-                found.append(TargetRecord(record.offset, carried))
+                found.append(TargetRecord(record.offset, carried, header is not None))
         return found
     finally:
         consumer.close()
@@ -157,6 +169,7 @@ class Judgement:
     problems: list[str] = field(default_factory=list)
 
     def judge(self, entry: PlanEntry, log: Sequence[TargetRecord]) -> None:
+        """``log``: the target partition after ``restored_part``."""
         if entry.status != "mapped" or entry.target_offset is None:
             return
         c, at = entry.source_offset, entry.target_offset

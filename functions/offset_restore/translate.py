@@ -652,6 +652,27 @@ def _skew(index: PartitionIndex) -> int:
     return worst
 
 
+def _search_time(
+    stamps: Mapping[PositionKey, tuple[TP, int]], ctx: _Context, strategy: str, margin: int
+) -> tuple[dict[PositionKey, SearchResult], dict[TP, int]]:
+    """The first record with a timestamp >= each stamp less the skew seen on its partition and
+    ``margin``. Timestamps are not in order when producer clocks differ: each pass may read windows
+    that show more skew, and then searches again (the windows read are kept)."""
+    skews: dict[TP, int] = {}
+    results: dict[PositionKey, SearchResult] = {}
+    for _ in range(MAX_TIMESTAMP_PASSES):
+        wanted = {key: (tp, stamp - skews.get(tp, 0) - margin, None) for key, (tp, stamp) in stamps.items()}
+        results, stats = search_first_at_least(
+            wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes
+        )
+        ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp, _ in stamps.values()}
+        if all(seen[tp] <= skews.get(tp, 0) for tp in seen):
+            break
+        skews = seen
+    return results, skews
+
+
 def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
     """The first record at or after the committed record's time, less the clock skew seen on the
     target and a margin: never exact, and the bound on duplicates holds while no producer's clock was
@@ -665,19 +686,7 @@ def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict
         else:
             stamps[key] = (pos.target, stamp)
     margin = ctx.options.timestamp_margin_ms
-    skews: dict[TP, int] = {}
-    results: dict[PositionKey, SearchResult] = {}
-    for _ in range(MAX_TIMESTAMP_PASSES):  # each pass may read windows that show more skew
-        allowed = {key: skews.get(tp, 0) + margin for key, (tp, _) in stamps.items()}
-        wanted = {key: (tp, stamp - allowed[key], None) for key, (tp, stamp) in stamps.items()}
-        results, stats = search_first_at_least(
-            wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes
-        )
-        ctx.record("timestamp", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
-        seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp, _ in stamps.values()}
-        if all(seen[tp] <= skews.get(tp, 0) for tp in seen):
-            break
-        skews = seen
+    results, skews = _search_time(stamps, ctx, "timestamp", margin)
     found = {key: r.found.offset for key, r in results.items() if r.complete and r.found is not None}
     limits = {
         key: (stamps[key][0], offset, stamps[key][1] + skews.get(stamps[key][0], 0) + margin)
@@ -790,8 +799,9 @@ def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> di
             outcome[key] = "the snapshot has no evidence for this position"
         else:
             wanted[key] = (pos.target, min(e.timestamp for e in evidence), None)
-    results, stats = search_first_at_least(wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes)
-    ctx.record("fingerprint", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+    # Read from before the oldest evidence by the skew seen: copies of the evidence that a disordered
+    # region put earlier are then in the window, and the match is not called exact.
+    results, _ = _search_time({key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0)
     scans = {}
     for key, result in results.items():
         if not result.complete:

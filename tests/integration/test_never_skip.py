@@ -24,7 +24,17 @@ from offset_restore.snapshot_run import run_snapshot
 from offset_restore.storage import open_location
 from offset_restore.translate import PlanOptions, TranslateStats, translate
 
-from tests.disorder import Judgement, Slot, copy, layouts, random_layout, read_target, record_key, write_layout
+from tests.disorder import (
+    Judgement,
+    Slot,
+    copy,
+    layouts,
+    random_layout,
+    read_target,
+    record_key,
+    restored_part,
+    write_layout,
+)
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 
 N = 60  # source records: committed positions 0..60, 61 per case
@@ -72,7 +82,7 @@ def plan_layout(
 
 
 def judged(src: Source, brokers: Brokers, topic: str, entries: list) -> Judgement:
-    log = read_target(brokers.target.bootstrap_servers, topic, 0, src.keys)
+    log = restored_part(read_target(brokers.target.bootstrap_servers, topic, 0, src.keys))
     judgement = Judgement()
     for entry in entries:
         judgement.judge(entry, log)

@@ -1,0 +1,230 @@
+"""The order-independent resume point against brute force, the order check of windows read, and the
+whole translation on in-memory partitions served a few records per fetch (so that searches really
+leave most of a partition unread)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Mapping
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.fingerprint import fingerprint
+from offset_restore.restore_order import ObservedPartition, find_disorder
+from offset_restore.resume_points import NO_KEY, PartitionLog, resume_points
+from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+from offset_restore.translate import PlanOptions, translate
+
+from tests.disorder import Judgement, Slot, TargetRecord, copy, layouts, random_layout, restored_part
+
+# -- resume points ------------------------------------------------------------------------------
+
+
+def brute_force(keys: list[int], c: int) -> tuple[int, int, bool]:
+    """(index, duplicates, pulled back) straight from the definition in docs/translation.md."""
+    keyed = [i for i, k in enumerate(keys) if k != NO_KEY]
+    first, last = keyed[0], keyed[-1]
+    unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY]
+    index = next((i for i in keyed if max(keys[: i + 1]) >= c), last + 1)
+    pulled = bool(unknown) and unknown[0] < index
+    start = unknown[0] if pulled else index
+    duplicates = sum(1 for i in range(start, len(keys)) if keys[i] != NO_KEY and keys[i] < c)
+    duplicates += sum(1 for i in unknown if i >= start)
+    return start, duplicates, pulled
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    keys=st.lists(st.one_of(st.integers(0, 40), st.just(NO_KEY)), min_size=1, max_size=60),
+    wanted=st.lists(st.integers(0, 45), min_size=1, max_size=10),
+)
+def test_resume_points_match_the_definition(keys: list[int], wanted: list[int]) -> None:
+    log = PartitionLog()
+    for i, key in enumerate(keys):
+        log.append(100 + 2 * i, None if key == NO_KEY else key, i)
+    answers = resume_points(log, wanted)
+    if all(k == NO_KEY for k in keys):
+        assert answers == {}
+        return
+    for c in wanted:
+        index, duplicates, pulled = brute_force(keys, c)
+        answer = answers[c]
+        assert (answer.index, answer.duplicates, answer.pulled_back) == (index, duplicates, pulled)
+        last = max(i for i, k in enumerate(keys) if k != NO_KEY)
+        assert answer.offset == (100 + 2 * index if index <= last else 100 + 2 * last + 1)
+        assert answer.exact == (duplicates == 0 and not pulled)
+
+
+def test_a_sorted_log_gives_the_first_record_at_or_after_each_offset() -> None:
+    log = PartitionLog()
+    for i, key in enumerate([3, 4, 7, 8, 9]):
+        log.append(i, key, 0)
+    answers = resume_points(log, [0, 4, 5, 9, 10])
+    assert {c: (a.offset, a.exact, a.beyond) for c, a in answers.items()} == {
+        0: (0, True, False),
+        4: (1, True, False),
+        5: (2, True, False),
+        9: (4, True, False),
+        10: (5, True, True),
+    }
+
+
+# -- the order check of windows read ------------------------------------------------------------
+
+
+def observed(*windows: tuple[int, int, list[tuple[int, int | None]]]) -> ObservedPartition:
+    seen = ObservedPartition()
+    for start, end, records in windows:
+        seen.add(start, end, [(o, k, 0) for o, k in records])
+    return seen
+
+
+def test_windows_in_order_with_holes_and_unread_gaps_pass() -> None:
+    # 0..9 read with a transaction marker at 5; 10..89 unread; 90..99 read: 80 unread offsets for
+    # 80 source offsets (plus the markers' share) between source 9 and 90.
+    first: list[tuple[int, int | None]] = [(o, o if o < 5 else o - 1) for o in range(10) if o != 5]
+    last: list[tuple[int, int | None]] = [(o, o - 1) for o in range(90, 100)]
+    assert find_disorder(observed((0, 10, first), (90, 100, last))) is None
+
+
+@pytest.mark.parametrize(
+    ("windows", "expected"),
+    [
+        ([(0, 4, [(0, 0), (1, 1), (2, 5), (3, 2)])], "target offset 3 carries source offset 2 after source offset 5"),
+        ([(0, 3, [(0, 0), (1, 1), (2, 1)])], "carries source offset 1 again"),
+        ([(0, 3, [(0, 0), (1, None), (2, 2)])], "target offset 1 has no offset header between restored records"),
+        (
+            [(0, 2, [(0, 0), (1, 1)]), (50, 52, [(50, 10), (51, 11)])],
+            "48 target offsets between source offsets 1 and 10",
+        ),
+        (
+            [(50, 52, [(50, 60), (51, 61)]), (0, 2, [(0, 0), (1, 70)])],
+            "carries source offset 60 after source offset 70",
+        ),
+    ],
+    ids=["inversion", "repeat", "missing-header", "more-records-than-source", "windows-read-in-any-order"],
+)
+def test_each_contradiction_is_named(windows: list, expected: str) -> None:
+    assert expected in (find_disorder(observed(*windows)) or "")
+
+
+# -- translation on partitions served a few records per fetch -----------------------------------
+
+TOPIC = TP("t", 0)
+HEADER = "x-source-offset"
+
+
+class SmallWindows:
+    """A target with one partition, answering each fetch with ``per_fetch`` records."""
+
+    cluster_id = "fake"
+
+    def __init__(self, layout: list[Slot], per_fetch: int) -> None:
+        self.records = [
+            FetchedRecord(
+                offset=i,
+                timestamp=1_000 + (slot.source if slot.source is not None else 0),
+                key=f"k{slot.source}".encode() if slot.source is not None else b"stray",
+                value=b"v",
+                headers=((HEADER, slot.header.to_bytes(8, "big")),) if slot.header is not None else (),
+            )
+            for i, slot in enumerate(layout)
+        ]
+        self.per_fetch, self.fetched = per_fetch, 0
+
+    def topic_partitions(self) -> dict[str, int]:
+        return {TOPIC.topic: 1}
+
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
+        return {tp: LogBounds(0, len(self.records)) for tp in partitions}
+
+    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = 0) -> dict[TP, PartitionFetch]:
+        out = {}
+        for tp, position in positions.items():
+            window = self.records[position : position + self.per_fetch]
+            self.fetched += len(window)
+            end = len(self.records)
+            out[tp] = PartitionFetch(position, window, end, 0, None, window[-1].offset + 1 if window else end)
+        return out
+
+
+def snapshot(n: int, positions: Iterable[int]) -> list[GroupSnapshot]:
+    def evidence(s: int) -> RecordEvidence:
+        return RecordEvidence(offset=s, timestamp=1_000 + s, fingerprint=fingerprint(f"k{s}".encode(), b"v", ()))
+
+    return [
+        GroupSnapshot(
+            group=f"g{c}",
+            state="Empty",
+            partitions=[
+                PartitionSnapshot(
+                    topic="t",
+                    partition=0,
+                    committed_offset=c,
+                    log_start=0,
+                    log_end=n,
+                    next=evidence(c) if c < n else None,
+                    before=[evidence(s) for s in range(max(0, c - 3), min(c, n))],
+                )
+            ],
+        )
+        for c in positions
+    ]
+
+
+def judge(layout: list[Slot], entries: list) -> list[str]:
+    """Problems of each mapped entry, by the definition (the layout is the truth)."""
+    log = restored_part(
+        [
+            TargetRecord(i, s.header if s.header is not None else s.source, s.header is not None)
+            for i, s in enumerate(layout)
+        ]
+    )
+    judgement = Judgement()
+    for entry in entries:
+        judgement.judge(entry, log)
+    return judgement.problems
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), per_fetch=st.integers(1, 9))
+def test_full_order_check_holds_for_any_disorder_in_small_windows(seed: int, per_fetch: int) -> None:
+    """``--order-check full`` rests on nothing: any damage, any window size, 0 problems."""
+    n = 80
+    layout = random_layout(random.Random(seed), n)
+    target = SmallWindows(layout, per_fetch)
+    entries, _ = translate(snapshot(n, range(n + 1)), target, PlanOptions(strategies=("header",), order_check="full"))
+    assert not judge(layout, entries), layout
+
+
+@pytest.mark.parametrize("case", [c for c in layouts(600) if c != "one stray header"])
+def test_windows_check_catches_disorder_the_search_reads_around(case: str) -> None:
+    """With windows of 8 records over 600, the cases whose damage a search meets or whose extra
+    records change the count between reads are found and answered from a whole read. (A lone stray
+    header in an unread region is what only ``full`` proves: docs/translation.md.)"""
+    layout = layouts(600)[case]
+    target = SmallWindows(layout, 8)
+    entries, stats = translate(snapshot(600, range(0, 601, 7)), target, PlanOptions(strategies=("header",)))
+    assert not judge(layout, entries)
+    assert TOPIC in stats.out_of_order
+
+
+def test_a_sorted_restore_in_small_windows_is_never_read_whole() -> None:
+    target = SmallWindows(copy(range(5_000)), 8)
+    entries, stats = translate(snapshot(5_000, [7, 2_500, 4_990]), target, PlanOptions(strategies=("header",)))
+    assert all(e.exact for e in entries) and not judge(copy(range(5_000)), entries)
+    assert not stats.out_of_order and target.fetched < 200  # a few windows, not 5,000 records
+
+
+def test_fingerprint_match_beside_a_copy_of_the_next_record_is_not_exact() -> None:
+    """Without headers: the evidence is found, but a copy of the next record lies earlier (a repeated
+    chunk): resume at the earliest copy, not exact, no bound claimed."""
+    layout = [Slot(s, None) for s in [*range(30), 25, 26, *range(30, 40)]]
+    layout[20] = Slot(33, None)  # a copy of the record a group at 33 would read next
+    target = SmallWindows(layout, 100)
+    entries, _ = translate(snapshot(40, [33]), target, PlanOptions(strategies=("fingerprint",)))
+    (entry,) = entries
+    assert (entry.target_offset, entry.exact, entry.max_duplicates) == (20, False, None)
+    assert "copies of the evidence records" in (entry.reason or "")
