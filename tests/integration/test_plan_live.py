@@ -194,6 +194,22 @@ def test_checkpoints_only(make: Callable[..., Scenario]) -> None:
     assert (found[between].target_offset, found[between].exact, found[between].max_duplicates) == (100, False, 50)
 
 
+def test_checkpoints_whose_targets_go_backwards_are_not_trusted(make: Callable[..., Scenario]) -> None:
+    """Two restore workers reported pairs: source 300 landed before source 200 on the target. Neither
+    the pair at 200 (exact by itself) nor the one below 250 can be believed."""
+    s = make(500)
+    exact, between = s.group({0: 200}), s.group({0: 250})
+    snap = s.snapshot()
+    s.create_target()
+    restore(s.target, s.topic, 0, s.records[0], keep=lambda r: r.offset >= 100, header=None)
+    pairs = [Checkpoint(100, 0), Checkpoint(200, 300), Checkpoint(300, 150), Checkpoint(400, 390)]
+    table = MemoryCheckpoints({(s.target.cluster_id, s.topic, 0): pairs})
+    entries, _ = translate(snap, s.target, PlanOptions(strategies=("checkpoint",)), checkpoints=table)
+    for entry in entries:
+        assert entry.status == "unmapped" and "are out of order" in (entry.reason or ""), entry
+    assert {e.group for e in entries} == {exact, between}
+
+
 @pytest.mark.parametrize(("margin", "offset", "bound"), [(0, 30, 4), (1000, 25, 14)])
 def test_timestamps_only_bound_the_duplicates(
     make: Callable[..., Scenario], margin: int, offset: int, bound: int
