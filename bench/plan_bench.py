@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from offset_restore.cluster_types import TP, FetchedRecord, PartitionFetch
+from offset_restore.fingerprint import fingerprint
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_broker import LocalBroker
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -46,6 +47,7 @@ from offset_restore.translate import PlanOptions, parse_offset_header, translate
 RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000
 HEADER = "x-source-offset"
+VALUE = b"v" * 40
 
 
 @dataclass
@@ -78,7 +80,7 @@ def build_target(
                 source += 1 + (rng.randint(1, 3) if rng.random() < 0.05 else 0)
             data[TP(name, p)] = PartitionData(sources, log_start=shift, log_end=sources[-1] + 1)
             cluster.produce(
-                name, p, ((f"k{s}".encode(), b"v" * 40, [(HEADER, s.to_bytes(8, "big"))], stamp(s)) for s in sources)
+                name, p, ((f"k{s}".encode(), VALUE, [(HEADER, s.to_bytes(8, "big"))], stamp(s)) for s in sources)
             )
     return data
 
@@ -102,11 +104,22 @@ def build_groups(
                     log_start=d.log_start,
                     log_end=d.log_end,
                     lag=max(0, d.log_end - c),
-                    next=RecordEvidence(offset=c, timestamp=stamp(c), fingerprint="") if c < d.log_end else None,
+                    next=next_record(d, c),
                 )
             )
         result.append(GroupSnapshot(group=f"bench-group-{g:05d}", state="Empty", partitions=entries))
     return result
+
+
+def next_record(data: PartitionData, c: int) -> RecordEvidence | None:
+    """What a snapshot records as the group's next record: the first source record at or after ``c``.
+    The gaps between source offsets are the source's own (compaction, transaction markers), so the
+    next record of a position in a gap is the one after it."""
+    at = bisect.bisect_left(data.sources, c)
+    if at >= len(data.sources):
+        return None
+    s = data.sources[at]
+    return RecordEvidence(offset=s, timestamp=stamp(s), fingerprint=fingerprint(f"k{s}".encode(), VALUE))
 
 
 def score(results: Mapping[tuple[TP, int], int], data: dict[TP, PartitionData]) -> dict[str, Any]:

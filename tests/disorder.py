@@ -126,10 +126,11 @@ class TargetRecord:
 def restored_part(log: Sequence[TargetRecord]) -> list[TargetRecord]:
     """The log as the definition sees it: records without the header before the first record with
     one (the topic held data before the restore) or after the last (written after it) are not part
-    of the restore, whatever they copy — nothing can tell them from other data (docs/translation.md)."""
+    of the restore, whatever they copy — nothing can tell them from other data (docs/translation.md).
+    Where no record has the header, every copy counts."""
     headed = [i for i, r in enumerate(log) if r.has_header]
     if not headed:
-        return []
+        return list(log)  # a replica without the header (MirrorMaker 2): every copy is the restore
     first, last = headed[0], headed[-1]
     return [r if first <= i <= last or r.has_header else TargetRecord(r.offset, None, False) for i, r in enumerate(log)]
 
