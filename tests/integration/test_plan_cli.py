@@ -27,6 +27,13 @@ def run(*argv: str) -> tuple[int, str, str]:
     return main(list(argv), out, err), out.getvalue(), err.getvalue()
 
 
+def snapshot(brokers: Brokers, folder: Path, *options: str) -> tuple[int, str, str]:
+    """``offset-restore snapshot`` of the source broker into ``folder/snaps``."""
+    return run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(folder / "snaps"), *options
+    )
+
+
 @pytest.fixture
 def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path) -> dict[str, str]:
     """A source topic with two groups, snapshotted to tmp_path/snaps; the target restored from offset 10."""
@@ -36,12 +43,9 @@ def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path
     early, late = unique("early"), unique("late")
     commit(source, early, {TP(topic, 0): 5, TP(topic, 1): 20})
     commit(source, late, {TP(topic, 0): 40, TP(topic, 1): 50})
-    status, _, err = run(
-        "snapshot",
-        "--bootstrap-servers",
-        brokers.source.bootstrap_servers,
-        "--output",
-        str(tmp_path / "snaps"),
+    status, _, err = snapshot(
+        brokers,
+        tmp_path,
         "--groups",
         f"{early}|{late}",
         "--cluster",
@@ -238,12 +242,9 @@ def test_csv_refuses_a_group_id_the_tool_would_split_and_writes_nothing(
     records = produce(source, topic, 0, 10)
     hostile = unique("pay") + suffix
     source.produce(offsets_copy, 0, [(commit_key(hostile, topic, 0), commit_value(5, "", 1_700_000_000_000), [], None)])
-    status, _, err = run(
-        "snapshot",
-        "--bootstrap-servers",
-        brokers.source.bootstrap_servers,
-        "--output",
-        str(tmp_path / "snaps"),
+    status, _, err = snapshot(
+        brokers,
+        tmp_path,
         "--from-offsets-topic",
         offsets_copy,
         "--exclude-groups",
