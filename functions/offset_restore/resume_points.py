@@ -49,6 +49,15 @@ class PartitionLog:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def restored_range(self) -> tuple[int, int, int, int] | None:
+        """(index of the first restored record, of the last, smallest source offset, largest), or
+        None when no record carries the header."""
+        keyed = [i for i in range(len(self.keys)) if self.keys[i] != NO_KEY]
+        if not keyed:
+            return None
+        carried = [self.keys[i] for i in keyed]
+        return keyed[0], keyed[-1], min(carried), max(carried)
+
 
 @dataclass(frozen=True, slots=True)
 class Resume:

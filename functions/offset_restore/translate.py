@@ -493,8 +493,9 @@ def _read_whole_and_decide(
         else:
             note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {suspect[tp]}]"
         answers = resume_points(log, {undecided[k].committed for k in keys})
+        restored, header = log.restored_range(), ctx.options.offset_header
         for key in keys:
-            outcome[key] = _ordered_decision(undecided[key], answers, log, note, reads, ctx.options.offset_header)
+            outcome[key] = _ordered_decision(undecided[key], answers, log, restored, note, reads, header)
     return outcome
 
 
@@ -534,17 +535,23 @@ def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP
 
 
 def _ordered_decision(
-    pos: Position, answers: Mapping[int, Resume], log: PartitionLog, note: str, reads: _Reads, header: str
+    pos: Position,
+    answers: Mapping[int, Resume],
+    log: PartitionLog,
+    restored: tuple[int, int, int, int] | None,
+    note: str,
+    reads: _Reads,
+    header: str,
 ) -> Decision | str:
-    """A decision from the resume point of a partition read whole (docs/translation.md)."""
+    """A decision from the resume point of a partition read whole (docs/translation.md);
+    ``restored``: the log's ``restored_range()``."""
     c = pos.committed
     answer = answers.get(c)
-    if answer is None:
+    if answer is None or restored is None:
         return f"no record of {pos.target} carries header {header}"
-    keyed = [k for k in log.keys if k != NO_KEY]
+    _, last, lowest, highest = restored
     if answer.beyond and not answer.pulled_back:
-        last = max(i for i in range(len(log)) if log.keys[i] != NO_KEY)
-        decision = _beyond(pos, max(keyed), answer.offset, answer.duplicates, note)
+        decision = _beyond(pos, highest, answer.offset, answer.duplicates, note)
         return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
     key = log.keys[answer.index]
     anchor = (answer.offset, None if key == NO_KEY else key, log.timestamps[answer.index])
@@ -568,7 +575,7 @@ def _ordered_decision(
     if expected is not None and reads.prints.get((pos.target, answer.offset), expected) != expected:
         expected = None
         parts.append(f"its content differs from the snapshot's record {key}")
-    method: Method = "earliest" if min(keyed) > c else "header"
+    method: Method = "earliest" if lowest > c else "header"
     exact = answer.exact and expected == _expected_print(pos, key)
     reason = "; ".join(parts) + note
     return Decision("mapped", answer.offset, method, exact, answer.duplicates, reason, expected, anchor)
