@@ -327,7 +327,8 @@ def _plan_baselines(
     )
     before = target.requests_sent.get("Fetch", 0) + target.requests_sent.get("ListOffsets", 0)
     started = time.perf_counter()
-    timestamped, _ = translate(_groups_of(entries, data), target, PlanOptions(strategies=("timestamp",)))
+    seek_options = PlanOptions(strategies=("timestamp",), timestamp_margin_ms=0)  # offsetsForTimes: no margin
+    timestamped, _ = translate(_groups_of(entries, data), target, seek_options)
     seconds = time.perf_counter() - started
     seek = score(
         {

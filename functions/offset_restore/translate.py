@@ -651,11 +651,13 @@ def _timestamp_key(tp: TP, record: FetchedRecord) -> int:
 
 def _skew(index: PartitionIndex) -> int:
     """How far the timestamps read fall below the newest one before them (0: never backwards)."""
-    worst, newest = 0, None
+    worst = 0
+    newest = index.keys[0] if index.keys else 0
     for stamp in index.keys:
-        if newest is not None and stamp < newest:
+        if stamp < newest:
             worst = max(worst, newest - stamp)
-        newest = stamp if newest is None else max(newest, stamp)
+        else:
+            newest = stamp
     return worst
 
 
@@ -673,7 +675,7 @@ def _search_time(
             wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes
         )
         ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
-        seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp, _ in stamps.values()}
+        seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp in {tp for tp, _ in stamps.values()}}
         if all(seen[tp] <= skews.get(tp, 0) for tp in seen):
             break
         skews = seen
