@@ -24,7 +24,7 @@ from typing import Literal, Protocol
 
 from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds, PartitionFetch
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
-from offset_restore.fingerprint import fingerprint
+from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.plan_model import Plan, PlanEntry
 from offset_restore.translate import parse_offset_header
 
@@ -223,51 +223,24 @@ def apply_plan(
     lap("read_current")
     commits: dict[str, dict[TP, CommittedOffset]] = {}
     for group in groups:
-        now = current.get(group, {})
-        offsets: dict[TP, CommittedOffset] = {}
-        unchanged = True
-        for entry in writable[group]:
-            tp = TP(entry.target_topic, entry.partition)
-            assert entry.target_offset is not None
-            before = now.get(tp)
-            if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
-                entry.previous_target_offset = before.offset if before else None
-                entry.previous_recorded = True
-            if before is not None and before.offset == entry.target_offset:
-                continue  # already there: nothing to write
-            unchanged = False
-            if before is not None and before.offset > entry.target_offset and not options.allow_rewind:
-                entry.status = "skipped"
-                entry.reason = (
-                    f"the group is already at {before.offset} on the target, past the mapped "
-                    f"{entry.target_offset}: not rewound (use --allow-rewind)"
-                )
-                report.rewinds_skipped += 1
-                continue
-            offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
-        if options.dry_run:
-            for entry in writable[group]:
-                was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
-                report.dry_run_lines.append(
-                    f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
-                    + (" (skipped: would rewind)" if entry.status == "skipped" else "")
-                )
-            continue
+        offsets = _offsets_to_write(group, writable[group], current.get(group, {}), options, report)
         if offsets:
             commits[group] = offsets
-        elif unchanged:
-            report.groups_unchanged.append(group)
-            for entry in writable[group]:
-                entry.status = "committed"
-                if entry.reason == NO_ANSWER:
-                    entry.reason = None
     if options.dry_run:
         return report
     save(plan)  # the offsets about to be replaced are on record before the first write
     lap("save_previous")
+    # Right before the writes: does the target still hold the records the plan read next to each
+    # mapped offset? (One pass over every group's anchors, in shared fetch rounds.)
+    for group, why in changed_since_plan([e for g in commits for e in writable[g]], target, plan.offset_header).items():
+        report.groups_skipped[group] = why
+        for entry in writable[group]:
+            entry.reason = why
+        del commits[group]
+    lap("check_target")
 
     try:
-        _commit_in_batches(commits, writable, target, report, show, before_commit, plan.offset_header)
+        _commit_in_batches(commits, writable, target, report, show, before_commit)
     except OffsetRestoreError as error:
         # Keep what is known (committed groups, groups without an answer) before giving up.
         plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
@@ -293,6 +266,55 @@ def apply_plan(
     return report
 
 
+def _offsets_to_write(
+    group: str,
+    entries: list[PlanEntry],
+    now: Mapping[TP, CommittedOffset],
+    options: ApplyOptions,
+    report: ApplyReport,
+) -> dict[TP, CommittedOffset]:
+    """What to commit for one group, given its offsets on the target now: records them as the
+    previous offsets (the first time only), leaves out what is already there and what would rewind
+    the group (unless allowed); a group with nothing left to write is ``unchanged``. A dry run only
+    describes it."""
+    offsets: dict[TP, CommittedOffset] = {}
+    unchanged = True
+    for entry in entries:
+        tp = TP(entry.target_topic, entry.partition)
+        assert entry.target_offset is not None
+        before = now.get(tp)
+        if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
+            entry.previous_target_offset = before.offset if before else None
+            entry.previous_recorded = True
+        if before is not None and before.offset == entry.target_offset:
+            continue  # already there: nothing to write
+        unchanged = False
+        if before is not None and before.offset > entry.target_offset and not options.allow_rewind:
+            entry.status = "skipped"
+            entry.reason = (
+                f"the group is already at {before.offset} on the target, past the mapped "
+                f"{entry.target_offset}: not rewound (use --allow-rewind)"
+            )
+            report.rewinds_skipped += 1
+            continue
+        offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
+    if options.dry_run:
+        for entry in entries:
+            was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
+            report.dry_run_lines.append(
+                f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
+                + (" (skipped: would rewind)" if entry.status == "skipped" else "")
+            )
+        return {}
+    if unchanged:
+        report.groups_unchanged.append(group)
+        for entry in entries:
+            entry.status = "committed"
+            if entry.reason == NO_ANSWER:
+                entry.reason = None
+    return offsets
+
+
 def _commit_in_batches(
     commits: dict[str, dict[TP, CommittedOffset]],
     writable: dict[str, list[PlanEntry]],
@@ -300,10 +322,8 @@ def _commit_in_batches(
     report: ApplyReport,
     show: Progress,
     before_commit: Callable[[Sequence[str]], None] | None,
-    header: str | None,
 ) -> None:
-    """Per batch: re-check that each group is still empty and that its target still holds the records
-    the plan read, then one OffsetCommit per group."""
+    """Per batch: re-check that each group is still empty, then one OffsetCommit per group."""
     for start in range(0, len(commits), BATCH):
         batch = sorted(commits)[start : start + BATCH]
         if before_commit is not None:
@@ -313,12 +333,6 @@ def _commit_in_batches(
         for group in batch:
             if group not in ready:
                 report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
-        changed = changed_since_plan([e for g in ready for e in writable[g]], target, header)
-        for group, why in changed.items():
-            report.groups_skipped[group] = why
-            for entry in writable[group]:
-                entry.reason = why
-        ready = [g for g in ready if g not in changed]
         answers: Mapping[str, dict[TP, str | None]] = {}
         try:
             answers = target.alter_offsets_many({g: commits[g] for g in ready})
@@ -420,7 +434,11 @@ def _verify_problem(
     """Why the target does not hold what the plan says at this entry's offset (None: it does)."""
     if entry.expected_fingerprint and entry.target_offset is not None:
         record = records.get((tp, entry.target_offset))
-        if record is None or fingerprint(record.key, record.value, record.headers) != entry.expected_fingerprint:
+        if record is None:
+            return "no record is there"
+        # The restore's offset header is not part of the source record the fingerprint was taken of.
+        printed = fingerprint(record.key, record.value, record.headers, exclude_header=header or DEFAULT_OFFSET_HEADER)
+        if printed != entry.expected_fingerprint:
             return "another record is there"
     if entry.anchor_offset is not None:
         return _anchor_problem(entry, records.get((tp, entry.anchor_offset)), header)

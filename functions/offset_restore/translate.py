@@ -21,7 +21,7 @@ from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, Partition
 from offset_restore.errors import BadInputError
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.plan_model import Method, PlanEntry
-from offset_restore.restore_order import ObservedPartition, disorder_in, find_disorder
+from offset_restore.restore_order import ObservedPartition, disorder_in
 from offset_restore.resume_points import NO_KEY, PartitionLog, Resume, resume_points
 from offset_restore.search import Fetcher, KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -353,9 +353,11 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
         wanted = {k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for k, pos in undecided.items()}
         results, stats = search_first_at_least(wanted, ctx.bounds, key_of, reads.observing(ctx.fetch))
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
-        logs = {tp: observed.merged()[0] for tp, observed in reads.observed.items()}
+        logs: dict[TP, PartitionLog] = {}
         for tp, observed in reads.observed.items():
-            problem = find_disorder(observed)
+            log, ranges = observed.merged()
+            logs[tp] = log
+            problem = disorder_in(log, ranges)
             if problem:
                 suspect[tp] = problem
         for key, pos in undecided.items():

@@ -56,9 +56,9 @@ MOMENTS = [
     ("log_bounds", "skipped"),  # 1: during the fit check
     ("describe_groups", "skipped"),  # 2: before the wait: the group is active
     ("committed_offsets", "skipped"),  # 3: after the wait, before the current offsets are read
-    ("describe_groups", "skipped"),  # 4: before the re-check of the batch
-    ("fetch", "skipped"),  # 5: after the re-check, before the plan's anchor records are read again
-    ("alter_offsets_many", "skipped"),  # 6: after both checks: the broker refuses the commit
+    ("fetch", "skipped"),  # 4: before the plan's anchor records are read again
+    ("describe_groups", "skipped"),  # 5: before the re-check of the batch
+    ("alter_offsets_many", "skipped"),  # 6: after the re-check: the broker refuses the commit
     ("committed_offsets", "committed"),  # 7: after the commit, before the read-back
     ("fetch", "committed"),  # 8: before the fingerprint and anchor check
 ]
