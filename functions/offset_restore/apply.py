@@ -15,6 +15,7 @@ The order of work keeps every promise of §6:
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -38,8 +39,8 @@ __all__ = [
     "check_entries_fit",
     "check_plan_fits",
     "records_at",
-    "rollback_plan",
     "verify_groups",
+    "wait_for_empty",
 ]
 
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
@@ -75,6 +76,15 @@ class ApplyOptions:
     allow_rewind: bool = False
     dry_run: bool = False
 
+    def __post_init__(self) -> None:
+        # A nan wait would poll without pause; an infinite one never ends. Refused from any caller.
+        for name, value, low in (
+            ("wait_timeout_s", self.wait_timeout_s, 0.0),
+            ("poll_interval_s", self.poll_interval_s, 0.0),
+        ):
+            if not math.isfinite(value) or value < low:
+                raise BadInputError(f"{name} must be a finite number of seconds >= {low:g}, not {value}")
+
 
 @dataclass
 class ApplyReport:
@@ -105,6 +115,12 @@ def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *,
     target no longer fits: a topic or partition gone, or a mapped offset outside the partition's log
     now (a broker that restarted empty, a restore run again, retention that deleted the records) —
     nothing is written then. A rollback only puts back previous offsets: it checks the cluster."""
+    if plan.target.cluster_id is not None and plan.target.cluster_id != target.cluster_id:
+        raise BadInputError(
+            f"the plan was made against the brokers of cluster id {plan.target.cluster_id} (named "
+            f"{plan.target.cluster}), but these brokers report cluster id {target.cluster_id}: another cluster, "
+            "whatever its name; nothing was written"
+        )
     names = {target.cluster_id, *([target_name] if target_name else [])}
     if plan.target.cluster not in names:
         raise BadInputError(
@@ -163,7 +179,7 @@ def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, 
     return writable, waiting
 
 
-def _wait_for_empty(
+def wait_for_empty(
     groups: Sequence[str],
     target: ApplyTarget,
     options: ApplyOptions,
@@ -206,7 +222,7 @@ def apply_plan(
     groups = sorted(writable)
 
     lap = _Laps(report.timings)
-    infos = _wait_for_empty(groups, target, options, report, show, sleep, clock)
+    infos = wait_for_empty(groups, target, options, report, show, sleep, clock)
     lap("wait")
     active = {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
     if active and options.on_wait_timeout == "fail" and not options.dry_run:
@@ -240,7 +256,7 @@ def apply_plan(
     lap("check_target")
 
     try:
-        _commit_in_batches(commits, writable, target, report, show, before_commit)
+        _commit_in_batches(commits, writable, target, report, show, before_commit, current, options.allow_rewind)
     except OffsetRestoreError as error:
         # Keep what is known (committed groups, groups without an answer) before giving up.
         plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
@@ -285,6 +301,7 @@ def _offsets_to_write(
         before = now.get(tp)
         if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
             entry.previous_target_offset = before.offset if before else None
+            entry.previous_metadata = before.metadata if before else None
             entry.previous_recorded = True
         if before is not None and before.offset == entry.target_offset:
             continue  # already there: nothing to write
@@ -322,8 +339,11 @@ def _commit_in_batches(
     report: ApplyReport,
     show: Progress,
     before_commit: Callable[[Sequence[str]], None] | None,
+    read_at_start: Mapping[str, Mapping[TP, CommittedOffset]],
+    allow_moved: bool,
 ) -> None:
-    """Per batch: re-check that each group is still empty, then one OffsetCommit per group."""
+    """Per batch: re-check that each group is still empty and that its offsets are still those read
+    at the start (a consumer may commit without joining the group), then one OffsetCommit per group."""
     for start in range(0, len(commits), BATCH):
         batch = sorted(commits)[start : start + BATCH]
         if before_commit is not None:
@@ -333,6 +353,10 @@ def _commit_in_batches(
         for group in batch:
             if group not in ready:
                 report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
+        if ready and not allow_moved:
+            moved = _moved_on(ready, writable, target.committed_offsets(ready), read_at_start)
+            report.groups_skipped.update(moved)
+            ready = [g for g in ready if g not in moved]
         answers: Mapping[str, dict[TP, str | None]] = {}
         try:
             answers = target.alter_offsets_many({g: commits[g] for g in ready})
@@ -348,6 +372,28 @@ def _commit_in_batches(
                     errors = {tp: e for tp, e in answers[group].items() if e}
                     _record_commit(group, writable[group], commits[group], errors, report)
         show("committing", min(start + BATCH, len(commits)), len(commits))
+
+
+def _moved_on(
+    groups: Sequence[str],
+    writable: Mapping[str, list[PlanEntry]],
+    now: Mapping[str, Mapping[TP, CommittedOffset]],
+    read_at_start: Mapping[str, Mapping[TP, CommittedOffset]],
+) -> dict[str, str]:
+    """Groups whose offsets on the planned partitions changed since apply read them: group -> why."""
+    moved: dict[str, str] = {}
+    for group in groups:
+        for entry in writable[group]:
+            tp = TP(entry.target_topic, entry.partition)
+            was, is_now = read_at_start.get(group, {}).get(tp), now.get(group, {}).get(tp)
+            if (was.offset if was else None) != (is_now.offset if is_now else None):
+                moved[group] = (
+                    f"moved on since apply read it ({tp} was {was.offset if was else 'none'}, now "
+                    f"{is_now.offset if is_now else 'none'}): not written — something commits for it without "
+                    "joining; stop it and apply again (or --allow-rewind to write over it)"
+                )
+                break
+    return moved
 
 
 class _Laps:
@@ -510,76 +556,3 @@ def _anchor_problem(entry: PlanEntry, record: FetchedRecord | None, header: str 
             planned = entry.anchor_source_offset
             return f"record {entry.anchor_offset} carries source offset {source}, the plan read {planned}"
     return None
-
-
-def rollback_plan(
-    plan: Plan,
-    target: ApplyTarget,
-    save: Callable[[Plan], None],
-    *,
-    wait: ApplyOptions | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-) -> ApplyReport:
-    """Put back every offset an apply replaced, under the same rules: only empty groups; a group that
-    had no offsets before the apply is deleted when it is still empty."""
-    options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
-    report = ApplyReport()
-    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
-    for entry in plan.entries:
-        if entry.status == "committed":  # only what the apply wrote (or found already in place)
-            by_group[entry.group].append(entry)
-    groups = sorted(by_group)
-    report.groups_planned = len(groups)
-    infos = _wait_for_empty(groups, target, options, report, lambda *_: None, sleep, clock)
-    restore: dict[str, dict[TP, CommittedOffset]] = {}
-    delete: list[str] = []
-    for group in groups:
-        info = infos.get(group)
-        if info and info.state not in WRITABLE_STATES:
-            report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
-            continue
-        entries = by_group[group]
-        if all(e.previous_target_offset is None for e in entries):
-            delete.append(group)
-            continue
-        restore[group] = {
-            TP(e.target_topic, e.partition): CommittedOffset(e.previous_target_offset, e.metadata)
-            for e in entries
-            if e.previous_target_offset is not None
-        }
-        for e in entries:
-            if e.previous_target_offset is None:
-                report.groups_failed.setdefault(group, "")
-                report.groups_failed[group] += (
-                    f"{e.target_topic}/{e.partition} had no offset before the apply and keeps "
-                    f"{e.target_offset} (delete it with kafka-consumer-groups --delete-offsets); "
-                )
-    answers = target.alter_offsets_many(restore) if restore else {}
-    for group, offsets in restore.items():
-        errors = {tp: e for tp, e in answers.get(group, {}).items() if e}
-        if errors:
-            report.groups_skipped[group] = (
-                f"the broker refused the rollback ({', '.join(sorted(set(errors.values())))})"
-            )
-            continue
-        report.groups_committed.append(group)
-        report.offsets_committed += len(offsets)
-        _mark_rolled_back(by_group[group])
-    for group, error in target.delete_groups(delete).items():
-        if error:
-            report.groups_skipped[group] = f"could not delete the group created by the apply ({error})"
-        else:
-            report.groups_committed.append(group)
-            _mark_rolled_back(by_group[group])
-    plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")
-    save(plan)
-    return report
-
-
-def _mark_rolled_back(entries: Iterable[PlanEntry]) -> None:
-    for entry in entries:
-        entry.status = "mapped"
-        entry.reason = "rolled back: the previous target offset was put back"
-        entry.verified = None
-        entry.previous_recorded = False

@@ -7,12 +7,13 @@ from contextlib import contextmanager
 
 from pydantic import ValidationError
 
-from offset_restore.apply import ApplyOptions, ApplyReport, apply_plan, check_plan_fits, rollback_plan
+from offset_restore.apply import ApplyOptions, ApplyReport, apply_plan, check_plan_fits
 from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.locks import TargetLock
 from offset_restore.plan_model import Plan
+from offset_restore.rollback import rollback_plan
 from offset_restore.snapshot import Progress
 from offset_restore.storage import BlobStore, open_location
 
@@ -33,11 +34,19 @@ class PlanFile:
         if not self.store.exists(self.key):
             raise BadInputError(f"no plan at {self.location}")
         try:
-            return Plan.model_validate_json(self.store.get(self.key))
+            plan = Plan.model_validate_json(self.store.get(self.key))
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
             raise BadInputError(f"plan {self.location} is invalid at {where}: {first['msg']}") from None
+        problems = plan.problems()
+        if problems:
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            raise BadInputError(
+                f"plan {self.location} cannot be applied as it is: {'; '.join(problems[:5])}{more}; nothing was "
+                "written (plan again rather than editing a plan)"
+            )
+        return plan
 
     def save(self, plan: Plan) -> None:
         # Compact: a plan of 100,000s of entries is saved twice per apply, on the critical path.
@@ -81,11 +90,13 @@ def run_rollback(
     *,
     target_name: str | None = None,
     lock: TargetLock | None = None,
+    allow_rewind: bool = False,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> tuple[Plan, ApplyReport]:
     plan_file = PlanFile(plan_location)
     plan = plan_file.load()
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     with connect(connection) as target, _locked(lock):
         check_plan_fits(plan, target, target_name, mapped_must_fit=False)
-        report = rollback_plan(plan, target, plan_file.save)
+        report = rollback_plan(plan, target, plan_file.save, wait=options)
     return plan, report

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -79,7 +80,7 @@ def _add_connection(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--connect-timeout",
-        type=float,
+        type=_seconds(0.1, 3600),
         default=30.0,
         metavar="SECONDS",
         help="give up when no broker answers within this time (default: %(default)s)",
@@ -122,6 +123,22 @@ def _non_negative(value: str) -> int:
     if number < 0:
         raise argparse.ArgumentTypeError(f"{value} is negative")
     return number
+
+
+def _seconds(low: float, high: float) -> Callable[[str], float]:
+    """A number of seconds between ``low`` and ``high``: never nan or infinite (a nan wait would poll
+    without pause, an infinite timeout overflows the client)."""
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+        if not math.isfinite(number) or not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low:g} and {high:g} seconds")
+        return number
+
+    return parse
 
 
 def _margin(value: str) -> int:
@@ -290,14 +307,14 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the plan file (updated in place)")
     apply.add_argument(
         "--wait-timeout",
-        type=float,
+        type=_seconds(0, 7 * 86_400),
         default=300.0,
         metavar="SECONDS",
         help="how long to wait for active groups (default: %(default)s)",
     )
     apply.add_argument(
         "--poll-interval",
-        type=float,
+        type=_seconds(0.1, 3600),
         default=5.0,
         metavar="SECONDS",
         help="how often to look again (default: %(default)s)",
@@ -332,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster"
     )
     rollback.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock")
+    rollback.add_argument(
+        "--allow-rewind",
+        action="store_true",
+        help="also roll back groups whose offsets moved past what apply wrote (their consumers ran on the "
+        "target); without it such groups are left alone and reported",
+    )
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rollback.set_defaults(run=_rollback)
 
@@ -555,7 +578,9 @@ def _rollback(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan_file = PlanFile(args.plan)
     connection = _connection(args)
     lock = _lock(args, args.target_cluster or plan_file.load().target.cluster)
-    plan, report = run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock)
+    plan, report = run_rollback(
+        args.plan, connection, target_name=args.target_cluster, lock=lock, allow_rewind=args.allow_rewind
+    )
     return _report(args, plan, report, out, err, "Rollback")
 
 
@@ -567,10 +592,7 @@ def _report(args: argparse.Namespace, plan: Plan, report: ApplyReport, out: Text
         f"  skipped           {len(report.groups_skipped):,} groups; {report.rewinds_skipped:,} partitions not rewound",
         f"  failed            {len(report.groups_failed):,} groups",
     ]
-    if what == "Apply":
-        lines.append(
-            f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify"
-        )
+    lines.append(f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify")
     lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
     lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]

@@ -29,15 +29,15 @@ class ConnectionSettings(BaseModel):
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
     ssl_cafile: str | None = None
-    connect_timeout_s: float = Field(default=30.0, gt=0)
-    request_timeout_s: float = Field(default=30.0, gt=0)
+    connect_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
+    request_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
     client_id: str = "offset-restore"
     retries: int = Field(default=4, ge=0, le=20)
     """Attempts after the first, for a request that failed on a reset connection, a timeout or a
     coordinator move. Every retried request is idempotent (reads; commits of the same offsets)."""
-    retry_backoff_s: float = Field(default=0.5, gt=0)
+    retry_backoff_s: float = Field(default=0.5, gt=0, le=60, allow_inf_nan=False)
     """The first back-off; it doubles per attempt up to ``retry_backoff_max_s``, with full jitter."""
-    retry_backoff_max_s: float = Field(default=8.0, gt=0)
+    retry_backoff_max_s: float = Field(default=8.0, gt=0, le=600, allow_inf_nan=False)
     fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
     """The most a broker puts in one fetch response (Kafka's ``fetch.max.bytes``): fetch rounds ask
     for no more partitions per request than fit. The local broker answers at most ~5 MB."""

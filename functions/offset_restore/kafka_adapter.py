@@ -406,6 +406,25 @@ class KafkaCluster:
         answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids), retry=False)
         return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
 
+    def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]:
+        """Delete one group's committed offsets on some partitions (OffsetDelete; the group must be
+        empty); per partition the error name or None. Not retried, like ``delete_groups``."""
+        if not partitions:
+            return {}
+        kafka_tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        try:
+            answer = self._call(
+                "deleting committed offsets", self._admin.delete_group_offsets, group_id, kafka_tps, retry=False
+            )
+        except ClusterError as error:  # e.g. a broker without OffsetDelete: every partition failed, saying why
+            return dict.fromkeys(partitions, str(error))
+        return {
+            TP(tp.topic, tp.partition): (
+                None if error is kafka_errors.NoError else getattr(error, "__name__", str(error))
+            )
+            for tp, error in answer.items()
+        }
+
     # -- records ----------------------------------------------------------------------------------
 
     def fetch(

@@ -25,10 +25,10 @@ class PlanEntry(BaseModel):
 
     group: str
     topic: str
-    partition: int = Field(ge=0)
+    partition: int = Field(ge=0, strict=True)
     target_topic: str
-    source_offset: int = Field(ge=0)
-    target_offset: int | None = Field(default=None, ge=0)
+    source_offset: int = Field(ge=0, strict=True)
+    target_offset: int | None = Field(default=None, ge=0, strict=True)
     method: Method | None = None
     """How the target offset was found; null for pending and unmapped entries."""
     exact: bool = False
@@ -37,7 +37,9 @@ class PlanEntry(BaseModel):
     status: Status
     reason: str | None = None
     metadata: str | None = None
-    previous_target_offset: int | None = Field(default=None, ge=0)
+    previous_target_offset: int | None = Field(default=None, ge=0, strict=True)
+    previous_metadata: str | None = None
+    """The commit metadata the target held with ``previous_target_offset``: rollback puts it back."""
     previous_recorded: bool = False
     """Set when apply first read ``previous_target_offset``: an apply run again after an
     interruption keeps it, so rollback still knows what was there before the first write."""
@@ -45,13 +47,13 @@ class PlanEntry(BaseModel):
     """The fingerprint the record at ``target_offset`` must have (when it is the copy of the
     snapshot's next record): apply verifies it after committing."""
     verified: bool | None = None
-    anchor_offset: int | None = Field(default=None, ge=0)
+    anchor_offset: int | None = Field(default=None, ge=0, strict=True)
     """A target record the plan read next to the resume point: the record at ``target_offset``, or the
     last restored one before it when the group resumes at the end. Apply re-reads it just before
     committing and refuses the group when it is no longer the same (the target changed)."""
-    anchor_source_offset: int | None = None
+    anchor_source_offset: int | None = Field(default=None, strict=True)
     """The source offset the anchor record carried in the offset header (null: none, or not read)."""
-    anchor_timestamp: int | None = None
+    anchor_timestamp: int | None = Field(default=None, strict=True)
     """The anchor record's timestamp (null: not read)."""
 
     @model_validator(mode="after")
@@ -123,6 +125,9 @@ class ClusterRef(BaseModel):
 
     cluster: str
     bootstrap_servers: str | None = None
+    cluster_id: str | None = None
+    """The cluster id the brokers reported when the plan was made, whatever ``cluster`` names them:
+    apply and rollback refuse brokers that report another one."""
 
 
 class Plan(BaseModel):
@@ -144,6 +149,28 @@ class Plan(BaseModel):
     out_of_order: dict[str, str] = Field(default_factory=dict)
     """Target partitions (``topic/partition``) found out of order, with why; each was read whole."""
 
+    def problems(self) -> list[str]:
+        """What makes this plan unsafe to apply as it is (an edited or damaged plan): each names the
+        entry. Checked before anything is read from or written to a cluster."""
+        found: list[str] = []
+        seen: dict[tuple[str, str, int], int] = {}
+        targets: dict[tuple[str, str, int], int] = {}
+        for number, e in enumerate(self.entries):
+            where = f"entry {number} ({e.group} {e.topic}/{e.partition})"
+            key, onto = (e.group, e.topic, e.partition), (e.group, e.target_topic, e.partition)
+            if key in seen:
+                found.append(f"{where} repeats entry {seen[key]}")
+            elif onto in targets:
+                found.append(f"{where} maps onto {e.target_topic}/{e.partition} like entry {targets[onto]}")
+            seen.setdefault(key, number)
+            targets.setdefault(onto, number)
+            if e.target_topic != self.topic_map.get(e.topic, e.topic):
+                found.append(f"{where} names target topic {e.target_topic}, which the plan's topic map does not")
+            problem = _offset_off_anchor(e)
+            if problem:
+                found.append(f"{where} {problem}")
+        return found
+
     def csv_lines(self) -> list[str]:
         """``group,topic,partition,offset`` for mapped entries: what kafka-consumer-groups.sh
         ``--reset-offsets --from-file`` reads (names checked by ``csv_unsafe`` first)."""
@@ -152,6 +179,17 @@ class Plan(BaseModel):
             for e in self.entries
             if e.status == "mapped" and e.target_offset is not None
         ]
+
+
+def _offset_off_anchor(e: PlanEntry) -> str | None:
+    """A mapped offset must sit at the record the plan read (its anchor), or just after it for an
+    entry that resumes after its last record."""
+    if e.anchor_offset is None or e.target_offset is None or e.status not in ("mapped", "committed"):
+        return None
+    after = e.method == "end" or (e.method == "fingerprint" and e.expected_fingerprint is None)
+    if e.anchor_offset == e.target_offset or (after and e.anchor_offset < e.target_offset):
+        return None
+    return f"has target_offset {e.target_offset}, but the record the plan read for it is at {e.anchor_offset}"
 
 
 CSV_UNSAFE = frozenset(',\n\r"')

@@ -132,12 +132,13 @@ def run_plan(
         entries, stats = translate(selected, target, options, checkpoints=checkpoints, progress=progress)
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or target.cluster_id
+        target_id = target.cluster_id
     plan = Plan(
         restore_id=restore_id,
         snapshot_id=snapshot.manifest.snapshot_id,
         created_at=datetime.now(UTC),
         source=_ClusterRef(cluster=snapshot.manifest.cluster),
-        target=_ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers),
+        target=_ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id),
         entries=entries,
         summary=PlanSummary.of(entries),
         strategies=list(options.strategies),

@@ -225,7 +225,8 @@ def test_rollback_is_not_blocked_by_entries_that_no_longer_fit(
     document = json.loads(s.plan_path.read_text())
     for entry in document["entries"]:
         if entry["group"] == s.groups["busy"]:
-            entry["target_offset"] = 10**9  # the target changed under the unwritten group
+            # The target changed under the unwritten group (a plan made against it then says so).
+            entry["target_offset"] = entry["anchor_offset"] = 10**9
     s.plan_path.write_text(json.dumps(document))
     status, _, err = s.apply()
     assert status == 2 and "lie outside the target's logs now" in err
@@ -265,3 +266,190 @@ def test_a_partition_a_fetch_round_leaves_unserved_is_asked_again_not_failed(
     unserving = Unserving()
     report = apply_plan(plan, unserving, ApplyOptions(wait_timeout_s=0), lambda p: None)  # type: ignore[arg-type]
     assert unserving.rounds >= 3 and report.verify_failed == [] and report.verified == 3
+
+
+def edited(s: Restored, tmp_path: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    document = json.loads(s.plan_path.read_text())
+    change(document)
+    path = tmp_path / f"edited-{unique('plan')}.json"
+    path.write_text(json.dumps(document))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["entries"].append(dict(d["entries"][0])), "entry 2 (a-"),
+        (lambda d: d["entries"][0].update(target_offset=True), "entries.0.target_offset"),
+        (
+            lambda d: d["entries"][0].update(target_offset=d["entries"][0]["target_offset"] + 3),
+            "the record the plan read",
+        ),
+        (lambda d: d["entries"][0].update(target_topic="payments"), "which the plan's topic map does not"),
+    ],
+    ids=["duplicate-entry", "true-as-offset", "in-range-wrong-offset", "topic-outside-the-map"],
+)
+def test_edited_plans_are_refused_before_anything_is_written(
+    scene: Callable[..., Restored], tmp_path: Path, change: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    s = scene({"a": {0: 50, 1: 60}})
+    path = edited(s, tmp_path, change)
+    before = path.read_text()
+    status, _, err = run("apply", "--plan", str(path), "--bootstrap-servers", s.brokers.target.bootstrap_servers)
+    assert status == 2 and message in err, err
+    assert s.offsets("a") == {} and path.read_text() == before
+
+
+def test_a_plan_is_refused_on_other_brokers_that_carry_its_name(
+    scene: Callable[..., Restored], brokers: Brokers, source: KafkaCluster, tmp_path: Path
+) -> None:
+    """A plan made with --target-cluster prod-dr, given other brokers under the same name: the
+    cluster id the plan recorded decides, not the name."""
+    s = scene({"a": {0: 50}})
+    named = edited(s, tmp_path, lambda d: d["target"].update(cluster="prod-dr"))
+    assert json.loads(named.read_text())["target"]["cluster_id"] == s.target.cluster_id
+    status, _, err = run(
+        "apply",
+        "--plan",
+        str(named),
+        "--bootstrap-servers",
+        brokers.source.bootstrap_servers,
+        "--target-cluster",
+        "prod-dr",
+        "--wait-timeout",
+        "0",
+    )
+    assert status == 2 and f"these brokers report cluster id {source.cluster_id}" in err, err
+    # The group on those brokers (the source, where it was committed at 50) is untouched.
+    assert {tp.partition: c.offset for tp, c in source.committed_offsets([s.groups["a"]])[s.groups["a"]].items()} == {
+        0: 50
+    }
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--poll-interval", "nan"), ("--wait-timeout", "nan"), ("--connect-timeout", "inf"), ("--wait-timeout", "-1")],
+)
+def test_odd_option_values_are_refused_by_name(
+    scene: Callable[..., Restored], option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    s = scene({"a": {0: 50}})
+    before = s.plan_path.read_text()
+    status, _, err = s.apply(option, value)
+    err += capsys.readouterr().err  # argparse's own usage errors go to the process's stderr
+    assert status == 2 and f"argument {option}: {value} is not between" in err, err
+    assert "Traceback" not in err and s.offsets("a") == {} and s.plan_path.read_text() == before
+
+
+def test_a_group_that_moves_on_during_apply_is_not_rewound(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """After apply read the current offsets, something commits 80 for the group without joining it
+    (a consumer that commits and leaves, a script): apply must not write its planned offsets over
+    that, and must say so; the other group is written."""
+    s = scene({"a": {0: 50, 1: 5}, "b": {0: 60}})
+    moving, steady = s.groups["a"], s.groups["b"]
+
+    def consumer_commits(batch: Sequence[str]) -> None:
+        commit(target, moving, {TP(s.topic, 0): 80})
+
+    plan = s.plan()
+    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None, before_commit=consumer_commits)
+    assert moving in report.groups_skipped and "moved on since apply read it" in report.groups_skipped[moving]
+    assert f"{s.topic}/0 was none, now 80" in report.groups_skipped[moving]
+    assert s.offsets("a") == {0: 80} and report.groups_committed == [steady]
+    assert all(e.status == "mapped" for e in plan.entries if e.group == moving)
+
+
+def rollback(s: Restored, *extra: str) -> tuple[int, str, str]:
+    return run(
+        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers, *extra
+    )
+
+
+def test_rollback_after_an_apply_that_crashed_before_its_last_save(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """The commits were answered, the process died before the plan said so: the plan still says
+    "mapped", but the previous offsets were saved before the first write. Rollback finds the writes
+    on the target and puts the previous offsets back."""
+    s = scene({"a": {0: 50, 1: 60}, "b": {0: 70}})
+    commit(target, s.groups["a"], {TP(s.topic, 0): 3, TP(s.topic, 1): 4}, "target-meta")
+    # What the target keeps of commit metadata (the local broker keeps none; Kafka keeps it).
+    held = target.committed_offsets([s.groups["a"]])[s.groups["a"]][TP(s.topic, 0)].metadata
+    saves: list[str] = []
+
+    def save_then_die(plan: Plan) -> None:
+        if saves:  # the save after the commits never happens
+            raise KeyboardInterrupt
+        saves.append(plan.model_dump_json())
+        s.plan_path.write_text(saves[0])
+
+    with pytest.raises(KeyboardInterrupt):
+        apply_plan(s.plan(), target, ApplyOptions(wait_timeout_s=0), save_then_die)
+    assert s.offsets("a") == {0: 40, 1: 50} and s.offsets("b") == {0: 60}
+    assert {e.status for e in s.plan().entries} == {"mapped"}
+    status, out, err = rollback(s)
+    assert status == 0, out + err
+    assert s.offsets("a") == {0: 3, 1: 4} and s.offsets("b") == {}  # b was created by the apply: deleted
+    plan = s.plan()
+    assert {e.previous_metadata for e in plan.entries if e.group == s.groups["a"]} == {held}
+    assert target.committed_offsets([s.groups["a"]])[s.groups["a"]][TP(s.topic, 0)].metadata == held
+    assert "verified          3 partitions" in out and {e.status for e in plan.entries} == {"mapped"}
+
+
+def test_rollback_never_rewinds_consumers_that_ran_on_the_target(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    s = scene({"ran": {0: 50}, "idle": {0: 60}})
+    commit(target, s.groups["ran"], {TP(s.topic, 0): 5})
+    assert s.apply()[0] == 0
+    commit(target, s.groups["ran"], {TP(s.topic, 0): 85})  # its consumers processed 40..84 on the target
+    status, out, _ = rollback(s)
+    assert status == 3 and "moved past what apply wrote" in out
+    assert s.offsets("ran") == {0: 85} and s.offsets("idle") == {}
+    status, out, _ = rollback(s, "--allow-rewind")
+    assert status == 0 and s.offsets("ran") == {0: 5}, out
+
+
+def test_rollback_removes_only_what_apply_created(scene: Callable[..., Restored], target: KafkaCluster) -> None:
+    """The group already held an offset on another topic (payments/0 = 42) and none on the planned
+    topic: rollback must not delete the group. It removes only the partitions apply created — with
+    OffsetDelete, which the local broker does not support: then it says so, and payments/0 stays."""
+    s = scene({"mixed": {0: 50}})
+    payments = unique("payments")
+    target.create_topics({payments: 1})
+    commit(target, s.groups["mixed"], {TP(payments, 0): 42})
+    assert s.apply()[0] == 0
+    status, out, _ = rollback(s)
+    found = target.committed_offsets([s.groups["mixed"]])[s.groups["mixed"]]
+    assert found[TP(payments, 0)].offset == 42
+    if TP(s.topic, 0) in found:  # the broker refused OffsetDelete: reported, the plan keeps it committed
+        assert status == 1 and "could not remove the offsets the apply created" in out
+        assert s.plan().entries[0].status == "mapped" and "rollback started" in (s.plan().entries[0].reason or "")
+    else:
+        assert status == 0
+
+
+def test_an_apply_after_an_interrupted_rollback_writes_again_what_it_undid(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    from offset_restore.rollback import rollback_plan
+
+    s = scene({"a": {0: 50}})
+    commit(target, s.groups["a"], {TP(s.topic, 0): 3})
+    assert s.apply()[0] == 0 and s.offsets("a") == {0: 40}
+    calls: list[int] = []
+
+    def save_then_die(plan: Plan) -> None:
+        if calls:
+            raise KeyboardInterrupt  # the rollback wrote, then died before its last save
+        calls.append(1)
+        s.plan_path.write_text(plan.model_dump_json())
+
+    with pytest.raises(KeyboardInterrupt):
+        rollback_plan(s.plan(), target, save_then_die)
+    assert s.offsets("a") == {0: 3}
+    assert all("rollback started" in (e.reason or "") for e in s.plan().entries)
+    status, out, _ = s.apply()
+    assert status == 0 and s.offsets("a") == {0: 40}, out

@@ -58,9 +58,10 @@ MOMENTS = [
     ("committed_offsets", "skipped"),  # 3: after the wait, before the current offsets are read
     ("fetch", "skipped"),  # 4: before the plan's anchor records are read again
     ("describe_groups", "skipped"),  # 5: before the re-check of the batch
-    ("alter_offsets_many", "skipped"),  # 6: after the re-check: the broker refuses the commit
-    ("committed_offsets", "committed"),  # 7: after the commit, before the read-back
-    ("fetch", "committed"),  # 8: before the fingerprint and anchor check
+    ("committed_offsets", "skipped"),  # 6: before the offsets are compared with those read at the start
+    ("alter_offsets_many", "skipped"),  # 7: after the re-checks: the broker refuses the commit
+    ("committed_offsets", "committed"),  # 8: after the commit, before the read-back
+    ("fetch", "committed"),  # 9: before the fingerprint and anchor check
 ]
 
 
