@@ -2,26 +2,36 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
+import socket
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
+from datetime import UTC, datetime
 
 from pydantic import ValidationError
 
 from offset_restore.apply import ApplyOptions, ApplyReport, apply_plan, check_plan_fits
 from offset_restore.connection import ConnectionSettings
-from offset_restore.errors import BadInputError
+from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.locks import TargetLock
 from offset_restore.plan_model import Plan
 from offset_restore.rollback import rollback_plan
 from offset_restore.snapshot import Progress
-from offset_restore.storage import BlobStore, open_location
+from offset_restore.storage import BlobStore, LocalStore, open_location
 
 __all__ = ["PlanFile", "run_apply", "run_rollback"]
 
 
 class PlanFile:
-    """A plan document at a location, read and saved back in place (atomically for local files)."""
+    """A plan document at a location, read and saved back in place (atomically for local files).
+
+    One writer at a time: ``locked()`` holds an exclusive lock file beside a local plan (the operating
+    system releases it when the process ends, however it ends). Every save is checked against the
+    version this run read or last saved: a plan that changed in between (another apply or rollback)
+    is not overwritten, so the previous offsets the first run recorded are never lost.
+    """
 
     def __init__(self, location: str, open_store: Callable[[str], BlobStore] = open_location) -> None:
         folder, _, name = location.rstrip("/").rpartition("/")
@@ -29,12 +39,14 @@ class PlanFile:
             raise BadInputError(f"{location!r} names no plan file")
         self.location = location
         self.store, self.key = open_store(folder or "."), name
+        self.version: str | None = None
 
     def load(self) -> Plan:
         if not self.store.exists(self.key):
             raise BadInputError(f"no plan at {self.location}")
+        data = self.store.get(self.key)
         try:
-            plan = Plan.model_validate_json(self.store.get(self.key))
+            plan = Plan.model_validate_json(data)
         except ValidationError as error:
             first = error.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
@@ -46,11 +58,53 @@ class PlanFile:
                 f"plan {self.location} cannot be applied as it is: {'; '.join(problems[:5])}{more}; nothing was "
                 "written (plan again rather than editing a plan)"
             )
+        self.version = hashlib.sha256(data).hexdigest()
         return plan
 
     def save(self, plan: Plan) -> None:
         # Compact: a plan of 100,000s of entries is saved twice per apply, on the critical path.
-        self.store.put(self.key, plan.model_dump_json().encode(), "application/json")
+        data = plan.model_dump_json().encode()
+        if self.version is not None and self.store.exists(self.key):
+            now = hashlib.sha256(self.store.get(self.key)).hexdigest()
+            if now != self.version:
+                raise PlanBusyError(
+                    f"plan {self.location} changed since this run read it (another apply or rollback?): not "
+                    "overwritten, so the offsets it recorded stay; read it again before going on (the target's "
+                    "offsets are the truth: rollback works from them)"
+                )
+        self.store.put(self.key, data, "application/json")
+        self.version = hashlib.sha256(data).hexdigest()
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the plan's lock file (local plans; an S3 plan relies on the DynamoDB lock and the
+        version check)."""
+        if not isinstance(self.store, LocalStore):
+            yield
+            return
+        import fcntl
+
+        path = self.store.root / f".{self.key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise PlanBusyError(
+                    f"plan {self.location} is in use by {holder}: one apply or rollback at a time; nothing was "
+                    "written (wait for it to end; the lock goes with its process)"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(UTC).isoformat()}")
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.truncate(0)
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 @contextmanager
@@ -77,10 +131,13 @@ def run_apply(
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> tuple[Plan, ApplyReport]:
     plan_file = PlanFile(plan_location)
-    plan = plan_file.load()
-    with connect(connection) as target, _locked(None if options.dry_run else lock):
-        check_plan_fits(plan, target, target_name)
-        report = apply_plan(plan, target, options, plan_file.save, progress=progress)
+    writes = not options.dry_run
+    # One writer, then read: the locks come before the plan is read, so no run works from a stale plan.
+    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None):
+        plan = plan_file.load()
+        with connect(connection) as target:
+            check_plan_fits(plan, target, target_name)
+            report = apply_plan(plan, target, options, plan_file.save, progress=progress)
     return plan, report
 
 
@@ -94,9 +151,10 @@ def run_rollback(
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> tuple[Plan, ApplyReport]:
     plan_file = PlanFile(plan_location)
-    plan = plan_file.load()
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
-    with connect(connection) as target, _locked(lock):
-        check_plan_fits(plan, target, target_name, mapped_must_fit=False)
-        report = rollback_plan(plan, target, plan_file.save, wait=options)
+    with plan_file.locked(), _locked(lock):
+        plan = plan_file.load()
+        with connect(connection) as target:
+            check_plan_fits(plan, target, target_name, mapped_must_fit=False)
+            report = rollback_plan(plan, target, plan_file.save, wait=options)
     return plan, report

@@ -14,6 +14,7 @@ __all__ = [
     "ClusterUnreachableError",
     "CommitInterruptedError",
     "OffsetRestoreError",
+    "PlanBusyError",
     "SnapshotExistsError",
     "SnapshotNotFoundError",
     "StorageError",
@@ -44,6 +45,11 @@ class StorageError(OffsetRestoreError):
     """S3 or the local file system refused a read or write (no bucket, no permission)."""
 
     exit_status = 2
+
+
+class PlanBusyError(OffsetRestoreError):
+    """Another apply or rollback holds the plan, or changed it since this run read it: nothing of
+    either run's record is overwritten."""
 
 
 class ClusterError(OffsetRestoreError):

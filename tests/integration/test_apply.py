@@ -13,6 +13,7 @@ from offset_restore.apply import ApplyOptions, apply_plan
 from offset_restore.apply_run import PlanFile
 from offset_restore.cli import main
 from offset_restore.cluster_types import TP, GroupInfo, PartitionFetch
+from offset_restore.errors import PlanBusyError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.plan_model import Plan
 from offset_restore.plan_run import SnapshotChoice, run_plan
@@ -453,3 +454,55 @@ def test_an_apply_after_an_interrupted_rollback_writes_again_what_it_undid(
     assert all("rollback started" in (e.reason or "") for e in s.plan().entries)
     status, out, _ = s.apply()
     assert status == 0 and s.offsets("a") == {0: 40}, out
+
+
+def test_one_writer_per_plan_and_the_lock_goes_with_its_process(scene: Callable[..., Restored]) -> None:
+    """A second apply or rollback while one holds the plan is refused before it reads the plan or
+    writes anything; a holder killed with SIGKILL leaves no lock behind."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    s = scene({"a": {0: 50}})
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\n"
+            "from offset_restore.apply_run import PlanFile\n"
+            "with PlanFile(sys.argv[1]).locked():\n"
+            "    print('locked', flush=True)\n"
+            "    time.sleep(60)\n",
+            str(s.plan_path),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        for command in (s.apply, lambda: rollback(s)):
+            status, out, err = command()
+            assert status == 1 and f"is in use by pid {holder.pid}" in err, out + err
+        assert s.offsets("a") == {}
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    time.sleep(0.1)
+    status, out, err = s.apply()
+    assert status == 0 and s.offsets("a") == {0: 40}, out + err
+
+
+def test_a_plan_changed_since_it_was_read_is_never_overwritten(scene: Callable[..., Restored]) -> None:
+    """Two runs that both read the plan (e.g. one that read it before a slow connection): the second
+    save is refused, so the previous offsets the first recorded stay."""
+    s = scene({"a": {0: 50}})
+    first, second = PlanFile(str(s.plan_path)), PlanFile(str(s.plan_path))
+    mine, theirs = first.load(), second.load()
+    mine.entries[0].previous_target_offset, mine.entries[0].previous_recorded = 7, True
+    first.save(mine)
+    theirs.entries[0].previous_target_offset, theirs.entries[0].previous_recorded = 40, True
+    with pytest.raises(PlanBusyError, match="changed since this run read it"):
+        second.save(theirs)
+    assert s.plan().entries[0].previous_target_offset == 7
+    first.save(mine)  # the run that wrote last may go on saving
