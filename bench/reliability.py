@@ -108,6 +108,12 @@ def tables(records: list[dict[str, Any]], audited: dict[str, int]) -> str:
         [f"{r['trial']} | {r['double_commits']} | {_yes(r['correct'])}" for r in kind["concurrency"]],
     )
     lines += _table(
+        "Crashes (apply and rollback killed with SIGKILL at each step, then rolled back)",
+        "step | runs | groups holding a mix of planned and previous offsets | rollbacks that restored exactly",
+        "---|---:|---:|---:",
+        [f"{r['step']} | {r['runs']} | {r['mixed']} | {r['restored_exactly']}/{r['runs']}" for r in kind["crash"]],
+    )
+    lines += _table(
         "Hostile input (hypothesis)",
         "input kind | cases tried | failures found",
         "---|---:|---:",
