@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import socket
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
@@ -15,13 +17,15 @@ from offset_restore.apply import ApplyOptions, ApplyReport, apply_plan, check_pl
 from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.locks import TargetLock
+from offset_restore.locks import LockLostError, TargetLock
 from offset_restore.plan_model import Plan
 from offset_restore.rollback import rollback_plan
 from offset_restore.snapshot import Progress
 from offset_restore.storage import BlobStore, LocalStore, open_location
 
 __all__ = ["PlanFile", "run_apply", "run_rollback"]
+
+log = logging.getLogger(__name__)
 
 
 class PlanFile:
@@ -108,16 +112,40 @@ class PlanFile:
 
 
 @contextmanager
-def _locked(lock: TargetLock | None) -> Iterator[None]:
-    """Hold the target's lock for the block, when there is one."""
+def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
+    """Hold the target's lock for the block, renewed by a heartbeat every third of its expiry; yields
+    a check to call before each write, which raises LockLostError once the lock is no longer ours."""
     if lock is None:
-        yield
+        yield lambda: None
         return
     lock.acquire()
+    stop = threading.Event()
+    lost: list[LockLostError] = []
+
+    def heartbeat() -> None:
+        while not stop.wait(max(1.0, lock.ttl_s / 3)):
+            try:
+                lock.renew()
+            except LockLostError as error:
+                lost.append(error)
+                return
+            except Exception as error:  # a missed beat is retried; the expiry is three beats away
+                log.warning("renewing the lock of %s failed: %s", lock.cluster, error)
+
+    beat = threading.Thread(target=heartbeat, name="lock-heartbeat", daemon=True)
+    beat.start()
+
+    def still_ours() -> None:
+        if lost:
+            raise lost[0]
+
     try:
-        yield
+        yield still_ours
     finally:
-        lock.release()
+        stop.set()
+        beat.join(timeout=5)
+        if not lost:
+            lock.release()
 
 
 def run_apply(
@@ -133,11 +161,13 @@ def run_apply(
     plan_file = PlanFile(plan_location)
     writes = not options.dry_run
     # One writer, then read: the locks come before the plan is read, so no run works from a stale plan.
-    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None):
+    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
         plan = plan_file.load()
         with connect(connection) as target:
             check_plan_fits(plan, target, target_name)
-            report = apply_plan(plan, target, options, plan_file.save, progress=progress)
+            report = apply_plan(
+                plan, target, options, plan_file.save, progress=progress, before_commit=lambda _: still_ours()
+            )
     return plan, report
 
 

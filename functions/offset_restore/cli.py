@@ -12,7 +12,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -150,6 +150,10 @@ def _margin(value: str) -> int:
     if not 0 <= number <= 86_400_000:
         raise argparse.ArgumentTypeError(f"{value} is not between 0 and 86400000 ms (a day)")
     return number
+
+
+LOCK_TTL_S = 120
+"""Expiry of a CLI run's lock; its heartbeat renews it every 40 s while the run lives."""
 
 
 class _StrictParser(argparse.ArgumentParser):
@@ -358,6 +362,18 @@ def build_parser() -> argparse.ArgumentParser:
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rollback.set_defaults(run=_rollback)
 
+    unlock = commands.add_parser(
+        "unlock",
+        help="show who holds a target cluster's lock, and break a dead run's lock",
+        description="Without --owner: show the holder and its expiry (exit 3 while held). With --owner: break "
+        "the lock if that owner still holds it (the one you were shown), so a crashed run does not block the "
+        "target until its lock expires.",
+    )
+    unlock.add_argument("--lock-table", required=True, metavar="TABLE", help="DynamoDB table holding the lock")
+    unlock.add_argument("--target-cluster", required=True, metavar="NAME", help="the target cluster's name in the lock")
+    unlock.add_argument("--owner", metavar="OWNER", help="break the lock if this owner holds it")
+    unlock.set_defaults(run=_unlock)
+
     start = commands.add_parser("start", help="start a run of a deployed state machine and follow it until it ends")
     start.add_argument("--state-machine", required=True, metavar="ARN", help="the deployed workflow")
     start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")
@@ -548,7 +564,31 @@ def _lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
     import boto3
 
     owner = f"cli:{socket.gethostname()}:{os.getpid()}"
-    return TargetLock(args.lock_table, boto3.client("dynamodb"), cluster, owner)
+    # A short expiry, renewed by the run's heartbeat: a run that died frees the target in two minutes.
+    return TargetLock(args.lock_table, boto3.client("dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)
+
+
+def _unlock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import boto3
+
+    lock = TargetLock(args.lock_table, boto3.client("dynamodb"), args.target_cluster, owner="unlock")
+    held = lock.holder()
+    if held is None:
+        out.write(f"target cluster {args.target_cluster} is not locked\n")
+        return 0
+    owner, until = held
+    shown = datetime.fromtimestamp(until, UTC).isoformat()
+    if args.owner is None:
+        out.write(
+            f"target cluster {args.target_cluster} is locked by {owner} until {shown}; if that run is dead, "
+            f"break it with: offset-restore unlock --lock-table {args.lock_table} --target-cluster "
+            f"{args.target_cluster} --owner '{owner}'\n"
+        )
+        return 3
+    if owner != args.owner or not lock.break_lock(args.owner):
+        raise BadInputError(f"the lock of {args.target_cluster} is held by {owner}, not {args.owner}: not broken")
+    out.write(f"broke the lock of target cluster {args.target_cluster} held by {owner} (until {shown})\n")
+    return 0
 
 
 def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

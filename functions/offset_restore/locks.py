@@ -14,11 +14,15 @@ from offset_restore.errors import OffsetRestoreError
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["LockHeldError", "TargetLock"]
+__all__ = ["LockHeldError", "LockLostError", "TargetLock"]
 
 
 class LockHeldError(OffsetRestoreError):
     """Another run is writing to this target cluster."""
+
+
+class LockLostError(OffsetRestoreError):
+    """This run's lock was broken or taken over while it ran: it must not write any more."""
 
 
 class TargetLock:
@@ -69,3 +73,55 @@ class TargetLock:
         except ClientError as error:
             if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
                 raise
+
+    def renew(self, now: float | None = None) -> None:
+        """Push the expiry out again (the heartbeat of a run that lives); LockLostError when the lock
+        is no longer this run's."""
+        from botocore.exceptions import ClientError
+
+        now = time.time() if now is None else now
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key=self._key,
+                UpdateExpression="SET expires_at = :until, #ttl = :ttl",
+                ConditionExpression="#owner = :me",
+                ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
+                ExpressionAttributeValues={
+                    ":me": {"S": self.owner},
+                    ":until": {"N": str(int(now + self.ttl_s))},
+                    ":ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+                },
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            raise LockLostError(
+                f"the lock of target cluster {self.cluster} is no longer run {self.owner}'s (broken with unlock, or "
+                "expired and taken): stopping before the next write"
+            ) from None
+
+    def holder(self) -> tuple[str, int] | None:
+        """(owner, expiry in epoch seconds) of the lock as it stands, or None when there is none."""
+        item = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item")
+        if not item:
+            return None
+        return item.get("owner", {}).get("S", "?"), int(item.get("expires_at", {}).get("N", "0"))
+
+    def break_lock(self, owner: str) -> bool:
+        """Delete the lock if ``owner`` still holds it (the one the operator was shown); False if not."""
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.delete_item(
+                TableName=self.table,
+                Key=self._key,
+                ConditionExpression="#owner = :them",
+                ExpressionAttributeNames={"#owner": "owner"},
+                ExpressionAttributeValues={":them": {"S": owner}},
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+                raise
+            return False
+        return True

@@ -506,3 +506,33 @@ def test_a_plan_changed_since_it_was_read_is_never_overwritten(scene: Callable[.
         second.save(theirs)
     assert s.plan().entries[0].previous_target_offset == 7
     first.save(mine)  # the run that wrote last may go on saving
+
+
+def test_an_apply_whose_lock_was_broken_stops_before_writing(
+    scene: Callable[..., Restored], brokers: Brokers, table: str
+) -> None:
+    """The heartbeat finds the lock taken (an operator ran unlock on a run they thought dead): the run
+    stops before its first write instead of writing beside the new holder."""
+    import os
+
+    import boto3
+    from offset_restore.apply_run import run_apply
+    from offset_restore.locks import LockLostError, TargetLock
+
+    s = scene({"idle": {0: 50}, "busy": {0: 60}})
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    lock = TargetLock(table, client, "prod-dr", "run-1", ttl_s=3)  # a beat every second
+    intruder = TargetLock(table, client, "prod-dr", "run-2", ttl_s=3)
+    with active_member(brokers.target.bootstrap_servers, s.groups["busy"], s.topic):
+        original = lock.acquire
+
+        def acquire_then_lose(now: float | None = None) -> None:
+            original(now)
+            assert intruder.break_lock("run-1")
+            intruder.acquire()
+
+        lock.acquire = acquire_then_lose  # type: ignore[method-assign]
+        options = ApplyOptions(wait_timeout_s=2.5, poll_interval_s=0.5, on_wait_timeout="commit_empty")
+        with pytest.raises(LockLostError, match="no longer run run-1's"):
+            run_apply(str(s.plan_path), brokers.target_settings, options, lock=lock)
+    assert s.offsets("idle") == {} and intruder.holder() is not None and intruder.holder()[0] == "run-2"  # type: ignore[index]

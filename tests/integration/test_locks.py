@@ -6,7 +6,7 @@ import os
 
 import boto3
 import pytest
-from offset_restore.locks import LockHeldError, TargetLock
+from offset_restore.locks import LockHeldError, LockLostError, TargetLock
 
 
 def test_one_writer_at_a_time_and_a_crashed_run_expires(table: str) -> None:
@@ -27,3 +27,43 @@ def test_one_writer_at_a_time_and_a_crashed_run_expires(table: str) -> None:
         first.acquire(now=1_072)
     second.release()
     first.acquire(now=1_073)
+
+
+def test_a_heartbeat_keeps_the_lock_and_a_broken_lock_is_noticed(table: str) -> None:
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    run = TargetLock(table, client, "prod-dr", "run-1", ttl_s=60)
+    other = TargetLock(table, client, "prod-dr", "run-2", ttl_s=60)
+    run.acquire(now=1_000)
+    run.renew(now=1_050)  # alive: the expiry moves to 1,110
+    with pytest.raises(LockHeldError):
+        other.acquire(now=1_100)
+    assert run.holder() == ("run-1", 1_110)
+    assert not other.break_lock("run-9")  # breaks only the holder it names
+    assert other.break_lock("run-1")
+    with pytest.raises(LockLostError, match="no longer run run-1's"):
+        run.renew(now=1_120)
+    other.acquire(now=1_120)
+    with pytest.raises(LockLostError):
+        run.renew(now=1_130)  # taken over: the old run must stop writing
+
+
+def test_unlock_shows_the_holder_then_breaks_only_that_one(table: str) -> None:
+    import io
+
+    from offset_restore.cli import main
+
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    TargetLock(table, client, "prod-dr", "cli:host:123", ttl_s=3600).acquire()
+
+    def unlock(*extra: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        status = main(["unlock", "--lock-table", table, "--target-cluster", "prod-dr", *extra], out, err)
+        return status, out.getvalue(), err.getvalue()
+
+    status, out, _ = unlock()
+    assert status == 3 and "locked by cli:host:123" in out and "--owner 'cli:host:123'" in out
+    status, _, err = unlock("--owner", "cli:other:1")
+    assert status == 2 and "held by cli:host:123, not cli:other:1" in err
+    status, out, _ = unlock("--owner", "cli:host:123")
+    assert status == 0 and "broke the lock" in out
+    assert unlock()[0] == 0
