@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import socket
@@ -21,7 +20,7 @@ from offset_restore.locks import LockLostError, TargetLock
 from offset_restore.plan_model import Plan
 from offset_restore.rollback import rollback_plan
 from offset_restore.snapshot import Progress
-from offset_restore.storage import BlobStore, LocalStore, open_location
+from offset_restore.storage import BlobStore, LocalStore, open_location, read_versioned, write_if_unchanged
 
 __all__ = ["PlanFile", "run_apply", "run_rollback"]
 
@@ -48,7 +47,7 @@ class PlanFile:
     def load(self) -> Plan:
         if not self.store.exists(self.key):
             raise BadInputError(f"no plan at {self.location}")
-        data = self.store.get(self.key)
+        data, version = read_versioned(self.store, self.key)
         try:
             plan = Plan.model_validate_json(data)
         except ValidationError as error:
@@ -62,22 +61,23 @@ class PlanFile:
                 f"plan {self.location} cannot be applied as it is: {'; '.join(problems[:5])}{more}; nothing was "
                 "written (plan again rather than editing a plan)"
             )
-        self.version = hashlib.sha256(data).hexdigest()
+        self.version = version
         return plan
 
     def save(self, plan: Plan) -> None:
         # Compact: a plan of 100,000s of entries is saved twice per apply, on the critical path.
         data = plan.model_dump_json().encode()
-        if self.version is not None and self.store.exists(self.key):
-            now = hashlib.sha256(self.store.get(self.key)).hexdigest()
-            if now != self.version:
-                raise PlanBusyError(
-                    f"plan {self.location} changed since this run read it (another apply or rollback?): not "
-                    "overwritten, so the offsets it recorded stay; read it again before going on (the target's "
-                    "offsets are the truth: rollback works from them)"
-                )
-        self.store.put(self.key, data, "application/json")
-        self.version = hashlib.sha256(data).hexdigest()
+        if self.version is None:
+            self.store.put(self.key, data, "application/json")
+            return
+        version = write_if_unchanged(self.store, self.key, data, "application/json", self.version)
+        if version is None:
+            raise PlanBusyError(
+                f"plan {self.location} changed since this run read it (another apply or rollback?): not "
+                "overwritten, so the offsets it recorded stay; read it again before going on (the target's "
+                "offsets are the truth: rollback works from them)"
+            )
+        self.version = version
 
     @contextmanager
     def locked(self) -> Iterator[None]:
@@ -177,11 +177,12 @@ def run_rollback(
     *,
     target_name: str | None = None,
     lock: TargetLock | None = None,
-    allow_rewind: bool = False,
+    wait: ApplyOptions | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> tuple[Plan, ApplyReport]:
+    """``wait``: how long to wait for active groups (default: not at all) and ``allow_rewind``."""
     plan_file = PlanFile(plan_location)
-    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
+    options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     with plan_file.locked(), _locked(lock):
         plan = plan_file.load()
         with connect(connection) as target:

@@ -354,6 +354,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rollback.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock")
     rollback.add_argument(
+        "--wait-timeout",
+        type=_seconds(0, 7 * 86_400),
+        default=0.0,
+        metavar="SECONDS",
+        help="how long to wait for active groups to become empty; those still active then are left and "
+        "named (default: %(default)s, no wait)",
+    )
+    rollback.add_argument(
+        "--poll-interval", type=_seconds(0.1, 3600), default=5.0, metavar="SECONDS", help="how often to look again"
+    )
+    rollback.add_argument(
         "--allow-rewind",
         action="store_true",
         help="also roll back groups whose offsets moved past what apply wrote (their consumers ran on the "
@@ -618,9 +629,13 @@ def _rollback(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     plan_file = PlanFile(args.plan)
     connection = _connection(args)
     lock = _lock(args, args.target_cluster or plan_file.load().target.cluster)
-    plan, report = run_rollback(
-        args.plan, connection, target_name=args.target_cluster, lock=lock, allow_rewind=args.allow_rewind
+    wait = ApplyOptions(
+        wait_timeout_s=args.wait_timeout,
+        poll_interval_s=args.poll_interval,
+        on_wait_timeout="commit_empty",
+        allow_rewind=args.allow_rewind,
     )
+    plan, report = run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock, wait=wait)
     return _report(args, plan, report, out, err, "Rollback")
 
 

@@ -6,6 +6,7 @@ given) so that tests and Lambda handlers decide how it is built.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -128,6 +129,30 @@ class S3Store:
     def exists(self, key: str) -> bool:
         return key in self.list(key)
 
+    def get_versioned(self, key: str) -> tuple[bytes, str]:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
+            return answer["Body"].read(), answer["ETag"]
+        except (ClientError, BotoCoreError) as error:
+            raise self._fail("read", key, error) from None
+
+    def put_if_match(self, key: str, data: bytes, content_type: str, etag: str) -> str | None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            answer = self.client.put_object(
+                Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type, IfMatch=etag
+            )
+        except ClientError as error:
+            if str(error.response.get("Error", {}).get("Code", "")) in ("PreconditionFailed", "412"):
+                return None
+            raise self._fail("write", key, error) from None
+        except BotoCoreError as error:
+            raise self._fail("write", key, error) from None
+        return str(answer["ETag"])
+
     def list(self, prefix: str) -> list[str]:
         from botocore.exceptions import BotoCoreError, ClientError
 
@@ -140,6 +165,26 @@ class S3Store:
         except (ClientError, BotoCoreError) as error:
             raise self._fail("list", prefix, error) from None
         return sorted(keys)
+
+
+def read_versioned(store: BlobStore, key: str) -> tuple[bytes, str]:
+    """A document and its version: S3's ETag, or elsewhere the SHA-256 of its bytes."""
+    if isinstance(store, S3Store):
+        return store.get_versioned(key)
+    data = store.get(key)
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def write_if_unchanged(store: BlobStore, key: str, data: bytes, content_type: str, version: str) -> str | None:
+    """Write only if the stored document is still at ``version``; its new version, or None when it
+    changed meanwhile. On S3 a conditional write (If-Match); a local file is compared first (the
+    caller holds its lock file, so nobody writes in between)."""
+    if isinstance(store, S3Store):
+        return store.put_if_match(key, data, content_type, version)
+    if store.exists(key) and hashlib.sha256(store.get(key)).hexdigest() != version:
+        return None
+    store.put(key, data, content_type)
+    return hashlib.sha256(data).hexdigest()
 
 
 def open_location(location: str, s3_client: S3Client | None = None) -> BlobStore:

@@ -536,3 +536,25 @@ def test_an_apply_whose_lock_was_broken_stops_before_writing(
         with pytest.raises(LockLostError, match="no longer run run-1's"):
             run_apply(str(s.plan_path), brokers.target_settings, options, lock=lock)
     assert s.offsets("idle") == {} and intruder.holder() is not None and intruder.holder()[0] == "run-2"  # type: ignore[index]
+
+
+def test_an_s3_plan_is_saved_with_a_conditional_write(s3: Any) -> None:
+    """On S3 the version check is S3's own (If-Match on the ETag read): a run whose plan changed
+    since it read it cannot overwrite it, even without the lock table."""
+    document = Plan(
+        restore_id="r1",
+        snapshot_id="s1",
+        created_at="2026-11-30T00:00:00Z",  # type: ignore[arg-type]
+        source={"cluster": "a"},  # type: ignore[arg-type]
+        target={"cluster": "b"},  # type: ignore[arg-type]
+        entries=[],
+    )
+    s3.put_object(Bucket="snapshots", Key="restores/r1/plan.json", Body=document.model_dump_json().encode())
+    first, second = PlanFile("s3://snapshots/restores/r1/plan.json"), PlanFile("s3://snapshots/restores/r1/plan.json")
+    mine, theirs = first.load(), second.load()
+    mine.notes.append("first")
+    first.save(mine)
+    theirs.notes.append("second")
+    with pytest.raises(PlanBusyError):
+        second.save(theirs)
+    assert first.load().notes == ["first"]
