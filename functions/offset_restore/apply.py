@@ -46,6 +46,8 @@ __all__ = [
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
 NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply again"
 BATCH = 500
+PROGRESS_SAVE_S = 5.0
+"""During the commits, the plan is saved after a batch at most this often (and always at the end)."""
 MAX_UNSERVED_ROUNDS = 10
 """Fetch rounds a partition may go unserved while verifying before its records count as not found."""
 
@@ -256,7 +258,10 @@ def apply_plan(
     lap("check_target")
 
     try:
-        _commit_in_batches(commits, writable, target, report, show, before_commit, current, options.allow_rewind)
+        progress_saved = _Throttled(lambda: save(plan), every_s=PROGRESS_SAVE_S)
+        _commit_in_batches(
+            commits, writable, target, report, show, before_commit, current, options.allow_rewind, progress_saved
+        )
     except OffsetRestoreError as error:
         # Keep what is known (committed groups, groups without an answer) before giving up.
         plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
@@ -341,6 +346,7 @@ def _commit_in_batches(
     before_commit: Callable[[Sequence[str]], None] | None,
     read_at_start: Mapping[str, Mapping[TP, CommittedOffset]],
     allow_moved: bool,
+    after_batch: Callable[[], None] = lambda: None,
 ) -> None:
     """Per batch: re-check that each group is still empty and that its offsets are still those read
     at the start (a consumer may commit without joining the group), then one OffsetCommit per group."""
@@ -372,6 +378,7 @@ def _commit_in_batches(
                     errors = {tp: e for tp, e in answers[group].items() if e}
                     _record_commit(group, writable[group], commits[group], errors, report)
         show("committing", min(start + BATCH, len(commits)), len(commits))
+        after_batch()
 
 
 def _moved_on(
@@ -394,6 +401,19 @@ def _moved_on(
                 )
                 break
     return moved
+
+
+class _Throttled:
+    """Call ``action`` at most every ``every_s`` seconds: the plan records each batch's outcomes as
+    they are answered without saving a large plan after every batch."""
+
+    def __init__(self, action: Callable[[], None], every_s: float) -> None:
+        self.action, self.every_s, self.last = action, every_s, time.monotonic()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self.last >= self.every_s:
+            self.action()
+            self.last = time.monotonic()
 
 
 class _Laps:
