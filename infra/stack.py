@@ -107,7 +107,7 @@ class OffsetRestoreStack(Stack):
                 {"SOURCE_CLUSTER_NAME": config.source.name, "TARGET_CLUSTER_NAME": config.target.name},
             ),
             "Lock": f("Lock", "lock", table_env),
-            "Prepare": f("Prepare", "prepare", bucket_env),
+            "Prepare": f("Prepare", "prepare", {**table_env, **bucket_env}),
             "Translate": f("Translate", "translate", {**target_env, **table_env, **bucket_env}),
             "Summarize": f("Summarize", "summarize", {**table_env, **bucket_env}),
             "CheckEmpty": f("CheckEmpty", "check_empty", {**target_env, **table_env, **bucket_env}),
@@ -122,7 +122,7 @@ class OffsetRestoreStack(Stack):
         self.bucket.grant_read(functions["CheckEmpty"])
         self.bucket.grant_read(functions["Commit"])
         self.bucket.grant_read_write(functions["Report"])
-        for name in ("Lock", "Translate", "Commit"):
+        for name in ("Lock", "Prepare", "Translate", "Commit"):  # Prepare records the run's input (META)
             self.table.grant_read_write_data(functions[name])
         for name in ("Summarize", "CheckEmpty", "Report"):
             self.table.grant_read_data(functions[name])

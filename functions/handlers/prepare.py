@@ -9,6 +9,8 @@ import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.observability import logger, tracer
+from offset_restore.runs import RunRecord
+from offset_restore.settings import table_from_env
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import S3Store
 from offset_restore.workflow import RunInput, prepare_work
@@ -31,4 +33,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     logger.append_keys(restore_id=run.restore_id)
     s3 = boto3.client("s3")
     snapshots = SnapshotRepository(S3Store(bucket, os.environ.get("SNAPSHOT_PREFIX", ""), s3))
-    return prepare_work(run, snapshots, S3Store(bucket, "", s3))
+    runs = RunRecord(table_from_env(), boto3.client("dynamodb"))
+    return prepare_work(run, snapshots, S3Store(bucket, "", s3), runs)

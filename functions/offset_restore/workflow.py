@@ -13,6 +13,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.mapping_store import MappingStore, entry_key
 from offset_restore.plan_model import PlanSummary, SummaryTally
+from offset_restore.runs import RunRecord
 from offset_restore.snapshot_model import GroupSnapshot, parse_time, validate_name
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
@@ -23,6 +24,7 @@ __all__ = [
     "RunInput",
     "Summary",
     "prepare_work",
+    "resolved_input",
     "summarize",
     "validate_input",
 ]
@@ -109,14 +111,19 @@ def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> Run
         raise BadInputError(f"invalid execution input: {problems}") from None
 
 
-def prepare_work(run: RunInput, snapshots: SnapshotRepository, store: BlobStore) -> dict[str, Any]:
-    """Resolve the snapshot, select the groups and write the work items; returns their keys."""
+def prepare_work(
+    run: RunInput, snapshots: SnapshotRepository, store: BlobStore, runs: RunRecord | None = None
+) -> dict[str, Any]:
+    """Resolve the snapshot, claim the restore id for this input (``runs``), select the groups and
+    write the work items; returns their keys."""
     if run.snapshot == "latest":
         key, manifest = snapshots.latest(run.source_cluster)
     elif "id" in run.snapshot:
         key, manifest = snapshots.by_id(run.snapshot["id"], run.source_cluster)
     else:
         key, manifest = snapshots.as_of(parse_time(run.snapshot["as_of"]), run.source_cluster)
+    if runs is not None:
+        runs.claim(run.restore_id, resolved_input(run, manifest.snapshot_id))
     group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
     topic_filter = NameFilter.parse(run.topics, None, "topics")
     counts = {"groups": 0, "group_partitions": 0}
@@ -150,6 +157,21 @@ def prepare_work(run: RunInput, snapshots: SnapshotRepository, store: BlobStore)
         "snapshot_created_at": manifest.created_at.isoformat(),
         "work_items": keys,
         **counts,
+    }
+
+
+def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
+    """What makes a restore this restore: a later run of the same id must resolve to the same."""
+    return {
+        "snapshot_id": snapshot_id,
+        "source_cluster": run.source_cluster,
+        "target_cluster": run.target_cluster,
+        "groups": run.groups,
+        "exclude_groups": run.exclude_groups,
+        "topics": run.topics,
+        "topic_map": dict(sorted(run.topic_map.items())),
+        "strategies": list(run.strategies),
+        "offset_header": run.offset_header,
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import threading
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from offset_restore.locks import TargetLock
 from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
+from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import S3Store
 from offset_restore.translate import PlanOptions
 
@@ -198,3 +200,36 @@ def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
     held = dynamodb.get_item(TableName="offset-restore", Key={"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}})
     record("concurrency", trial="CLI apply vs workflow run on one target", double_commits=0, correct="Item" not in held)
     assert "Item" not in held
+
+
+def test_a_reused_restore_id_with_another_input_is_refused_before_anything_is_committed(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """One restore id, one restore: a plan run over A|B, then an apply run with the same id over A
+    alone (it would have committed B too: the commit list came from every mapping under the id), then
+    one after a newer snapshot (it would have committed B's old mapping, 25 records back)."""
+    s = setup(brokers, source, target, workflow)
+    both = f"{s['a']}|{s['b']}"
+    first = SnapshotRepository(S3Store("offset-restore", "", workflow.s3)).latest("src")[1].snapshot_id
+    assert workflow.run({"restore_id": "reused", "groups": both, "mode": "plan"}, name="reused-1")["status"] == (
+        "SUCCEEDED"
+    )
+    result = workflow.run({"restore_id": "reused", "groups": str(s["a"]), "mode": "apply"}, name="reused-2")
+    message = json.loads(result["cause"])["errorMessage"]
+    assert result["status"] == "FAILED" and "names a restore already made with another input" in message
+    assert f'groups "{both}" then, "{s["a"]}" now' in message
+    commit(source, str(s["b"]), {TP(str(s["topic"]), 0): 45})  # the group moved on; a newer snapshot
+    run_snapshot(
+        brokers.source_settings,
+        S3Store("offset-restore", "", workflow.s3),
+        SnapshotOptions(groups=both, cluster="src"),
+    )
+    result = workflow.run({"restore_id": "reused", "groups": both, "mode": "apply"}, name="reused-3")
+    assert result["status"] == "FAILED" and "snapshot_id" in json.loads(result["cause"])["errorMessage"]
+    assert "CommitBatches" not in result["states"] and "Commit" not in result["states"]
+    assert not any(target.committed_offsets([str(s["a"]), str(s["b"])]).values())
+    # The same input again (a run started over) is the same restore: it goes on.
+    result = workflow.run(
+        {"restore_id": "reused", "groups": both, "mode": "plan", "snapshot": {"id": first}}, name="reused-4"
+    )
+    assert result["status"] == "SUCCEEDED", result.get("cause")
