@@ -160,10 +160,11 @@ class Plan(BaseModel):
             key, onto = (e.group, e.topic, e.partition), (e.group, e.target_topic, e.partition)
             if key in seen:
                 found.append(f"{where} repeats entry {seen[key]}")
-            elif onto in targets:
+            elif onto in targets and e.status in ("mapped", "committed"):
                 found.append(f"{where} maps onto {e.target_topic}/{e.partition} like entry {targets[onto]}")
             seen.setdefault(key, number)
-            targets.setdefault(onto, number)
+            if e.status in ("mapped", "committed"):
+                targets.setdefault(onto, number)
             if e.target_topic != self.topic_map.get(e.topic, e.topic):
                 found.append(f"{where} names target topic {e.target_topic}, which the plan's topic map does not")
             problem = _offset_off_anchor(e)

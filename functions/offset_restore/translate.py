@@ -227,31 +227,49 @@ def translate(
         decisions[key] = Decision("unmapped", reason="; ".join(declined[key]) or "no strategy was asked for")
     report("strategies", len(options.strategies), len(options.strategies))
 
-    entries = []
-    for group in groups:
-        for p in group.partitions:
-            decision = decisions[(p.topic, p.partition, p.committed_offset)]
-            entries.append(
-                PlanEntry(
-                    group=group.group,
-                    topic=p.topic,
-                    partition=p.partition,
-                    target_topic=options.topic_map.get(p.topic, p.topic),
-                    source_offset=p.committed_offset,
-                    target_offset=decision.target_offset,
-                    method=decision.method,
-                    exact=decision.exact,
-                    max_duplicates=decision.max_duplicates,
-                    status=decision.status,
-                    reason=decision.reason,
-                    metadata=p.metadata,
-                    expected_fingerprint=decision.expected_fingerprint,
-                    anchor_offset=decision.anchor[0] if decision.anchor else None,
-                    anchor_source_offset=decision.anchor[1] if decision.anchor else None,
-                    anchor_timestamp=decision.anchor[2] if decision.anchor else None,
-                )
+    entries = [_entry(group.group, p, decisions, options) for group in groups for p in group.partitions]
+    return _without_collisions(entries), stats
+
+
+def _entry(
+    group: str, p: PartitionSnapshot, decisions: Mapping[PositionKey, Decision], options: PlanOptions
+) -> PlanEntry:
+    decision = decisions[(p.topic, p.partition, p.committed_offset)]
+    return PlanEntry(
+        group=group,
+        topic=p.topic,
+        partition=p.partition,
+        target_topic=options.topic_map.get(p.topic, p.topic),
+        source_offset=p.committed_offset,
+        target_offset=decision.target_offset,
+        method=decision.method,
+        exact=decision.exact,
+        max_duplicates=decision.max_duplicates,
+        status=decision.status,
+        reason=decision.reason,
+        metadata=p.metadata,
+        expected_fingerprint=decision.expected_fingerprint,
+        anchor_offset=decision.anchor[0] if decision.anchor else None,
+        anchor_source_offset=decision.anchor[1] if decision.anchor else None,
+        anchor_timestamp=decision.anchor[2] if decision.anchor else None,
+    )
+
+
+def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
+    """A topic map onto a topic a group also reads as itself (``zz-orders-old -> orders``) would give
+    the group two offsets for one target partition: the renamed entry is left unmapped, with why,
+    and the group's own entry stands (writing the renamed one would move the group on ``orders``)."""
+    own = {(e.group, e.target_topic, e.partition): e.topic for e in entries if e.topic == e.target_topic}
+    for e in entries:
+        holder = own.get((e.group, e.target_topic, e.partition))
+        if holder is not None and e.topic != e.target_topic:
+            e.status, e.target_offset, e.method, e.exact, e.max_duplicates = "unmapped", None, None, False, None
+            e.anchor_offset = e.anchor_source_offset = e.anchor_timestamp = e.expected_fingerprint = None
+            e.reason = (
+                f"the topic map sends {e.topic} onto {e.target_topic}, which group {e.group} also reads as itself: "
+                f"{e.target_topic}/{e.partition} cannot hold both offsets; not written (map {e.topic} elsewhere)"
             )
-    return entries, stats
+    return entries
 
 
 def _position(p: PartitionSnapshot, target: TP) -> Position:

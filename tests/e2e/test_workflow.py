@@ -233,3 +233,30 @@ def test_a_reused_restore_id_with_another_input_is_refused_before_anything_is_co
         {"restore_id": "reused", "groups": both, "mode": "plan", "snapshot": {"id": first}}, name="reused-4"
     )
     assert result["status"] == "SUCCEEDED", result.get("cause")
+
+
+def test_a_topic_map_onto_a_topic_the_group_also_reads_never_moves_it(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """``zz-orders-old -> orders`` while the group also reads ``orders``: before, orders/0 was committed at
+    35 (the old topic's position) where the group was at 10 — 25 records skipped, run SUCCEEDED. Now
+    the renamed entry is unmapped, with why, and orders/0 gets the group's own position."""
+    orders, old = unique("orders"), unique("zz-orders-old")
+    source.create_topics({orders: 1, old: 1})
+    records = produce(source, orders, 0, 50)
+    produce(source, old, 0, 50)
+    group = unique("reads-both")
+    commit(source, group, {TP(orders, 0): 10, TP(old, 0): 35})
+    run_snapshot(
+        brokers.source_settings,
+        S3Store("offset-restore", "", workflow.s3),
+        SnapshotOptions(groups=group, cluster="src"),
+    )
+    target.create_topics({orders: 1})
+    restore(target, orders, 0, records)
+    result = workflow.run({"groups": group, "mode": "apply", "topic_map": {old: orders}}, name="collide-1")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    assert target.committed_offsets([group])[group][TP(orders, 0)].offset == 10
+    entries = {e["topic"]: e for e in workflow.report("collide-1")["entries"]}
+    assert entries[old]["status"] == "unmapped" and "cannot hold both offsets" in entries[old]["reason"]
+    assert entries[orders]["status"] == "committed"
