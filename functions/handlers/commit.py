@@ -21,6 +21,7 @@ from offset_restore.apply_steps import commit_groups
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
+from offset_restore.runs import RunRecord
 from offset_restore.settings import ApplySettings, read_secret, restore_folder
 
 from handlers.requests import BatchRequest, parse
@@ -55,6 +56,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 MappingStore(settings.table, dynamodb),
                 allow_rewind=request.allow_rewind,
                 index=restore_folder(request.restore_id),
+                offset_header=RunRecord(settings.table, dynamodb).resolved(request.restore_id).get("offset_header"),
             )
         return result.output()
 

@@ -100,7 +100,7 @@ class CommitResult(BaseModel):
         }
 
 
-def _plan(restore_id: str, target: str, entries: list[PlanEntry]) -> Plan:
+def _plan(restore_id: str, target: str, entries: list[PlanEntry], offset_header: str | None = None) -> Plan:
     return Plan(
         restore_id=restore_id,
         snapshot_id="",
@@ -108,6 +108,7 @@ def _plan(restore_id: str, target: str, entries: list[PlanEntry]) -> Plan:
         source=ClusterRef(cluster=""),
         target=ClusterRef(cluster=target),
         entries=entries,
+        offset_header=offset_header,
     )
 
 
@@ -169,6 +170,7 @@ def commit_groups(
     *,
     allow_rewind: bool,
     index: BlobStore | None = None,
+    offset_header: str | None = None,
 ) -> CommitResult:
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
     are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
@@ -185,7 +187,9 @@ def commit_groups(
             selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
         else:
             selected = set(groups)
-    plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected])
+    # With the restore's offset header, the records next to each mapped offset are checked by the source
+    # offset they carry as well as by their timestamp, just before the write (and in verification).
+    plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))

@@ -48,13 +48,17 @@ class RunRecord:
                 raise
             raise BadInputError(self._refusal(restore_id, resolved)) from None
 
-    def _refusal(self, restore_id: str, resolved: Mapping[str, Any]) -> str:
+    def resolved(self, restore_id: str) -> dict[str, Any]:
+        """The input the restore was first run with ({} when none was recorded)."""
         item = self.client.get_item(
             TableName=self.table,
             Key={"pk": {"S": f"RESTORE#{restore_id}"}, "sk": {"S": "META"}},
             ConsistentRead=True,
         ).get("Item", {})
-        first: dict[str, Any] = json.loads(item.get("run_input", {}).get("S", "{}"))
+        return dict(json.loads(item.get("run_input", {}).get("S", "{}")))
+
+    def _refusal(self, restore_id: str, resolved: Mapping[str, Any]) -> str:
+        first = self.resolved(restore_id)
         differences = [
             f"{name} {json.dumps(first.get(name))} then, {json.dumps(resolved.get(name))} now"
             for name in sorted(set(first) | set(resolved))

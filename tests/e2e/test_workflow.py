@@ -24,7 +24,7 @@ from offset_restore.storage import S3Store
 from offset_restore.translate import PlanOptions
 
 from tests.figures import record
-from tests.helpers import Brokers, active_member, commit, produce, restore, unique
+from tests.helpers import Brokers, Produced, active_member, commit, produce, restore, unique
 
 
 def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow) -> dict[str, object]:
@@ -260,3 +260,33 @@ def test_a_topic_map_onto_a_topic_the_group_also_reads_never_moves_it(
     entries = {e["topic"]: e for e in workflow.report("collide-1")["entries"]}
     assert entries[old]["status"] == "unmapped" and "cannot hold both offsets" in entries[old]["reason"]
     assert entries[orders]["status"] == "committed"
+
+
+def test_a_target_restored_again_after_the_plan_is_not_written(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """Planned, then the target restored again with one record fewer at its start (and a new record
+    after it, so every mapped offset still lies in the log): the commit step reads the plan's anchor
+    records, by source offset (the restore's header, from the run's record) and timestamp, finds them
+    changed and writes nothing — before, every group was committed one record too far."""
+    s = setup(brokers, source, target, workflow)
+    groups, topic = f"{s['a']}|{s['b']}", str(s["topic"])
+    assert workflow.run({"restore_id": "refill", "groups": groups, "mode": "plan"}, name="refill-1")["status"] == (
+        "SUCCEEDED"
+    )
+    target._admin.delete_topics([topic])
+    time.sleep(0.3)
+    target.create_topics({topic: 2})
+    for p in range(2):
+        fetched = source.fetch({TP(topic, p): 0}, partition_max_bytes=1 << 20)[TP(topic, p)].records
+        copies = [
+            Produced(r.offset, r.key or b"", r.value or b"", tuple((k, v or b"") for k, v in r.headers), r.timestamp)
+            for r in fetched
+        ]
+        restore(target, topic, p, copies, keep=lambda r: r.offset >= 11)
+        target.produce(topic, p, [(b"new", b"written after the restore", [], None)])
+    result = workflow.run({"restore_id": "refill", "groups": groups, "mode": "apply"}, name="refill-2")
+    assert not any(target.committed_offsets([str(s["a"]), str(s["b"])]).values())
+    reasons = {e["group"]: e["reason"] or "" for e in workflow.report("refill")["entries"]}
+    assert all(f"the target changed since the plan: {topic}/" in reasons[str(g)] for g in (s["a"], s["b"])), reasons
+    assert result["status"] in ("SUCCEEDED", "FAILED")
