@@ -34,17 +34,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     for name, body in report.documents():
         kind = {"html": "text/html", "md": "text/markdown"}.get(name.rsplit(".", 1)[-1], "application/json")
         store.put(name, body, kind)
-    summary = report.summary
+    summary, outcome = report.summary, report.outcome  # "applied, needs attention" when something was left
     text = (
-        f"offset-restore {restore_id}: {request.outcome}. {summary.entries} group-partitions, "
+        f"offset-restore {restore_id}: {outcome}. {summary.entries} group-partitions, "
         f"{summary.mapped} mapped ({summary.exact} exact), {summary.pending} pending, {summary.unmapped} unmapped."
         + (f" Error: {request.error.get('Error')}: {request.error.get('Cause')}" if request.error else "")
         + f" Report: s3://{store.bucket}/restores/{restore_id}/report.html"
     )
     if os.environ.get("TOPIC_ARN"):
-        boto3.client("sns").publish(
-            TopicArn=os.environ["TOPIC_ARN"], Subject=f"offset-restore {request.outcome}", Message=text
-        )
+        boto3.client("sns").publish(TopicArn=os.environ["TOPIC_ARN"], Subject=f"offset-restore {outcome}", Message=text)
     metrics.add_metric(name="Runs", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=summary.pending)
     metrics.add_metric(name="Unmapped", unit=MetricUnit.Count, value=summary.unmapped)
@@ -53,7 +51,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if isinstance(request.run.get("started_at"), int | float):
         metrics.add_metric(name="RunSeconds", unit=MetricUnit.Seconds, value=time.time() - request.run["started_at"])
     return {
-        "outcome": request.outcome,
+        "outcome": outcome,
         "report": f"s3://{store.bucket}/restores/{restore_id}/report.html",
         "message": text,
     }

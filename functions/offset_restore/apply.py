@@ -264,6 +264,7 @@ def apply_plan(
         )
     except OffsetRestoreError as error:
         # Keep what is known (committed groups, groups without an answer) before giving up.
+        _record_skips(writable, report)
         plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
         save(plan)
         if isinstance(error, CommitInterruptedError):
@@ -280,6 +281,7 @@ def apply_plan(
     unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
     verify_groups(plan, report, target, sorted(unverified | set(report.groups_committed)))
     lap("verify")
+    _record_skips(writable, report)
     plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
     plan.notes.append(plan_note)
     save(plan)
@@ -401,6 +403,18 @@ def _moved_on(
                 )
                 break
     return moved
+
+
+NOT_WRITTEN = "not written: "
+
+
+def _record_skips(writable: Mapping[str, list[PlanEntry]], report: ApplyReport) -> None:
+    """Every group this run did not write says why in its entries (still ``mapped``: a later run
+    writes them), so that nothing is skipped in silence — in the plan, the table and the report."""
+    for group, why in report.groups_skipped.items():
+        for entry in writable.get(group, []):
+            if entry.status == "mapped" and entry.reason != NO_ANSWER:
+                entry.reason = why if why.startswith(NOT_WRITTEN) else NOT_WRITTEN + why
 
 
 class _Throttled:

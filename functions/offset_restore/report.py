@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from offset_restore.apply import NO_ANSWER
+from offset_restore.apply import NO_ANSWER, NOT_WRITTEN
 from offset_restore.plan_model import PlanEntry, PlanSummary, SummaryTally
 
 __all__ = ["ADVICE", "Headline", "ReportBuilder", "render_report"]
@@ -28,11 +28,17 @@ ADVICE = {
     "its consumers and run again (or allow_rewind, if moving it back is intended).",
     "failed": "The broker refused part of the group's commit. Check the target cluster and run again; the "
     "previous offsets are kept in the table for a rollback.",
+    "not_written": "This run did not write these groups (the reason says why: still active, moved on since the "
+    "run read them, the target changed since the plan). Nothing of theirs changed; deal with the reason and run "
+    "again with the same restore_id.",
+    "unverified": "Written, but the target does not hold what the plan says at the offset (another record is "
+    "there, or the offset reads back otherwise). Check the group before its consumers start; roll it back if need "
+    "be (the previous offsets are in the table).",
     "unanswered": "The commit went out but the cluster stopped answering before it confirmed: each group holds "
     "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
     "answers: it reads the target first and finishes them.",
 }
-ATTENTION = ("unanswered", "failed", "skipped", "pending", "unmapped")
+ATTENTION = ("unverified", "unanswered", "failed", "not_written", "skipped", "pending", "unmapped")
 
 
 class _Row(NamedTuple):
@@ -48,10 +54,24 @@ class _Row(NamedTuple):
     max_duplicates: int | None
     status: str
     reason: str | None
+    verified: bool | None = None
 
 
 def _needs_attention(entry: PlanEntry | _Row) -> str:
-    return "unanswered" if entry.status == "mapped" and entry.reason == NO_ANSWER else entry.status
+    if entry.status == "mapped" and entry.reason == NO_ANSWER:
+        return "unanswered"
+    if entry.status == "mapped" and (entry.reason or "").startswith(NOT_WRITTEN):
+        return "not_written"
+    if entry.status == "committed" and entry.verified is False:
+        return "unverified"
+    return entry.status
+
+
+def effective_outcome(outcome: str, attention: Mapping[str, list[str]]) -> str:
+    """An apply run that left groups unwritten, unverified or refused says so in its outcome (the
+    report's title, the SNS subject), not just "applied"."""
+    serious = [s for s in ("unverified", "unanswered", "failed", "not_written", "skipped") if attention.get(s)]
+    return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
 
 
 class Headline(dict[str, Any]):
@@ -101,6 +121,7 @@ class ReportBuilder:
                 e.max_duplicates,
                 e.status,
                 e.reason,
+                e.verified,
             )
         )
         self._entries.write(b",\n    " if self._entries.tell() else b"\n    ")
@@ -128,6 +149,7 @@ class ReportBuilder:
                 if (status := _needs_attention(r)) in attention:
                     attention[status].add(r.group)
         listed = {status: sorted(groups) for status, groups in attention.items()}
+        self.outcome = outcome = effective_outcome(outcome, listed)
         document = {
             "restore_id": run.get("restore_id"),
             "outcome": outcome,
@@ -169,6 +191,10 @@ class _View:
     timings: dict[str, str]
 
 
+def _title(status: str) -> str:
+    return status.replace("_", " ").capitalize()
+
+
 def _count(count: int, noun: str) -> str:
     return f"{count} {noun}" + ("s" if count != 1 else "")
 
@@ -195,7 +221,13 @@ def _markdown(view: _View) -> str:
     ]
     for status, groups in attention.items():
         if groups:
-            lines += ["", f"## {status.capitalize()} ({_groups(len(groups))})", "", ADVICE[status], ""]
+            lines += [
+                "",
+                f"## {status.replace('_', ' ').capitalize()} ({_groups(len(groups))})",
+                "",
+                ADVICE[status],
+                "",
+            ]
             for group in groups:
                 reasons = {e.reason for e in by_group[group] if _needs_attention(e) == status and e.reason}
                 lines.append(f"- {group}: {'; '.join(sorted(reasons)) or status}")
@@ -243,7 +275,7 @@ def _html(view: _View) -> str:
     for status, groups in attention.items():
         if groups:
             parts.append(
-                f"<section class='attention {status}'><h2>{status.capitalize()}: {len(groups)} groups</h2>"
+                f"<section class='attention {status}'><h2>{_title(status)}: {len(groups)} groups</h2>"
                 f"<p>{e(ADVICE[status])}</p><ul>"
             )
             for group in groups:

@@ -290,3 +290,32 @@ def test_a_target_restored_again_after_the_plan_is_not_written(
     reasons = {e["group"]: e["reason"] or "" for e in workflow.report("refill")["entries"]}
     assert all(f"the target changed since the plan: {topic}/" in reasons[str(g)] for g in (s["a"], s["b"])), reasons
     assert result["status"] in ("SUCCEEDED", "FAILED")
+
+
+def test_a_group_left_unwritten_is_named_in_the_table_the_report_and_the_notification(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """commit_empty (what alarm runs use) gives up waiting on a group that stays active: it is not
+    written — before, it stayed "mapped" without a reason, the report was clean and SNS said "applied"."""
+    s = setup(brokers, source, target, workflow)
+    a, b = str(s["a"]), str(s["b"])
+    with active_member(brokers.target.bootstrap_servers, b, str(s["topic"])):
+        result = workflow.run(
+            {
+                "groups": f"{a}|{b}",
+                "mode": "apply",
+                "wait": {"timeout_seconds": 2, "interval_seconds": 1},
+                "on_wait_timeout": "commit_empty",
+            },
+            name="silent-1",
+        )
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    assert target.committed_offsets([b])[b] == {} and target.committed_offsets([a])[a]
+    report = workflow.report("silent-1")
+    assert report["outcome"] == "applied, needs attention"
+    assert report["attention"]["not_written"]["groups"] == [b]
+    reasons = {e["reason"] for e in report["entries"] if e["group"] == b}
+    assert reasons and all(r.startswith("not written: still active on the target") for r in reasons)
+    assert any("silent-1: applied, needs attention" in m for m in workflow.sns_queue), workflow.sns_queue
+    markdown = workflow.s3.get_object(Bucket="offset-restore", Key="restores/silent-1/report.md")["Body"].read()
+    assert b"## Not written (1 group)" in markdown and b.encode() in markdown
