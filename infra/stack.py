@@ -106,7 +106,7 @@ class OffsetRestoreStack(Stack):
                 "validate",
                 {"SOURCE_CLUSTER_NAME": config.source.name, "TARGET_CLUSTER_NAME": config.target.name},
             ),
-            "Lock": f("Lock", "lock", table_env),
+            "Lock": f("Lock", "lock", {**table_env, "TARGET_CLUSTER_NAME": config.target.name}),
             "Prepare": f("Prepare", "prepare", {**table_env, **bucket_env}),
             "Translate": f("Translate", "translate", {**target_env, **table_env, **bucket_env}),
             "Summarize": f("Summarize", "summarize", {**table_env, **bucket_env}),
@@ -122,9 +122,10 @@ class OffsetRestoreStack(Stack):
         self.bucket.grant_read(functions["CheckEmpty"])
         self.bucket.grant_read(functions["Commit"])
         self.bucket.grant_read_write(functions["Report"])
-        for name in ("Lock", "Prepare", "Translate", "Commit"):  # Prepare records the run's input (META)
+        # Prepare records the run's input (META); CheckEmpty renews the run's lock at every poll.
+        for name in ("Lock", "Prepare", "Translate", "CheckEmpty", "Commit"):
             self.table.grant_read_write_data(functions[name])
-        for name in ("Summarize", "CheckEmpty", "Report"):
+        for name in ("Summarize", "Report"):
             self.table.grant_read_data(functions[name])
         self.topic.grant_publish(functions["Report"])
         self._grant_kafka(self.snapshot_function, config.source, KAFKA_READ)

@@ -9,6 +9,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply_steps import check_empty
 from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.locks import TargetLock, workflow_lock_ttl
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
 from offset_restore.settings import ApplySettings, read_secret, restore_folder
@@ -23,11 +24,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = ApplySettings.from_env()
     request = parse(CheckRequest, event, "check-empty")
     logger.append_keys(restore_id=request.restore_id)
+    dynamodb = boto3.client("dynamodb")
+    if request.owner:  # every poll renews the run's lock: a long wait never lets it lapse
+        ttl = workflow_lock_ttl(request.interval_seconds)
+        TargetLock(settings.table, dynamodb, settings.target.name, request.owner, ttl_s=ttl).renew()
     with KafkaCluster(settings.target.connection(read_secret)) as target:
         result = check_empty(
             request.restore_id,
             target,
-            MappingStore(settings.table, boto3.client("dynamodb")),
+            MappingStore(settings.table, dynamodb),
             started_at=request.started_at,
             timeout_s=request.timeout_seconds,
             fail_on_timeout=request.on_wait_timeout == "fail",

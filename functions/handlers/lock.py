@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.locks import TargetLock
+from offset_restore.locks import TargetLock, workflow_lock_ttl
 from offset_restore.observability import logger, tracer
 from offset_restore.settings import table_from_env
 
@@ -18,9 +19,14 @@ from handlers.requests import LockRequest, parse
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(LockRequest, event, "lock")
     logger.append_keys(restore_id=request.restore_id)
-    lock = TargetLock(table_from_env(), boto3.client("dynamodb"), request.target_cluster, request.restore_id)
+    # The deployment's own target, whatever name the input gave (a typo must not make a second lock);
+    # owned by the execution, not the restore id (two executions of one id are two writers).
+    cluster = os.environ.get("TARGET_CLUSTER_NAME") or request.target_cluster
+    owner = request.owner or request.restore_id
+    ttl = workflow_lock_ttl(request.interval_seconds)
+    lock = TargetLock(table_from_env(), boto3.client("dynamodb"), cluster, owner, ttl_s=ttl)
     if request.action == "acquire":
         lock.acquire()
     else:
         lock.release()
-    return {"lock": request.action, "target_cluster": request.target_cluster}
+    return {"lock": request.action, "target_cluster": cluster}

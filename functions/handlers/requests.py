@@ -48,11 +48,17 @@ class CheckRequest(ApplyRequest):
     started_at: float | None = None
     timeout_seconds: float = Field(default=900, ge=0)
     on_wait_timeout: str = "fail"
+    owner: str | None = None
+    """The execution holding the target's lock: each poll renews it (a run may wait for hours)."""
+    interval_seconds: float = Field(default=15, ge=0)
 
 
 class LockRequest(ApplyRequest):
     action: Literal["acquire", "release"]
     target_cluster: str = Field(min_length=1)
+    owner: str | None = None
+    """The execution (its ARN): two executions of one restore id are two writers. Default: restore_id."""
+    interval_seconds: float = Field(default=15, ge=0)
 
 
 class SummarizeRequest(ApplyRequest):

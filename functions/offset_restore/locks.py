@@ -14,7 +14,13 @@ from offset_restore.errors import OffsetRestoreError
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["LockHeldError", "LockLostError", "TargetLock"]
+__all__ = ["LockHeldError", "LockLostError", "TargetLock", "workflow_lock_ttl"]
+
+
+def workflow_lock_ttl(interval_s: float) -> int:
+    """The expiry of a workflow's lock: three wait polls, and never less than a Lambda's longest run
+    (15 minutes) plus a margin, so a step that runs long is not overtaken; each poll renews it."""
+    return int(max(3 * interval_s, 900) + 300)
 
 
 class LockHeldError(OffsetRestoreError):

@@ -158,7 +158,7 @@ def test_two_runs_on_one_target_never_write_together(
         time.sleep(1.5)  # the first run holds the lock and waits for the active group
         second = workflow.wait(workflow.start({**run_input, "restore_id": "race-2"}, name="race-2"))
         assert second["status"] == "FAILED" and second["error"] == "LockHeldError"
-        assert "locked by run race-1" in second["cause"]
+        assert "locked by run arn:" in second["cause"] and ":race-1 until" in second["cause"]  # the execution
         assert "Prepare" not in second["states"]
     first_result = workflow.wait(first)
     assert first_result["status"] == "SUCCEEDED", first_result.get("cause")
@@ -187,7 +187,7 @@ def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
         time.sleep(1.5)  # the run holds the lock and waits for the active group
         out, err = io.StringIO(), io.StringIO()
         status = main(cli, out, err)
-        assert status == 1 and "locked by run cli-race-1" in err.getvalue(), err.getvalue()
+        assert status == 1 and ":cli-race-1 until" in err.getvalue(), err.getvalue()
         assert not target.committed_offsets([a])[a]  # the CLI wrote nothing
     assert workflow.wait(running)["status"] == "SUCCEEDED"
 
@@ -319,3 +319,36 @@ def test_a_group_left_unwritten_is_named_in_the_table_the_report_and_the_notific
     assert any("silent-1: applied, needs attention" in m for m in workflow.sns_queue), workflow.sns_queue
     markdown = workflow.s3.get_object(Bucket="offset-restore", Key="restores/silent-1/report.md")["Body"].read()
     assert b"## Not written (1 group)" in markdown and b.encode() in markdown
+
+
+def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """A run whose input names the target with a typo takes the same lock (the deployment's own target):
+    before, it committed while another run held the real lock. Two executions of one restore id are
+    two owners: before, both held it. The lock is renewed at every wait poll."""
+    s = setup(brokers, source, target, workflow)
+    run_input = {
+        "groups": f"{s['a']}|{s['b']}",
+        "mode": "apply",
+        "wait": {"timeout_seconds": 30, "interval_seconds": 1},
+    }
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    lock_key = {"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}}
+    with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
+        patient = {**run_input, "wait": {"timeout_seconds": 300, "interval_seconds": 1}}
+        first = workflow.start({**patient, "restore_id": "owners"}, name="owners-1")
+        time.sleep(1.5)
+        expiry = int(dynamodb.get_item(TableName="offset-restore", Key=lock_key)["Item"]["expires_at"]["N"])
+        typo = workflow.wait(
+            workflow.start({**run_input, "restore_id": "owners-typo", "target_cluster": "dr-typo"}, name="owners-2")
+        )
+        same_id = workflow.wait(workflow.start({**patient, "restore_id": "owners"}, name="owners-3"))
+        for refused in (typo, same_id):
+            assert refused["status"] == "FAILED" and refused["error"] == "LockHeldError", refused.get("cause")
+            assert ":owners-1 until" in refused["cause"] and "Prepare" not in refused["states"]
+        time.sleep(1.2)
+        renewed = int(dynamodb.get_item(TableName="offset-restore", Key=lock_key)["Item"]["expires_at"]["N"])
+        assert renewed > expiry  # the waiting run's polls pushed the expiry out
+    assert workflow.wait(first)["status"] == "SUCCEEDED"
+    assert "Item" not in dynamodb.get_item(TableName="offset-restore", Key=lock_key)
