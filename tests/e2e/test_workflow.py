@@ -352,3 +352,24 @@ def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
         assert renewed > expiry  # the waiting run's polls pushed the expiry out
     assert workflow.wait(first)["status"] == "SUCCEEDED"
     assert "Item" not in dynamodb.get_item(TableName="offset-restore", Key=lock_key)
+
+
+def test_a_report_that_cannot_be_written_does_not_fail_a_complete_commit(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Everything committed and verified, then the report step fails (here: its topic is gone). It is
+    retried; then the run still ends SUCCEEDED, its output naming the report's failure, and the lock is
+    released — before, the run was FAILED and SNS said failed although everything was done."""
+    s = setup(brokers, source, target, workflow)
+    monkeypatch.setenv("TOPIC_ARN", "arn:aws:sns:eu-west-1:123456789012:no-such-topic")
+    result = workflow.run({"groups": f"{s['a']}|{s['b']}", "mode": "apply"}, name="report-fails")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    assert result["states"].count("ReportApply") == 1 and "ReleaseLock" in result["states"]
+    output = json.loads(result["output"])
+    assert output["report_error"]["Error"] == "NotFoundException" and "Publish" in output["report_error"]["Cause"]
+    a = str(s["a"])
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    assert "Item" not in dynamodb.get_item(
+        TableName="offset-restore", Key={"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}}
+    )
