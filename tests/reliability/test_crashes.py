@@ -87,6 +87,9 @@ class Planned:
         )
         return done.returncode
 
+    def cli(self, command: str) -> tuple[int, str]:
+        return run(command, "--plan", self.plan_path, "--bootstrap-servers", self.brokers.target.bootstrap_servers)
+
     def mixed(self) -> list[str]:
         """Groups holding neither all their planned offsets nor all their previous ones."""
         now = self.offsets()
@@ -109,28 +112,26 @@ def planned(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_pa
     return lambda: Planned(brokers, source, target, tmp_path)
 
 
+def crash_then_roll_back(p: Planned, command: str, step: str) -> None:
+    """Kill ``command`` at ``step``; check the invariant; a rollback must restore exactly."""
+    assert p.crash(command, step) == -9
+    assert not p.mixed() and p.previous_on_record()
+    status, out = p.cli("rollback")
+    exact = status == 0 and p.offsets() == p.before
+    record("crash", step=f"{command} killed {step}", runs=1, mixed=len(p.mixed()), restored_exactly=int(exact))
+    assert exact, out
+
+
 @pytest.mark.parametrize("step", APPLY_STEPS)
 def test_apply_killed_at_each_step_leaves_a_way_back(planned: Callable[[], Planned], step: str) -> None:
-    p = planned()
-    assert p.crash("apply", step) == -9
-    assert not p.mixed() and p.previous_on_record()
-    status, out = run("rollback", "--plan", p.plan_path, "--bootstrap-servers", p.brokers.target.bootstrap_servers)
-    exact = status == 0 and p.offsets() == p.before
-    record("crash", step=f"apply killed {step}", runs=1, mixed=len(p.mixed()), restored_exactly=int(exact))
-    assert exact, out
+    crash_then_roll_back(planned(), "apply", step)
 
 
 @pytest.mark.parametrize("step", ROLLBACK_STEPS)
 def test_rollback_killed_at_each_step_is_finished_by_the_next_one(planned: Callable[[], Planned], step: str) -> None:
     p = planned()
-    status, out = run("apply", "--plan", p.plan_path, "--bootstrap-servers", p.brokers.target.bootstrap_servers)
+    status, out = p.cli("apply")
     assert status == 0 and p.offsets() == p.planned, out
-    assert p.crash("rollback", step) == -9
-    assert not p.mixed() and p.previous_on_record()
-    status, out = run("rollback", "--plan", p.plan_path, "--bootstrap-servers", p.brokers.target.bootstrap_servers)
-    exact = status == 0 and p.offsets() == p.before
-    record("crash", step=f"rollback killed {step}", runs=1, mixed=len(p.mixed()), restored_exactly=int(exact))
-    assert exact, out
-    # And an apply after all that writes the plan again.
-    status, out = run("apply", "--plan", p.plan_path, "--bootstrap-servers", p.brokers.target.bootstrap_servers)
+    crash_then_roll_back(p, "rollback", step)
+    status, out = p.cli("apply")  # and an apply after all that writes the plan again
     assert status == 0 and p.offsets() == p.planned, out
