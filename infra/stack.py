@@ -222,6 +222,33 @@ class OffsetRestoreStack(Stack):
         )
 
     def _triggers(self, config: EnvironmentConfig) -> None:
+        # A stopped, timed-out or failed execution never reaches its own ReleaseLock: release its lock
+        # here (the Lock function releases only what that execution holds).
+        events.Rule(
+            self,
+            "ReleaseLockOnStop",
+            event_pattern=events.EventPattern(
+                source=["aws.states"],
+                detail_type=["Step Functions Execution Status Change"],
+                detail={
+                    "status": ["ABORTED", "TIMED_OUT", "FAILED"],
+                    "stateMachineArn": [self.state_machine.state_machine_arn],
+                },
+            ),
+            targets=[
+                targets.LambdaFunction(
+                    self.functions["Lock"],
+                    event=events.RuleTargetInput.from_object(
+                        {
+                            "action": "release",
+                            "restore_id": events.EventField.from_path("$.detail.name"),
+                            "target_cluster": config.target.name,
+                            "owner": events.EventField.from_path("$.detail.executionArn"),
+                        }
+                    ),
+                )
+            ],
+        )
         if config.snapshot_schedule:
             events.Rule(
                 self,

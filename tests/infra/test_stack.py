@@ -312,3 +312,20 @@ def test_table_and_topic_are_encrypted_with_the_stack_key(app: App) -> None:
     t.has_resource_properties("AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "kafka-oncall@example.com"})
     t.resource_count_is("AWS::CloudWatch::Alarm", 2)
     t.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def test_a_stopped_or_timed_out_execution_has_its_lock_released(app: App) -> None:
+    """An execution stopped from the console (or timed out) never reaches ReleaseLock: a rule on its
+    status change calls the Lock function with that execution as the owner."""
+    t = template(app, "dev")
+    rules = t.find_resources("AWS::Events::Rule", {"Properties": {"EventPattern": {"source": ["aws.states"]}}})
+    assert len(rules) == 1
+    (rule,) = rules.values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert sorted(pattern["detail"]["status"]) == ["ABORTED", "FAILED", "TIMED_OUT"]
+    (target,) = rule["Properties"]["Targets"]
+    transformer = target["InputTransformer"]
+    template_text = transformer["InputTemplate"]
+    assert '"action":"release"' in template_text and '"owner":<detail-executionArn>' in template_text
+    assert transformer["InputPathsMap"]["detail-executionArn"] == "$.detail.executionArn"

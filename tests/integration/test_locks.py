@@ -67,3 +67,30 @@ def test_unlock_shows_the_holder_then_breaks_only_that_one(table: str) -> None:
     status, out, _ = unlock("--owner", "cli:host:123")
     assert status == 0 and "broke the lock" in out
     assert unlock()[0] == 0
+
+
+def test_the_release_rule_frees_only_the_stopped_executions_lock(table: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event the release rule sends for a stopped execution (its name and ARN), through the real
+    Lock handler: that execution's lock goes, another execution's stays."""
+    from handlers.lock import handler
+
+    from tests.helpers import LambdaContext
+
+    monkeypatch.setenv("TABLE_NAME", table)
+    monkeypatch.setenv("TARGET_CLUSTER_NAME", "prod-dr")
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    arn = "arn:aws:states:eu-west-1:123456789012:execution:offset-restore:failover-1"
+    TargetLock(table, client, "prod-dr", arn).acquire()
+
+    def stopped(execution: str) -> dict[str, str]:
+        return {
+            "action": "release",
+            "restore_id": execution.rsplit(":", 1)[1],
+            "target_cluster": "prod-dr",
+            "owner": execution,
+        }
+
+    handler(stopped(arn.replace("failover-1", "another")), LambdaContext())
+    assert TargetLock(table, client, "prod-dr", "x").holder() is not None
+    handler(stopped(arn), LambdaContext())
+    assert TargetLock(table, client, "prod-dr", "x").holder() is None
