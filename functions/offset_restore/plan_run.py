@@ -228,6 +228,8 @@ def translate_work_item(
         offset_header=item.offset_header,
         topic_map=item.topic_map,
         target_cluster=target_cluster,
+        order_check=item.order_check,
+        timestamp_margin_ms=item.timestamp_margin_ms,
     )
     with connect(connection) as target:
         entries, _ = translate(item.groups, target, options, checkpoints=checkpoints)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Iterator
 from pydantic import BaseModel, ConfigDict, Field
 
 from offset_restore.snapshot_model import GroupSnapshot
-from offset_restore.translate import STRATEGIES, Strategy
+from offset_restore.translate import STRATEGIES, OrderCheck, Strategy
 
 __all__ = ["WorkItem", "split_work"]
 
@@ -22,6 +22,8 @@ class WorkItem(BaseModel):
     strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
     offset_header: str = "x-source-offset"
     topic_map: dict[str, str] = Field(default_factory=dict)
+    order_check: OrderCheck = "windows"
+    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
     groups: list[GroupSnapshot]
 
 

@@ -17,7 +17,7 @@ from offset_restore.runs import RunRecord
 from offset_restore.snapshot_model import GroupSnapshot, parse_time, validate_name
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
-from offset_restore.translate import STRATEGIES, Strategy
+from offset_restore.translate import STRATEGIES, OrderCheck, Strategy
 from offset_restore.work_items import WorkItem, split_work
 
 __all__ = [
@@ -54,6 +54,9 @@ class RunInput(BaseModel):
     topic_map: dict[str, str] = Field(default_factory=dict)
     strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
     offset_header: str = "x-source-offset"
+    order_check: OrderCheck = "windows"
+    """How the header strategy checks the restore's order (docs/translation.md): ``windows`` or ``full``."""
+    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
     mode: Literal["plan", "apply"] = "plan"
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
@@ -148,6 +151,8 @@ def prepare_work(
             strategies=run.strategies,
             offset_header=run.offset_header,
             topic_map=run.topic_map,
+            order_check=run.order_check,
+            timestamp_margin_ms=run.timestamp_margin_ms,
             groups=batch,
         )
         keys.append(f"restores/{run.restore_id}/work/item-{number:05d}.json")
@@ -172,6 +177,8 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
         "topic_map": dict(sorted(run.topic_map.items())),
         "strategies": list(run.strategies),
         "offset_header": run.offset_header,
+        "order_check": run.order_check,
+        "timestamp_margin_ms": run.timestamp_margin_ms,
     }
 
 

@@ -373,3 +373,22 @@ def test_a_report_that_cannot_be_written_does_not_fail_a_complete_commit(
     assert "Item" not in dynamodb.get_item(
         TableName="offset-restore", Key={"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}}
     )
+
+
+def test_the_execution_input_chooses_the_order_check(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """``order_check: full`` reaches translation: every partition is read whole (each entry says so);
+    an unknown value is refused in the first state."""
+    s = setup(brokers, source, target, workflow)
+    result = workflow.run({"groups": f"{s['a']}|{s['b']}", "mode": "plan", "order_check": "full"}, name="full-1")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    entries = workflow.report("full-1")["entries"]
+    assert entries and all("checked by reading all" in (e["reason"] or "") for e in entries)
+    assert {(e["group"], e["partition"]): e["target_offset"] for e in entries} == {
+        (s["a"], 0): 10,
+        (s["a"], 1): 0,
+        (s["b"], 0): 40,
+    }
+    refused = workflow.run({"groups": str(s["a"]), "order_check": "sometimes"}, name="full-2")
+    assert refused["status"] == "FAILED" and "order_check" in refused["cause"]
