@@ -544,7 +544,7 @@ def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple
             # A round may leave a partition unserved (its share of the response went to others: met at
             # 2,000 partitions); only a served answer, or an offset past the log, settles that the
             # record is not there. An answer that never comes counts as not there after a few rounds.
-            served = bool(answer.records) or answer.next_offset > asked
+            served = answer.read_to > asked
             past_the_log = not answer.error and 0 <= answer.high_watermark <= asked
             if served or past_the_log or stalled[tp] >= MAX_UNSERVED_ROUNDS:
                 offsets.discard(asked)

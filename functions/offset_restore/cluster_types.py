@@ -49,6 +49,12 @@ class PartitionFetch:
     size: int = 0
     """Bytes of record batches the broker sent for this partition (what the read cost on the wire)."""
 
+    @property
+    def read_to(self) -> int:
+        """The first offset this answer did not cover: past its last record or control batch (-1 when
+        it covered nothing: an empty answer below the log's end is a partition the round left unserved)."""
+        return max(self.next_offset, self.records[-1].offset + 1 if self.records else -1)
+
 
 @dataclass(frozen=True, slots=True)
 class LogBounds:

@@ -123,7 +123,7 @@ def collect_evidence(
                     )
                 )
             stats.records_read += len(answer.records)
-            moved_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
+            moved_to = answer.read_to
             if moved_to > job.cursor:
                 job.cursor = moved_to
                 job.stalled = 0

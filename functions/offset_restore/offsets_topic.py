@@ -159,10 +159,7 @@ class OffsetsTopicReader:
             answers = fetch(dict(cursors))
             for tp in list(cursors):
                 answer = answers.get(tp)
-                moved_to = -1
-                if answer is not None and not answer.error:
-                    last = answer.records[-1].offset + 1 if answer.records else -1
-                    moved_to = max(answer.next_offset, last)
+                moved_to = answer.read_to if answer is not None and not answer.error else -1
                 if answer is None or moved_to <= cursors[tp]:
                     stalled[tp] = stalled.get(tp, 0) + 1
                     if stalled[tp] >= 3:

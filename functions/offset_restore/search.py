@@ -113,18 +113,16 @@ class PartitionIndex:
             return (self.offsets[-1] - self.offsets[0]) / (self.keys[-1] - self.keys[0])
         return 1.0
 
-    def run_of(self, offset: int, key: int) -> tuple[int, int | None]:
-        """How many read records from ``offset`` on carry ``key`` without a break, and where reading
-        must go on to be sure (None when the run is known to end)."""
+    def count_at_most(self, offset: int, limit: int) -> tuple[int, int | None]:
+        """How many read records from ``offset`` on have a key <= ``limit`` without a break, and where
+        reading must go on to be sure (None when a record past the limit, or the log's end, ends it)."""
         at = bisect.bisect_left(self.offsets, offset)
         count = 0
-        while at < len(self.offsets) and self.keys[at] == key:
-            if not self.is_covered(offset, self.offsets[at] + 1):
-                return count, self.first_unread(offset)
+        while at < len(self.offsets) and self.is_covered(offset, self.offsets[at] + 1):
+            if self.keys[at] > limit:
+                return count, None
             count += 1
             at += 1
-        if at < len(self.offsets) and self.is_covered(offset, self.offsets[at] + 1):
-            return count, None
         unread = self.first_unread(offset)
         return count, (unread if unread < self.bounds.end else None)
 
@@ -213,7 +211,7 @@ def search_first_at_least(
                 if key is not None:
                     keyed.append(KeyedRecord(record.offset, key))
             stats.records_read += len(answer.records)
-            read_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
+            read_to = answer.read_to
             if read_to > position:
                 stalled.pop(tp, None)
                 index.add_window(position, read_to, keyed)

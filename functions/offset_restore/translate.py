@@ -335,8 +335,7 @@ class _Reads:
                 self.prints[(tp, record.offset)] = fingerprint(
                     record.key, record.value, record.headers, exclude_header=self.header
                 )
-        read_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
-        return read_to, rows
+        return answer.read_to, rows
 
     def observing(self, fetch: Fetcher) -> Fetcher:
         def fetch_and_observe(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
@@ -772,7 +771,7 @@ def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) 
     while open_keys:
         positions: dict[TP, int] = {}
         for key, (tp, offset, limit) in list(open_keys.items()):
-            count, unread = _count_known(ctx.timestamp_indexes[tp], offset, limit)
+            count, unread = ctx.timestamp_indexes[tp].count_at_most(offset, limit)
             counts[key] = count
             if unread is None:
                 del open_keys[key]
@@ -792,26 +791,12 @@ def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) 
                     counts[key] = None
                     del open_keys[key]
                 continue
-            read_to = max(answer.next_offset, answer.records[-1].offset + 1 if answer.records else -1)
+            read_to = answer.read_to
             if read_to > position:
                 keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
                 ctx.timestamp_indexes[tp].add_window(position, read_to, keyed)
     ctx.record("timestamp", rounds, rounds, 0, {})
     return counts
-
-
-def _count_known(index: PartitionIndex, offset: int, limit: int) -> tuple[int, int | None]:
-    """Records read from ``offset`` on with a timestamp <= limit, without a break, and where reading
-    must go on to be sure (None when a record past the limit, or the log's end, closes the run)."""
-    at = bisect.bisect_left(index.offsets, offset)
-    count = 0
-    while at < len(index.offsets) and index.is_covered(offset, index.offsets[at] + 1):
-        if index.keys[at] > limit:
-            return count, None
-        count += 1
-        at += 1
-    unread = index.first_unread(offset)
-    return count, (unread if unread < index.bounds.end else None)
 
 
 # -- fingerprint ----------------------------------------------------------------------------------
