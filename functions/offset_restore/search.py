@@ -23,11 +23,13 @@ from typing import TypeVar
 
 from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
 
-__all__ = ["KeyedRecord", "PartitionIndex", "SearchResult", "SearchStats", "search_first_at_least"]
+__all__ = ["KeyedRecord", "Observer", "PartitionIndex", "SearchResult", "SearchStats", "search_first_at_least"]
 
 Fetcher = Callable[[Mapping[TP, int]], Mapping[TP, PartitionFetch]]
 KeyOf = Callable[[TP, FetchedRecord], int | None]
 """The record's key, or None for a record without one (e.g. written before the restore)."""
+Observer = Callable[[TP, int, PartitionFetch, list[int | None]], None]
+"""Told of every window the search read: partition, fetch position, the answer, each record's key."""
 
 BACK_MARGIN = 4
 MAX_ROUNDS = 200
@@ -154,10 +156,13 @@ def search_first_at_least(
     fetch: Fetcher,
     *,
     indexes: dict[TP, PartitionIndex] | None = None,
+    observe: Observer | None = None,
 ) -> tuple[dict[JobId, SearchResult], SearchStats]:
     """Settle every search in ``wanted``: id -> (partition, wanted key, first guess of the offset or None).
 
     ``indexes`` may be shared between calls (e.g. one per strategy key) to reuse what was read.
+    ``observe`` is told of every window read, with the keys the search parsed (a caller that checks
+    what was read need not parse every record again).
     """
     indexes = {} if indexes is None else indexes
     stats = SearchStats()
@@ -205,16 +210,15 @@ def search_first_at_least(
             end = max(index.bounds.end, answer.high_watermark)
             if end != index.bounds.end:
                 index.bounds = LogBounds(index.bounds.start, end)
-            keyed = []
-            for record in answer.records:
-                key = key_of(tp, record)
-                if key is not None:
-                    keyed.append(KeyedRecord(record.offset, key))
+            keys = [key_of(tp, record) for record in answer.records]
+            keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
             stats.records_read += len(answer.records)
             read_to = answer.read_to
             if read_to > position:
                 stalled.pop(tp, None)
                 index.add_window(position, read_to, keyed)
+                if observe is not None:
+                    observe(tp, position, answer, keys)
             elif position < end:
                 # Not served this round: a broker fills a response up to its size limit and leaves
                 # later partitions empty. Such partitions go first next round; only a partition

@@ -23,7 +23,7 @@ from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.plan_model import Method, PlanEntry
 from offset_restore.restore_order import ObservedPartition, disorder_in
 from offset_restore.resume_points import NO_KEY, PartitionLog, Resume, resume_points
-from offset_restore.search import Fetcher, KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
+from offset_restore.search import KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
 from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 
 __all__ = [
@@ -323,32 +323,27 @@ class _Reads:
         self.prints: dict[tuple[TP, int], str] = {}
         self.bytes = 0
 
-    def window(self, tp: TP, position: int, answer: PartitionFetch) -> tuple[int, list[tuple[int, int | None, int]]]:
-        """Record one answer; returns how far it read and its (offset, source offset, timestamp)s."""
+    def window(
+        self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None
+    ) -> list[tuple[int, int | None, int]]:
+        """Record one answer (``keys``: the records' keys when the caller parsed them already); returns
+        its (offset, source offset, timestamp)s."""
         self.bytes += answer.size
         wanted = self.fingerprint_keys.get(tp, set())
+        if keys is None:
+            keys = [self.key_of(tp, record) for record in answer.records]
         rows = []
-        for record in answer.records:
-            key = self.key_of(tp, record)
+        for record, key in zip(answer.records, keys, strict=True):
             rows.append((record.offset, key, record.timestamp))
             if key is not None and key in wanted:
                 self.prints[(tp, record.offset)] = fingerprint(
                     record.key, record.value, record.headers, exclude_header=self.header
                 )
-        return answer.read_to, rows
+        return rows
 
-    def observing(self, fetch: Fetcher) -> Fetcher:
-        def fetch_and_observe(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
-            answers = fetch(positions)
-            for tp, position in positions.items():
-                answer = answers.get(tp)
-                if answer is not None and not answer.error:
-                    read_to, rows = self.window(tp, position, answer)
-                    if read_to > position:
-                        self.observed[tp].add(position, read_to, rows)
-            return answers
-
-        return fetch_and_observe
+    def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
+        """A window the search read, kept for the order check."""
+        self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
 
 
 def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
@@ -368,7 +363,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
         suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
     else:
         wanted = {k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for k, pos in undecided.items()}
-        results, stats = search_first_at_least(wanted, ctx.bounds, key_of, reads.observing(ctx.fetch))
+        results, stats = search_first_at_least(wanted, ctx.bounds, key_of, ctx.fetch, observe=reads.observe)
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         logs: dict[TP, PartitionLog] = {}
         for tp, observed in reads.observed.items():
@@ -535,7 +530,7 @@ def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP
                 logs[tp] = f"reading {tp} whole failed at {position} ({answer.error if answer else 'no answer'})"
                 del cursor[tp]
                 continue
-            read_to, rows = reads.window(tp, position, answer)
+            read_to, rows = answer.read_to, reads.window(tp, answer)
             log = logs[tp]
             assert isinstance(log, PartitionLog)
             for offset, key, stamp in rows:
