@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from offset_restore.conditional import conditional_write
 from offset_restore.errors import OffsetRestoreError
 
 if TYPE_CHECKING:
@@ -40,72 +41,53 @@ class TargetLock:
         return {"pk": {"S": f"LOCK#{self.cluster}"}, "sk": {"S": "LOCK"}}
 
     def acquire(self, now: float | None = None) -> None:
-        from botocore.exceptions import ClientError
-
         now = time.time() if now is None else now
-        try:
-            self.client.put_item(
-                TableName=self.table,
-                Item={
-                    **self._key,
-                    "owner": {"S": self.owner},
-                    "expires_at": {"N": str(int(now + self.ttl_s))},
-                    "ttl": {"N": str(int(now + self.ttl_s + 86_400))},
-                },
-                ConditionExpression="attribute_not_exists(pk) OR expires_at < :now OR #owner = :me",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues={":now": {"N": str(int(now))}, ":me": {"S": self.owner}},
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
+        taken = conditional_write(
+            self.client.put_item,
+            TableName=self.table,
+            Item={
+                **self._key,
+                "owner": {"S": self.owner},
+                "expires_at": {"N": str(int(now + self.ttl_s))},
+                "ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+            },
+            ConditionExpression="attribute_not_exists(pk) OR expires_at < :now OR #owner = :me",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":now": {"N": str(int(now))}, ":me": {"S": self.owner}},
+        )
+        if not taken:
             holder = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item", {})
             raise LockHeldError(
                 f"target cluster {self.cluster} is locked by run {holder.get('owner', {}).get('S', '?')} until "
                 f"{holder.get('expires_at', {}).get('N', '?')} (epoch s); wait for it, or let the lock expire"
-            ) from None
+            )
 
     def release(self) -> None:
-        from botocore.exceptions import ClientError
-
-        try:
-            self.client.delete_item(
-                TableName=self.table,
-                Key=self._key,
-                ConditionExpression="#owner = :me",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues={":me": {"S": self.owner}},
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
+        """Delete the lock if this run holds it (another holder's lock is left alone)."""
+        self.break_lock(self.owner)
 
     def renew(self, now: float | None = None) -> None:
         """Push the expiry out again (the heartbeat of a run that lives); LockLostError when the lock
         is no longer this run's."""
-        from botocore.exceptions import ClientError
-
         now = time.time() if now is None else now
-        try:
-            self.client.update_item(
-                TableName=self.table,
-                Key=self._key,
-                UpdateExpression="SET expires_at = :until, #ttl = :ttl",
-                ConditionExpression="#owner = :me",
-                ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
-                ExpressionAttributeValues={
-                    ":me": {"S": self.owner},
-                    ":until": {"N": str(int(now + self.ttl_s))},
-                    ":ttl": {"N": str(int(now + self.ttl_s + 86_400))},
-                },
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
+        renewed = conditional_write(
+            self.client.update_item,
+            TableName=self.table,
+            Key=self._key,
+            UpdateExpression="SET expires_at = :until, #ttl = :ttl",
+            ConditionExpression="#owner = :me",
+            ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
+            ExpressionAttributeValues={
+                ":me": {"S": self.owner},
+                ":until": {"N": str(int(now + self.ttl_s))},
+                ":ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+            },
+        )
+        if not renewed:
             raise LockLostError(
                 f"the lock of target cluster {self.cluster} is no longer run {self.owner}'s (broken with unlock, or "
                 "expired and taken): stopping before the next write"
-            ) from None
+            )
 
     def holder(self) -> tuple[str, int] | None:
         """(owner, expiry in epoch seconds) of the lock as it stands, or None when there is none."""
@@ -116,18 +98,11 @@ class TargetLock:
 
     def break_lock(self, owner: str) -> bool:
         """Delete the lock if ``owner`` still holds it (the one the operator was shown); False if not."""
-        from botocore.exceptions import ClientError
-
-        try:
-            self.client.delete_item(
-                TableName=self.table,
-                Key=self._key,
-                ConditionExpression="#owner = :them",
-                ExpressionAttributeNames={"#owner": "owner"},
-                ExpressionAttributeValues={":them": {"S": owner}},
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            return False
-        return True
+        return conditional_write(
+            self.client.delete_item,
+            TableName=self.table,
+            Key=self._key,
+            ConditionExpression="#owner = :them",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":them": {"S": owner}},
+        )

@@ -14,6 +14,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from offset_restore.conditional import conditional_write
 from offset_restore.errors import BadInputError
 
 if TYPE_CHECKING:
@@ -28,25 +29,21 @@ class RunRecord:
 
     def claim(self, restore_id: str, resolved: Mapping[str, Any], now: float | None = None) -> None:
         """Record ``resolved`` as this restore's input, or check it equals the one recorded."""
-        from botocore.exceptions import ClientError
-
         document = json.dumps(resolved, sort_keys=True)
-        try:
-            self.client.put_item(
-                TableName=self.table,
-                Item={
-                    "pk": {"S": f"RESTORE#{restore_id}"},
-                    "sk": {"S": "META"},
-                    "run_input": {"S": document},
-                    "created_at": {"N": str(int(time.time() if now is None else now))},
-                },
-                ConditionExpression="attribute_not_exists(pk) OR run_input = :same",
-                ExpressionAttributeValues={":same": {"S": document}},
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
-                raise
-            raise BadInputError(self._refusal(restore_id, resolved)) from None
+        recorded = conditional_write(
+            self.client.put_item,
+            TableName=self.table,
+            Item={
+                "pk": {"S": f"RESTORE#{restore_id}"},
+                "sk": {"S": "META"},
+                "run_input": {"S": document},
+                "created_at": {"N": str(int(time.time() if now is None else now))},
+            },
+            ConditionExpression="attribute_not_exists(pk) OR run_input = :same",
+            ExpressionAttributeValues={":same": {"S": document}},
+        )
+        if not recorded:
+            raise BadInputError(self._refusal(restore_id, resolved))
 
     def resolved(self, restore_id: str) -> dict[str, Any]:
         """The input the restore was first run with ({} when none was recorded)."""
