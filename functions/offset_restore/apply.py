@@ -34,11 +34,13 @@ __all__ = [
     "ApplyReport",
     "ApplyTarget",
     "WaitTimeoutError",
+    "active_groups",
     "apply_plan",
     "changed_since_plan",
     "check_entries_fit",
     "check_plan_fits",
     "records_at",
+    "skip_active",
     "verify_groups",
     "wait_for_empty",
 ]
@@ -195,13 +197,25 @@ def wait_for_empty(
     while True:
         report.polls += 1
         infos = target.describe_groups(groups) if groups else {}
-        active = [g for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES]
+        active = active_groups(groups, infos)
         progress("waiting for groups to be empty", len(groups) - len(active), len(groups))
         elapsed = clock() - started
         if not active or elapsed >= options.wait_timeout_s:
             report.waited_s = round(elapsed, 3)
             return infos
         sleep(min(options.poll_interval_s, max(0.0, options.wait_timeout_s - elapsed)))
+
+
+def active_groups(groups: Sequence[str], infos: Mapping[str, GroupInfo]) -> dict[str, GroupInfo]:
+    """The groups that have members on the target (absent, empty and dead groups may be written)."""
+    return {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
+
+
+def skip_active(groups: Sequence[str], active: Mapping[str, GroupInfo], report: ApplyReport) -> list[str]:
+    """Record each active group as skipped, with its state; returns the others."""
+    for group, info in active.items():
+        report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
+    return [g for g in groups if g not in active]
 
 
 def apply_plan(
@@ -226,16 +240,14 @@ def apply_plan(
     lap = _Laps(report.timings)
     infos = wait_for_empty(groups, target, options, report, show, sleep, clock)
     lap("wait")
-    active = {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
+    active = active_groups(groups, infos)
     if active and options.on_wait_timeout == "fail" and not options.dry_run:
         names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
         raise WaitTimeoutError(
             f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
             "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"
         )
-    for group, info in active.items():
-        report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
-    groups = [g for g in groups if g not in active]
+    groups = skip_active(groups, active, report)
 
     current = target.committed_offsets(groups) if groups else {}
     lap("read_current")

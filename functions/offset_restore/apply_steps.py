@@ -11,11 +11,11 @@ from typing import Any
 from pydantic import BaseModel
 
 from offset_restore.apply import (
-    WRITABLE_STATES,
     ApplyOptions,
     ApplyReport,
     ApplyTarget,
     WaitTimeoutError,
+    active_groups,
     apply_plan,
     check_entries_fit,
     verify_groups,
@@ -134,7 +134,7 @@ def check_empty(
     else:
         writable, waiting = writable_and_waiting(mappings.iter_entries(restore_id))
     infos = target.describe_groups(writable) if writable else {}
-    active = [g for g in writable if infos.get(g) and infos[g].state not in WRITABLE_STATES]
+    active = list(active_groups(writable, infos))
     timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s
     if timed_out and fail_on_timeout:
         raise WaitTimeoutError(

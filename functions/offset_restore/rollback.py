@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from offset_restore.apply import WRITABLE_STATES, ApplyOptions, ApplyReport, ApplyTarget, wait_for_empty
+from offset_restore.apply import ApplyOptions, ApplyReport, ApplyTarget, active_groups, skip_active, wait_for_empty
 from offset_restore.cluster_types import TP, CommittedOffset
 from offset_restore.plan_model import Plan, PlanEntry
 
@@ -64,11 +64,7 @@ def rollback_plan(
     groups = sorted(by_group)
     report.groups_planned = len(groups)
     infos = wait_for_empty(groups, target, options, report, lambda *_: None, sleep, clock)
-    for group in groups:
-        info = infos.get(group)
-        if info and info.state not in WRITABLE_STATES:
-            report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
-    ready = [g for g in groups if g not in report.groups_skipped]
+    ready = skip_active(groups, active_groups(groups, infos), report)
     current = target.committed_offsets(ready) if ready else {}
     undo: dict[str, _Undo] = {}
     for group in ready:
