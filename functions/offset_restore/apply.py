@@ -263,9 +263,7 @@ def apply_plan(
     # Right before the writes: does the target still hold the records the plan read next to each
     # mapped offset? (One pass over every group's anchors, in shared fetch rounds.)
     for group, why in changed_since_plan([e for g in commits for e in writable[g]], target, plan.offset_header).items():
-        report.groups_skipped[group] = why
-        for entry in writable[group]:
-            entry.reason = why
+        report.groups_skipped[group] = why  # its entries say so too (_record_skips)
         del commits[group]
     lap("check_target")
 
