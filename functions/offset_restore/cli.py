@@ -603,8 +603,6 @@ def _unlock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _apply(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.wait_timeout < 0 or args.poll_interval <= 0:
-        raise BadInputError("--wait-timeout must be >= 0 and --poll-interval > 0")
     options = ApplyOptions(
         wait_timeout_s=args.wait_timeout,
         poll_interval_s=args.poll_interval,
