@@ -9,6 +9,7 @@ from aws_cdk import (
     Acknowledgment,
     ArnFormat,
     BundlingOptions,
+    CfnOutput,
     DockerImage,
     Duration,
     RemovalPolicy,
@@ -151,6 +152,7 @@ class OffsetRestoreStack(Stack):
         )
         for fn in functions.values():
             fn.grant_invoke(self.state_machine)
+        self._outputs(config)
         # The distributed Map (Translate) runs its items as child executions of this state machine.
         machine_arn = self.format_arn(
             service="states",
@@ -173,6 +175,18 @@ class OffsetRestoreStack(Stack):
         self._triggers(config)
         self._monitoring(env_name)
         self._acknowledge(config)
+
+    def _outputs(self, config: EnvironmentConfig) -> None:
+        """What the operator's CLI reads by stack name (``unlock --stack``, ``start --stack``): the names
+        it would otherwise be asked to copy from the console in the middle of an incident."""
+        outputs = {
+            "LockTableName": self.table.table_name,
+            "TargetClusterName": config.target.name,
+            "StateMachineArn": self.state_machine.state_machine_arn,
+            "BucketName": self.bucket.bucket_name,
+        }
+        for name, value in outputs.items():
+            CfnOutput(self, name, value=value)
 
     def _acknowledge(self, config: EnvironmentConfig) -> None:
         """cdk-nag findings accepted on purpose, each with the reason a reviewer needs."""

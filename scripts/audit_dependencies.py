@@ -44,9 +44,7 @@ def verdict(dependencies: list[dict[str, Any]], *, strict: bool) -> tuple[list[s
     """What to print, the counts, and the exit status for pip-audit's ``dependencies`` list."""
     vulnerable = [d for d in dependencies if d.get("vulns")]
     skipped = [d for d in dependencies if "skip_reason" in d]
-    lines = [
-        f"VULNERABLE {d['name']} {d['version']}: {', '.join(v['id'] for v in d['vulns'])}" for d in vulnerable
-    ]
+    lines = [f"VULNERABLE {d['name']} {d['version']}: {', '.join(v['id'] for v in d['vulns'])}" for d in vulnerable]
     counts = {
         "packages": len(dependencies),
         "audited": len(dependencies) - len(skipped),

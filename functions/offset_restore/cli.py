@@ -28,7 +28,7 @@ from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.locks import TargetLock
 from offset_restore.log_safety import keep_secrets_out_of_logs
 from offset_restore.mapping_store import MappingStore
-from offset_restore.operations import fetch_report, follow, run_status, start_run
+from offset_restore.operations import fetch_report, follow, run_status, stack_outputs, start_run
 from offset_restore.plan_model import Plan
 from offset_restore.plan_run import PlanResult, SnapshotChoice, parse_strategies, parse_topic_map, run_plan
 from offset_restore.progress import ProgressLine
@@ -380,13 +380,22 @@ def build_parser() -> argparse.ArgumentParser:
         "the lock if that owner still holds it (the one you were shown), so a crashed run does not block the "
         "target until its lock expires.",
     )
-    unlock.add_argument("--lock-table", required=True, metavar="TABLE", help="DynamoDB table holding the lock")
-    unlock.add_argument("--target-cluster", required=True, metavar="NAME", help="the target cluster's name in the lock")
+    unlock.add_argument(
+        "--stack",
+        metavar="ENV",
+        help="the deployed environment (offset-restore-ENV): its lock table and target cluster are read from "
+        "the stack's outputs; or give both of the next two",
+    )
+    unlock.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table holding the lock")
+    unlock.add_argument("--target-cluster", metavar="NAME", help="the target cluster's name in the lock")
     unlock.add_argument("--owner", metavar="OWNER", help="break the lock if this owner holds it")
     unlock.set_defaults(run=_unlock)
 
     start = commands.add_parser("start", help="start a run of a deployed state machine and follow it until it ends")
-    start.add_argument("--state-machine", required=True, metavar="ARN", help="the deployed workflow")
+    start.add_argument(
+        "--stack", metavar="ENV", help="the deployed environment: its state machine from the stack's outputs"
+    )
+    start.add_argument("--state-machine", metavar="ARN", help="the deployed workflow (or --stack)")
     start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")
     start.add_argument("--mode", choices=["plan", "apply"], help="plan only, or plan and commit")
     start.add_argument("--groups", metavar="REGEX", help="only these groups")
@@ -579,9 +588,29 @@ def _lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
     return TargetLock(args.lock_table, boto3.client("dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)
 
 
+def _from_stack(args: argparse.Namespace, wanted: dict[str, str]) -> None:
+    """Fill the options ``wanted`` (option -> stack output) from ``--stack``; refuse a mix of both, or
+    neither, by name."""
+    given = [option for option in wanted if getattr(args, option) is not None]
+    if args.stack is None:
+        missing = [option for option in wanted if getattr(args, option) is None]
+        if missing:
+            names = " and ".join("--" + option.replace("_", "-") for option in missing)
+            raise BadInputError(f"give --stack ENV, or {names}")
+        return
+    if given:
+        raise BadInputError(f"--stack names the deployment: drop --{given[0].replace('_', '-')}")
+    import boto3
+
+    outputs = stack_outputs(boto3.client("cloudformation"), args.stack)
+    for option, output in wanted.items():
+        setattr(args, option, outputs[output])
+
+
 def _unlock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import boto3
 
+    _from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
     lock = TargetLock(args.lock_table, boto3.client("dynamodb"), args.target_cluster, owner="unlock")
     held = lock.holder()
     if held is None:
@@ -590,10 +619,14 @@ def _unlock(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     owner, until = held
     shown = datetime.fromtimestamp(until, UTC).isoformat()
     if args.owner is None:
+        where = (
+            f"--stack {args.stack}"
+            if args.stack
+            else f"--lock-table {args.lock_table} --target-cluster {args.target_cluster}"
+        )
         out.write(
             f"target cluster {args.target_cluster} is locked by {owner} until {shown}; if that run is dead, "
-            f"break it with: offset-restore unlock --lock-table {args.lock_table} --target-cluster "
-            f"{args.target_cluster} --owner '{owner}'\n"
+            f"break it with: offset-restore unlock {where} --owner '{owner}'\n"
         )
         return 3
     if owner != args.owner or not lock.break_lock(args.owner):
@@ -677,6 +710,7 @@ def _report(args: argparse.Namespace, plan: Plan, report: ApplyReport, out: Text
 def _start(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     import boto3
 
+    _from_stack(args, {"state_machine": "StateMachineArn"})
     run_input: dict[str, object] = {}
     if args.input:
         try:

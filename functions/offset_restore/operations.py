@@ -12,9 +12,31 @@ from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import SummaryTally
 
-__all__ = ["fetch_report", "follow", "run_status", "start_run"]
+__all__ = ["STACK_OUTPUTS", "fetch_report", "follow", "run_status", "stack_name", "stack_outputs", "start_run"]
 
 REPORT_FILES = ("report.html", "report.md", "report.json")
+# The outputs every deployed stack has (infra/stack.py `_outputs`).
+STACK_OUTPUTS = ("LockTableName", "TargetClusterName", "StateMachineArn", "BucketName")
+
+
+def stack_name(env_or_stack: str) -> str:
+    """``prod`` names the stack ``offset-restore-prod`` (app.py); a full stack name is kept."""
+    return env_or_stack if env_or_stack.startswith("offset-restore-") else f"offset-restore-{env_or_stack}"
+
+
+def stack_outputs(cloudformation: Any, env_or_stack: str) -> dict[str, str]:
+    """The deployed stack's outputs by key, so an operator names the environment and nothing else.
+    A stack that does not exist, or that predates an output, is refused with what is missing."""
+    name = stack_name(env_or_stack)
+    try:
+        stacks = cloudformation.describe_stacks(StackName=name)["Stacks"]
+    except cloudformation.exceptions.ClientError as error:
+        raise BadInputError(f"stack {name}: {error.response['Error'].get('Message', error)}") from None
+    outputs = {o["OutputKey"]: o["OutputValue"] for o in stacks[0].get("Outputs", [])}
+    missing = [key for key in STACK_OUTPUTS if key not in outputs]
+    if missing:
+        raise BadInputError(f"stack {name} has no output {', '.join(missing)}: deploy this version of the stack")
+    return outputs
 
 
 def follow(

@@ -329,3 +329,22 @@ def test_a_stopped_or_timed_out_execution_has_its_lock_released(app: App) -> Non
     template_text = transformer["InputTemplate"]
     assert '"action":"release"' in template_text and '"owner":<detail-executionArn>' in template_text
     assert transformer["InputPathsMap"]["detail-executionArn"] == "$.detail.executionArn"
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_outputs_name_what_the_cli_reads_by_stack(app: App, env: str) -> None:
+    """`unlock --stack` and `start --stack` read these outputs (operations.STACK_OUTPUTS); the target
+    cluster is the deployment's own, the one the Lock function keys its lock on."""
+    from offset_restore.operations import STACK_OUTPUTS
+
+    found = template(app, env).to_json()["Outputs"]
+    assert set(STACK_OUTPUTS) <= set(found)
+    config = json.loads(Path("cdk.json").read_text())["context"]["environments"][env]
+    assert found["TargetClusterName"]["Value"] == config["target"]["name"]
+    lock_env = [
+        r["Properties"]["Environment"]["Variables"]
+        for r in template(app, env).find_resources("AWS::Lambda::Function").values()
+        if r["Properties"]["Handler"] == "handlers.lock.handler"
+    ]
+    assert lock_env and lock_env[0]["TARGET_CLUSTER_NAME"] == config["target"]["name"]
+    assert found["LockTableName"]["Value"] == lock_env[0]["TABLE_NAME"]

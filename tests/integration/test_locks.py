@@ -94,3 +94,44 @@ def test_the_release_rule_frees_only_the_stopped_executions_lock(table: str, mon
     assert TargetLock(table, client, "prod-dr", "x").holder() is not None
     handler(stopped(arn), LambdaContext())
     assert TargetLock(table, client, "prod-dr", "x").holder() is None
+
+
+def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None:
+    """`unlock --stack prod` finds the lock through the stack's outputs (as infra/stack.py declares them);
+    a missing stack, an old stack without the outputs, or --stack mixed with --lock-table are refused."""
+    import io
+    import json
+
+    from offset_restore.cli import main
+
+    region = os.environ["AWS_DEFAULT_REGION"]
+    TargetLock(table, boto3.client("dynamodb", region_name=region), "prod-dr", "arn:exec:1", ttl_s=3600).acquire()
+    cloudformation = boto3.client("cloudformation", region_name=region)
+    outputs = {"LockTableName": table, "TargetClusterName": "prod-dr", "StateMachineArn": "arn:sm", "BucketName": "b"}
+    for name, values in (("offset-restore-prod", outputs), ("offset-restore-old", {"LockTableName": table})):
+        body = {
+            "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
+            "Outputs": {key: {"Value": value} for key, value in values.items()},
+        }
+        cloudformation.create_stack(StackName=name, TemplateBody=json.dumps(body))
+
+    def unlock(*argv: str) -> tuple[int, str, str]:
+        out, err = io.StringIO(), io.StringIO()
+        return main(["unlock", *argv], out, err), out.getvalue(), err.getvalue()
+
+    status, out, _ = unlock("--stack", "prod")
+    assert status == 3 and "prod-dr is locked by arn:exec:1" in out and "unlock --stack prod --owner" in out
+    status, _, err = unlock("--stack", "missing")
+    assert status == 2 and "stack offset-restore-missing" in err and "does not exist" in err
+    status, _, err = unlock("--stack", "old")
+    assert status == 2 and "has no output TargetClusterName, StateMachineArn, BucketName" in err
+    status, _, err = unlock("--stack", "prod", "--lock-table", table)
+    assert status == 2 and "drop --lock-table" in err
+    status, _, err = unlock("--lock-table", table)
+    assert status == 2 and "give --stack ENV, or --target-cluster" in err
+    assert TargetLock(table, boto3.client("dynamodb", region_name=region), "prod-dr", "x").holder() is not None
+    status, out, _ = unlock("--stack", "offset-restore-prod", "--owner", "arn:exec:1")
+    assert status == 0 and "broke the lock of target cluster prod-dr" in out
+    started = io.StringIO()
+    assert main(["start", "--mode", "plan"], io.StringIO(), started) == 2
+    assert "give --stack ENV, or --state-machine" in started.getvalue()
