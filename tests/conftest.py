@@ -12,25 +12,31 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
+from offset_restore.apache_broker import ApacheBroker
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_aws import create_table
-from offset_restore.local_broker import LocalBroker
 
-from tests.helpers import Brokers
+from tests.helpers import Brokers, new_broker
 
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
 @pytest.fixture(scope="session")
 def brokers() -> Iterator[Brokers]:
-    source = LocalBroker("source").start()
-    target = LocalBroker("target")
+    pair = (new_broker("source"), new_broker("target"))
     try:
-        target.start()
-        yield Brokers(source=source, target=target)
+        for broker in pair:
+            if isinstance(broker, ApacheBroker):
+                broker.launch()  # both JVMs start together
+            else:
+                broker.start()
+        for broker in pair:
+            if isinstance(broker, ApacheBroker):
+                broker.wait_ready()
+        yield Brokers(source=pair[0], target=pair[1])
     finally:
-        target.stop()
-        source.stop()
+        for broker in pair:
+            broker.stop()
 
 
 @pytest.fixture

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer
+from offset_restore.apache_broker import ApacheBroker
 from offset_restore.cluster_types import TP, CommittedOffset
 from offset_restore.connection import ConnectionSettings
 from offset_restore.fingerprint import fingerprint
@@ -20,11 +21,27 @@ from offset_restore.plan_model import PlanEntry, Status
 
 _counter = itertools.count()
 
+TEST_BROKER = os.environ.get("OFFSET_RESTORE_TEST_BROKER", "apache")
+"""``apache`` (default, what CI proves): Apache Kafka 4.1 from Maven Central's jars; ``tansu``: the
+zero-dependency local broker, a faster loop while editing."""
+
+
+TestBroker = LocalBroker | ApacheBroker
+
+
+def new_broker(name: str, *, port: int = 0, advertised_port: int = 0) -> TestBroker:
+    """A broker of the kind this session tests on, not yet started."""
+    if TEST_BROKER == "tansu":
+        return LocalBroker(name, port=port, advertised_port=advertised_port)
+    if TEST_BROKER != "apache":
+        raise ValueError(f"OFFSET_RESTORE_TEST_BROKER={TEST_BROKER!r}: choose apache or tansu")
+    return ApacheBroker(name, port=port, advertised_port=advertised_port)
+
 
 @dataclass
 class Brokers:
-    source: LocalBroker
-    target: LocalBroker
+    source: TestBroker
+    target: TestBroker
 
     @property
     def source_settings(self) -> ConnectionSettings:

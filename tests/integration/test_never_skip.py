@@ -16,7 +16,6 @@ from offset_restore.apply import ApplyOptions
 from offset_restore.apply_run import run_apply
 from offset_restore.cluster_types import TP
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker
 from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions, take_snapshot
 from offset_restore.snapshot_model import GroupSnapshot
@@ -35,7 +34,7 @@ from tests.disorder import (
     restored_part,
     write_layout,
 )
-from tests.helpers import Brokers, Produced, commit, produce, restore, unique
+from tests.helpers import Brokers, Produced, TestBroker, commit, new_broker, produce, restore, unique
 
 N = 60  # source records: committed positions 0..60, 61 per case
 
@@ -187,8 +186,8 @@ def test_clock_skew_never_skips_with_the_timestamp_strategy(
 
 
 @pytest.fixture
-def resettable() -> Iterator[LocalBroker]:
-    broker = LocalBroker("refill").start()
+def resettable() -> Iterator[TestBroker]:
+    broker = new_broker("refill").start()
     try:
         yield broker
     finally:
@@ -196,7 +195,7 @@ def resettable() -> Iterator[LocalBroker]:
 
 
 def test_a_target_refilled_after_the_plan_is_refused_before_any_commit(
-    brokers: Brokers, source: KafkaCluster, resettable: LocalBroker, tmp_path: Path
+    brokers: Brokers, source: KafkaCluster, resettable: TestBroker, tmp_path: Path
 ) -> None:
     """The plan is made on a whole restore; the target is then restored again from a backup that
     starts 5 records later, and new records arrive after it, so every mapped offset still lies in the

@@ -15,11 +15,11 @@ from moto.core import enable_iam_authentication
 from offset_restore.cli import main
 from offset_restore.cluster_types import TP
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker, free_port
+from offset_restore.local_broker import free_port
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import LocalStore, S3Store
 
-from tests.helpers import Brokers, commit, produce, unique
+from tests.helpers import Brokers, commit, new_broker, produce, unique
 from tests.offsets_encoding import commit_key, commit_value, group_metadata_key
 
 
@@ -160,7 +160,7 @@ def test_no_permission_on_the_bucket_is_named_and_nothing_is_written(
 
 
 def test_an_empty_cluster_gives_a_valid_empty_snapshot(tmp_path: Path) -> None:
-    with LocalBroker("empty") as broker:
+    with new_broker("empty") as broker:
         status, out, err = snap(broker.bootstrap_servers, str(tmp_path), "--json")
     assert status == 0, err
     assert json.loads(out)["counts"]["groups"] == 0

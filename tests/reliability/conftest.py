@@ -7,14 +7,15 @@ from dataclasses import dataclass
 
 import pytest
 from offset_restore.connection import ConnectionSettings
-from offset_restore.local_broker import LocalBroker, free_port
+from offset_restore.local_broker import free_port
 
 from tests.fault_proxy import FaultProxy
+from tests.helpers import TestBroker, new_broker
 
 
 @dataclass
 class Faulty:
-    broker: LocalBroker
+    broker: TestBroker
     proxy: FaultProxy
 
     def settings(self, **overrides: object) -> ConnectionSettings:
@@ -33,7 +34,7 @@ class Faulty:
 @pytest.fixture(scope="module")
 def faulty_broker() -> Iterator[Faulty]:
     proxy = FaultProxy(upstream_port=free_port(), port=free_port())
-    broker = LocalBroker("faulty", port=proxy.upstream_port, advertised_port=proxy.port)
+    broker = new_broker("faulty", port=proxy.upstream_port, advertised_port=proxy.port)
     proxy.start()
     try:
         broker.start()

@@ -15,7 +15,6 @@ from offset_restore.apply_steps import commit_groups
 from offset_restore.cluster_types import TP
 from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions
@@ -24,14 +23,14 @@ from offset_restore.storage import open_location
 from offset_restore.translate import PlanOptions
 
 from tests.figures import record
-from tests.helpers import Brokers, Produced, commit, produce, restore, unique
+from tests.helpers import Brokers, Produced, TestBroker, commit, new_broker, produce, restore, unique
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-def resettable() -> Iterator[LocalBroker]:
-    broker = LocalBroker("resettable").start()
+def resettable() -> Iterator[TestBroker]:
+    broker = new_broker("resettable").start()
     try:
         yield broker
     finally:
@@ -39,7 +38,7 @@ def resettable() -> Iterator[LocalBroker]:
 
 
 class Planned:
-    def __init__(self, brokers: Brokers, source: KafkaCluster, broker: LocalBroker, folder: Path) -> None:
+    def __init__(self, brokers: Brokers, source: KafkaCluster, broker: TestBroker, folder: Path) -> None:
         self.topic = unique("reset")
         source.create_topics({self.topic: 2})
         self.records: dict[int, list[Produced]] = {p: produce(source, self.topic, p, 50) for p in range(2)}
@@ -71,7 +70,7 @@ class Planned:
 
 @pytest.mark.parametrize("refilled", [False, True], ids=["topics-gone", "log-end-below-the-plan"])
 def test_apply_refuses_a_plan_the_restarted_target_no_longer_fits(
-    brokers: Brokers, source: KafkaCluster, resettable: LocalBroker, tmp_path: Path, refilled: bool
+    brokers: Brokers, source: KafkaCluster, resettable: TestBroker, tmp_path: Path, refilled: bool
 ) -> None:
     planned = Planned(brokers, source, resettable, tmp_path)
     planned.restart()
@@ -88,7 +87,7 @@ def test_apply_refuses_a_plan_the_restarted_target_no_longer_fits(
 
 @pytest.mark.parametrize("refilled", [False, True], ids=["topics-gone", "log-end-below-the-plan"])
 def test_the_workflow_commit_step_refuses_it_too(
-    brokers: Brokers, source: KafkaCluster, resettable: LocalBroker, tmp_path: Path, table: str, refilled: bool
+    brokers: Brokers, source: KafkaCluster, resettable: TestBroker, tmp_path: Path, table: str, refilled: bool
 ) -> None:
     planned = Planned(brokers, source, resettable, tmp_path)
     store = MappingStore(table, boto3.client("dynamodb"))
