@@ -40,6 +40,7 @@ from offset_restore.cluster_types import (
 )
 from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
+from offset_restore.kafka_schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
 
@@ -295,17 +296,39 @@ class KafkaCluster:
         def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
             return [(None, DescribeGroupsRequest(groups=list(batch), include_authorized_operations=False))]
 
+        result = self._described("describing consumer groups", group_ids, batch_size, build)
+        unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
+        if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
+            # Kafka 4 answers the classic DescribeGroups for a group of the new consumer protocol
+            # (KIP-848) as GROUP_ID_NOT_FOUND / Dead even while it has members: ask the way it knows.
+            def build_new(batch: Sequence[str]) -> list[tuple[None, Any]]:
+                return [
+                    (None, ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False))
+                ]
+
+            found = self._described("describing consumer groups (KIP-848)", unknown, batch_size, build_new)
+            result.update({g: info for g, info in found.items() if info.error is None})
+        return result
+
+    def _described(self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any) -> dict[str, GroupInfo]:
+        """Both describe answers have the same shape where it matters: id, state, members, error."""
         result: dict[str, GroupInfo] = {}
-        for _, response in self._per_coordinator("describing consumer groups", group_ids, batch_size, build):
+        for _, response in self._per_coordinator(operation, group_ids, batch_size, build):
             for group in response.groups:
                 result[group.group_id] = GroupInfo(
                     group_id=group.group_id,
                     state=group.group_state or "Unknown",
-                    protocol_type=group.protocol_type or "",
+                    protocol_type=getattr(group, "protocol_type", None)
+                    or ("" if hasattr(group, "protocol_type") else "consumer"),
                     members=len(group.members),
                     error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
                 )
         return result
+
+    def _supports(self, api_key: int) -> bool:
+        """Whether the brokers announced this request in ApiVersions (known after the first call)."""
+        versions = self._manager.broker_version_data
+        return versions is not None and api_key in (versions.api_versions or {})
 
     def committed_offsets(
         self, group_ids: Sequence[str], batch_size: int = 250
