@@ -13,9 +13,9 @@ __all__ = ["ConsumerGroupDescribeRequest", "ConsumerGroupDescribeResponse"]
 _HERE = sys.modules[__name__]
 
 
-class ConsumerGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg, misc]
+class ConsumerGroupDescribeRequest(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
     pass
 
 
-class ConsumerGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg, misc]
+class ConsumerGroupDescribeResponse(ApiMessage, load_json=_HERE):  # type: ignore[call-arg]
     pass
