@@ -26,7 +26,7 @@ from kafka.admin import NewTopic, OffsetSpec
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
-from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.metadata import CoordinatorType, MetadataRequest
 from kafka.record import MemoryRecords
 from kafka.structs import OffsetAndMetadata
 
@@ -54,6 +54,27 @@ _CommitPartition = _CommitTopic.OffsetCommitRequestPartition
 _FETCH_MAX_VERSION = 12
 IN_FLIGHT = 16  # requests outstanding per connection (the client is configured to allow 32)
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
+_COORDINATOR_MOVED = {
+    error.errno: error
+    for error in (
+        kafka_errors.NotCoordinatorError,
+        kafka_errors.CoordinatorNotAvailableError,
+        kafka_errors.CoordinatorLoadInProgressError,
+    )
+}
+"""Group answers that say "ask again, maybe elsewhere": Apache Kafka gives them while an offsets-topic
+partition is loading (after a start or a leader move) or moving; the local broker never did."""
+
+
+def _coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
+    """The coordinator error in a group answer (DescribeGroups, OffsetFetch, OffsetCommit, at group
+    or partition level), or None."""
+    codes = [getattr(response, "error_code", 0)]
+    for group in getattr(response, "groups", None) or ():
+        codes.append(getattr(group, "error_code", 0))
+        codes.extend(p.error_code for t in getattr(group, "topics", None) or () for p in t.partitions)
+    codes.extend(p.error_code for t in getattr(response, "topics", None) or () for p in t.partitions)
+    return next((_COORDINATOR_MOVED[code] for code in codes if code in _COORDINATOR_MOVED), None)
 
 
 def _transient(error: BaseException) -> bool:
@@ -278,13 +299,24 @@ class KafkaCluster:
                 for batch in _chunks(members, batch_size)
                 for tag, request in build(batch)
             ]
-            return await _pipelined(
+            answered = await _pipelined(
                 [(tag, node, request) for node, tag, request in queue],
                 lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
                 [] if answers is None else answers,
             )
+            moved = next((e for e in (_coordinator_moved(r) for _, r in answered) if e is not None), None)
+            if moved is not None and answers is None:
+                self._forget_coordinators(group_ids)
+                raise moved()  # retriable: the whole call again, after a back-off
+            return answered
 
         return list(self._run(operation, send_all, retry=retry)) if group_ids else []
+
+    def _forget_coordinators(self, group_ids: Iterable[str]) -> None:
+        """Drop kafka-python's cached coordinators, so the next attempt asks FindCoordinator again."""
+        cached = self._manager.cluster._coordinators
+        for group_id in group_ids:
+            cached.pop((CoordinatorType.GROUP, group_id), None)
 
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
         """State and member count per group, in batched DescribeGroups requests.
@@ -374,7 +406,16 @@ class KafkaCluster:
             KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(c.offset, c.metadata or "", -1)
             for tp, c in offsets.items()
         }
-        answer = self._call("committing offsets", self._admin.alter_group_offsets, group_id, request)
+
+        def commit() -> Any:
+            answer = self._admin.alter_group_offsets(group_id, request)
+            moved = next((e for e in answer.values() if e.errno in _COORDINATOR_MOVED), None)
+            if moved is not None:
+                self._forget_coordinators([group_id])
+                raise moved()
+            return answer
+
+        answer = self._call("committing offsets", commit)
         return {
             TP(tp.topic, tp.partition): (None if error is kafka_errors.NoError else error.__name__)
             for tp, error in answer.items()
@@ -405,7 +446,13 @@ class KafkaCluster:
                 failure: ClusterUnreachableError | None = error
             else:
                 failure = None
+            moved = [group for group, response in answers if _coordinator_moved(response) is not None]
+            if moved:  # not committed: sent again with the unanswered ones
+                self._forget_coordinators(moved)
+                failure = failure or ClusterUnreachableError(f"committing offsets: coordinator moved for {moved[0]}")
             for group, response in answers:
+                if group in moved:
+                    continue
                 result[group] = {
                     TP(topic.name, part.partition_index): (
                         kafka_errors.for_code(part.error_code).__name__ if part.error_code else None

@@ -18,7 +18,7 @@ from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef as _ClusterRef
 from offset_restore.plan_model import Plan, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.snapshot import Progress, Snapshot
-from offset_restore.snapshot_model import GroupSnapshot, validate_name
+from offset_restore.snapshot_model import GroupSnapshot, default_cluster_name, validate_name
 from offset_restore.snapshot_store import MANIFEST, SnapshotRepository
 from offset_restore.storage import BlobStore, open_location
 from offset_restore.translate import STRATEGIES, PlanOptions, Strategy, translate
@@ -131,7 +131,7 @@ def run_plan(
     with connect(connection) as target:
         entries, stats = translate(selected, target, options, checkpoints=checkpoints, progress=progress)
         requests = dict(sorted(target.requests_sent.items()))
-        target_name = options.target_cluster or target.cluster_id
+        target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
     plan = Plan(
         restore_id=restore_id,

@@ -22,6 +22,7 @@ from offset_restore.snapshot_model import (
     GroupSnapshot,
     SnapshotCounts,
     SnapshotManifest,
+    default_cluster_name,
     new_snapshot_id,
     validate_name,
 )
@@ -213,7 +214,7 @@ def stream_snapshot(
     stream = SnapshotStream(
         manifest=SnapshotManifest(
             snapshot_id=options.snapshot_id or new_snapshot_id(created_at),
-            cluster=options.cluster or cluster.cluster_id,
+            cluster=options.cluster or default_cluster_name(cluster.cluster_id),
             created_at=created_at,
             completed_at=created_at,
             source="cluster",

@@ -18,6 +18,7 @@ __all__ = [
     "SnapshotCounts",
     "SnapshotManifest",
     "UncommittedPartition",
+    "default_cluster_name",
     "new_snapshot_id",
     "parse_time",
     "validate_name",
@@ -36,6 +37,14 @@ def validate_name(value: str, what: str) -> str:
             "starting with a letter or digit"
         )
     return value
+
+
+def default_cluster_name(cluster_id: str) -> str:
+    """A cluster's name when the user gives none: its id, made a valid name. Kafka's ids are 22
+    URL-safe base64 characters and may start with '_' (Kafka avoids only '-'), which a name may not:
+    such an id gets the prefix ``cluster-``."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "-", cluster_id)[:120] or "unknown-cluster"
+    return name if _NAME.fullmatch(name) else f"cluster-{name}"
 
 
 def parse_time(text: str) -> datetime:

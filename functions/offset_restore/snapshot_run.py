@@ -14,7 +14,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.offsets_topic import OffsetsTopicReader, snapshot_from_commits
 from offset_restore.snapshot import Progress, Snapshot, SnapshotOptions, SnapshotStream, count_groups, stream_snapshot
-from offset_restore.snapshot_model import SnapshotCounts
+from offset_restore.snapshot_model import SnapshotCounts, default_cluster_name
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import BlobStore
 
@@ -108,7 +108,7 @@ def _from_offsets_topic(
         reader.commits.values(),
         group_filter=options.group_filter(),
         topic_filter=options.topic_filter(),
-        cluster=options.cluster or cluster.cluster_id,
+        cluster=options.cluster or default_cluster_name(cluster.cluster_id),
         snapshot_id=options.snapshot_id,
         created_at=created_at,
         as_of=as_of,

@@ -24,7 +24,7 @@ from offset_restore.plan_model import Method, PlanEntry
 from offset_restore.restore_order import ObservedPartition, disorder_in
 from offset_restore.resume_points import NO_KEY, PartitionLog, Resume, resume_points
 from offset_restore.search import KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
-from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence, default_cluster_name
 
 __all__ = [
     "STRATEGIES",
@@ -199,7 +199,7 @@ def translate(
     context = _Context(
         target=target,
         options=options,
-        cluster_name=options.target_cluster or target.cluster_id,
+        cluster_name=options.target_cluster or default_cluster_name(target.cluster_id),
         bounds=target.log_bounds({pos.target for pos in positions.values()}),
         checkpoints=checkpoints,
         stats=stats,

@@ -10,7 +10,13 @@ from pathlib import Path
 import pytest
 from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError, StorageError
 from offset_restore.snapshot import Snapshot, SnapshotStream, count_groups
-from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, SnapshotManifest
+from offset_restore.snapshot_model import (
+    GroupSnapshot,
+    PartitionSnapshot,
+    SnapshotManifest,
+    default_cluster_name,
+    validate_name,
+)
 from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import LocalStore, open_location
 
@@ -155,3 +161,18 @@ def test_a_stream_is_written_file_by_file_and_its_manifest_counted_at_the_end(tm
     found_key, manifest = repo.latest("prod")
     assert found_key == key and manifest.counts.groups == 5 and manifest.counts.group_partitions == 10
     assert [g.group for g in repo.groups(found_key, manifest)] == yielded
+
+
+@pytest.mark.parametrize(
+    ("cluster_id", "name"),
+    [
+        ("MkU3OEVBNTcwNTJENDM2Qk", "MkU3OEVBNTcwNTJENDM2Qk"),
+        ("__cE23qISUqIrMmhKfrv6Q", "cluster-__cE23qISUqIrMmhKfrv6Q"),  # seen from Apache Kafka's StorageTool
+        ("-x", "cluster--x"),
+        ("a b/c", "a-b-c"),
+        ("", "unknown-cluster"),
+    ],
+)
+def test_a_cluster_id_becomes_a_valid_default_name(cluster_id: str, name: str) -> None:
+    assert default_cluster_name(cluster_id) == name
+    assert validate_name(name, "cluster name") == name
