@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck audit unit demo bench figures clean
+.PHONY: install test lint typecheck audit kafka unit demo bench figures clean
 
 $(STAMP): requirements.txt requirements-dev.txt functions/requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -26,7 +26,13 @@ typecheck: $(STAMP)
 audit: $(STAMP)
 	$(PY) scripts/audit_dependencies.py
 
-test: lint typecheck audit
+# Apache Kafka 4.1's own jars from Maven Central (cached in ~/.cache/offset-restore and ~/.m2): the
+# broker the integration, end-to-end and reliability tests run on (OFFSET_RESTORE_TEST_BROKER=tansu
+# runs them on the zero-dependency local broker instead).
+kafka: $(STAMP)
+	$(PY) -m offset_restore.apache_broker
+
+test: lint typecheck audit kafka
 	$(PY) -m pytest
 
 unit: $(STAMP)

@@ -117,7 +117,10 @@ def active_member(bootstrap_servers: str, group: str, topic: str, timeout_s: flo
         while not consumer.assignment():
             if time.monotonic() > deadline:
                 raise TimeoutError(f"consumer did not join {group} within {timeout_s} s")
-            consumer.poll(timeout_ms=200, max_records=1)
+            # One poll long enough for a whole join: kafka-python 3.0.12 loses an assignment whose
+            # SyncGroup answer arrives after a poll gave up waiting (seen on Apache Kafka: the member
+            # stays in the group, assigned, while assignment() stays empty).
+            consumer.poll(timeout_ms=3000, max_records=1)
         yield consumer
     finally:
         consumer.close()

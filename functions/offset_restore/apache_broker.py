@@ -233,11 +233,22 @@ class ApacheBroker:
                 self.stop()
                 raise OffsetRestoreError(f"Apache Kafka broker {self.name} exited at start:\n{log}")
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                self._wait_for_groups()
                 self.started_s = time.monotonic() - launched
                 return self
             time.sleep(0.05)
         self.stop()
         raise OffsetRestoreError(f"Apache Kafka broker {self.name} did not listen on {self.port} in {timeout_s} s")
+
+    def _wait_for_groups(self) -> None:
+        """The first group call creates ``__consumer_offsets`` and its partitions then load: until
+        they have, every group call answers COORDINATOR_NOT_AVAILABLE or LOAD_IN_PROGRESS. Asked here
+        once, with patience, so that a test with short retries does not meet a broker still starting."""
+        from offset_restore.kafka_adapter import KafkaCluster
+
+        patient = self.settings(retries=20, retry_backoff_s=0.2, retry_backoff_max_s=1.0)
+        with KafkaCluster(patient) as cluster:
+            cluster.describe_groups(["offset-restore-harness-ready"])
 
     def start(self) -> ApacheBroker:
         return self.launch().wait_ready()
@@ -273,3 +284,7 @@ class ApacheBroker:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+if __name__ == "__main__":  # `make kafka`: fetch the jars now, and say where they are
+    print(kafka_classpath())

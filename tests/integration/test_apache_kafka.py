@@ -96,7 +96,7 @@ def test_a_member_that_dies_without_leaving_expires_and_the_wait_sees_the_group_
         "from kafka import KafkaConsumer\n"
         f"c = KafkaConsumer({s.topic!r}, bootstrap_servers={brokers.target.bootstrap_servers!r}, group_id={group!r},"
         " enable_auto_commit=False, session_timeout_ms=2000, heartbeat_interval_ms=300)\n"
-        "while not c.assignment():\n    c.poll(timeout_ms=200, max_records=1)\n"
+        "while not c.assignment():\n    c.poll(timeout_ms=3000, max_records=1)\n"
         "print('joined', flush=True)\n"
         "time.sleep(600)\n"
     )
