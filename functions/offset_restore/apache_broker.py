@@ -53,14 +53,20 @@ rootLogger.appenderRef.stderr.ref=STDERR
 logger.started.name=kafka.server.KafkaRaftServer
 logger.started.level=INFO
 """
+SCRAM_USER, SCRAM_PASSWORD = "offset-restore", "throw-away-test-secret"
+SASL_SSL = """sasl.enabled.mechanisms=SCRAM-SHA-512
+listener.name.client.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+ssl.keystore.type=PEM
+ssl.keystore.location={keystore}
+"""
 SERVER = """process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:{controller}
-listeners={listener}://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller}
-advertised.listeners={listener}://127.0.0.1:{advertised},CONTROLLER://127.0.0.1:{controller}
-inter.broker.listener.name={listener}
+listeners=CLIENT://127.0.0.1:{port},INTERNAL://127.0.0.1:{internal},CONTROLLER://127.0.0.1:{controller}
+advertised.listeners=CLIENT://127.0.0.1:{advertised},INTERNAL://127.0.0.1:{internal},CONTROLLER://127.0.0.1:{controller}
+inter.broker.listener.name=INTERNAL
 controller.listener.names=CONTROLLER
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,{listener}:{protocol}
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,INTERNAL:PLAINTEXT,CLIENT:{protocol}
 log.dirs={data}
 num.partitions=1
 auto.create.topics.enable=false
@@ -135,6 +141,31 @@ def java_tool(
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
+def _throwaway_tls(folder: Path) -> Path:
+    """A CA (``ca.pem``, what clients trust) and a server certificate for 127.0.0.1 signed by it, as a
+    PEM keystore the broker reads (unencrypted PKCS#8 key, then the certificate). Lives two days."""
+
+    def openssl(*args: str) -> None:
+        done = subprocess.run(["openssl", *args], cwd=folder, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise OffsetRestoreError(f"openssl {' '.join(args)} failed: {done.stderr}")
+
+    _require("openssl", "version", "openssl to make a throw-away CA for the TLS test broker")
+    days = ("-days", "2")
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", *days,
+            "-subj", "/CN=offset-restore throw-away test CA")  # fmt: skip
+    openssl(
+        "req", "-newkey", "rsa:2048", "-nodes", "-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=127.0.0.1"
+    )
+    (folder / "san.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", *days, "-extfile", "san.ext")  # fmt: skip
+    openssl("pkcs8", "-topk8", "-nocrypt", "-in", "server.key", "-out", "server.pk8")
+    keystore = folder / "keystore.pem"
+    keystore.write_text((folder / "server.pk8").read_text() + (folder / "server.pem").read_text())
+    return keystore
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -158,6 +189,9 @@ class ApacheBroker:
     config: Mapping[str, str] = field(default_factory=dict)
     format_args: Sequence[str] = ()
     protocol: str = "PLAINTEXT"
+    """The client listener's: ``PLAINTEXT``, or ``SASL_SSL`` (SCRAM-SHA-512, as MSK offers it) with a
+    throw-away CA and a user added at format time. The broker talks to itself on a plaintext
+    listener of its own."""
     port: int = 0
     controller_port: int = 0
     cluster_id: str = ""
@@ -186,6 +220,15 @@ class ApacheBroker:
 
     def settings(self, **overrides: object) -> ConnectionSettings:
         values: dict[str, object] = {"bootstrap_servers": self.bootstrap_servers, "connect_timeout_s": 10}
+        if self.protocol == "SASL_SSL":
+            assert self.folder is not None
+            values |= {
+                "security_protocol": "SASL_SSL",
+                "sasl_mechanism": "SCRAM-SHA-512",
+                "sasl_username": SCRAM_USER,
+                "sasl_password": SCRAM_PASSWORD,
+                "ssl_cafile": str(self.folder / "ca.pem"),
+            }
         return ConnectionSettings.model_validate({**values, **overrides})
 
     def launch(self) -> ApacheBroker:
@@ -196,19 +239,24 @@ class ApacheBroker:
         self.folder = Path(tempfile.mkdtemp(prefix=f"kafka-{self.name}-"))
         self.log4j.write_text(LOG4J)
         properties = self.folder / "server.properties"
-        listener = "CLIENT" if self.protocol != "PLAINTEXT" else "PLAINTEXT"
         text = SERVER.format(
             controller=self.controller_port,
             port=self.port,
+            internal=_free_port(),
             advertised=self.advertised_port or self.port,
             data=self.folder / "data",
-            listener=listener,
             protocol=self.protocol,
         )
+        extra_format: list[str] = []
+        if self.protocol == "SASL_SSL":
+            text += SASL_SSL.format(keystore=_throwaway_tls(self.folder))
+            extra_format = ["--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
+        elif self.protocol != "PLAINTEXT":
+            raise OffsetRestoreError(f"the test broker speaks PLAINTEXT or SASL_SSL, not {self.protocol}")
         properties.write_text(text + "".join(f"{key}={value}\n" for key, value in self.config.items()))
         formatted = java_tool(
             "kafka.tools.StorageTool",
-            ["format", "--standalone", "-t", self.cluster_id, "-c", str(properties), *self.format_args],
+            ["format", "--standalone", "-t", self.cluster_id, "-c", str(properties), *extra_format, *self.format_args],
             log4j=self.log4j,
         )
         if formatted.returncode != 0:

@@ -77,6 +77,45 @@ def _coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
     return next((_COORDINATOR_MOVED[code] for code in codes if code in _COORDINATOR_MOVED), None)
 
 
+@contextmanager
+def _connection_errors() -> Iterator[list[str]]:
+    """Collect why kafka-python lost connections while this lasts: it logs the cause (a SASL
+    authentication failure, a certificate it does not trust) and then only times out."""
+    lost: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if "Connection lost:" in text or "Connection failed:" in text:
+                lost.append(
+                    text.split(":", 1)[1].strip() if "Connection failed:" in text else text.split("lost:", 1)[1]
+                )
+
+    loggers = [logging.getLogger(name) for name in ("kafka.net.connection", "kafka.net.manager")]
+    levels = [logger.level for logger in loggers]
+    handler = Collect(logging.ERROR)
+    for logger in loggers:
+        logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.ERROR:
+            logger.setLevel(logging.ERROR)
+    try:
+        yield lost
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+
+def _telling(lost: Sequence[str]) -> str:
+    """The most telling of the collected causes: an authentication or TLS failure over a bare
+    disconnect."""
+    for words in ("Authentication", "SSL", "Handshake"):
+        found = [text.strip() for text in lost if words in text]
+        if found:
+            return found[-1]
+    return lost[-1].strip()
+
+
 def _transient(error: BaseException) -> bool:
     """A failure that a later attempt of the same request may not meet: a reset or timed-out
     connection, a coordinator or leader that moved. Not an unknown topic: that stays unknown."""
@@ -107,8 +146,16 @@ class KafkaCluster:
         self.fetch_max_bytes = settings.fetch_max_bytes
         self.requests_sent: Counter[str] = Counter()
         self._producer: KafkaProducer | None = None
+        with _connection_errors() as lost:
+            self._admin = self._connect(settings, lost)
+        self._manager = self._admin._manager
+        self._count_requests()
+
+    def _connect(self, settings: ConnectionSettings, lost: list[str]) -> KafkaAdminClient:
+        """The admin client, or an error that says why not: the cause kafka-python only logs (a wrong
+        password, an untrusted certificate) is added to its timeout."""
         try:
-            self._admin = _within(
+            return _within(
                 settings.connect_timeout_s * 2 + 5,
                 lambda: KafkaAdminClient(
                     **self._client_config(),
@@ -129,14 +176,13 @@ class KafkaCluster:
                 f"within {settings.connect_timeout_s * 2 + 5:g} s{hint}"
             ) from None
         except _UNREACHABLE as error:
+            said = f"; the broker's connection ended with: {_telling(lost)}" if lost else ""
             raise ClusterUnreachableError(
                 f"cannot reach Kafka at {settings.bootstrap_servers} "
-                f"within {settings.connect_timeout_s:g} s ({type(error).__name__})"
+                f"within {settings.connect_timeout_s:g} s ({type(error).__name__}){said}"
             ) from None
         except kafka_errors.KafkaConfigurationError as error:
             raise BadInputError(f"Kafka connection settings are not usable: {error}") from None
-        self._manager = self._admin._manager
-        self._count_requests()
 
     # -- plumbing ---------------------------------------------------------------------------------
 
