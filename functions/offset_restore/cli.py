@@ -443,6 +443,13 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--keep-running", action="store_true", help="leave the broker running for inspection until Ctrl-C"
     )
+    demo.add_argument(
+        "--broker",
+        choices=["local", "apache"],
+        default="local",
+        help="local: the zero-dependency local broker (default); apache: Apache Kafka 4.1 from Maven Central's "
+        "jars (needs Java 17+ and Maven; about 4 s more to start)",
+    )
     demo.set_defaults(run=_demo)
     return parser
 
@@ -798,7 +805,14 @@ def _snapshots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from offset_restore.demo import run_demo
 
-    return run_demo(groups=args.groups, output=args.output, keep_running=args.keep_running, out=out, seed=args.seed)
+    return run_demo(
+        groups=args.groups,
+        output=args.output,
+        keep_running=args.keep_running,
+        out=out,
+        seed=args.seed,
+        broker=args.broker,
+    )
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: TextIO | None = None) -> int:

@@ -16,9 +16,12 @@ import shutil
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from offset_restore.apache_broker import ApacheBroker
 from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.kafka_adapter import KafkaCluster, group_member
@@ -169,14 +172,44 @@ def _prove(
     return outcome
 
 
-def run_demo(*, groups: int, output: str, keep_running: bool, out: TextIO, hold_s: float = 6.0, seed: int = 7) -> int:
+@contextmanager
+def _two_brokers(kind: str, out: TextIO) -> Iterator[tuple[LocalBroker | ApacheBroker, LocalBroker | ApacheBroker]]:
+    """Source and target: the zero-dependency local broker, or Apache Kafka from Maven Central's jars
+    (both JVMs start together)."""
+    if kind == "local":
+        with LocalBroker("demo-source") as source, LocalBroker("demo-target") as target:
+            yield source, target
+        return
+    out.write("starting two Apache Kafka 4.1 brokers (the jars are fetched by Maven on first use)\n")
+    pair = (ApacheBroker("demo-source"), ApacheBroker("demo-target"))
+    try:
+        for broker in pair:
+            broker.launch()
+        for broker in pair:
+            broker.wait_ready()
+        yield pair
+    finally:
+        for broker in pair:
+            broker.stop()
+
+
+def run_demo(
+    *,
+    groups: int,
+    output: str,
+    keep_running: bool,
+    out: TextIO,
+    hold_s: float = 6.0,
+    seed: int = 7,
+    broker: str = "local",
+) -> int:
     from offset_restore.local_aws import BUCKET, local_workflow
 
     rng = random.Random(seed)
     location = Path(output)
     if location.exists():
         shutil.rmtree(location)
-    with LocalBroker("demo-source") as source_broker, LocalBroker("demo-target") as target_broker:
+    with _two_brokers(broker, out) as (source_broker, target_broker):
         out.write(f"source cluster on {source_broker.bootstrap_servers}, target on {target_broker.bootstrap_servers}\n")
         with KafkaCluster(source_broker.settings()) as source:
             _fill(source, rng)

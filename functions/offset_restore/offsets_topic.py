@@ -4,13 +4,20 @@ Record formats (Apache Kafka's ``OffsetCommitKey``/``OffsetCommitValue``/``Group
 starts with an int16 version; versions 0 and 1 are offset commits (group, topic: int16-length UTF-8
 strings; partition: int32), version 2 is group metadata (skipped). A value starts with an int16
 version: v0 and v2 ``offset int64, metadata string, commit_timestamp int64``; v1 adds
-``expire_timestamp int64``; v3 puts ``leader_epoch int32`` after the offset. A null value is a
-tombstone: the commit was deleted. All integers are big-endian.
+``expire_timestamp int64``; v3 puts ``leader_epoch int32`` after the offset; v4 (the first flexible
+version) has v3's fields with a compact metadata string (unsigned-varint length + 1) and tagged
+fields at the end. A null value is a tombstone: the commit was deleted. All integers are big-endian.
+
+Kafka 4 writes more record types to the same topic: a key's first int16 is its record type, and
+types 3 and up hold the groups of the new consumer protocol (KIP-848), share and streams groups —
+membership and assignments, never positions (their offsets are ordinary type-1 commits). They are
+skipped and counted by type; only types 0 and 1 are ever read as commits.
 """
 
 from __future__ import annotations
 
 import struct
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +32,7 @@ __all__ = [
     "OffsetsTopicReader",
     "Tombstone",
     "decode_record",
+    "record_type",
     "snapshot_from_commits",
 ]
 
@@ -62,6 +70,39 @@ class _Reader:
         self.pos += size
         return int(value)
 
+    def varint(self) -> int:
+        """An unsigned varint (flexible versions' lengths and counts)."""
+        value, shift = 0, 0
+        while True:
+            byte = self.take(">B")
+            value |= (byte & 0x7F) << shift
+            if not byte & 0x80:
+                return value
+            shift += 7
+            if shift > 28:
+                raise CorruptRecordError(f"{self.what} varint is too long at byte {self.pos}")
+
+    def raw(self, length: int) -> bytes:
+        if length < 0 or self.pos + length > len(self.data):
+            raise CorruptRecordError(f"{self.what} field of {length} bytes is truncated at byte {self.pos}")
+        self.pos += length
+        return self.data[self.pos - length : self.pos]
+
+    def compact_string(self) -> str | None:
+        length = self.varint() - 1
+        if length < 0:
+            return None
+        try:
+            return self.raw(length).decode("utf-8")
+        except UnicodeDecodeError:
+            raise CorruptRecordError(f"{self.what} string before byte {self.pos} is not UTF-8") from None
+
+    def tagged_fields(self) -> None:
+        """Skip a flexible version's tagged fields (none that a position needs)."""
+        for _ in range(self.varint()):
+            self.varint()
+            self.raw(self.varint())
+
     def string(self) -> str | None:
         length = self.take(">h")
         if length < 0:
@@ -80,16 +121,23 @@ class _Reader:
             raise CorruptRecordError(f"{self.what} has {len(self.data) - self.pos} unexpected trailing bytes")
 
 
-def decode_record(key: bytes | None, value: bytes | None) -> OffsetCommit | Tombstone | None:
-    """An offset commit, a tombstone, or None for records that are not offset commits."""
+def record_type(key: bytes | None) -> int:
+    """The record type a key starts with (its int16 version before Kafka 4)."""
     if key is None:
         raise CorruptRecordError("record has no key")
+    record = _Reader(key, "key").take(">h")
+    if record < 0:
+        raise CorruptRecordError(f"negative record type {record}")
+    return record
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> OffsetCommit | Tombstone | None:
+    """An offset commit, a tombstone, or None for records that are not offset commits."""
+    if record_type(key) not in (0, 1):
+        return None  # group metadata and the newer groups' records: membership, not positions
+    assert key is not None
     reader = _Reader(key, "key")
-    key_version = reader.take(">h")
-    if key_version == 2:
-        return None  # group metadata: membership, not positions
-    if key_version not in (0, 1):
-        raise CorruptRecordError(f"unknown key version {key_version}")
+    reader.take(">h")
     group = reader.string()
     topic = reader.string()
     partition = reader.take(">i")
@@ -100,15 +148,17 @@ def decode_record(key: bytes | None, value: bytes | None) -> OffsetCommit | Tomb
         return Tombstone(group, topic, partition)
     body = _Reader(value, "value")
     version = body.take(">h")
-    if version not in (0, 1, 2, 3):
+    if version not in (0, 1, 2, 3, 4):
         raise CorruptRecordError(f"unsupported value version {version}")
     offset = body.take(">q")
-    if version == 3:
+    if version >= 3:
         body.take(">i")  # leader epoch: not carried to another cluster
-    metadata = body.string()
+    metadata = body.compact_string() if version >= 4 else body.string()
     commit_timestamp = body.take(">q")
     if version == 1:
         body.take(">q")  # expire timestamp
+    if version >= 4:
+        body.tagged_fields()
     body.done()
     return OffsetCommit(group, topic, partition, offset, metadata or None, commit_timestamp)
 
@@ -120,6 +170,9 @@ class OffsetsTopicReader:
     as_of_ms: int | None = None
     commits: dict[tuple[str, TP], OffsetCommit] = field(default_factory=dict)
     records: int = 0
+    other: Counter[int] = field(default_factory=Counter)
+    """Records that are not offset commits, by record type (2: classic group metadata; 3 and up:
+    Kafka 4's groups of the newer protocols)."""
     corrupt: int = 0
     corrupt_examples: list[str] = field(default_factory=list)
 
@@ -133,6 +186,7 @@ class OffsetsTopicReader:
                 self.corrupt_examples.append(f"{where} offset {record.offset}: {error}")
             return
         if decoded is None:
+            self.other[record_type(record.key)] += 1
             return
         key = (decoded.group, TP(decoded.topic, decoded.partition))
         if isinstance(decoded, Tombstone):

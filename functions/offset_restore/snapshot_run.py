@@ -117,11 +117,15 @@ def _from_offsets_topic(
         update={"offsets_topic_records": reader.records, "offsets_topic_corrupt": reader.corrupt}
     )
     notes = [f"offsets topic {topic}: {reader.corrupt} corrupt records skipped", *reader.corrupt_examples]
+    other = ", ".join(f"type {kind}: {count}" for kind, count in sorted(reader.other.items()))
     manifest = manifest.model_copy(
         update={
             "counts": counts,
             "filters": options.filters(),
-            "notes": notes if reader.corrupt_examples or reader.corrupt else [],
+            "notes": [
+                *(notes if reader.corrupt_examples or reader.corrupt else []),
+                *([f"offsets topic {topic}: records that are not offset commits skipped ({other})"] if other else []),
+            ],
         }
     )
     return Snapshot(manifest=manifest, groups=groups)

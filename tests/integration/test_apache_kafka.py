@@ -15,10 +15,17 @@ from pathlib import Path
 import pytest
 from offset_restore.apache_broker import ApacheBroker, kafka_classpath
 from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.kafka_adapter import KafkaCluster, ProducedRecord
+from offset_restore.plan_model import Plan
+from offset_restore.plan_run import SnapshotChoice, run_plan
+from offset_restore.snapshot import SnapshotOptions
+from offset_restore.snapshot_run import run_snapshot
+from offset_restore.storage import open_location
+from offset_restore.translate import PlanOptions
 
-from tests.helpers import TEST_BROKER, Brokers, commit
+from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import Restored
+from tests.integration.test_apply import run as run_cli
 
 pytestmark = pytest.mark.skipif(
     TEST_BROKER != "apache", reason="Apache Kafka's own behaviour; this session runs on tansu"
@@ -130,3 +137,234 @@ def test_a_group_deleted_after_the_plan_describes_as_dead_and_is_written_as_abse
     status, out, err = s.apply()
     assert status == 0, out + err
     assert s.offsets("a") == {0: 40}
+
+
+@pytest.fixture(scope="module")
+def secure() -> Iterator[ApacheBroker]:
+    """A broker as MSK offers SCRAM: SASL_SSL, SCRAM-SHA-512, a user added at format time, TLS from a
+    throw-away CA."""
+    broker = ApacheBroker("secure", protocol="SASL_SSL").start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_sasl_ssl_with_scram_snapshot_plan_and_apply_with_the_flags_a_user_gives(
+    secure: ApacheBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole CLI path (snapshot, plan, apply) on a SCRAM-over-TLS cluster, as source and target
+    (the topic restored under another name), with the password only in an environment variable."""
+    settings = secure.settings()
+    assert settings.sasl_username and settings.sasl_password and settings.ssl_cafile
+    monkeypatch.setenv("KAFKA_PASSWORD", settings.sasl_password.get_secret_value())
+    flags = [
+        "--bootstrap-servers", secure.bootstrap_servers, "--security-protocol", "SASL_SSL",
+        "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", settings.sasl_username,
+        "--sasl-password-env", "KAFKA_PASSWORD", "--ssl-cafile", settings.ssl_cafile,
+    ]  # fmt: skip
+    topic, group = unique("scram"), unique("scram-g")
+    with KafkaCluster(settings) as cluster:
+        cluster.create_topics({topic: 1, f"dr.{topic}": 1})
+        records = produce(cluster, topic, 0, 30)
+        commit(cluster, group, {TP(topic, 0): 20})
+        restore(cluster, f"dr.{topic}", 0, records, keep=lambda r: r.offset >= 5)
+    snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
+    assert run_cli("snapshot", *flags, "--groups", group, "--output", snaps)[0] == 0
+    status, out, err = run_cli(
+        "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
+    )
+    assert status == 0, out + err
+    status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2")
+    assert status == 0, out + err
+    with KafkaCluster(settings) as cluster:
+        assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15
+    assert settings.sasl_password.get_secret_value() not in out + err
+
+
+def test_a_wrong_scram_password_or_an_untrusted_ca_is_named_not_only_a_timeout(
+    secure: ApacheBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kafka-python only logs why the broker closed the connection and then times out; the operator
+    must read "invalid credentials" or "certificate verify failed", not "cannot reach"."""
+    settings = secure.settings()
+    assert settings.sasl_username and settings.ssl_cafile
+    monkeypatch.setenv("KAFKA_PASSWORD", "not-the-password")
+    base = [
+        "snapshot", "--bootstrap-servers", secure.bootstrap_servers, "--security-protocol", "SASL_SSL",
+        "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", settings.sasl_username,
+        "--sasl-password-env", "KAFKA_PASSWORD", "--output", str(tmp_path / "snaps"), "--connect-timeout", "3",
+    ]  # fmt: skip
+    status, _, err = run_cli(*base, "--ssl-cafile", settings.ssl_cafile)
+    assert status != 0 and "SaslAuthenticationFailedError" in err and "invalid credentials" in err, err
+    assert "not-the-password" not in err
+    status, _, err = run_cli(*base)
+    assert status != 0 and "CERTIFICATE_VERIFY_FAILED" in err, err
+    assert not (tmp_path / "snaps").exists() or not any((tmp_path / "snaps").rglob("*.json*"))
+
+
+def copy_offsets_topic(servers: str, target: KafkaCluster, copy: str) -> int:
+    """Every record of the real ``__consumer_offsets`` appended to ``copy`` (same partition, key,
+    value, headers, timestamp), as a backup tool restores it; returns how many. Read with
+    kafka-python's own consumer: the adapter reads only the topics a restore is about."""
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=servers, enable_auto_commit=False, exclude_internal_topics=False)
+    try:
+        partitions = [
+            KafkaTopicPartition("__consumer_offsets", p)
+            for p in sorted(consumer.partitions_for_topic("__consumer_offsets") or ())
+        ]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        ends = consumer.end_offsets(partitions)
+        target.create_topics({copy: len(partitions)})
+        copied = 0
+        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+            for tp, records in consumer.poll(timeout_ms=1000).items():
+                rows: list[ProducedRecord] = [
+                    (r.key, r.value, [(k, v or b"") for k, v in r.headers], r.timestamp) for r in records
+                ]
+                copied += target.produce(copy, tp.partition, rows)
+        return copied
+    finally:
+        consumer.close()
+
+
+def test_a_byte_for_byte_copy_of_the_real_consumer_offsets_is_decoded(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """The real ``__consumer_offsets`` of Apache Kafka 4.1, copied record by record into a topic: a
+    classic group's admin commits and a KIP-848 group's own commits decode to the offsets the broker
+    reports, and the new protocol's membership records are skipped and counted, not read as commits
+    (before, Kafka 4's record types were counted as corrupt)."""
+    assert isinstance(brokers.source, ApacheBroker)
+    topic, classic, modern = unique("offsets"), unique("classic"), unique("kip848")
+    source.create_topics({topic: 2})
+    for p in range(2):
+        produce(source, topic, p, 30)
+    commit(source, classic, {TP(topic, 0): 7, TP(topic, 1): 12}, "meta-7")
+    command = [
+        "java", "-Xmx128m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={brokers.source.log4j}",
+        "-cp", kafka_classpath(), "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server", brokers.source.bootstrap_servers, "--topic", topic, "--group", modern,
+        "--from-beginning", "--max-messages", "45", "--consumer-property", "group.protocol=consumer",
+    ]  # fmt: skip
+    subprocess.run(command, capture_output=True, timeout=120, check=True)
+    expected = source.committed_offsets([classic, modern])
+    assert sum(c.offset for c in expected[modern].values()) == 45
+    restored = unique("restored-offsets")
+    assert copy_offsets_topic(brokers.source.bootstrap_servers, target, restored) > 0
+    snaps = tmp_path / "snaps"
+    status, out, err = run_cli(
+        "snapshot", "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--from-offsets-topic", restored, "--groups", f"{classic}|{modern}", "--output", str(snaps),
+    )  # fmt: skip
+    assert status == 0, out + err
+    from offset_restore.snapshot_store import SnapshotRepository
+
+    repository = SnapshotRepository(open_location(str(snaps)))
+    snapshot = repository.load(*repository.latest())
+    found = {
+        g.group: {TP(p.topic, p.partition): (p.committed_offset, p.metadata) for p in g.partitions}
+        for g in snapshot.groups
+    }
+    assert found == {g: {tp: (c.offset, c.metadata) for tp, c in offsets.items()} for g, offsets in expected.items()}
+    assert snapshot.manifest.counts.offsets_topic_corrupt == 0
+    assert any("not offset commits skipped (type" in note for note in snapshot.manifest.notes), snapshot.manifest.notes
+
+
+def produce_transactions(servers: str, topic: str) -> None:
+    """Three transactions on partition 0: 10 records committed (offsets 0-9, marker 10), 5 aborted
+    (11-15, marker 16), 10 committed (17-26, marker 27)."""
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=servers, transactional_id=unique("txn"), acks="all")
+    try:
+        producer.init_transactions()
+        for count, commit_it, first in ((10, True, 0), (5, False, 100), (10, True, 200)):
+            producer.begin_transaction()
+            for i in range(count):
+                producer.send(topic, key=f"k{first + i}".encode(), value=f"v{first + i}".encode(), partition=0)
+            producer.flush()
+            producer.commit_transaction() if commit_it else producer.abort_transaction()
+    finally:
+        producer.close()
+
+
+@pytest.mark.parametrize("header", ["int64", None])
+def test_groups_next_to_transaction_markers_and_aborted_records_resume_at_the_next_committed_record(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, header: str | None
+) -> None:
+    """A read_committed consumer can commit just after a marker (11: the next records were aborted;
+    17: after the abort marker) or at the end (28). A backup keeps committed records only, so each
+    group must resume at the first committed record at or after its offset: target 10, 10 and the end.
+    With offset headers and without them (the fingerprint strategy)."""
+    topic = unique("txn-topic")
+    source.create_topics({topic: 1})
+    produce_transactions(brokers.source.bootstrap_servers, topic)
+    offsets = {g: o for g, o in zip((unique("at11"), unique("at17"), unique("at28")), (11, 17, 28), strict=True)}
+    for group, offset in offsets.items():
+        commit(source, group, {TP(topic, 0): offset})
+    committed = [r for r in source.fetch({TP(topic, 0): 0}, partition_max_bytes=1 << 20)[TP(topic, 0)].records]
+    assert [r.offset for r in committed][:12] == [*range(10), 11, 12]  # the aborted records are in the log
+    kept = [r for r in committed if r.offset < 10 or r.offset >= 17]
+    target.create_topics({topic: 1})
+    restored = [
+        Produced(r.offset, r.key or b"", r.value or b"", tuple((k, v or b"") for k, v in r.headers), r.timestamp)
+        for r in kept
+    ]
+    restore(target, topic, 0, restored, header=header)
+    snaps, plan = tmp_path / "snaps", tmp_path / "plan.json"
+    run_snapshot(brokers.source_settings, open_location(str(snaps)), SnapshotOptions(groups="|".join(offsets)))
+    run_plan(SnapshotChoice(str(snaps)), brokers.target_settings, str(plan), PlanOptions())
+    entries = {e.group: e for e in Plan.model_validate_json(plan.read_text()).entries}
+    expected = dict(zip(offsets, (10, 10, 20), strict=True))
+    assert all(entries[g].status == "mapped" for g in offsets)
+    if header is not None:
+        assert {g: (entries[g].target_offset, entries[g].exact) for g in offsets} == {
+            g: (o, True) for g, o in expected.items()
+        }
+        return
+    # Without headers the snapshot's evidence next to 11 and 17 is an aborted record (the snapshot reads
+    # uncommitted, so aborted records are evidence), which the restore does not hold: those groups fall
+    # back to the timestamp strategy, earlier and not exact, with the duplicates bounded. Never later.
+    for group, offset in expected.items():
+        entry = entries[group]
+        bound = entry.max_duplicates
+        assert entry.target_offset <= offset and (
+            entry.exact or (bound is not None and bound >= offset - entry.target_offset)
+        )
+
+
+def test_records_deleted_by_delete_records_after_the_plan_are_refused_then_planned_from_the_new_start(
+    brokers: Brokers, target: KafkaCluster, scene: Callable[..., Restored]
+) -> None:
+    """Real retention (DeleteRecords, which the local broker lacks) moves a partition's log start past
+    a planned offset: apply refuses the plan and writes nothing; a new plan resumes that group at the
+    first record still there (its earlier records are gone, none is skipped), the other as before."""
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KafkaTopicPartition
+
+    s = scene({"a": {0: 15}, "b": {0: 60}})  # restored from source offset 10: target 5 and 50
+    admin = KafkaAdminClient(bootstrap_servers=brokers.target.bootstrap_servers)
+    try:
+        admin.delete_records({KafkaTopicPartition(s.topic, 0): 20})
+    finally:
+        admin.close()
+    assert target.log_bounds([TP(s.topic, 0)])[TP(s.topic, 0)].start == 20
+    status, out, err = s.apply()
+    assert status == 2 and "outside the target's logs" in err, out + err
+    assert s.offsets("a") == {} and s.offsets("b") == {}
+    from offset_restore.plan_run import SnapshotChoice, run_plan
+
+    s.plan_path.unlink()
+    run_plan(
+        SnapshotChoice(str(s.plan_path.parent / "snaps")), brokers.target_settings, str(s.plan_path), PlanOptions()
+    )
+    entries = {e.group: e for e in s.plan().entries if e.partition == 0}
+    assert entries[s.groups["a"]].target_offset == 20 and entries[s.groups["b"]].target_offset == 50
+    status, out, err = s.apply()
+    assert status == 0, out + err
+    assert s.offsets("a")[0] == 20 and s.offsets("b")[0] == 50

@@ -13,12 +13,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from offset_restore.demo import run_demo
 
 
-def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path) -> None:
+@pytest.mark.parametrize("broker", ["local", "apache"])
+def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path, broker: str) -> None:
     out = io.StringIO()
-    assert run_demo(groups=8, output=str(tmp_path), keep_running=False, out=out, hold_s=3) == 0, out.getvalue()
+    status = run_demo(groups=8, output=str(tmp_path), keep_running=False, out=out, hold_s=3, broker=broker)
+    assert status == 0, out.getvalue()
     text = out.getvalue()
     assert "created 3 topics, 2,200 records, 8 groups" in text
     states = re.findall(r"^\s+[\d.]+ s  (\w+)$", text, re.M)

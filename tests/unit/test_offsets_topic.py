@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from offset_restore.cluster_types import TP, FetchedRecord
 from offset_restore.offsets_topic import CorruptRecordError, OffsetCommit, OffsetsTopicReader, Tombstone, decode_record
@@ -9,7 +11,7 @@ from offset_restore.offsets_topic import CorruptRecordError, OffsetCommit, Offse
 from tests.offsets_encoding import commit_key, commit_value, group_metadata_key
 
 
-@pytest.mark.parametrize("value_version", [0, 1, 2, 3])
+@pytest.mark.parametrize("value_version", [0, 1, 2, 3, 4])
 @pytest.mark.parametrize("key_version", [0, 1])
 def test_every_commit_format_decodes(key_version: int, value_version: int) -> None:
     decoded = decode_record(
@@ -24,12 +26,28 @@ def test_tombstones_and_group_metadata() -> None:
     assert decode_record(group_metadata_key("g"), b"\x00\x03whatever") is None
 
 
+def test_a_flexible_value_with_tagged_fields_decodes() -> None:
+    value = commit_value(99, "m" * 200, 5, version=4, tagged={0: b"\x01" * 16, 7: b""})
+    assert decode_record(commit_key("g", "t", 3), value) == OffsetCommit("g", "t", 3, 99, "m" * 200, 5)
+
+
+@pytest.mark.parametrize("record_type", [3, 5, 8, 11, 17, 30])
+def test_kafka_4_record_types_are_skipped_never_read_as_commits(record_type: int) -> None:
+    """Types 3 and up (KIP-848 consumer groups, share and streams groups): a key that would parse as
+    a commit key still is not one."""
+    key = struct.pack(">h", record_type) + commit_key("g", "t", 0)[2:]
+    assert decode_record(key, commit_value(1)) is None
+    reader = OffsetsTopicReader()
+    reader.add("p0", _record(0, key, commit_value(1)))
+    assert (reader.commits, reader.corrupt, dict(reader.other)) == ({}, 0, {record_type: 1})
+
+
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         (None, b"", "no key"),
         (b"\x00", b"", "truncated"),
-        (b"\x00\x07" + b"x" * 10, b"", "unknown key version 7"),
+        (b"\xff\xf9" + b"x" * 10, b"", "negative record type -7"),
         (commit_key("g", "t", 0)[:-2], commit_value(1), "truncated"),
         (commit_key("g", "t", 0) + b"!", commit_value(1), "trailing"),
         (commit_key("g", "t", 0), b"\x00\x09" + b"\x00" * 20, "unsupported value version 9"),
