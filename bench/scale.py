@@ -44,7 +44,6 @@ from offset_restore.cluster_types import TP, CommittedOffset
 from offset_restore.connection import ConnectionSettings
 from offset_restore.kafka_adapter import KafkaCluster
 from offset_restore.local_aws import BUCKET, local_workflow
-from offset_restore.local_broker import LocalBroker
 from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
@@ -52,6 +51,7 @@ from offset_restore.storage import S3Store
 from offset_restore.translate import PlanOptions, translate
 
 from bench.apply_bench import one_consumer_per_group
+from bench.brokers import BROKER_NAMES, BROKERS, started
 from bench.plan_bench import HEADER, PartitionData, mm2, per_search_baselines, score, stamp
 from bench.workflow_run import RunFigures, import_baseline_mb, measure
 
@@ -117,7 +117,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=200, help="searches for the per-search baselines")
     parser.add_argument("--baseline-groups", type=int, default=100, help="groups for the one-consumer script")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--output", type=Path, help="default: bench/results/scale.md, or scale-GROUPS.md")
+    parser.add_argument(
+        "--broker", choices=BROKERS, default="local", help="local (default) or apache: Apache Kafka 4.1"
+    )
+    parser.add_argument(
+        "--output", type=Path, help="default: bench/results/scale.md, or scale-GROUPS.md (scale-apache*.md on apache)"
+    )
     parser.add_argument(
         "--no-workflow",
         dest="workflow",
@@ -132,13 +137,12 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[list[str]] = []
     baselines: list[list[str]] = []
     with (
-        LocalBroker("scale-source") as source_broker,
-        LocalBroker("scale-target") as target_broker,
-        LocalBroker("scale-target-workflow") as workflow_broker,
-        KafkaCluster(source_broker.settings()) as source,
-        KafkaCluster(target_broker.settings()) as target,
-        KafkaCluster(workflow_broker.settings()) as workflow_target,
+        started(args.broker, "scale-source", "scale-target", "scale-target-workflow") as brokers,
+        KafkaCluster(brokers[0].settings()) as source,
+        KafkaCluster(brokers[1].settings()) as target,
+        KafkaCluster(brokers[2].settings()) as workflow_target,
     ):
+        source_broker, target_broker, workflow_broker = brokers
         data, setup = timed(lambda: build(source, [target, workflow_target], args.scale, args.records, rng))
         print(f"setup: {len(data):,} partitions, {gp:,} group-partitions in {setup.seconds:.0f} s", file=sys.stderr)
         with local_workflow(source_broker.bootstrap_servers, workflow_broker.bootstrap_servers) as flow:
@@ -226,7 +230,8 @@ def main(argv: list[str] | None = None) -> int:
             if args.workflow:
                 workflow = _workflow_row(flow, workflow_target, plan.entries, gp, rows)
     text = _report(args, len(data), setup, rows, baselines, workflow)
-    output = args.output or RESULTS / ("scale.md" if args.scale == 2000 else f"scale-{args.scale}.md")
+    kind = "" if args.broker == "local" else "-apache"
+    output = args.output or RESULTS / (f"scale{kind}.md" if args.scale == 2000 else f"scale{kind}-{args.scale}.md")
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     print(text)
@@ -437,8 +442,8 @@ def _report(
     lines = [
         f"Scale benchmark: {args.scale:,} groups x {PARTITIONS} partitions = {gp:,} group-partitions over "
         f"{partitions:,} partitions, {args.records} records per source partition; {platform.machine()}, "
-        f"{os.cpu_count()} cores, Python {platform.python_version()}; two local brokers and moto "
-        f"(setup {setup.seconds:.0f} s). `python -m bench.scale --scale {args.scale}"
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; {BROKER_NAMES[args.broker]} and moto "
+        f"(setup {setup.seconds:.0f} s). `python -m bench.scale --scale {args.scale} --broker {args.broker}"
         f"{'' if args.workflow else ' --no-workflow'}`.",
         "",
         "| phase | size | wall time | rate and result | target | Kafka requests | process memory added |",

@@ -366,3 +366,69 @@ def test_records_deleted_by_delete_records_after_the_plan_are_refused_then_plann
     status, out, err = s.apply()
     assert status == 0, out + err
     assert s.offsets("a")[0] == 20 and s.offsets("b")[0] == 50
+
+
+def compacted_topic(servers: str, cluster: KafkaCluster, topic: str, timeout_s: float = 60) -> list[int]:
+    """A compacted topic whose cleaner has really run: 60 records over 6 keys written in 6 rolled
+    segments (each key rewritten every batch), then a last record to close the segment before it;
+    returns the offsets still there once compaction has left gaps."""
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=servers)
+    configs = {
+        "cleanup.policy": "compact",
+        "segment.ms": "100",
+        "min.cleanable.dirty.ratio": "0.01",
+        "min.compaction.lag.ms": "0",
+        "delete.retention.ms": "0",
+    }
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1, topic_configs=configs)])
+    finally:
+        admin.close()
+    for batch in range(7):
+        rows: list[ProducedRecord] = [
+            (f"key-{i % 6}".encode(), f"value-{batch}-{i}".encode(), [], None) for i in range(10 if batch < 6 else 1)
+        ]
+        cluster.produce(topic, 0, rows)
+        time.sleep(0.3)  # past segment.ms: the next append rolls a new segment
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        offsets = [
+            r.offset for r in cluster.fetch({TP(topic, 0): 0}, partition_max_bytes=1 << 20)[TP(topic, 0)].records
+        ]
+        if len(offsets) < 61:
+            return offsets
+        time.sleep(0.5)
+    raise TimeoutError(f"the log cleaner did not compact {topic} within {timeout_s} s")
+
+
+def test_gaps_left_by_real_compaction_resume_at_the_next_record_kept(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A group committed inside a gap the cleaner left on the source (the local broker never compacts):
+    the snapshot's record at that offset is the next one kept, and the plan resumes there on the target,
+    exact, with the header strategy and with the fingerprint strategy."""
+    topic = unique("compacted")
+    kept = compacted_topic(brokers.source.bootstrap_servers, source, topic)
+    gaps = [o for o in range(kept[-1]) if o not in set(kept)]
+    assert gaps, kept
+    inside, caught_up = unique("in-gap"), unique("end")
+    commit(source, inside, {TP(topic, 0): gaps[0]})
+    commit(source, caught_up, {TP(topic, 0): kept[-1] + 1})
+    records = source.fetch({TP(topic, 0): 0}, partition_max_bytes=1 << 20)[TP(topic, 0)].records
+    produced = [Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in records]
+    restored = {"header": (f"dr.{topic}", "int64"), "fingerprint": (f"mm2.{topic}", None)}
+    for name, header in restored.values():
+        target.create_topics({name: 1})
+        restore(target, name, 0, produced, header=header)
+    snaps = tmp_path / "snaps"
+    run_snapshot(brokers.source_settings, open_location(str(snaps)), SnapshotOptions(groups=f"{inside}|{caught_up}"))
+    next_kept = kept.index(next(o for o in kept if o >= gaps[0]))  # its target offset: the restore is dense
+    for method, (name, _) in restored.items():
+        plan = tmp_path / f"plan-{method}.json"
+        run_plan(SnapshotChoice(str(snaps)), brokers.target_settings, str(plan), PlanOptions(topic_map={topic: name}))
+        entries = {e.group: e for e in Plan.model_validate_json(plan.read_text()).entries}
+        assert (entries[inside].target_offset, entries[inside].exact) == (next_kept, True), entries[inside]
+        assert entries[inside].method == method, entries[inside]
+        assert entries[caught_up].target_offset == len(kept)
