@@ -1,8 +1,10 @@
 """Bundle the Lambda code asset without Docker: pip installs the runtime requirements for Lambda's
-platform into the asset folder, then the library and handlers are copied beside them."""
+platform into the asset folder, then the modules the handlers import are copied beside them — and
+nothing else: the CLI, the demo, local AWS and the test brokers stay out of the functions' code."""
 
 from __future__ import annotations
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -12,9 +14,50 @@ from typing import Any
 import jsii
 from aws_cdk import ILocalBundling
 
-__all__ = ["LocalPipBundling"]
+__all__ = ["LocalPipBundling", "handler_sources"]
 
-_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "requirements.txt")
+_OURS = ("offset_restore", "handlers")
+
+
+def _module_file(functions_dir: Path, name: str) -> Path | None:
+    path = functions_dir.joinpath(*name.split("."))
+    for candidate in (path / "__init__.py", path.with_suffix(".py")):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(source: Path) -> set[str]:
+    """Every module an import statement names, anywhere in the file (imports inside functions too),
+    with each ``from m import n`` also as ``m.n`` (n may be a module)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source.read_text(), str(source))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return {name for name in names if name.split(".")[0] in _OURS}
+
+
+def handler_sources(functions_dir: Path) -> list[Path]:
+    """The files of ours that the handlers import, transitively, with their packages' ``__init__``
+    files and JSON data (wire schemas); relative to ``functions_dir``."""
+    todo = sorted((functions_dir / "handlers").glob("*.py"))
+    found: set[Path] = set()
+    while todo:
+        source = todo.pop()
+        if source in found:
+            continue
+        found.add(source)
+        for name in _imports(source):
+            parts = name.split(".")
+            for depth in range(1, len(parts) + 1):  # a package's __init__ runs before its modules
+                module = _module_file(functions_dir, ".".join(parts[:depth]))
+                if module is not None and module not in found:
+                    todo.append(module)
+    data = {json for source in found if source.name == "__init__.py" for json in source.parent.glob("*.json")}
+    return sorted(path.relative_to(functions_dir) for path in found | data)
 
 
 @jsii.implements(ILocalBundling)
@@ -46,8 +89,13 @@ class LocalPipBundling:
             ],
             check=True,
         )
-        for package in ("offset_restore", "handlers"):
-            shutil.copytree(
-                self.functions_dir / package, Path(output_dir) / package, ignore=_IGNORE, dirs_exist_ok=True
-            )
+        self.copy_sources(Path(output_dir))
         return True
+
+    def copy_sources(self, output_dir: Path) -> list[Path]:
+        """Copy what the handlers import into ``output_dir``; returns the files copied."""
+        sources = handler_sources(self.functions_dir)
+        for relative in sources:
+            (output_dir / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(self.functions_dir / relative, output_dir / relative)
+        return sources

@@ -18,7 +18,6 @@ from offset_restore.apply import (
     active_groups,
     apply_plan,
     check_entries_fit,
-    verify_groups,
 )
 from offset_restore.commit_index import (
     COMMIT_BATCH_GROUPS,
@@ -31,7 +30,7 @@ from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import ClusterRef, Plan, PlanEntry
 from offset_restore.storage import BlobStore
 
-__all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "verify_batch"]
+__all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups"]
 
 
 NAMES_IN_OUTPUT = 20
@@ -193,14 +192,4 @@ def commit_groups(
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
-    return _result(report)
-
-
-def verify_batch(restore_id: str, groups: Sequence[str], target: ApplyTarget, mappings: MappingStore) -> CommitResult:
-    """Verify committed groups again (e.g. after the workflow's final step) and record the outcome."""
-    entries = mappings.entries(restore_id, groups)
-    plan = _plan(restore_id, target.cluster_id, entries)
-    report = ApplyReport()
-    verify_groups(plan, report, target, sorted({e.group for e in entries if e.status == "committed"}))
-    mappings.save(restore_id, plan.entries)
     return _result(report)

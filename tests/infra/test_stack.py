@@ -348,3 +348,37 @@ def test_outputs_name_what_the_cli_reads_by_stack(app: App, env: str) -> None:
     ]
     assert lock_env and lock_env[0]["TARGET_CLUSTER_NAME"] == config["target"]["name"]
     assert found["LockTableName"]["Value"] == lock_env[0]["TABLE_NAME"]
+
+
+def test_the_code_asset_holds_what_the_handlers_import_and_nothing_else(tmp_path: Path) -> None:
+    """The bundler copies the handlers' import closure: every handler imports from the asset alone
+    (PYTHONPATH first, before the installed project), and the CLI, demo, local AWS (moto) and the
+    test brokers are not in it."""
+    from infra.bundling import LocalPipBundling
+    from infra.stack import FUNCTIONS_DIR
+
+    copied = {str(p) for p in LocalPipBundling(FUNCTIONS_DIR).copy_sources(tmp_path)}
+    left_out = {"cli.py", "demo.py", "local_aws.py", "local_broker.py", "apache_broker.py", "operations.py"}
+    assert not {f"offset_restore/{name}" for name in left_out} & copied
+    assert "offset_restore/kafka_schemas/ConsumerGroupDescribeResponse.json" in copied
+    handlers = sorted(p.stem for p in (FUNCTIONS_DIR / "handlers").glob("*.py") if p.stem != "__init__")
+    probe = (
+        "import importlib, sys\n"
+        f"for name in {handlers!r}: importlib.import_module('handlers.' + name)\n"
+        "ours = [m for n, m in sys.modules.items() if n.split('.')[0] in ('offset_restore', 'handlers')]\n"
+        f"outside = [m.__name__ for m in ours if not (m.__file__ or '').startswith({str(tmp_path)!r})]\n"
+        "assert not outside, outside\n"
+        "print(len(ours))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "eu-west-1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) >= len(handlers)
+    size = sum((tmp_path / p).stat().st_size for p in copied)
+    record("asset", files=len(copied), kilobytes=round(size / 1024))
