@@ -8,11 +8,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: install test lint typecheck audit kafka unit demo bench figures clean
 
-$(STAMP): requirements.txt requirements-dev.txt functions/requirements.txt pyproject.toml
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements.txt
-	$(PY) -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -45,7 +45,7 @@ RUNNER = """
 import json, sys
 from offset_restore import process_memory
 from offset_restore.local_aws import _Context
-module = __import__("handlers." + sys.argv[1], fromlist=["handler"])
+module = __import__("offset_restore_handlers." + sys.argv[1], fromlist=["handler"])
 result = module.handler(json.loads(sys.argv[2]), _Context(function_name=sys.argv[1]))
 print(json.dumps({"peak_mb": process_memory.peak_mb(), "result_bytes": len(json.dumps(result))}))
 """

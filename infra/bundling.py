@@ -8,15 +8,21 @@ import ast
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import jsii
 from aws_cdk import ILocalBundling
 
-__all__ = ["LocalPipBundling", "handler_sources"]
+__all__ = ["LocalPipBundling", "handler_sources", "runtime_dependencies"]
 
-_OURS = ("offset_restore", "handlers")
+_OURS = ("offset_restore", "offset_restore_handlers")
+
+
+def runtime_dependencies(pyproject: Path) -> list[str]:
+    """The package's runtime dependencies, from the one place they are declared."""
+    return list(tomllib.loads(pyproject.read_text())["project"]["dependencies"])
 
 
 def _module_file(functions_dir: Path, name: str) -> Path | None:
@@ -43,7 +49,7 @@ def _imports(source: Path) -> set[str]:
 def handler_sources(functions_dir: Path) -> list[Path]:
     """The files of ours that the handlers import, transitively, with their packages' ``__init__``
     files and JSON data (wire schemas); relative to ``functions_dir``."""
-    todo = sorted((functions_dir / "handlers").glob("*.py"))
+    todo = sorted((functions_dir / "offset_restore_handlers").glob("*.py"))
     found: set[Path] = set()
     while todo:
         source = todo.pop()
@@ -75,8 +81,7 @@ class LocalPipBundling:
                 "install",
                 "--quiet",
                 "--no-compile",
-                "--requirement",
-                str(self.functions_dir / "requirements.txt"),
+                *runtime_dependencies(self.functions_dir.parent / "pyproject.toml"),
                 "--target",
                 output_dir,
                 "--platform",

@@ -371,7 +371,7 @@ class OffsetRestoreStack(Stack):
             f"{name}Function",
             runtime=RUNTIME,
             architecture=lambda_.Architecture.X86_64,
-            handler=f"handlers.{module}.handler",
+            handler=f"offset_restore_handlers.{module}.handler",
             code=self.code,
             memory_size=1024 if needs_kafka else 512,
             timeout=Duration.minutes(15) if needs_kafka or name == "Prepare" else Duration.minutes(2),

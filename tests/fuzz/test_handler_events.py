@@ -54,7 +54,7 @@ def _objects(flow: Workflow) -> int:
     return int(flow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount", 0))
 
 
-HANDLERS = {**FUNCTIONS, "Snapshot": "handlers.snapshot.handler"}
+HANDLERS = {**FUNCTIONS, "Snapshot": "offset_restore_handlers.snapshot.handler"}
 
 
 @pytest.mark.parametrize("name", sorted(HANDLERS))

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from handlers.requests import ApplyRequest, BatchRequest, CheckRequest, LockRequest, ReportRequest, parse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from offset_restore.apply_run import PlanFile
@@ -30,6 +29,7 @@ from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import open_location
 from offset_restore.translate import parse_offset_header
 from offset_restore.workflow import RunInput, validate_input
+from offset_restore_handlers.requests import ApplyRequest, BatchRequest, CheckRequest, LockRequest, ReportRequest, parse
 from pydantic import BaseModel
 
 from tests.figures import record

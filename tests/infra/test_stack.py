@@ -74,7 +74,7 @@ def test_snapshot_function_settings_and_schedule(app: App) -> None:
     t.has_resource_properties(
         "AWS::Lambda::Function",
         {
-            "Handler": "handlers.snapshot.handler",
+            "Handler": "offset_restore_handlers.snapshot.handler",
             "Runtime": "python3.12",
             "TracingConfig": {"Mode": "Active"},
             "VpcConfig": Match.object_like({"SubnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"]}),
@@ -344,7 +344,7 @@ def test_outputs_name_what_the_cli_reads_by_stack(app: App, env: str) -> None:
     lock_env = [
         r["Properties"]["Environment"]["Variables"]
         for r in template(app, env).find_resources("AWS::Lambda::Function").values()
-        if r["Properties"]["Handler"] == "handlers.lock.handler"
+        if r["Properties"]["Handler"] == "offset_restore_handlers.lock.handler"
     ]
     assert lock_env and lock_env[0]["TARGET_CLUSTER_NAME"] == config["target"]["name"]
     assert found["LockTableName"]["Value"] == lock_env[0]["TABLE_NAME"]
@@ -361,11 +361,11 @@ def test_the_code_asset_holds_what_the_handlers_import_and_nothing_else(tmp_path
     left_out = {"cli.py", "demo.py", "local_aws.py", "local_broker.py", "apache_broker.py", "operations.py"}
     assert not {f"offset_restore/{name}" for name in left_out} & copied
     assert "offset_restore/kafka_schemas/ConsumerGroupDescribeResponse.json" in copied
-    handlers = sorted(p.stem for p in (FUNCTIONS_DIR / "handlers").glob("*.py") if p.stem != "__init__")
+    handlers = sorted(p.stem for p in (FUNCTIONS_DIR / "offset_restore_handlers").glob("*.py") if p.stem != "__init__")
     probe = (
         "import importlib, sys\n"
-        f"for name in {handlers!r}: importlib.import_module('handlers.' + name)\n"
-        "ours = [m for n, m in sys.modules.items() if n.split('.')[0] in ('offset_restore', 'handlers')]\n"
+        f"for name in {handlers!r}: importlib.import_module('offset_restore_handlers.' + name)\n"
+        "ours = [m for n, m in sys.modules.items() if n.split('.')[0].startswith('offset_restore')]\n"
         f"outside = [m.__name__ for m in ours if not (m.__file__ or '').startswith({str(tmp_path)!r})]\n"
         "assert not outside, outside\n"
         "print(len(ours))\n"

@@ -41,7 +41,7 @@ def entry(group: str, topic: str, partition: int, target_offset: int | None, sta
 def test_check_empty_then_a_commit_that_verifies(
     lambda_env: None, table: str, brokers: Brokers, target: KafkaCluster
 ) -> None:
-    from handlers import check_empty, commit
+    from offset_restore_handlers import check_empty, commit
 
     topic = unique("steps")
     target.create_topics({topic: 2})
@@ -76,14 +76,14 @@ def test_check_empty_then_a_commit_that_verifies(
 
 
 def test_bad_step_inputs_are_named(lambda_env: None) -> None:
-    from handlers import commit
+    from offset_restore_handlers import commit
 
     with pytest.raises(BadInputError, match="invalid commit request"):
         commit.handler({"restore_id": "r-1", "groups": []}, LambdaContext())
 
 
 def test_any_handler_refuses_an_incomplete_environment(lambda_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
-    from handlers import check_empty
+    from offset_restore_handlers import check_empty
 
     monkeypatch.delenv("TABLE_NAME")
     with pytest.raises(BadInputError, match="TABLE_NAME not set"):
@@ -93,7 +93,7 @@ def test_any_handler_refuses_an_incomplete_environment(lambda_env: None, monkeyp
 def test_a_retried_commit_in_one_execution_returns_the_first_answer(
     lambda_env: None, table: str, target: KafkaCluster
 ) -> None:
-    from handlers import commit
+    from offset_restore_handlers import commit
 
     topic, group = unique("retry"), unique("retry-group")
     target.create_topics({topic: 1})

@@ -72,7 +72,7 @@ def test_unlock_shows_the_holder_then_breaks_only_that_one(table: str) -> None:
 def test_the_release_rule_frees_only_the_stopped_executions_lock(table: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The event the release rule sends for a stopped execution (its name and ARN), through the real
     Lock handler: that execution's lock goes, another execution's stays."""
-    from handlers.lock import handler
+    from offset_restore_handlers.lock import handler
 
     from tests.helpers import LambdaContext
 

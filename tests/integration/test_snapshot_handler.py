@@ -29,7 +29,7 @@ def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_handler_writes_a_snapshot_to_the_bucket(lambda_env: None, s3: Any, source: KafkaCluster) -> None:
-    from handlers.snapshot import handler
+    from offset_restore_handlers.snapshot import handler
 
     topic, group = unique("lambda"), unique("lambda-group")
     source.create_topics({topic: 1})
@@ -44,7 +44,7 @@ def test_handler_writes_a_snapshot_to_the_bucket(lambda_env: None, s3: Any, sour
 
 
 def test_a_bad_request_fails_with_a_clear_error_and_writes_nothing(lambda_env: None, s3: Any) -> None:
-    from handlers.snapshot import handler
+    from offset_restore_handlers.snapshot import handler
 
     with pytest.raises(BadInputError, match=r"invalid --groups regex '\('"):
         handler({"groups": "("}, LambdaContext())
@@ -56,7 +56,7 @@ def test_a_bad_request_fails_with_a_clear_error_and_writes_nothing(lambda_env: N
 def test_an_incomplete_environment_names_what_is_missing(
     lambda_env: None, s3: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from handlers.snapshot import handler
+    from offset_restore_handlers.snapshot import handler
 
     monkeypatch.delenv("SOURCE_BOOTSTRAP_SERVERS")
     with pytest.raises(BadInputError, match="SOURCE_BOOTSTRAP_SERVERS: Field required"):

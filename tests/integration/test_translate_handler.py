@@ -32,7 +32,7 @@ def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch, s3: Any, table
 def test_translate_a_work_item_twice_then_after_the_restore_finishes(
     lambda_env: None, s3: Any, table: str, source: KafkaCluster, target: KafkaCluster
 ) -> None:
-    from handlers.translate import handler
+    from offset_restore_handlers.translate import handler
 
     topic = unique("work")
     source.create_topics({topic: 1})
@@ -62,7 +62,7 @@ def test_translate_a_work_item_twice_then_after_the_restore_finishes(
 
 
 def test_a_bad_work_item_is_named(lambda_env: None, s3: Any) -> None:
-    from handlers.translate import handler
+    from offset_restore_handlers.translate import handler
 
     s3.put_object(Bucket="snapshots", Key="restores/r-2/work/bad.json", Body=b'{"restore_id": "r-2"}')
     with pytest.raises(BadInputError, match=r"work item s3://snapshots/restores/r-2/work/bad\.json is invalid"):

@@ -15,7 +15,7 @@ from offset_restore.report import ReportBuilder
 from offset_restore.settings import table_from_env
 from offset_restore.storage import S3Store
 
-from handlers.requests import ReportRequest, parse
+from offset_restore_handlers.requests import ReportRequest, parse
 
 
 @metrics.log_metrics

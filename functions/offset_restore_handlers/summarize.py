@@ -11,7 +11,7 @@ from offset_restore.observability import logger, tracer
 from offset_restore.settings import restore_folder, table_from_env
 from offset_restore.workflow import summarize
 
-from handlers.requests import SummarizeRequest, parse
+from offset_restore_handlers.requests import SummarizeRequest, parse
 
 
 @tracer.capture_lambda_handler

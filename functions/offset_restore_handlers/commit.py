@@ -24,7 +24,7 @@ from offset_restore.observability import logger, metrics, tracer
 from offset_restore.runs import RunRecord
 from offset_restore.settings import ApplySettings, read_secret, restore_folder
 
-from handlers.requests import BatchRequest, parse
+from offset_restore_handlers.requests import BatchRequest, parse
 
 
 @metrics.log_metrics

@@ -16,7 +16,7 @@ from offset_restore.storage import S3Store
 from offset_restore.workflow import RunInput, prepare_work
 from pydantic import ValidationError
 
-from handlers.requests import PrepareRequest, parse
+from offset_restore_handlers.requests import PrepareRequest, parse
 
 
 @tracer.capture_lambda_handler

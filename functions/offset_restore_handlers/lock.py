@@ -11,7 +11,7 @@ from offset_restore.locks import TargetLock, workflow_lock_ttl
 from offset_restore.observability import logger, tracer
 from offset_restore.settings import table_from_env
 
-from handlers.requests import LockRequest, parse
+from offset_restore_handlers.requests import LockRequest, parse
 
 
 @tracer.capture_lambda_handler

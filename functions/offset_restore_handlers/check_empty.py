@@ -14,7 +14,7 @@ from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
 from offset_restore.settings import ApplySettings, read_secret, restore_folder
 
-from handlers.requests import CheckRequest, parse
+from offset_restore_handlers.requests import CheckRequest, parse
 
 
 @metrics.log_metrics
