@@ -65,34 +65,8 @@ def collect_evidence(
     """Evidence per (partition, committed offset); ``wanted`` partitions must have ``bounds``."""
     stats = EvidenceStats()
     result: dict[tuple[TP, int], Evidence] = {}
-    work: dict[TP, _PartitionWork] = {}
+    work = _start(wanted, bounds, n, result)
     total = sum(len(offsets) for offsets in wanted.values())
-    for tp, offsets in wanted.items():
-        b = bounds[tp]
-        pending = sorted(offsets)
-        # Committed at or beyond the end with nothing before: no record to describe.
-        if b.end <= b.start:
-            for offset in pending:
-                result[(tp, offset)] = Evidence(None, (), True)
-            continue
-        job = _PartitionWork(offsets=pending, bounds=b)
-        job.cursor = _window_start(pending[0], b, n)
-        work[tp] = job
-
-    def serve(tp: TP, job: _PartitionWork, exhausted: bool) -> None:
-        """Emit every pending window that the records seen so far settle."""
-        offsets_seen = [r.offset for r in job.seen]
-        done = 0
-        for offset in job.offsets:
-            at = bisect.bisect_left(offsets_seen, offset)
-            if at == len(offsets_seen) and not exhausted:
-                break
-            first = bisect.bisect_left(offsets_seen, _window_start(offset, job.bounds, n))
-            nxt = job.seen[at] if at < len(offsets_seen) else None
-            result[(tp, offset)] = Evidence(nxt, tuple(job.seen[max(first, at - n) : at]), True)
-            done += 1
-        del job.offsets[:done]
-
     while work:
         stats.rounds += 1
         # Partitions the broker left empty last round (its response was full) go first.
@@ -100,54 +74,94 @@ def collect_evidence(
         until = {tp: max(job.offsets[-1], job.cursor) for tp, job in work.items()}
         answers = fetch(positions, until)
         for tp in list(work):
-            job = work[tp]
-            answer = answers.get(tp)
-            end = job.bounds.end
-            if answer is not None and answer.error == "OffsetOutOfRangeError" and answer.log_start_offset > job.cursor:
-                # Retention moved the log start while we read: continue from the new start.
-                job.cursor = answer.log_start_offset
-                continue
-            if answer is None or answer.error:
-                stats.notes.append(f"{tp}: fetch at {job.cursor} failed ({answer.error if answer else 'no answer'})")
-                _give_up(tp, job, n, result, stats)
+            if not _advance(tp, work[tp], answers.get(tp), n, offset_header, result, stats):
                 del work[tp]
-                continue
-            if answer.high_watermark >= 0:
-                end = max(end, answer.high_watermark)
-            for record in answer.records:
-                job.seen.append(
-                    RecordEvidence(
-                        offset=record.offset,
-                        timestamp=record.timestamp,
-                        fingerprint=fingerprint(record.key, record.value, record.headers, exclude_header=offset_header),
-                    )
-                )
-            stats.records_read += len(answer.records)
-            moved_to = answer.read_to
-            if moved_to > job.cursor:
-                job.cursor = moved_to
-                job.stalled = 0
-            elif job.cursor < end:
-                job.stalled += 1
-            exhausted = job.cursor >= end or (not answer.records and job.cursor >= answer.high_watermark >= 0)
-            serve(tp, job, exhausted)
-            if job.stalled >= MAX_STALLED_ROUNDS:
-                stats.notes.append(f"{tp}: no records returned at offset {job.cursor} below the end {end}")
-                _give_up(tp, job, n, result, stats)
-            if not job.offsets:
-                del work[tp]
-                continue
-            # Jump ahead when the next window starts past what we read; keep only what it needs.
-            start = _window_start(job.offsets[0], job.bounds, n)
-            if start > job.cursor:
-                job.cursor = start
-                job.seen = []
-            else:
-                keep = bisect.bisect_left([r.offset for r in job.seen], start)
-                del job.seen[:keep]
         if progress is not None:
             progress(len(result), total)
     return result, stats
+
+
+def _start(
+    wanted: Mapping[TP, set[int]], bounds: Mapping[TP, LogBounds], n: int, result: dict[tuple[TP, int], Evidence]
+) -> dict[TP, _PartitionWork]:
+    """One job per partition with a record to read; an empty log settles its offsets at once."""
+    work: dict[TP, _PartitionWork] = {}
+    for tp, offsets in wanted.items():
+        b = bounds[tp]
+        pending = sorted(offsets)
+        if b.end <= b.start:  # committed at or beyond the end with nothing before: no record to describe
+            result.update({(tp, offset): Evidence(None, (), True) for offset in pending})
+            continue
+        work[tp] = _PartitionWork(offsets=pending, bounds=b, cursor=_window_start(pending[0], b, n))
+    return work
+
+
+def _advance(
+    tp: TP,
+    job: _PartitionWork,
+    answer: PartitionFetch | None,
+    n: int,
+    offset_header: str | None,
+    result: dict[tuple[TP, int], Evidence],
+    stats: EvidenceStats,
+) -> bool:
+    """Take one round's answer for a partition: keep its records, settle the windows they close,
+    move the cursor. False when the partition is done (or given up)."""
+    if answer is not None and answer.error == "OffsetOutOfRangeError" and answer.log_start_offset > job.cursor:
+        job.cursor = answer.log_start_offset  # retention moved the log start while we read
+        return True
+    if answer is None or answer.error:
+        stats.notes.append(f"{tp}: fetch at {job.cursor} failed ({answer.error if answer else 'no answer'})")
+        _give_up(tp, job, n, result, stats)
+        return False
+    end = max(job.bounds.end, answer.high_watermark)
+    job.seen.extend(
+        RecordEvidence(
+            offset=r.offset,
+            timestamp=r.timestamp,
+            fingerprint=fingerprint(r.key, r.value, r.headers, exclude_header=offset_header),
+        )
+        for r in answer.records
+    )
+    stats.records_read += len(answer.records)
+    if answer.read_to > job.cursor:
+        job.cursor, job.stalled = answer.read_to, 0
+    elif job.cursor < end:
+        job.stalled += 1
+    exhausted = job.cursor >= end or (not answer.records and job.cursor >= answer.high_watermark >= 0)
+    _serve(tp, job, n, exhausted, result)
+    if job.stalled >= MAX_STALLED_ROUNDS:
+        stats.notes.append(f"{tp}: no records returned at offset {job.cursor} below the end {end}")
+        _give_up(tp, job, n, result, stats)
+    if not job.offsets:
+        return False
+    _trim(job, n)
+    return True
+
+
+def _serve(tp: TP, job: _PartitionWork, n: int, exhausted: bool, result: dict[tuple[TP, int], Evidence]) -> None:
+    """Emit every pending window that the records seen so far settle."""
+    offsets_seen = [r.offset for r in job.seen]
+    done = 0
+    for offset in job.offsets:
+        at = bisect.bisect_left(offsets_seen, offset)
+        if at == len(offsets_seen) and not exhausted:
+            break
+        first = bisect.bisect_left(offsets_seen, _window_start(offset, job.bounds, n))
+        nxt = job.seen[at] if at < len(offsets_seen) else None
+        result[(tp, offset)] = Evidence(nxt, tuple(job.seen[max(first, at - n) : at]), True)
+        done += 1
+    del job.offsets[:done]
+
+
+def _trim(job: _PartitionWork, n: int) -> None:
+    """Jump ahead when the next window starts past what was read; keep only what it needs."""
+    start = _window_start(job.offsets[0], job.bounds, n)
+    if start > job.cursor:
+        job.cursor = start
+        job.seen = []
+    else:
+        del job.seen[: bisect.bisect_left([r.offset for r in job.seen], start)]
 
 
 def _give_up(tp: TP, job: _PartitionWork, n: int, result: dict[tuple[TP, int], Evidence], stats: EvidenceStats) -> None:

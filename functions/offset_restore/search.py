@@ -173,21 +173,9 @@ def search_first_at_least(
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
 
     while jobs:
-        # Per partition, fetch where the lowest unsettled search wants to look: when many searches
-        # share a partition, one window settles every search whose answer lies in it.
-        chosen: dict[TP, tuple[int, _Job]] = {}
-        for job_id, job in list(jobs.items()):
-            index = indexes[job.tp]
-            settled = _settle(index, job.wanted)
-            if settled is not None:
-                results[job_id] = settled
-                del jobs[job_id]
-                continue
-            proposal = _next_position(index, job, commit=False)
-            if job.tp not in chosen or proposal < chosen[job.tp][0]:
-                chosen[job.tp] = (proposal, job)
+        chosen = _choose(jobs, indexes, results)
         order = sorted(chosen, key=lambda tp: -stalled.get(tp, 0))  # the unserved go first
-        positions = {tp: _next_position(indexes[tp], chosen[tp][1], commit=True) for tp in order}
+        positions = {tp: _next_position(indexes[tp], chosen[tp], commit=True) for tp in order}
         if not positions:
             break
         if stats.rounds >= MAX_ROUNDS:
@@ -199,40 +187,68 @@ def search_first_at_least(
         answers = fetch(positions)
         for tp, position in positions.items():
             stats.rounds_per_partition[tp] = stats.rounds_per_partition.get(tp, 0) + 1
-            answer = answers.get(tp)
-            index = indexes[tp]
-            if answer is None or answer.error:
-                reason = f"fetch of {tp} at {position} failed ({answer.error if answer else 'no answer'})"
+            failed = _take(tp, position, answers.get(tp), indexes[tp], key_of, stats, stalled, observe)
+            if failed is not None:
                 for job_id in [j for j, job in jobs.items() if job.tp == tp]:
-                    results[job_id] = SearchResult(None, None, False, reason)
+                    results[job_id] = SearchResult(None, None, False, failed)
                     del jobs[job_id]
-                continue
-            end = max(index.bounds.end, answer.high_watermark)
-            if end != index.bounds.end:
-                index.bounds = LogBounds(index.bounds.start, end)
-            keys = [key_of(tp, record) for record in answer.records]
-            keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
-            stats.records_read += len(answer.records)
-            read_to = answer.read_to
-            if read_to > position:
-                stalled.pop(tp, None)
-                index.add_window(position, read_to, keyed)
-                if observe is not None:
-                    observe(tp, position, answer, keys)
-            elif position < end:
-                # Not served this round: a broker fills a response up to its size limit and leaves
-                # later partitions empty. Such partitions go first next round; only a partition
-                # that stays empty round after round is given up.
-                stalled[tp] = stalled.get(tp, 0) + 1
-                if stalled[tp] >= MAX_STALLED_ROUNDS:
-                    reason = f"no records returned at {tp} offset {position} below its end {end}"
-                    for job_id in [j for j, job in jobs.items() if job.tp == tp]:
-                        results[job_id] = SearchResult(None, None, False, reason)
-                        del jobs[job_id]
-                continue
-            else:
-                index.add_window(position, position + 1, keyed)  # past the end: nothing there
     return results, stats
+
+
+def _choose(
+    jobs: dict[JobId, _Job], indexes: Mapping[TP, PartitionIndex], results: dict[JobId, SearchResult]
+) -> dict[TP, _Job]:
+    """Settle what the index already answers; per partition, the job whose next position is lowest:
+    when many searches share a partition, one window settles every search whose answer lies in it."""
+    chosen: dict[TP, tuple[int, _Job]] = {}
+    for job_id, job in list(jobs.items()):
+        index = indexes[job.tp]
+        settled = _settle(index, job.wanted)
+        if settled is not None:
+            results[job_id] = settled
+            del jobs[job_id]
+            continue
+        proposal = _next_position(index, job, commit=False)
+        if job.tp not in chosen or proposal < chosen[job.tp][0]:
+            chosen[job.tp] = (proposal, job)
+    return {tp: job for tp, (_, job) in chosen.items()}
+
+
+def _take(
+    tp: TP,
+    position: int,
+    answer: PartitionFetch | None,
+    index: PartitionIndex,
+    key_of: KeyOf,
+    stats: SearchStats,
+    stalled: dict[TP, int],
+    observe: Observer | None,
+) -> str | None:
+    """Add one answer's window to the partition's index; the reason the partition's searches fail,
+    or None."""
+    if answer is None or answer.error:
+        return f"fetch of {tp} at {position} failed ({answer.error if answer else 'no answer'})"
+    end = max(index.bounds.end, answer.high_watermark)
+    if end != index.bounds.end:
+        index.bounds = LogBounds(index.bounds.start, end)
+    keys = [key_of(tp, record) for record in answer.records]
+    keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
+    stats.records_read += len(answer.records)
+    if answer.read_to > position:
+        stalled.pop(tp, None)
+        index.add_window(position, answer.read_to, keyed)
+        if observe is not None:
+            observe(tp, position, answer, keys)
+    elif position < end:
+        # Not served this round: a broker fills a response up to its size limit and leaves later
+        # partitions empty. Such partitions go first next round; only a partition that stays empty
+        # round after round is given up.
+        stalled[tp] = stalled.get(tp, 0) + 1
+        if stalled[tp] >= MAX_STALLED_ROUNDS:
+            return f"no records returned at {tp} offset {position} below its end {end}"
+    else:
+        index.add_window(position, position + 1, keyed)  # past the end: nothing there
+    return None
 
 
 def _settle(index: PartitionIndex, wanted: int) -> SearchResult | None:
