@@ -30,6 +30,7 @@ from offset_restore.plan_model import Plan, PlanEntry
 from offset_restore.translate import parse_offset_header
 
 __all__ = [
+    "WAIT_TIMEOUT_S",
     "ApplyOptions",
     "ApplyReport",
     "ApplyTarget",
@@ -72,9 +73,14 @@ class WaitTimeoutError(OffsetRestoreError):
     """Groups stayed active past the wait timeout (and the input said to fail); nothing was written."""
 
 
+WAIT_TIMEOUT_S = 900
+"""How long apply waits for active groups by default, the CLI and the workflow alike: long enough for
+consumers to be stopped by hand in an incident, short enough that a forgotten one is named soon."""
+
+
 @dataclass(frozen=True)
 class ApplyOptions:
-    wait_timeout_s: float = 300.0
+    wait_timeout_s: float = WAIT_TIMEOUT_S
     poll_interval_s: float = 5.0
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
     allow_rewind: bool = False

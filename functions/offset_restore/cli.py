@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 from pydantic import ValidationError
 
-from offset_restore.apply import ApplyOptions, ApplyReport
+from offset_restore.apply import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
 from offset_restore.apply_run import PlanFile, run_apply, run_rollback
 from offset_restore.checkpoints import DynamoCheckpoints
 from offset_restore.connection import ConnectionSettings, password_from_env
@@ -312,9 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
     apply.add_argument(
         "--wait-timeout",
         type=_seconds(0, 7 * 86_400),
-        default=300.0,
+        default=float(WAIT_TIMEOUT_S),
         metavar="SECONDS",
-        help="how long to wait for active groups (default: %(default)s)",
+        help="how long to wait for active groups (default: %(default)g, as the workflow)",
     )
     apply.add_argument(
         "--poll-interval",

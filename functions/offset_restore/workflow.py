@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
+from offset_restore.apply import WAIT_TIMEOUT_S
 from offset_restore.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
@@ -35,7 +36,7 @@ WORK_ITEM_GROUP_PARTITIONS = 2_000
 class WaitSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    timeout_seconds: int = Field(default=900, ge=0, le=86_400)
+    timeout_seconds: int = Field(default=WAIT_TIMEOUT_S, ge=0, le=86_400)
     interval_seconds: int = Field(default=15, ge=1, le=3_600)
 
 
