@@ -25,6 +25,7 @@ from offset_restore.apache_broker import ApacheBroker
 from offset_restore.cluster_types import TP, CommittedOffset, FetchedRecord
 from offset_restore.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.kafka_adapter import KafkaCluster, group_member
+from offset_restore.keys import restore_object
 from offset_restore.local_broker import LocalBroker
 from offset_restore.operations import follow
 from offset_restore.plan_model import PlanEntry
@@ -266,7 +267,7 @@ def run_demo(
                 return 1
             location.mkdir(parents=True, exist_ok=True)
             for name in ("report.json", "report.md", "report.html"):
-                body = flow.s3.get_object(Bucket=BUCKET, Key=f"restores/demo/{name}")["Body"].read()
+                body = flow.s3.get_object(Bucket=BUCKET, Key=restore_object("demo", name))["Body"].read()
                 (location / name).write_bytes(body)
             report = json.loads((location / "report.json").read_text())
             entries = [PlanEntry.model_validate(e) for e in report["entries"]]

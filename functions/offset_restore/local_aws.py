@@ -31,6 +31,7 @@ from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 
 from offset_restore import process_memory
+from offset_restore.keys import restore_object
 
 ASL = Path(__file__).resolve().parents[2] / "infra" / "statemachine" / "offset_restore.asl.json"
 TABLE = BUCKET = "offset-restore"
@@ -213,7 +214,7 @@ class Workflow:
     sns_queue: list[str]
 
     def report(self, restore_id: str) -> dict[str, Any]:
-        body = self.s3.get_object(Bucket="offset-restore", Key=f"restores/{restore_id}/report.json")["Body"]
+        body = self.s3.get_object(Bucket="offset-restore", Key=restore_object(restore_id, "report.json"))["Body"]
         return dict(json.loads(body.read()))
 
     def start(self, run_input: dict[str, Any], name: str) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from offset_restore.conditional import conditional_write
 from offset_restore.errors import OffsetRestoreError
+from offset_restore.keys import LOCK_SK, lock_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -38,7 +39,7 @@ class TargetLock:
 
     @property
     def _key(self) -> dict[str, dict[str, str]]:
-        return {"pk": {"S": f"LOCK#{self.cluster}"}, "sk": {"S": "LOCK"}}
+        return {"pk": {"S": lock_pk(self.cluster)}, "sk": {"S": LOCK_SK}}
 
     def acquire(self, now: float | None = None) -> None:
         now = time.time() if now is None else now

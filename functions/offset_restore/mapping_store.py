@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import StorageError
+from offset_restore.keys import MAPPING_PREFIX, mapping_sk, restore_pk
 from offset_restore.plan_model import PlanEntry
 
 if TYPE_CHECKING:
@@ -24,8 +25,8 @@ REPLACEABLE = ("pending", "unmapped")
 
 def entry_key(restore_id: str, entry: PlanEntry) -> dict[str, dict[str, str]]:
     return {
-        "pk": {"S": f"RESTORE#{restore_id}"},
-        "sk": {"S": f"MAP#{entry.group}#{entry.topic}#{entry.partition}"},
+        "pk": {"S": restore_pk(restore_id)},
+        "sk": {"S": mapping_sk(entry.group, entry.topic, entry.partition)},
     }
 
 
@@ -90,7 +91,7 @@ class MappingStore:
         """Items by key, 100 per BatchGetItem, strongly consistent; unprocessed keys read again."""
 
         found: list[dict[str, Any]] = []
-        pk = {"S": f"RESTORE#{restore_id}"}
+        pk = {"S": restore_pk(restore_id)}
         unique = list(dict.fromkeys(sort_keys))
         for start in range(0, len(unique), 100):
             keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in unique[start : start + 100]]}
@@ -149,7 +150,7 @@ class MappingStore:
         for page in paginator.paginate(
             TableName=self.table,
             KeyConditionExpression="pk = :pk AND begins_with(sk, :map)",
-            ExpressionAttributeValues={":pk": {"S": f"RESTORE#{restore_id}"}, ":map": {"S": "MAP#"}},
+            ExpressionAttributeValues={":pk": {"S": restore_pk(restore_id)}, ":map": {"S": MAPPING_PREFIX}},
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.keys import restore_object
 from offset_restore.mapping_store import MappingStore
 from offset_restore.plan_model import SummaryTally
 
@@ -102,7 +103,7 @@ def fetch_report(s3: Any, bucket: str, restore_id: str, folder: Path) -> list[Pa
     paths = []
     for name in REPORT_FILES:
         try:
-            body = s3.get_object(Bucket=bucket, Key=f"restores/{restore_id}/{name}")["Body"].read()
+            body = s3.get_object(Bucket=bucket, Key=restore_object(restore_id, name))["Body"].read()
         except ClientError:
             raise BadInputError(f"no report for restore {restore_id} in s3://{bucket}/restores/") from None
         path = folder / name

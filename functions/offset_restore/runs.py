@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from offset_restore.conditional import conditional_write
 from offset_restore.errors import BadInputError
+from offset_restore.keys import META_SK, restore_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,8 +35,8 @@ class RunRecord:
             self.client.put_item,
             TableName=self.table,
             Item={
-                "pk": {"S": f"RESTORE#{restore_id}"},
-                "sk": {"S": "META"},
+                "pk": {"S": restore_pk(restore_id)},
+                "sk": {"S": META_SK},
                 "run_input": {"S": document},
                 "created_at": {"N": str(int(time.time() if now is None else now))},
             },
@@ -49,7 +50,7 @@ class RunRecord:
         """The input the restore was first run with ({} when none was recorded)."""
         item = self.client.get_item(
             TableName=self.table,
-            Key={"pk": {"S": f"RESTORE#{restore_id}"}, "sk": {"S": "META"}},
+            Key={"pk": {"S": restore_pk(restore_id)}, "sk": {"S": META_SK}},
             ConsistentRead=True,
         ).get("Item", {})
         return dict(json.loads(item.get("run_input", {}).get("S", "{}")))

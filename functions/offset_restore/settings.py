@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from offset_restore.connection import ConnectionSettings, SaslMechanism, SecurityProtocol
 from offset_restore.errors import BadInputError
+from offset_restore.keys import restore_folder as restore_folder_key
 from offset_restore.storage import BlobStore
 
 __all__ = [
@@ -167,4 +168,4 @@ def restore_folder(restore_id: str, env: Mapping[str, str] | None = None) -> Blo
 
     from offset_restore.storage import S3Store
 
-    return S3Store(env["RESTORE_BUCKET"], f"restores/{restore_id}", boto3.client("s3"))
+    return S3Store(env["RESTORE_BUCKET"], restore_folder_key(restore_id), boto3.client("s3"))

@@ -12,6 +12,7 @@ from offset_restore.apply import WAIT_TIMEOUT_S
 from offset_restore.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.errors import BadInputError
 from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
+from offset_restore.keys import restore_object
 from offset_restore.mapping_store import MappingStore, entry_key
 from offset_restore.plan_model import PlanSummary, SummaryTally
 from offset_restore.runs import RunRecord
@@ -156,7 +157,7 @@ def prepare_work(
             timestamp_margin_ms=run.timestamp_margin_ms,
             groups=batch,
         )
-        keys.append(f"restores/{run.restore_id}/work/item-{number:05d}.json")
+        keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
         store.put(keys[-1], item.model_dump_json().encode(), "application/json")
     return {
         "snapshot_id": manifest.snapshot_id,

@@ -19,6 +19,7 @@ from aws_lambda_powertools.utilities.idempotency import (
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply_steps import commit_groups
 from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.keys import COMMIT_IDEMPOTENCY_PK
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
 from offset_restore.runs import RunRecord
@@ -39,7 +40,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         table_name=settings.table,
         key_attr="pk",
         sort_key_attr="sk",
-        static_pk_value="IDEMPOTENCY#commit",
+        static_pk_value=COMMIT_IDEMPOTENCY_PK,
         expiry_attr="ttl",
         boto3_client=dynamodb,
     )

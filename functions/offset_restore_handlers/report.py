@@ -9,6 +9,7 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from offset_restore.keys import restore_folder
 from offset_restore.mapping_store import MappingStore
 from offset_restore.observability import logger, metrics, tracer
 from offset_restore.report import ReportBuilder
@@ -30,7 +31,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     if request.run:
         for entry in MappingStore(table_from_env(), boto3.client("dynamodb")).iter_entries(restore_id):
             report.add(entry)
-    store = S3Store(os.environ["RESTORE_BUCKET"], f"restores/{restore_id}", boto3.client("s3"))
+    store = S3Store(os.environ["RESTORE_BUCKET"], restore_folder(restore_id), boto3.client("s3"))
     for name, body in report.documents():
         kind = {"html": "text/html", "md": "text/markdown"}.get(name.rsplit(".", 1)[-1], "application/json")
         store.put(name, body, kind)

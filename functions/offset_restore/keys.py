@@ -1,0 +1,48 @@
+"""Every storage key layout in one place (DESIGN §5.4 and §5.5): the DynamoDB items of a restore
+and of the lock, and the restore's S3 folder. Snapshots keep theirs in ``snapshot_store``, which owns
+that format end to end."""
+
+from __future__ import annotations
+
+__all__ = [
+    "COMMIT_IDEMPOTENCY_PK",
+    "LOCK_SK",
+    "MAPPING_PREFIX",
+    "META_SK",
+    "lock_pk",
+    "mapping_sk",
+    "restore_folder",
+    "restore_object",
+    "restore_pk",
+]
+
+META_SK = "META"
+"""The restore's recorded input (``runs``)."""
+MAPPING_PREFIX = "MAP#"
+LOCK_SK = "LOCK"
+COMMIT_IDEMPOTENCY_PK = "IDEMPOTENCY#commit"
+"""powertools Idempotency records of the commit step (a retried batch returns its first answer)."""
+
+
+def restore_pk(restore_id: str) -> str:
+    """The partition key of every item of one restore (its input and its mappings)."""
+    return f"RESTORE#{restore_id}"
+
+
+def mapping_sk(group: str, topic: str, partition: int) -> str:
+    """One plan entry: ``MAP#<group>#<topic>#<partition>``."""
+    return f"{MAPPING_PREFIX}{group}#{topic}#{partition}"
+
+
+def lock_pk(cluster: str) -> str:
+    """The single-writer lock of one target cluster."""
+    return f"LOCK#{cluster}"
+
+
+def restore_folder(restore_id: str) -> str:
+    """The restore's folder in the restore bucket: work items, the commit index, the reports."""
+    return f"restores/{restore_id}"
+
+
+def restore_object(restore_id: str, name: str) -> str:
+    return f"{restore_folder(restore_id)}/{name}"
