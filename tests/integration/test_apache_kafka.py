@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 from offset_restore.apache_broker import ApacheBroker, kafka_classpath
-from offset_restore.cluster_types import TP
+from offset_restore.cluster_types import TP, FetchedRecord
 from offset_restore.kafka_adapter import KafkaCluster, ProducedRecord
 from offset_restore.plan_model import Plan
 from offset_restore.plan_run import SnapshotChoice, run_plan
 from offset_restore.snapshot import SnapshotOptions
 from offset_restore.snapshot_run import run_snapshot
+from offset_restore.snapshot_store import SnapshotRepository
 from offset_restore.storage import open_location
 from offset_restore.translate import PlanOptions
 
@@ -254,6 +255,14 @@ def test_a_byte_for_byte_copy_of_the_real_consumer_offsets_is_decoded(
     subprocess.run(command, capture_output=True, timeout=120, check=True)
     expected = source.committed_offsets([classic, modern])
     assert sum(c.offset for c in expected[modern].values()) == 45
+    # The live snapshot lists and describes the KIP-848 group like any other.
+    live = run_snapshot(brokers.source_settings, open_location(str(tmp_path / "live")), SnapshotOptions(groups=modern))
+    repository = SnapshotRepository(open_location(str(tmp_path / "live")))
+    [group] = list(repository.load(*repository.latest()).groups)
+    assert live.counts.groups == 1 and group.state == "Empty"
+    assert {TP(p.topic, p.partition): p.committed_offset for p in group.partitions} == {
+        tp: c.offset for tp, c in expected[modern].items()
+    }
     restored = unique("restored-offsets")
     assert copy_offsets_topic(brokers.source.bootstrap_servers, target, restored) > 0
     snaps = tmp_path / "snaps"
@@ -262,8 +271,6 @@ def test_a_byte_for_byte_copy_of_the_real_consumer_offsets_is_decoded(
         "--from-offsets-topic", restored, "--groups", f"{classic}|{modern}", "--output", str(snaps),
     )  # fmt: skip
     assert status == 0, out + err
-    from offset_restore.snapshot_store import SnapshotRepository
-
     repository = SnapshotRepository(open_location(str(snaps)))
     snapshot = repository.load(*repository.latest())
     found = {
@@ -368,9 +375,27 @@ def test_records_deleted_by_delete_records_after_the_plan_are_refused_then_plann
     assert s.offsets("a")[0] == 20 and s.offsets("b")[0] == 50
 
 
+def read_all(cluster: KafkaCluster, tp: TP) -> list[FetchedRecord]:
+    """Every record of a partition: a Kafka fetch reads from one segment at a time."""
+    records: list[FetchedRecord] = []
+    position = cluster.log_bounds([tp])[tp].start
+    while True:
+        answer = cluster.fetch({tp: position}, partition_max_bytes=1 << 20)[tp]
+        records.extend(answer.records)
+        if answer.error or answer.read_to <= position or answer.read_to >= answer.high_watermark:
+            return records
+        position = answer.read_to
+
+
+def _key(batch: int, i: int) -> bytes:
+    """Every other record has a key of its own (kept by compaction); the rest share five keys, so
+    only their last writes survive and the log is left with gaps between records kept."""
+    return f"unique-{batch}-{i}".encode() if i % 2 == 0 else f"shared-{i % 5}".encode()
+
+
 def compacted_topic(servers: str, cluster: KafkaCluster, topic: str, timeout_s: float = 60) -> list[int]:
-    """A compacted topic whose cleaner has really run: 60 records over 6 keys written in 6 rolled
-    segments (each key rewritten every batch), then a last record to close the segment before it;
+    """A compacted topic whose cleaner has really run: 60 records in 6 rolled segments (half with keys
+    of their own, half rewriting five shared keys), then a last record to close the segment before it;
     returns the offsets still there once compaction has left gaps."""
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -388,15 +413,13 @@ def compacted_topic(servers: str, cluster: KafkaCluster, topic: str, timeout_s: 
         admin.close()
     for batch in range(7):
         rows: list[ProducedRecord] = [
-            (f"key-{i % 6}".encode(), f"value-{batch}-{i}".encode(), [], None) for i in range(10 if batch < 6 else 1)
+            (_key(batch, i), f"value-{batch}-{i}".encode(), [], None) for i in range(10 if batch < 6 else 1)
         ]
         cluster.produce(topic, 0, rows)
         time.sleep(0.3)  # past segment.ms: the next append rolls a new segment
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        offsets = [
-            r.offset for r in cluster.fetch({TP(topic, 0): 0}, partition_max_bytes=1 << 20)[TP(topic, 0)].records
-        ]
+        offsets = [r.offset for r in read_all(cluster, TP(topic, 0))]
         if len(offsets) < 61:
             return offsets
         time.sleep(0.5)
@@ -411,13 +434,14 @@ def test_gaps_left_by_real_compaction_resume_at_the_next_record_kept(
     exact, with the header strategy and with the fingerprint strategy."""
     topic = unique("compacted")
     kept = compacted_topic(brokers.source.bootstrap_servers, source, topic)
-    gaps = [o for o in range(kept[-1]) if o not in set(kept)]
+    gaps = [o for o in range(kept[0], kept[-1]) if o not in set(kept)]  # between records kept, not before
     assert gaps, kept
     inside, caught_up = unique("in-gap"), unique("end")
     commit(source, inside, {TP(topic, 0): gaps[0]})
     commit(source, caught_up, {TP(topic, 0): kept[-1] + 1})
-    records = source.fetch({TP(topic, 0): 0}, partition_max_bytes=1 << 20)[TP(topic, 0)].records
-    produced = [Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in records]
+    produced = [
+        Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in read_all(source, TP(topic, 0))
+    ]
     restored = {"header": (f"dr.{topic}", "int64"), "fingerprint": (f"mm2.{topic}", None)}
     for name, header in restored.values():
         target.create_topics({name: 1})
