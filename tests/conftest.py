@@ -75,5 +75,5 @@ def s3(aws: None) -> Any:
 
 @pytest.fixture
 def table(aws: None) -> str:
-    """The project's one DynamoDB table (DESIGN §5.4): partition key ``pk``, sort key ``sk``."""
+    """The project's one DynamoDB table (docs/design.md §5.4): partition key ``pk``, sort key ``sk``."""
     return create_table(boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"]))

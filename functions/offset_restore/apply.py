@@ -1,4 +1,4 @@
-"""Apply a plan to the target cluster safely (DESIGN §2.3-2.6, §6), and roll it back.
+"""Apply a plan to the target cluster safely (docs/design.md §2.3-2.6, §6), and roll it back.
 
 The order of work keeps every promise of §6:
 1. choose the groups: only ``mapped`` entries are written; a group with a ``pending`` entry waits

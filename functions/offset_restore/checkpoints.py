@@ -1,4 +1,4 @@
-"""Restore-progress checkpoints (DESIGN §5.4): pairs (source offset -> target offset) that a restore
+"""Restore-progress checkpoints (docs/design.md §5.4): pairs (source offset -> target offset) that a restore
 tool writes while it copies a partition, read by the ``checkpoint`` strategy.
 
 Item: ``pk = PROGRESS#<target cluster>#<target topic>#<partition>``, ``sk`` = the source offset

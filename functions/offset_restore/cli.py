@@ -1,4 +1,4 @@
-"""The ``offset-restore`` command (DESIGN §5.1).
+"""The ``offset-restore`` command (docs/design.md §5.1).
 
 Exit status: 0 done, 1 failed, 2 bad usage or bad input, 3 done in part, 130 interrupted.
 A human summary goes to stdout; with ``--json`` stdout holds one JSON document and the summary goes

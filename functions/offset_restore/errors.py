@@ -22,7 +22,7 @@ __all__ = [
 
 
 class OffsetRestoreError(Exception):
-    """Base class; ``exit_status`` follows DESIGN §5.1 (1 failed, 2 bad input)."""
+    """Base class; ``exit_status`` follows docs/design.md §5.1 (1 failed, 2 bad input)."""
 
     exit_status = 1
 

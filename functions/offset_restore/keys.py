@@ -1,4 +1,4 @@
-"""Every storage key layout in one place (DESIGN §5.4 and §5.5): the DynamoDB items of a restore
+"""Every storage key layout in one place (docs/design.md §5.4 and §5.5): the DynamoDB items of a restore
 and of the lock, and the restore's S3 folder. Snapshots keep theirs in ``snapshot_store``, which owns
 that format end to end."""
 

@@ -185,7 +185,7 @@ class _Context:
 
 
 def create_table(client: Any, name: str = TABLE) -> str:
-    """The project's one DynamoDB table (DESIGN §5.4): partition key ``pk``, sort key ``sk``."""
+    """The project's one DynamoDB table (docs/design.md §5.4): partition key ``pk``, sort key ``sk``."""
     client.create_table(
         TableName=name,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],

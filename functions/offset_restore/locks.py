@@ -1,4 +1,4 @@
-"""The single-writer lock per target cluster (DESIGN §5.4): ``pk=LOCK#<cluster>``, ``sk=LOCK``.
+"""The single-writer lock per target cluster (docs/design.md §5.4): ``pk=LOCK#<cluster>``, ``sk=LOCK``.
 
 Taken with a conditional write that succeeds only when no lock exists, the existing one has expired
 (a crashed run), or it is already ours (a retry of the same run). Released only by its owner.

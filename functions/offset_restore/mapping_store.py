@@ -1,4 +1,4 @@
-"""Plan entries in DynamoDB (DESIGN §5.4): ``pk=RESTORE#<restore_id>``, ``sk=MAP#<group>#<topic>#<partition>``.
+"""Plan entries in DynamoDB (docs/design.md §5.4): ``pk=RESTORE#<restore_id>``, ``sk=MAP#<group>#<topic>#<partition>``.
 
 Re-running a translation is harmless: a new entry is written, a ``pending`` or ``unmapped`` one may
 be replaced (the restore moved on), anything else — a mapping already made, or committed — stays as

@@ -1,4 +1,4 @@
-"""Decode a restored copy of ``__consumer_offsets`` into a snapshot (DESIGN §2.1, alternative source).
+"""Decode a restored copy of ``__consumer_offsets`` into a snapshot (docs/design.md §2.1, alternative source).
 
 Record formats (Apache Kafka's ``OffsetCommitKey``/``OffsetCommitValue``/``GroupMetadataKey``): a key
 starts with an int16 version; versions 0 and 1 are offset commits (group, topic: int16-length UTF-8

@@ -1,4 +1,4 @@
-"""The plan document (DESIGN §5.2): one entry per group-partition, with how it was mapped."""
+"""The plan document (docs/design.md §5.2): one entry per group-partition, with how it was mapped."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Roll an apply back, as carefully as it was applied (DESIGN §2.6, §6).
+"""Roll an apply back, as carefully as it was applied (docs/design.md §2.6, §6).
 
 Rollback works from the target's offsets as they are now, compared with what the plan recorded:
 an entry whose partition holds the offset apply wrote gets its previous offset back (with the

@@ -1,4 +1,4 @@
-"""One run per restore id (DESIGN §5.4: ``pk=RESTORE#<restore_id>``, ``sk=META``).
+"""One run per restore id (docs/design.md §5.4: ``pk=RESTORE#<restore_id>``, ``sk=META``).
 
 A restore id names one restore: the snapshot it was made from, the groups and topics it selected,
 the topic map and strategies, the target. The first run of an id records that resolved input; a

@@ -1,4 +1,4 @@
-"""Take a snapshot of a live cluster's consumer groups (DESIGN §2.1).
+"""Take a snapshot of a live cluster's consumer groups (docs/design.md §2.1).
 
 Reads in bulk: one ListGroups, DescribeGroups and multi-group OffsetFetch in batches, log bounds in
 three requests per broker, then evidence in fetch rounds shared by every group. The cluster is any

@@ -1,4 +1,4 @@
-"""Write snapshots and find them again (DESIGN §5.5).
+"""Write snapshots and find them again (docs/design.md §5.5).
 
 Layout under a location: ``snapshots/<cluster>/<YYYY>/<MM>/<DD>/<snapshot_id>/`` holding
 ``items-NNNNN.jsonl.gz`` files (one JSON line per group) and ``manifest.json``, written last: a folder

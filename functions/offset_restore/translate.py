@@ -1,4 +1,4 @@
-"""Translate snapshot positions to target offsets (DESIGN §1, §2.2).
+"""Translate snapshot positions to target offsets (docs/design.md §1, §2.2).
 
 The rule: a group committed at ``c`` on the source must resume at the first restored record whose
 source offset is ``>= c``. Every distinct (topic, partition, c) of the snapshot is translated once,

@@ -1,5 +1,5 @@
 """The steps of the Step Functions workflow that are not snapshot, translate or apply themselves:
-validate the execution input (DESIGN §5.3), prepare work items, summarize the mappings, report."""
+validate the execution input (docs/design.md §5.3), prepare work items, summarize the mappings, report."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class WaitSettings(BaseModel):
 
 
 class RunInput(BaseModel):
-    """The execution input of DESIGN §5.3 with every default filled in."""
+    """The execution input of docs/design.md §5.3 with every default filled in."""
 
     model_config = ConfigDict(extra="forbid")
 

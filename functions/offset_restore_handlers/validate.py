@@ -1,4 +1,4 @@
-"""The workflow's first state: the execution input (DESIGN §5.3) validated, defaults filled in.
+"""The workflow's first state: the execution input (docs/design.md §5.3) validated, defaults filled in.
 
 A bad input fails here, with every problem named, before anything else happens.
 """

@@ -72,7 +72,7 @@ def named_or_valid(call: Callable[[], Any]) -> Any:
         return None
 
 
-# -- execution input (DESIGN §5.3) and the step requests ----------------------------------------
+# -- execution input (docs/design.md §5.3) and the step requests ----------------------------------------
 
 run_input_fields = {
     "mode": st.sampled_from(["plan", "apply", "sideways", ""]) | json_values,

@@ -1,4 +1,4 @@
-"""Apply and rollback against the real target broker: DESIGN §6's promises, one test each."""
+"""Apply and rollback against the real target broker: docs/design.md §6's promises, one test each."""
 
 from __future__ import annotations
 

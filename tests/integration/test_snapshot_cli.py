@@ -1,5 +1,5 @@
 """``offset-restore snapshot`` end to end: real brokers, local folders and moto S3; every refusal
-names the problem, exits with DESIGN §5.1's status and writes nothing."""
+names the problem, exits with docs/design.md §5.1's status and writes nothing."""
 
 from __future__ import annotations
 

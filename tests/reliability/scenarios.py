@@ -1,4 +1,4 @@
-"""Shared by the reliability tests: a scenario restored to a (faulty) target, and DESIGN §6's
+"""Shared by the reliability tests: a scenario restored to a (faulty) target, and docs/design.md §6's
 invariant checked on the target's real committed offsets."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ def offsets_of(target: KafkaCluster, plan: Plan) -> dict[str, dict[TP, int]]:
 def check_planned_or_previous(
     target: KafkaCluster, plan: Plan, *, completed: bool = True
 ) -> tuple[set[str], set[str], set[str]]:
-    """DESIGN §6's invariant: each group holds exactly its planned offsets or exactly its previous
+    """docs/design.md §6: the invariant: each group holds exactly its planned offsets or exactly its previous
     ones, never a mix; and the plan says which (committed = planned, and verified once a run has
     completed; a group whose commit got no answer is named by its reason). Returns (planned,
     previous, unanswered) groups."""

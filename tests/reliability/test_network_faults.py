@@ -1,7 +1,7 @@
 """Network faults between us and the brokers, injected by a real TCP proxy (tests/fault_proxy.py):
 resets before and after the broker acts, latency, a broker that stops answering — during snapshot,
 plan and apply. Every run either completes exactly as it would without faults, or stops with a
-named error, writes nothing half-done, and completes on a re-run (DESIGN §6)."""
+named error, writes nothing half-done, and completes on a re-run (docs/design.md §6)."""
 
 from __future__ import annotations
 
