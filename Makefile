@@ -29,7 +29,7 @@ audit: $(STAMP)
 # broker the integration, end-to-end and reliability tests run on (OFFSET_RESTORE_TEST_BROKER=tansu
 # runs them on the zero-dependency local broker instead).
 kafka: $(STAMP)
-	$(PY) -m offset_restore.apache_broker
+	$(PY) -m offset_restore.devtools.apache_broker
 
 test: lint typecheck audit kafka
 	$(PY) -m pytest

@@ -20,12 +20,12 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from offset_restore.apply import ApplyOptions, apply_plan
-from offset_restore.apply_run import PlanFile
-from offset_restore.fingerprint import fingerprint
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker
-from offset_restore.plan_model import ClusterRef, Plan, PlanEntry, PlanSummary
+from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.run import PlanFile
+from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 
-from offset_restore.apache_broker import ApacheBroker
-from offset_restore.local_broker import LocalBroker
+from offset_restore.devtools.apache_broker import ApacheBroker
+from offset_restore.devtools.local_broker import LocalBroker
 
 __all__ = ["BROKERS", "BROKER_NAMES", "started"]
 

@@ -29,13 +29,13 @@ from pathlib import Path
 
 import boto3
 from moto.server import ThreadedMotoServer
-from offset_restore.local_aws import BUCKET, REGION, TABLE, create_table, faster_moto
-from offset_restore.mapping_store import MappingStore
-from offset_restore.plan_model import PlanEntry
-from offset_restore.snapshot import GroupTally, SnapshotStream
-from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence, SnapshotManifest
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import S3Store
+from offset_restore.devtools.local_aws import BUCKET, REGION, TABLE, create_table, faster_moto
+from offset_restore.snapshot.live import GroupTally, SnapshotStream
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, SnapshotManifest
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import S3Store
+from offset_restore.translate.model import PlanEntry
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 12
@@ -43,8 +43,8 @@ LIMITS = {"Prepare": 512, "Summarize": 512, "Report": 512}
 
 RUNNER = """
 import json, sys
-from offset_restore import process_memory
-from offset_restore.local_aws import _Context
+from offset_restore.devtools import process_memory
+from offset_restore.devtools.local_aws import _Context
 module = __import__("offset_restore_handlers." + sys.argv[1], fromlist=["handler"])
 result = module.handler(json.loads(sys.argv[2]), _Context(function_name=sys.argv[1]))
 print(json.dumps({"peak_mb": process_memory.peak_mb(), "result_bytes": len(json.dumps(result))}))

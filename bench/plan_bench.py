@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offset_restore.cluster_types import TP, FetchedRecord, PartitionFetch
-from offset_restore.fingerprint import fingerprint
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker
-from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
-from offset_restore.translate import PlanOptions, parse_offset_header, translate
+from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+from offset_restore.translate.plan import PlanOptions, parse_offset_header, translate
 
 RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000

@@ -37,18 +37,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from offset_restore import process_memory
-from offset_restore.apply import ApplyOptions
-from offset_restore.apply_run import run_apply
-from offset_restore.cluster_types import TP, CommittedOffset
-from offset_restore.connection import ConnectionSettings
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import BUCKET, local_workflow
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import S3Store
-from offset_restore.translate import PlanOptions, translate
+from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.run import run_apply
+from offset_restore.devtools import process_memory
+from offset_restore.devtools.local_aws import BUCKET, local_workflow
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import S3Store
+from offset_restore.translate.plan import PlanOptions, translate
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from bench.apply_bench import one_consumer_per_group
 from bench.brokers import BROKER_NAMES, BROKERS, started
@@ -361,7 +361,7 @@ def _plan_baselines(
 
 def _groups_of(entries: list[Any], data: dict[TP, PartitionData]) -> list[Any]:
     """The snapshot's view of each group, rebuilt from the plan for the timestamp strategy."""
-    from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+    from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 
     by_group: dict[str, list[PartitionSnapshot]] = {}
     for e in entries:

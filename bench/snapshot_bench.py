@@ -25,13 +25,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from offset_restore.cluster_types import TP, CommittedOffset
-from offset_restore.connection import ConnectionSettings
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import open_location
+from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
 
 RESULTS = Path(__file__).parent / "results"
 

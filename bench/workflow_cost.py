@@ -18,13 +18,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from offset_restore.cluster_types import TP, CommittedOffset
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import local_workflow
-from offset_restore.local_broker import LocalBroker
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import S3Store
+from offset_restore.devtools.local_aws import local_workflow
+from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import S3Store
 
 from bench.workflow_run import PRICES, S3_GETS, S3_PUTS, RunFigures, measure
 

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from offset_restore.local_aws import ASL, AWS_CALLS, FUNCTIONS, INVOCATIONS, Workflow
+from offset_restore.devtools.local_aws import ASL, AWS_CALLS, FUNCTIONS, INVOCATIONS, Workflow
 
 KAFKA_FUNCTIONS = ("Translate", "CheckEmpty", "Commit", "Snapshot")
 _STATES = json.loads(ASL.read_text())["States"]
@@ -130,7 +130,7 @@ def import_baseline_mb() -> float:
     code = (
         "import importlib, json\n"
         f"for m in {sorted({h.rsplit('.', 1)[0] for h in FUNCTIONS.values()})!r}: importlib.import_module(m)\n"
-        "from offset_restore import process_memory\n"
+        "from offset_restore.devtools import process_memory\n"
         "print(json.dumps(process_memory.peak_mb()))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

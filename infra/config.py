@@ -44,7 +44,7 @@ class ClusterConfig(BaseModel):
         return [self.arn.replace(":cluster/", f":{kind}/", 1) + "/*"]
 
     def environment(self, prefix: str) -> dict[str, str]:
-        """The variables ``offset_restore.settings`` reads for this cluster."""
+        """The variables ``offset_restore.workflow.settings`` reads for this cluster."""
         protocol, mechanism = {
             "iam": ("SASL_SSL", "AWS_MSK_IAM"),
             "scram": ("SASL_SSL", "SCRAM-SHA-512"),

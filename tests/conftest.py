@@ -12,9 +12,9 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from offset_restore.apache_broker import ApacheBroker
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import create_table
+from offset_restore.devtools.apache_broker import ApacheBroker
+from offset_restore.devtools.local_aws import create_table
+from offset_restore.kafka.cluster import KafkaCluster
 
 from tests.helpers import Brokers, new_broker
 

@@ -16,13 +16,13 @@ import signal
 import sys
 from collections.abc import Sequence
 
-import offset_restore.apply as apply_module
-from offset_restore.apply import ApplyOptions, apply_plan
-from offset_restore.apply_run import PlanFile
-from offset_restore.connection import ConnectionSettings
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_model import Plan
-from offset_restore.rollback import rollback_plan
+import offset_restore.apply.commit as apply_module
+from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.rollback import rollback_plan
+from offset_restore.apply.run import PlanFile
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.translate.model import Plan
 
 # (command, step) -> (the save call after which to die, or before which; None: not at a save)
 DIE_AT_SAVE = {

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kafka import KafkaConsumer, TopicPartition
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_model import PlanEntry
-from offset_restore.translate import parse_offset_header
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.translate.model import PlanEntry
+from offset_restore.translate.plan import parse_offset_header
 
 HEADER = "x-source-offset"
 

@@ -11,13 +11,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer
-from offset_restore.apache_broker import ApacheBroker
-from offset_restore.cluster_types import TP, CommittedOffset
-from offset_restore.connection import ConnectionSettings
-from offset_restore.fingerprint import fingerprint
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import LocalBroker
-from offset_restore.plan_model import PlanEntry, Status
+from offset_restore.devtools.apache_broker import ApacheBroker
+from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.model import PlanEntry, Status
 
 _counter = itertools.count()
 

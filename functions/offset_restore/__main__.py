@@ -1,5 +1,5 @@
 import sys
 
-from offset_restore.cli import main
+from offset_restore.cli.main import main
 
 sys.exit(main())

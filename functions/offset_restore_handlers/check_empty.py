@@ -7,12 +7,12 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.apply_steps import check_empty
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.locks import TargetLock, workflow_lock_ttl
-from offset_restore.mapping_store import MappingStore
-from offset_restore.observability import logger, metrics, tracer
-from offset_restore.settings import ApplySettings, read_secret, restore_folder
+from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
+from offset_restore.apply.steps import check_empty
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.workflow.observability import logger, metrics, tracer
+from offset_restore.workflow.settings import ApplySettings, read_secret, restore_folder
 
 from offset_restore_handlers.requests import CheckRequest, parse
 

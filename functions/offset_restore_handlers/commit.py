@@ -17,13 +17,13 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.apply_steps import commit_groups
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.keys import COMMIT_IDEMPOTENCY_PK
-from offset_restore.mapping_store import MappingStore
-from offset_restore.observability import logger, metrics, tracer
-from offset_restore.runs import RunRecord
-from offset_restore.settings import ApplySettings, read_secret, restore_folder
+from offset_restore.apply.steps import commit_groups
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.stores.keys import COMMIT_IDEMPOTENCY_PK
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.workflow.observability import logger, metrics, tracer
+from offset_restore.workflow.runs import RunRecord
+from offset_restore.workflow.settings import ApplySettings, read_secret, restore_folder
 
 from offset_restore_handlers.requests import BatchRequest, parse
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.locks import TargetLock, workflow_lock_ttl
-from offset_restore.observability import logger, tracer
-from offset_restore.settings import table_from_env
+from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
+from offset_restore.workflow.observability import logger, tracer
+from offset_restore.workflow.settings import table_from_env
 
 from offset_restore_handlers.requests import LockRequest, parse
 

@@ -9,12 +9,12 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.keys import restore_folder
-from offset_restore.mapping_store import MappingStore
-from offset_restore.observability import logger, metrics, tracer
-from offset_restore.report import ReportBuilder
-from offset_restore.settings import table_from_env
-from offset_restore.storage import S3Store
+from offset_restore.stores.keys import restore_folder
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.storage import S3Store
+from offset_restore.workflow.observability import logger, metrics, tracer
+from offset_restore.workflow.report import ReportBuilder
+from offset_restore.workflow.settings import table_from_env
 
 from offset_restore_handlers.requests import ReportRequest, parse
 

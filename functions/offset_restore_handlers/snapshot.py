@@ -8,12 +8,12 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
-from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS
-from offset_restore.observability import logger, metrics, tracer
-from offset_restore.settings import SnapshotSettings, read_secret
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import S3Store
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import S3Store
+from offset_restore.workflow.observability import logger, metrics, tracer
+from offset_restore.workflow.settings import SnapshotSettings, read_secret
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 

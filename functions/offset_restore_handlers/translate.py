@@ -7,13 +7,13 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.checkpoints import DynamoCheckpoints
 from offset_restore.errors import BadInputError
-from offset_restore.mapping_store import MappingStore
-from offset_restore.observability import logger, metrics, tracer
-from offset_restore.plan_run import translate_work_item
-from offset_restore.settings import TranslateSettings, read_secret
-from offset_restore.storage import S3Store
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.storage import S3Store
+from offset_restore.translate.checkpoints import DynamoCheckpoints
+from offset_restore.translate.run import translate_work_item
+from offset_restore.workflow.observability import logger, metrics, tracer
+from offset_restore.workflow.settings import TranslateSettings, read_secret
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
-from offset_restore.observability import logger, tracer
-from offset_restore.workflow import validate_input
+from offset_restore.workflow.observability import logger, tracer
+from offset_restore.workflow.steps import validate_input
 
 
 def _defaults() -> dict[str, Any]:

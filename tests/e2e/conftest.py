@@ -1,11 +1,11 @@
-"""The e2e fixture: the workflow of ``offset_restore.local_aws`` against the session's two brokers."""
+"""The e2e fixture: the workflow of ``offset_restore.devtools.local_aws`` against the session's two brokers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
-from offset_restore.local_aws import Workflow, local_workflow
+from offset_restore.devtools.local_aws import Workflow, local_workflow
 
 from tests.helpers import Brokers
 

@@ -6,9 +6,9 @@ import io
 import json
 from pathlib import Path
 
-from offset_restore.cli import main
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import BUCKET, TABLE, Workflow
+from offset_restore.cli.main import main
+from offset_restore.devtools.local_aws import BUCKET, TABLE, Workflow
+from offset_restore.kafka.cluster import KafkaCluster
 
 from tests.e2e.test_workflow import setup
 from tests.helpers import Brokers

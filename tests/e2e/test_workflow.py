@@ -10,18 +10,18 @@ from pathlib import Path
 
 import boto3
 import pytest
-from offset_restore.cli import main
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import REGION, Workflow
-from offset_restore.local_broker import free_port
-from offset_restore.locks import TargetLock
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import S3Store
-from offset_restore.translate import PlanOptions
+from offset_restore.apply.locks import TargetLock
+from offset_restore.cli.main import main
+from offset_restore.devtools.local_aws import REGION, Workflow
+from offset_restore.devtools.local_broker import free_port
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import S3Store
+from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.figures import record
 from tests.helpers import Brokers, Produced, active_member, commit, produce, restore, unique

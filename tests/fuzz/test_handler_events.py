@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from offset_restore.devtools.local_aws import FUNCTIONS, Workflow, local_workflow
 from offset_restore.errors import OffsetRestoreError
-from offset_restore.local_aws import FUNCTIONS, Workflow, local_workflow
 
 from tests.figures import record
 from tests.fuzz.test_hostile_input import FUZZ, json_values

@@ -13,16 +13,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from offset_restore.apache_broker import ApacheBroker, kafka_classpath
-from offset_restore.cluster_types import TP, FetchedRecord
-from offset_restore.kafka_adapter import KafkaCluster, ProducedRecord
-from offset_restore.plan_model import Plan
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions
+from offset_restore.devtools.apache_broker import ApacheBroker, kafka_classpath
+from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
+from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.model import Plan
+from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import Restored
@@ -362,7 +362,7 @@ def test_records_deleted_by_delete_records_after_the_plan_are_refused_then_plann
     status, out, err = s.apply()
     assert status == 2 and "outside the target's logs" in err, out + err
     assert s.offsets("a") == {} and s.offsets("b") == {}
-    from offset_restore.plan_run import SnapshotChoice, run_plan
+    from offset_restore.translate.run import SnapshotChoice, run_plan
 
     s.plan_path.unlink()
     run_plan(

@@ -9,18 +9,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offset_restore.apply import ApplyOptions, apply_plan
-from offset_restore.apply_run import PlanFile
-from offset_restore.cli import main
-from offset_restore.cluster_types import TP, GroupInfo, PartitionFetch
+from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.run import PlanFile
+from offset_restore.cli.main import main
 from offset_restore.errors import PlanBusyError
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_model import Plan
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP, GroupInfo, PartitionFetch
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.model import Plan
+from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.helpers import Brokers, active_member, commit, produce, restore, unique
 
@@ -435,7 +435,7 @@ def test_rollback_removes_only_what_apply_created(scene: Callable[..., Restored]
 def test_an_apply_after_an_interrupted_rollback_writes_again_what_it_undid(
     scene: Callable[..., Restored], target: KafkaCluster
 ) -> None:
-    from offset_restore.rollback import rollback_plan
+    from offset_restore.apply.rollback import rollback_plan
 
     s = scene({"a": {0: 50}})
     commit(target, s.groups["a"], {TP(s.topic, 0): 3})
@@ -470,7 +470,7 @@ def test_one_writer_per_plan_and_the_lock_goes_with_its_process(scene: Callable[
             sys.executable,
             "-c",
             "import sys, time\n"
-            "from offset_restore.apply_run import PlanFile\n"
+            "from offset_restore.apply.run import PlanFile\n"
             "with PlanFile(sys.argv[1]).locked():\n"
             "    print('locked', flush=True)\n"
             "    time.sleep(60)\n",
@@ -516,8 +516,8 @@ def test_an_apply_whose_lock_was_broken_stops_before_writing(
     import os
 
     import boto3
-    from offset_restore.apply_run import run_apply
-    from offset_restore.locks import LockLostError, TargetLock
+    from offset_restore.apply.locks import LockLostError, TargetLock
+    from offset_restore.apply.run import run_apply
 
     s = scene({"idle": {0: 50}, "busy": {0: 60}})
     client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])

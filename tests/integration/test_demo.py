@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from offset_restore.demo import run_demo
+from offset_restore.devtools.demo import run_demo
 
 
 @pytest.mark.parametrize("broker", ["local", "apache"])

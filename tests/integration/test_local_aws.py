@@ -10,9 +10,9 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto.core.responses import ActionResult
-from offset_restore.local_aws import REGION, TABLE, local_workflow
-from offset_restore.mapping_store import MappingStore
-from offset_restore.plan_model import Status
+from offset_restore.devtools.local_aws import REGION, TABLE, local_workflow
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.model import Status
 
 from tests.helpers import plan_entry
 

@@ -6,7 +6,7 @@ import os
 
 import boto3
 import pytest
-from offset_restore.locks import LockHeldError, LockLostError, TargetLock
+from offset_restore.apply.locks import LockHeldError, LockLostError, TargetLock
 
 
 def test_one_writer_at_a_time_and_a_crashed_run_expires(table: str) -> None:
@@ -50,7 +50,7 @@ def test_a_heartbeat_keeps_the_lock_and_a_broken_lock_is_noticed(table: str) -> 
 def test_unlock_shows_the_holder_then_breaks_only_that_one(table: str) -> None:
     import io
 
-    from offset_restore.cli import main
+    from offset_restore.cli.main import main
 
     client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
     TargetLock(table, client, "prod-dr", "cli:host:123", ttl_s=3600).acquire()
@@ -102,7 +102,7 @@ def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None
     import io
     import json
 
-    from offset_restore.cli import main
+    from offset_restore.cli.main import main
 
     region = os.environ["AWS_DEFAULT_REGION"]
     TargetLock(table, boto3.client("dynamodb", region_name=region), "prod-dr", "arn:exec:1", ttl_s=3600).acquire()

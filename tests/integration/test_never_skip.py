@@ -12,16 +12,16 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offset_restore.apply import ApplyOptions
-from offset_restore.apply_run import run_apply
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions, take_snapshot
-from offset_restore.snapshot_model import GroupSnapshot
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions, TranslateStats, translate
+from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.run import run_apply
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.plan import PlanOptions, TranslateStats, translate
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.disorder import (
     Judgement,

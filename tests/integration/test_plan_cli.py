@@ -11,12 +11,12 @@ from pathlib import Path
 
 import boto3
 import pytest
-from offset_restore.checkpoints import progress_key, sort_key
-from offset_restore.cli import main
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import free_port
-from offset_restore.plan_model import Plan
+from offset_restore.cli.main import main
+from offset_restore.devtools.local_broker import free_port
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.translate.checkpoints import progress_key, sort_key
+from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, commit, produce, restore, unique
 from tests.offsets_encoding import commit_key, commit_value

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
-from offset_restore.checkpoints import Checkpoint, MemoryCheckpoints
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_model import PlanEntry
-from offset_restore.snapshot import SnapshotOptions, take_snapshot
-from offset_restore.snapshot_model import GroupSnapshot
-from offset_restore.translate import MalformedHeaderError, PlanOptions, translate
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.translate.checkpoints import Checkpoint, MemoryCheckpoints
+from offset_restore.translate.model import PlanEntry
+from offset_restore.translate.plan import MalformedHeaderError, PlanOptions, translate
 
 from tests.helpers import Produced, commit, expected_target, produce, restore, unique
 

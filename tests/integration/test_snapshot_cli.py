@@ -12,13 +12,13 @@ from typing import Any
 import boto3
 import pytest
 from moto.core import enable_iam_authentication
-from offset_restore.cli import main
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_broker import free_port
-from offset_restore.snapshot_model import default_cluster_name
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import LocalStore, S3Store
+from offset_restore.cli.main import main
+from offset_restore.devtools.local_broker import free_port
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.model import default_cluster_name
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import LocalStore, S3Store
 
 from tests.helpers import Brokers, commit, new_broker, produce, unique
 from tests.offsets_encoding import commit_key, commit_value, group_metadata_key

@@ -7,12 +7,12 @@ from typing import Any
 
 import boto3
 import pytest
-from offset_restore.cluster_types import TP
 from offset_restore.errors import BadInputError
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.settings import ClusterSettings
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import S3Store
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import S3Store
+from offset_restore.workflow.settings import ClusterSettings
 
 from tests.helpers import Brokers, LambdaContext, commit, produce, unique
 

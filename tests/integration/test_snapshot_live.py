@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.snapshot import SnapshotOptions, take_snapshot
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 
 from tests.helpers import Brokers, active_member, commit, produce, unique
 

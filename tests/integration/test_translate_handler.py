@@ -8,13 +8,13 @@ from typing import Any
 
 import boto3
 import pytest
-from offset_restore.cluster_types import TP
 from offset_restore.errors import BadInputError
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.mapping_store import MappingStore
-from offset_restore.plan_model import PlanEntry, Status
-from offset_restore.snapshot import SnapshotOptions, take_snapshot
-from offset_restore.work_items import WorkItem, split_work
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.model import PlanEntry, Status
+from offset_restore.workflow.work_items import WorkItem, split_work
 
 from tests.helpers import Brokers, LambdaContext, commit, plan_entry, produce, restore, unique
 
@@ -72,7 +72,7 @@ def test_a_bad_work_item_is_named(lambda_env: None, s3: Any) -> None:
 
 
 def test_split_work_keeps_groups_whole() -> None:
-    from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot
+    from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot
 
     groups = [
         GroupSnapshot(

@@ -11,8 +11,8 @@ import venv
 import zipfile
 from pathlib import Path
 
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
 
 from tests.helpers import Brokers, commit, produce, unique
 

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
-from offset_restore.connection import ConnectionSettings
-from offset_restore.local_broker import free_port
+from offset_restore.devtools.local_broker import free_port
+from offset_restore.kafka.connection import ConnectionSettings
 
 from tests.fault_proxy import FaultProxy
 from tests.helpers import TestBroker, new_broker

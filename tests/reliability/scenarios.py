@@ -6,15 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_restore.apply import NO_ANSWER
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_model import Plan, PlanEntry
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions
+from offset_restore.apply.commit import NO_ANSWER
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.reliability.conftest import Faulty

@@ -10,12 +10,12 @@ from typing import Any
 
 import boto3
 import pytest
-from offset_restore.apply import ApplyOptions, apply_plan, check_plan_fits
-from offset_restore.apply_run import PlanFile
-from offset_restore.apply_steps import commit_groups
+from offset_restore.apply.commit import ApplyOptions, apply_plan, check_plan_fits
+from offset_restore.apply.run import PlanFile
+from offset_restore.apply.steps import commit_groups
 from offset_restore.errors import CommitInterruptedError
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.mapping_store import MappingStore
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.stores.mapping_store import MappingStore
 
 from tests.figures import record
 from tests.helpers import Brokers, active_member
@@ -132,6 +132,6 @@ def test_a_commit_batch_retried_after_a_partial_write_commits_nothing_twice(
 
 
 def _plan_of(entries: list[Any]) -> Any:
-    from offset_restore.apply_steps import _plan as plan
+    from offset_restore.apply.steps import _plan as plan
 
     return plan("r", "t", entries)

@@ -15,15 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from offset_restore.apply_run import PlanFile
-from offset_restore.cli import main
-from offset_restore.cluster_types import TP
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_run import SnapshotChoice, run_plan
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import open_location
-from offset_restore.translate import PlanOptions
+from offset_restore.apply.run import PlanFile
+from offset_restore.cli.main import main
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.figures import record
 from tests.helpers import Brokers, commit, produce, restore, unique

@@ -9,14 +9,14 @@ import os
 from pathlib import Path
 
 import pytest
-from offset_restore.apply import ApplyOptions
-from offset_restore.apply_run import PlanFile, run_apply, run_rollback
+from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.run import PlanFile, run_apply, run_rollback
 from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.plan_run import SnapshotChoice, load_snapshot
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import open_location
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.run import SnapshotChoice, load_snapshot
 
 from tests.fault_proxy import Action
 from tests.figures import record

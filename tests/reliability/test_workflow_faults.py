@@ -11,13 +11,13 @@ from pathlib import Path
 
 import boto3
 import pytest
-from offset_restore.apply_steps import _plan as plan_of
-from offset_restore.kafka_adapter import KafkaCluster
-from offset_restore.local_aws import REGION, local_workflow
-from offset_restore.mapping_store import MappingStore
-from offset_restore.snapshot import SnapshotOptions
-from offset_restore.snapshot_run import run_snapshot
-from offset_restore.storage import S3Store
+from offset_restore.apply.steps import _plan as plan_of
+from offset_restore.devtools.local_aws import REGION, local_workflow
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.storage import S3Store
 
 from tests.figures import record
 from tests.helpers import Brokers, restore

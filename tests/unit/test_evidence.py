@@ -6,9 +6,9 @@ import random
 from collections.abc import Mapping
 
 import pytest
-from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.evidence import MAX_STALLED_ROUNDS, collect_evidence
-from offset_restore.fingerprint import fingerprint
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.snapshot.evidence import MAX_STALLED_ROUNDS, collect_evidence
+from offset_restore.snapshot.fingerprint import fingerprint
 
 
 class FakeLog:

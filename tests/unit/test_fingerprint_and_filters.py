@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import pytest
-from offset_restore.connection import ConnectionSettings
 from offset_restore.errors import BadInputError
-from offset_restore.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
-from offset_restore.fingerprint import fingerprint
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
+from offset_restore.snapshot.fingerprint import fingerprint
 
 
 def test_published_vector() -> None:

@@ -5,8 +5,14 @@ from __future__ import annotations
 import struct
 
 import pytest
-from offset_restore.cluster_types import TP, FetchedRecord
-from offset_restore.offsets_topic import CorruptRecordError, OffsetCommit, OffsetsTopicReader, Tombstone, decode_record
+from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.snapshot.offsets_topic import (
+    CorruptRecordError,
+    OffsetCommit,
+    OffsetsTopicReader,
+    Tombstone,
+    decode_record,
+)
 
 from tests.offsets_encoding import commit_key, commit_value, group_metadata_key
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import io
 
-from offset_restore.progress import ProgressLine
+from offset_restore.cli.progress import ProgressLine
 
 
 class Terminal(io.StringIO):

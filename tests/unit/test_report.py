@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 
-from offset_restore.plan_model import PlanEntry, PlanSummary, Status
-from offset_restore.report import ADVICE, render_report
+from offset_restore.translate.model import PlanEntry, PlanSummary, Status
+from offset_restore.workflow.report import ADVICE, render_report
 
 
 def entry(
@@ -81,7 +81,7 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
 
 
 def test_groups_whose_commit_got_no_answer_are_named_with_what_to_do() -> None:
-    from offset_restore.apply import NO_ANSWER
+    from offset_restore.apply.commit import NO_ANSWER
 
     entries = [entry("billing", 0, "committed"), entry("ledger", 0, "mapped", reason=NO_ANSWER)]
     files = render_report({"restore_id": "r-2"}, entries, "failed")

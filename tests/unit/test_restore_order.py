@@ -10,12 +10,12 @@ from collections.abc import Iterable, Mapping
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.fingerprint import fingerprint
-from offset_restore.restore_order import ObservedPartition, find_disorder
-from offset_restore.resume_points import NO_KEY, PartitionLog, resume_points
-from offset_restore.snapshot_model import GroupSnapshot, PartitionSnapshot, RecordEvidence
-from offset_restore.translate import PlanOptions, translate
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+from offset_restore.translate.plan import PlanOptions, translate
+from offset_restore.translate.restore_order import ObservedPartition, find_disorder
+from offset_restore.translate.resume_points import NO_KEY, PartitionLog, resume_points
 
 from tests.disorder import Judgement, Slot, TargetRecord, copy, layouts, random_layout, restored_part
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from offset_restore.cluster_types import TP, CommittedOffset
-from offset_restore.plan_model import PlanEntry
-from offset_restore.rollback import _undo_of
+from offset_restore.apply.rollback import _undo_of
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.translate.model import PlanEntry
 
 
 def entry(partition: int, planned: int, previous: int | None, metadata: str | None = None) -> PlanEntry:

@@ -9,8 +9,8 @@ import statistics
 from collections.abc import Mapping
 
 import pytest
-from offset_restore.cluster_types import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.search import search_first_at_least
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.translate.search import search_first_at_least
 
 
 class Log:

@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError, StorageError
-from offset_restore.snapshot import Snapshot, SnapshotStream, count_groups
-from offset_restore.snapshot_model import (
+from offset_restore.snapshot.live import Snapshot, SnapshotStream, count_groups
+from offset_restore.snapshot.model import (
     GroupSnapshot,
     PartitionSnapshot,
     SnapshotManifest,
     default_cluster_name,
     validate_name,
 )
-from offset_restore.snapshot_store import SnapshotRepository
-from offset_restore.storage import LocalStore, open_location
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import LocalStore, open_location
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)
 

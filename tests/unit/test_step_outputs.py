@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from offset_restore.apply_steps import NAMES_IN_OUTPUT, CommitResult, EmptyCheck
+from offset_restore.apply.steps import NAMES_IN_OUTPUT, CommitResult, EmptyCheck
 
 LIMIT = 256 * 1024
 NAMES = [f"payments-settlement-consumer-{'x' * 200}-{i:05d}" for i in range(20_000)]

@@ -1,0 +1,608 @@
+"""Apply a plan to the target cluster safely (docs/design.md §2.3-2.6, §6), and roll it back.
+
+The order of work keeps every promise of §6:
+1. choose the groups: only ``mapped`` entries are written; a group with a ``pending`` entry waits
+   whole; entries already ``committed`` are left alone (applying twice changes nothing);
+2. wait until every chosen group is empty (or absent) on the target, polling; on timeout fail, or
+   with ``commit_empty`` go on with the empty ones and report the others;
+3. read the target's current offsets and record them in the plan as ``previous_target_offset``
+   and save the plan — before anything is written, so a crash can never lose them;
+4. per group, re-check that it is still empty and commit all its partitions in one admin
+   OffsetCommit (the broker rejects it whole if a member joined meanwhile); partitions where the
+   group is already past the mapped offset are skipped unless ``allow_rewind``;
+5. read the offsets back, and fetch the record at each new offset whose fingerprint is known.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Literal, Protocol
+
+from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
+from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds, PartitionFetch
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.translate.plan import parse_offset_header
+
+__all__ = [
+    "WAIT_TIMEOUT_S",
+    "ApplyOptions",
+    "ApplyReport",
+    "ApplyTarget",
+    "WaitTimeoutError",
+    "active_groups",
+    "apply_plan",
+    "changed_since_plan",
+    "check_entries_fit",
+    "check_plan_fits",
+    "records_at",
+    "skip_active",
+    "verify_groups",
+    "wait_for_empty",
+]
+
+WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
+NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply again"
+BATCH = 500
+PROGRESS_SAVE_S = 5.0
+"""During the commits, the plan is saved after a batch at most this often (and always at the end)."""
+MAX_UNSERVED_ROUNDS = 10
+"""Fetch rounds a partition may go unserved while verifying before its records count as not found."""
+
+
+class ApplyTarget(Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+    def topic_partitions(self) -> dict[str, int]: ...
+    def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
+    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
+    def alter_offsets_many(
+        self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
+    ) -> dict[str, dict[TP, str | None]]: ...
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
+    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = ...) -> dict[TP, PartitionFetch]: ...
+
+
+class WaitTimeoutError(OffsetRestoreError):
+    """Groups stayed active past the wait timeout (and the input said to fail); nothing was written."""
+
+
+WAIT_TIMEOUT_S = 900
+"""How long apply waits for active groups by default, the CLI and the workflow alike: long enough for
+consumers to be stopped by hand in an incident, short enough that a forgotten one is named soon."""
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    wait_timeout_s: float = WAIT_TIMEOUT_S
+    poll_interval_s: float = 5.0
+    on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
+    allow_rewind: bool = False
+    dry_run: bool = False
+
+    def __post_init__(self) -> None:
+        # A nan wait would poll without pause; an infinite one never ends. Refused from any caller.
+        for name, value, low in (
+            ("wait_timeout_s", self.wait_timeout_s, 0.0),
+            ("poll_interval_s", self.poll_interval_s, 0.0),
+        ):
+            if not math.isfinite(value) or value < low:
+                raise BadInputError(f"{name} must be a finite number of seconds >= {low:g}, not {value}")
+
+
+@dataclass
+class ApplyReport:
+    groups_planned: int = 0
+    groups_committed: list[str] = field(default_factory=list)
+    groups_unchanged: list[str] = field(default_factory=list)
+    groups_skipped: dict[str, str] = field(default_factory=dict)
+    groups_failed: dict[str, str] = field(default_factory=dict)
+    offsets_committed: int = 0
+    rewinds_skipped: int = 0
+    verified: int = 0
+    verify_failed: list[str] = field(default_factory=list)
+    dry_run_lines: list[str] = field(default_factory=list)
+    waited_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    polls: int = 0
+
+    @property
+    def done_in_part(self) -> bool:
+        return bool(self.groups_skipped or self.rewinds_skipped)
+
+
+Progress = Callable[[str, int, int], None]
+
+
+def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *, mapped_must_fit: bool = True) -> None:
+    """Refuse a plan made for another cluster, or (``mapped_must_fit``: before an apply) one the
+    target no longer fits: a topic or partition gone, or a mapped offset outside the partition's log
+    now (a broker that restarted empty, a restore run again, retention that deleted the records) —
+    nothing is written then. A rollback only puts back previous offsets: it checks the cluster."""
+    if plan.target.cluster_id is not None and plan.target.cluster_id != target.cluster_id:
+        raise BadInputError(
+            f"the plan was made against the brokers of cluster id {plan.target.cluster_id} (named "
+            f"{plan.target.cluster}), but these brokers report cluster id {target.cluster_id}: another cluster, "
+            "whatever its name; nothing was written"
+        )
+    names = {target.cluster_id, *([target_name] if target_name else [])}
+    if plan.target.cluster not in names:
+        raise BadInputError(
+            f"the plan is for target cluster {plan.target.cluster}, but these brokers are cluster "
+            f"{target.cluster_id}; plan again against this cluster"
+        )
+    if mapped_must_fit:
+        check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
+
+
+def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None:
+    """The fit check of ``check_plan_fits`` for some mapped entries (a workflow's commit batch)."""
+    if not entries:
+        return
+    topics = target.topic_partitions()
+    for entry in entries:
+        if topics.get(entry.target_topic, 0) <= entry.partition:
+            raise BadInputError(
+                f"the plan maps {entry.group} to {entry.target_topic}/{entry.partition}, which the target no "
+                "longer has: the target changed since the plan was made (restarted empty?); plan again"
+            )
+    bounds = target.log_bounds({TP(e.target_topic, e.partition) for e in entries})
+    outside = [
+        e
+        for e in entries
+        if e.target_offset is not None
+        and not bounds[TP(e.target_topic, e.partition)].start
+        <= e.target_offset
+        <= bounds[TP(e.target_topic, e.partition)].end
+    ]
+    if outside:
+        e = outside[0]
+        log = bounds[TP(e.target_topic, e.partition)]
+        raise BadInputError(
+            f"{len(outside)} mapped offsets lie outside the target's logs now, e.g. {e.group} "
+            f"{e.target_topic}/{e.partition} is mapped to {e.target_offset} but the log holds {log.start}-{log.end}: "
+            "the target changed since the plan was made (restarted empty, restored again, or records deleted); "
+            "nothing was written; plan again"
+        )
+
+
+def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, str]]:
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        by_group[entry.group].append(entry)
+    writable: dict[str, list[PlanEntry]] = {}
+    waiting: dict[str, str] = {}
+    for group, entries in by_group.items():
+        pending = [e for e in entries if e.status == "pending"]
+        if pending:
+            waiting[group] = f"{len(pending)} partitions still pending (the restore has not reached them)"
+            continue
+        mapped = [e for e in entries if e.status == "mapped"]
+        if mapped:
+            writable[group] = mapped
+    return writable, waiting
+
+
+def wait_for_empty(
+    groups: Sequence[str],
+    target: ApplyTarget,
+    options: ApplyOptions,
+    report: ApplyReport,
+    progress: Progress,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> dict[str, GroupInfo]:
+    """Poll until every group is writable or the timeout passes; returns the last descriptions."""
+    started = clock()
+    while True:
+        report.polls += 1
+        infos = target.describe_groups(groups) if groups else {}
+        active = active_groups(groups, infos)
+        progress("waiting for groups to be empty", len(groups) - len(active), len(groups))
+        elapsed = clock() - started
+        if not active or elapsed >= options.wait_timeout_s:
+            report.waited_s = round(elapsed, 3)
+            return infos
+        sleep(min(options.poll_interval_s, max(0.0, options.wait_timeout_s - elapsed)))
+
+
+def active_groups(groups: Sequence[str], infos: Mapping[str, GroupInfo]) -> dict[str, GroupInfo]:
+    """The groups that have members on the target (absent, empty and dead groups may be written)."""
+    return {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
+
+
+def skip_active(groups: Sequence[str], active: Mapping[str, GroupInfo], report: ApplyReport) -> list[str]:
+    """Record each active group as skipped, with its state; returns the others."""
+    for group, info in active.items():
+        report.groups_skipped[group] = f"still active on the target ({info.state}, {info.members} members)"
+    return [g for g in groups if g not in active]
+
+
+def apply_plan(
+    plan: Plan,
+    target: ApplyTarget,
+    options: ApplyOptions,
+    save: Callable[[Plan], None],
+    *,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    before_commit: Callable[[Sequence[str]], None] | None = None,
+) -> ApplyReport:
+    """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point."""
+    show = progress or (lambda phase, done, total: None)
+    report = ApplyReport()
+    writable, waiting = _groups_to_write(plan)
+    report.groups_planned = len(writable) + len(waiting)
+    report.groups_skipped.update(waiting)
+    groups = sorted(writable)
+
+    lap = _Laps(report.timings)
+    infos = wait_for_empty(groups, target, options, report, show, sleep, clock)
+    lap("wait")
+    active = active_groups(groups, infos)
+    if active and options.on_wait_timeout == "fail" and not options.dry_run:
+        names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
+        raise WaitTimeoutError(
+            f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
+            "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"
+        )
+    groups = skip_active(groups, active, report)
+
+    current = target.committed_offsets(groups) if groups else {}
+    lap("read_current")
+    commits: dict[str, dict[TP, CommittedOffset]] = {}
+    for group in groups:
+        offsets = _offsets_to_write(group, writable[group], current.get(group, {}), options, report)
+        if offsets:
+            commits[group] = offsets
+    if options.dry_run:
+        return report
+    save(plan)  # the offsets about to be replaced are on record before the first write
+    lap("save_previous")
+    # Right before the writes: does the target still hold the records the plan read next to each
+    # mapped offset? (One pass over every group's anchors, in shared fetch rounds.)
+    for group, why in changed_since_plan([e for g in commits for e in writable[g]], target, plan.offset_header).items():
+        report.groups_skipped[group] = why  # its entries say so too (_record_skips)
+        del commits[group]
+    lap("check_target")
+
+    try:
+        progress_saved = _Throttled(lambda: save(plan), every_s=PROGRESS_SAVE_S)
+        _commit_in_batches(
+            commits, writable, target, report, show, before_commit, current, options.allow_rewind, progress_saved
+        )
+    except OffsetRestoreError as error:
+        # Keep what is known (committed groups, groups without an answer) before giving up.
+        _record_skips(writable, report)
+        plan.notes.append(f"apply interrupted {datetime.now(UTC).isoformat()}: {error}")
+        save(plan)
+        if isinstance(error, CommitInterruptedError):
+            raise CommitInterruptedError(
+                f"{error}. {len(report.groups_committed)} groups were committed; {len(error.unanswered)} got no "
+                "answer and hold either all their planned offsets or all their previous ones. Nothing is lost: "
+                "run apply again when the cluster answers, it reads the target first and finishes the rest",
+                error.answered,
+                error.unanswered,
+            ) from None
+        raise
+    lap("commit")
+    # Also what an interrupted run committed but never got to verify.
+    unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
+    verify_groups(plan, report, target, sorted(unverified | set(report.groups_committed)))
+    lap("verify")
+    _record_skips(writable, report)
+    plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
+    plan.notes.append(plan_note)
+    save(plan)
+    lap("save_result")
+    return report
+
+
+def _offsets_to_write(
+    group: str,
+    entries: list[PlanEntry],
+    now: Mapping[TP, CommittedOffset],
+    options: ApplyOptions,
+    report: ApplyReport,
+) -> dict[TP, CommittedOffset]:
+    """What to commit for one group, given its offsets on the target now: records them as the
+    previous offsets (the first time only), leaves out what is already there and what would rewind
+    the group (unless allowed); a group with nothing left to write is ``unchanged``. A dry run only
+    describes it."""
+    offsets: dict[TP, CommittedOffset] = {}
+    unchanged = True
+    for entry in entries:
+        tp = TP(entry.target_topic, entry.partition)
+        assert entry.target_offset is not None
+        before = now.get(tp)
+        if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
+            entry.previous_target_offset = before.offset if before else None
+            entry.previous_metadata = before.metadata if before else None
+            entry.previous_recorded = True
+        if before is not None and before.offset == entry.target_offset:
+            continue  # already there: nothing to write
+        unchanged = False
+        if before is not None and before.offset > entry.target_offset and not options.allow_rewind:
+            entry.status = "skipped"
+            entry.reason = (
+                f"the group is already at {before.offset} on the target, past the mapped "
+                f"{entry.target_offset}: not rewound (use --allow-rewind)"
+            )
+            report.rewinds_skipped += 1
+            continue
+        offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
+    if options.dry_run:
+        for entry in entries:
+            was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
+            report.dry_run_lines.append(
+                f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
+                + (" (skipped: would rewind)" if entry.status == "skipped" else "")
+            )
+        return {}
+    if unchanged:
+        report.groups_unchanged.append(group)
+        for entry in entries:
+            entry.status = "committed"
+            if entry.reason == NO_ANSWER:
+                entry.reason = None
+    return offsets
+
+
+def _commit_in_batches(
+    commits: dict[str, dict[TP, CommittedOffset]],
+    writable: dict[str, list[PlanEntry]],
+    target: ApplyTarget,
+    report: ApplyReport,
+    show: Progress,
+    before_commit: Callable[[Sequence[str]], None] | None,
+    read_at_start: Mapping[str, Mapping[TP, CommittedOffset]],
+    allow_moved: bool,
+    after_batch: Callable[[], None] = lambda: None,
+) -> None:
+    """Per batch: re-check that each group is still empty and that its offsets are still those read
+    at the start (a consumer may commit without joining the group), then one OffsetCommit per group."""
+    for start in range(0, len(commits), BATCH):
+        batch = sorted(commits)[start : start + BATCH]
+        if before_commit is not None:
+            before_commit(batch)
+        states = target.describe_groups(batch)
+        ready = [g for g in batch if not states.get(g) or states[g].state in WRITABLE_STATES]
+        for group in batch:
+            if group not in ready:
+                report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
+        if ready and not allow_moved:
+            moved = _moved_on(ready, writable, target.committed_offsets(ready), read_at_start)
+            report.groups_skipped.update(moved)
+            ready = [g for g in ready if g not in moved]
+        answers: Mapping[str, dict[TP, str | None]] = {}
+        try:
+            answers = target.alter_offsets_many({g: commits[g] for g in ready})
+        except CommitInterruptedError as error:
+            answers = error.answered
+            for group in error.unanswered:
+                for entry in writable[group]:
+                    entry.reason = NO_ANSWER
+            raise
+        finally:
+            for group in ready:
+                if group in answers:
+                    errors = {tp: e for tp, e in answers[group].items() if e}
+                    _record_commit(group, writable[group], commits[group], errors, report)
+        show("committing", min(start + BATCH, len(commits)), len(commits))
+        after_batch()
+
+
+def _moved_on(
+    groups: Sequence[str],
+    writable: Mapping[str, list[PlanEntry]],
+    now: Mapping[str, Mapping[TP, CommittedOffset]],
+    read_at_start: Mapping[str, Mapping[TP, CommittedOffset]],
+) -> dict[str, str]:
+    """Groups whose offsets on the planned partitions changed since apply read them: group -> why."""
+    moved: dict[str, str] = {}
+    for group in groups:
+        for entry in writable[group]:
+            tp = TP(entry.target_topic, entry.partition)
+            was, is_now = read_at_start.get(group, {}).get(tp), now.get(group, {}).get(tp)
+            if (was.offset if was else None) != (is_now.offset if is_now else None):
+                moved[group] = (
+                    f"moved on since apply read it ({tp} was {was.offset if was else 'none'}, now "
+                    f"{is_now.offset if is_now else 'none'}): not written — something commits for it without "
+                    "joining; stop it and apply again (or --allow-rewind to write over it)"
+                )
+                break
+    return moved
+
+
+NOT_WRITTEN = "not written: "
+
+
+def _record_skips(writable: Mapping[str, list[PlanEntry]], report: ApplyReport) -> None:
+    """Every group this run did not write says why in its entries (still ``mapped``: a later run
+    writes them), so that nothing is skipped in silence — in the plan, the table and the report."""
+    for group, why in report.groups_skipped.items():
+        for entry in writable.get(group, []):
+            if entry.status == "mapped" and entry.reason != NO_ANSWER:
+                entry.reason = why if why.startswith(NOT_WRITTEN) else NOT_WRITTEN + why
+
+
+class _Throttled:
+    """Call ``action`` at most every ``every_s`` seconds: the plan records each batch's outcomes as
+    they are answered without saving a large plan after every batch."""
+
+    def __init__(self, action: Callable[[], None], every_s: float) -> None:
+        self.action, self.every_s, self.last = action, every_s, time.monotonic()
+
+    def __call__(self) -> None:
+        if time.monotonic() - self.last >= self.every_s:
+            self.action()
+            self.last = time.monotonic()
+
+
+class _Laps:
+    def __init__(self, timings: dict[str, float]) -> None:
+        self.timings, self.last = timings, time.perf_counter()
+
+    def __call__(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.timings[phase] = round(now - self.last, 3)
+        self.last = now
+
+
+def _record_commit(
+    group: str,
+    entries: list[PlanEntry],
+    written: dict[TP, CommittedOffset],
+    errors: dict[TP, str],
+    report: ApplyReport,
+) -> None:
+    if not errors:
+        report.groups_committed.append(group)
+        report.offsets_committed += len(written)
+        for entry in entries:
+            if entry.status == "mapped":
+                entry.status = "committed"
+                if entry.reason == NO_ANSWER:
+                    entry.reason = None
+        return
+    if len(errors) == len(written):
+        reason = ", ".join(sorted(set(errors.values())))
+        report.groups_skipped[group] = f"the broker refused the commit ({reason}): a member joined meanwhile"
+        return
+    # The broker accepted some partitions and refused others: say exactly which.
+    report.groups_failed[group] = "; ".join(f"{tp}: {e}" for tp, e in sorted(errors.items()))
+    for entry in entries:
+        tp = TP(entry.target_topic, entry.partition)
+        if tp in errors:
+            entry.status, entry.reason = "failed", f"commit refused: {errors[tp]}"
+        elif tp in written:
+            entry.status = "committed"
+
+
+def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str]) -> None:
+    """Read committed offsets back; fetch the record at each new offset whose fingerprint is known."""
+    if not groups:
+        return
+    wanted = set(groups)
+    back = target.committed_offsets(list(groups))
+    checks: dict[TP, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        if entry.group not in wanted or entry.status != "committed":
+            continue
+        tp = TP(entry.target_topic, entry.partition)
+        now = back.get(entry.group, {}).get(tp)
+        if now is None or now.offset != entry.target_offset:
+            entry.verified = False
+            report.verify_failed.append(f"{entry.group} {tp}: reads back {now.offset if now else 'nothing'}")
+            continue
+        if entry.expected_fingerprint or entry.anchor_offset is not None:
+            checks[tp].append(entry)
+        else:
+            entry.verified = True
+            report.verified += 1
+    offsets: dict[TP, set[int]] = defaultdict(set)
+    for tp, entries in checks.items():
+        for e in entries:
+            offsets[tp].update(
+                o for o in (e.target_offset if e.expected_fingerprint else None, e.anchor_offset) if o is not None
+            )
+    records = records_at(target, offsets)
+    for tp, entries in checks.items():
+        for entry in entries:
+            problem = _verify_problem(entry, records, tp, plan.offset_header)
+            entry.verified = problem is None
+            if problem is None:
+                report.verified += 1
+            else:
+                report.verify_failed.append(f"{entry.group} {tp}@{entry.target_offset}: {problem}")
+
+
+def _verify_problem(
+    entry: PlanEntry, records: Mapping[tuple[TP, int], FetchedRecord], tp: TP, header: str | None
+) -> str | None:
+    """Why the target does not hold what the plan says at this entry's offset (None: it does)."""
+    if entry.expected_fingerprint and entry.target_offset is not None:
+        record = records.get((tp, entry.target_offset))
+        if record is None:
+            return "no record is there"
+        # The restore's offset header is not part of the source record the fingerprint was taken of.
+        printed = fingerprint(record.key, record.value, record.headers, exclude_header=header or DEFAULT_OFFSET_HEADER)
+        if printed != entry.expected_fingerprint:
+            return "another record is there"
+    if entry.anchor_offset is not None:
+        return _anchor_problem(entry, records.get((tp, entry.anchor_offset)), header)
+    return None
+
+
+def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+    """The record at each wanted offset that is on the target (absent: no record there), in shared
+    fetch rounds: a window often holds several offsets asked for."""
+    pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
+    found: dict[tuple[TP, int], FetchedRecord] = {}
+    stalled: Counter[TP] = Counter()
+    while any(pending.values()):
+        positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
+        for tp, answer in target.fetch(positions, partition_max_bytes=64 * 1024).items():
+            offsets, asked = pending[tp], positions[tp]
+            for r in answer.records:
+                if r.offset in offsets:
+                    found[(tp, r.offset)] = r
+                    offsets.discard(r.offset)
+            if asked not in offsets:
+                continue
+            # A round may leave a partition unserved (its share of the response went to others: met at
+            # 2,000 partitions); only a served answer, or an offset past the log, settles that the
+            # record is not there. An answer that never comes counts as not there after a few rounds.
+            served = answer.read_to > asked
+            past_the_log = not answer.error and 0 <= answer.high_watermark <= asked
+            if served or past_the_log or stalled[tp] >= MAX_UNSERVED_ROUNDS:
+                offsets.discard(asked)
+            else:
+                stalled[tp] += 1
+    return found
+
+
+def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header: str | None) -> dict[str, str]:
+    """Groups whose target no longer holds, next to a mapped offset, the record the plan read there
+    (a restore run again, a topic refilled): group -> which partition and why. Checked just before
+    the commit; such a group is not written."""
+    anchored = [e for e in entries if e.anchor_offset is not None]
+    wanted: dict[TP, set[int]] = defaultdict(set)
+    for e in anchored:
+        assert e.anchor_offset is not None
+        wanted[TP(e.target_topic, e.partition)].add(e.anchor_offset)
+    records = records_at(target, wanted)
+    changed: dict[str, str] = {}
+    for e in anchored:
+        tp = TP(e.target_topic, e.partition)
+        record = records.get((tp, e.anchor_offset))  # type: ignore[arg-type]
+        problem = _anchor_problem(e, record, header)
+        if problem and e.group not in changed:
+            changed[e.group] = (
+                f"the target changed since the plan: {tp} {problem}; nothing written to the group, plan again"
+            )
+    return changed
+
+
+def _anchor_problem(entry: PlanEntry, record: FetchedRecord | None, header: str | None) -> str | None:
+    if record is None:
+        return f"has no record at {entry.anchor_offset} any more"
+    if entry.anchor_timestamp is not None and record.timestamp != entry.anchor_timestamp:
+        return f"record {entry.anchor_offset} has timestamp {record.timestamp}, the plan read {entry.anchor_timestamp}"
+    if entry.anchor_source_offset is not None and header:
+        carried = next((v for name, v in record.headers if name == header), None)
+        try:
+            source = parse_offset_header(carried)
+        except ValueError:
+            source = None
+        if source != entry.anchor_source_offset:
+            planned = entry.anchor_source_offset
+            return f"record {entry.anchor_offset} carries source offset {source}, the plan read {planned}"
+    return None

@@ -1,0 +1,109 @@
+"""The single-writer lock per target cluster (docs/design.md §5.4): ``pk=LOCK#<cluster>``, ``sk=LOCK``.
+
+Taken with a conditional write that succeeds only when no lock exists, the existing one has expired
+(a crashed run), or it is already ours (a retry of the same run). Released only by its owner.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from offset_restore.errors import OffsetRestoreError
+from offset_restore.stores.conditional import conditional_write
+from offset_restore.stores.keys import LOCK_SK, lock_pk
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+__all__ = ["LockHeldError", "LockLostError", "TargetLock", "workflow_lock_ttl"]
+
+
+def workflow_lock_ttl(interval_s: float) -> int:
+    """The expiry of a workflow's lock: three wait polls, and never less than a Lambda's longest run
+    (15 minutes) plus a margin, so a step that runs long is not overtaken; each poll renews it."""
+    return int(max(3 * interval_s, 900) + 300)
+
+
+class LockHeldError(OffsetRestoreError):
+    """Another run is writing to this target cluster."""
+
+
+class LockLostError(OffsetRestoreError):
+    """This run's lock was broken or taken over while it ran: it must not write any more."""
+
+
+class TargetLock:
+    def __init__(self, table: str, client: DynamoDBClient, cluster: str, owner: str, ttl_s: int = 3600) -> None:
+        self.table, self.client, self.cluster, self.owner, self.ttl_s = table, client, cluster, owner, ttl_s
+
+    @property
+    def _key(self) -> dict[str, dict[str, str]]:
+        return {"pk": {"S": lock_pk(self.cluster)}, "sk": {"S": LOCK_SK}}
+
+    def acquire(self, now: float | None = None) -> None:
+        now = time.time() if now is None else now
+        taken = conditional_write(
+            self.client.put_item,
+            TableName=self.table,
+            Item={
+                **self._key,
+                "owner": {"S": self.owner},
+                "expires_at": {"N": str(int(now + self.ttl_s))},
+                "ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+            },
+            ConditionExpression="attribute_not_exists(pk) OR expires_at < :now OR #owner = :me",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":now": {"N": str(int(now))}, ":me": {"S": self.owner}},
+        )
+        if not taken:
+            holder = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item", {})
+            raise LockHeldError(
+                f"target cluster {self.cluster} is locked by run {holder.get('owner', {}).get('S', '?')} until "
+                f"{holder.get('expires_at', {}).get('N', '?')} (epoch s); wait for it, or let the lock expire"
+            )
+
+    def release(self) -> None:
+        """Delete the lock if this run holds it (another holder's lock is left alone)."""
+        self.break_lock(self.owner)
+
+    def renew(self, now: float | None = None) -> None:
+        """Push the expiry out again (the heartbeat of a run that lives); LockLostError when the lock
+        is no longer this run's."""
+        now = time.time() if now is None else now
+        renewed = conditional_write(
+            self.client.update_item,
+            TableName=self.table,
+            Key=self._key,
+            UpdateExpression="SET expires_at = :until, #ttl = :ttl",
+            ConditionExpression="#owner = :me",
+            ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
+            ExpressionAttributeValues={
+                ":me": {"S": self.owner},
+                ":until": {"N": str(int(now + self.ttl_s))},
+                ":ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+            },
+        )
+        if not renewed:
+            raise LockLostError(
+                f"the lock of target cluster {self.cluster} is no longer run {self.owner}'s (broken with unlock, or "
+                "expired and taken): stopping before the next write"
+            )
+
+    def holder(self) -> tuple[str, int] | None:
+        """(owner, expiry in epoch seconds) of the lock as it stands, or None when there is none."""
+        item = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item")
+        if not item:
+            return None
+        return item.get("owner", {}).get("S", "?"), int(item.get("expires_at", {}).get("N", "0"))
+
+    def break_lock(self, owner: str) -> bool:
+        """Delete the lock if ``owner`` still holds it (the one the operator was shown); False if not."""
+        return conditional_write(
+            self.client.delete_item,
+            TableName=self.table,
+            Key=self._key,
+            ConditionExpression="#owner = :them",
+            ExpressionAttributeNames={"#owner": "owner"},
+            ExpressionAttributeValues={":them": {"S": owner}},
+        )

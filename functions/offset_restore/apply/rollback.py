@@ -1,0 +1,172 @@
+"""Roll an apply back, as carefully as it was applied (docs/design.md §2.6, §6).
+
+Rollback works from the target's offsets as they are now, compared with what the plan recorded:
+an entry whose partition holds the offset apply wrote gets its previous offset back (with the
+target's own previous metadata), or loses the offset when apply created it; an entry whose
+partition holds the previous offset needs nothing. So a rollback after an apply that crashed before
+its final save, or a rollback run again after it was interrupted, still finds every write to undo.
+
+It never rewinds progress made on the target: a group whose offsets moved past what apply wrote
+(its consumers ran) is left alone unless ``allow_rewind``. It removes only what apply created: a
+group is deleted only when every offset it holds is one apply created; otherwise those partitions'
+offsets alone are deleted (Kafka's OffsetDelete). Only empty groups are touched. The plan records
+that a rollback started before the first write (entries go back to ``mapped``), so an apply after an
+interrupted rollback writes again what it undid.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from offset_restore.apply.commit import (
+    ApplyOptions,
+    ApplyReport,
+    ApplyTarget,
+    active_groups,
+    skip_active,
+    wait_for_empty,
+)
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.translate.model import Plan, PlanEntry
+
+__all__ = ["RollbackTarget", "rollback_plan"]
+
+
+class RollbackTarget(ApplyTarget, Protocol):
+    def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]: ...
+
+
+@dataclass
+class _Undo:
+    """What rolling one group back takes."""
+
+    restore: dict[TP, CommittedOffset] = field(default_factory=dict)
+    remove: list[TP] = field(default_factory=list)
+    entries: list[PlanEntry] = field(default_factory=list)
+    delete_group: bool = False
+
+
+def rollback_plan(
+    plan: Plan,
+    target: RollbackTarget,
+    save: Callable[[Plan], None],
+    *,
+    wait: ApplyOptions | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> ApplyReport:
+    """Put back what an apply replaced; updates ``plan`` in place and saves it before the first write
+    and at the end."""
+    options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
+    report = ApplyReport()
+    by_group: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in plan.entries:
+        if entry.previous_recorded and entry.target_offset is not None:  # apply may have written it
+            by_group[entry.group].append(entry)
+    groups = sorted(by_group)
+    report.groups_planned = len(groups)
+    infos = wait_for_empty(groups, target, options, report, lambda *_: None, sleep, clock)
+    ready = skip_active(groups, active_groups(groups, infos), report)
+    current = target.committed_offsets(ready) if ready else {}
+    undo: dict[str, _Undo] = {}
+    for group in ready:
+        decided = _undo_of(by_group[group], current.get(group, {}), options.allow_rewind)
+        if isinstance(decided, str):
+            report.groups_skipped[group] = decided
+        elif decided.entries:
+            undo[group] = decided
+        else:
+            report.groups_unchanged.append(group)
+    for work in undo.values():  # on record before the first write: an interrupted rollback shows
+        for entry in work.entries:
+            entry.status, entry.reason = "mapped", f"rollback started {datetime.now(UTC).isoformat()}"
+    save(plan)
+    _execute(undo, target, report)
+    _verify(undo, target, report)
+    plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")
+    save(plan)
+    return report
+
+
+def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_rewind: bool) -> _Undo | str:
+    """What to undo in one group, or why it is left alone."""
+    work = _Undo()
+    for entry in entries:
+        tp = TP(entry.target_topic, entry.partition)
+        actual = now.get(tp)
+        previous = entry.previous_target_offset
+        if (actual.offset if actual else None) == previous:
+            continue  # never written, or already put back
+        if actual is not None and actual.offset != entry.target_offset and not allow_rewind:
+            return (
+                f"moved past what apply wrote ({tp} is at {actual.offset}, apply wrote {entry.target_offset}): its "
+                "consumers ran on the target; not rolled back (--allow-rewind to put the previous offsets back anyway)"
+            )
+        work.entries.append(entry)
+        if previous is None:
+            work.remove.append(tp)
+        else:
+            work.restore[tp] = CommittedOffset(previous, entry.previous_metadata)
+    # Delete the group only when apply created every offset it holds; otherwise remove only those.
+    work.delete_group = bool(work.remove) and not work.restore and set(now) <= set(work.remove)
+    return work
+
+
+def _execute(undo: Mapping[str, _Undo], target: RollbackTarget, report: ApplyReport) -> None:
+    restores = {g: w.restore for g, w in undo.items() if w.restore}
+    answers = target.alter_offsets_many(restores) if restores else {}
+    refused: dict[str, str] = {}
+    for group in restores:
+        named = sorted({e for e in answers.get(group, {}).values() if e})
+        if named:
+            refused[group] = f"the broker refused the rollback ({', '.join(named)})"
+    whole = [g for g, w in undo.items() if w.delete_group]
+    for group, error in target.delete_groups(whole).items():
+        if error:
+            refused[group] = f"could not delete the group the apply created ({error})"
+    for group, work in undo.items():
+        if work.remove and not work.delete_group and group not in refused:
+            errors = {tp: e for tp, e in target.delete_offsets(group, work.remove).items() if e}
+            if errors:
+                refused[group] = "could not remove the offsets the apply created ({}): {}".format(
+                    ", ".join(f"{tp}: {e}" for tp, e in sorted(errors.items())),
+                    "remove them with kafka-consumer-groups --delete-offsets, or run rollback again",
+                )
+    for group, work in undo.items():
+        if group in refused:
+            report.groups_failed[group] = refused[group]
+        else:
+            report.groups_committed.append(group)
+            report.offsets_committed += len(work.restore) + len(work.remove)
+
+
+def _verify(undo: Mapping[str, _Undo], target: RollbackTarget, report: ApplyReport) -> None:
+    """Read the groups back: each partition at its previous offset, or without one."""
+    done = [g for g in report.groups_committed if g in undo]
+    back = target.committed_offsets(done) if done else {}
+    for group in done:
+        now, work = back.get(group, {}), undo[group]
+        wrong = [f"{tp} at {now[tp].offset}" for tp in work.remove if tp in now]
+        wrong += [
+            f"{tp} at {now[tp].offset if tp in now else 'none'}, not {c.offset}"
+            for tp, c in work.restore.items()
+            if tp not in now or now[tp].offset != c.offset
+        ]
+        if wrong:
+            report.verify_failed.append(f"{group}: {', '.join(wrong)} after the rollback")
+            continue
+        report.verified += len(work.entries)
+        _mark_rolled_back(work.entries)
+
+
+def _mark_rolled_back(entries: Iterable[PlanEntry]) -> None:
+    for entry in entries:
+        entry.status = "mapped"
+        entry.reason = "rolled back: the previous target offset was put back"
+        entry.verified = None
+        entry.previous_recorded = False

@@ -1,0 +1,191 @@
+"""One apply or rollback run for the CLI: read the plan, check it fits the target, write, save."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from datetime import UTC, datetime
+
+from pydantic import ValidationError
+
+from offset_restore.apply.commit import ApplyOptions, ApplyReport, apply_plan, check_plan_fits
+from offset_restore.apply.locks import LockLostError, TargetLock
+from offset_restore.apply.rollback import rollback_plan
+from offset_restore.errors import BadInputError, PlanBusyError
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.snapshot.live import Progress
+from offset_restore.stores.storage import BlobStore, LocalStore, open_location, read_versioned, write_if_unchanged
+from offset_restore.translate.model import Plan
+
+__all__ = ["PlanFile", "run_apply", "run_rollback"]
+
+log = logging.getLogger(__name__)
+
+
+class PlanFile:
+    """A plan document at a location, read and saved back in place (atomically for local files).
+
+    One writer at a time: ``locked()`` holds an exclusive lock file beside a local plan (the operating
+    system releases it when the process ends, however it ends). Every save is checked against the
+    version this run read or last saved: a plan that changed in between (another apply or rollback)
+    is not overwritten, so the previous offsets the first run recorded are never lost.
+    """
+
+    def __init__(self, location: str, open_store: Callable[[str], BlobStore] = open_location) -> None:
+        folder, _, name = location.rstrip("/").rpartition("/")
+        if not name:
+            raise BadInputError(f"{location!r} names no plan file")
+        self.location = location
+        self.store, self.key = open_store(folder or "."), name
+        self.version: str | None = None
+
+    def load(self) -> Plan:
+        if not self.store.exists(self.key):
+            raise BadInputError(f"no plan at {self.location}")
+        data, version = read_versioned(self.store, self.key)
+        try:
+            plan = Plan.model_validate_json(data)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise BadInputError(f"plan {self.location} is invalid at {where}: {first['msg']}") from None
+        problems = plan.problems()
+        if problems:
+            more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+            raise BadInputError(
+                f"plan {self.location} cannot be applied as it is: {'; '.join(problems[:5])}{more}; nothing was "
+                "written (plan again rather than editing a plan)"
+            )
+        self.version = version
+        return plan
+
+    def save(self, plan: Plan) -> None:
+        # Compact: a plan of 100,000s of entries is saved twice per apply, on the critical path.
+        data = plan.model_dump_json().encode()
+        if self.version is None:
+            self.store.put(self.key, data, "application/json")
+            return
+        version = write_if_unchanged(self.store, self.key, data, "application/json", self.version)
+        if version is None:
+            raise PlanBusyError(
+                f"plan {self.location} changed since this run read it (another apply or rollback?): not "
+                "overwritten, so the offsets it recorded stay; read it again before going on (the target's "
+                "offsets are the truth: rollback works from them)"
+            )
+        self.version = version
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the plan's lock file (local plans; an S3 plan relies on the DynamoDB lock and the
+        version check)."""
+        if not isinstance(self.store, LocalStore):
+            yield
+            return
+        import fcntl
+
+        path = self.store.root / f".{self.key}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.seek(0)
+                holder = handle.read().strip() or "another process"
+                raise PlanBusyError(
+                    f"plan {self.location} is in use by {holder}: one apply or rollback at a time; nothing was "
+                    "written (wait for it to end; the lock goes with its process)"
+                ) from None
+            handle.seek(0)
+            handle.truncate()
+            handle.write(f"pid {os.getpid()} on {socket.gethostname()} since {datetime.now(UTC).isoformat()}")
+            handle.flush()
+            try:
+                yield
+            finally:
+                handle.truncate(0)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+@contextmanager
+def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
+    """Hold the target's lock for the block, renewed by a heartbeat every third of its expiry; yields
+    a check to call before each write, which raises LockLostError once the lock is no longer ours."""
+    if lock is None:
+        yield lambda: None
+        return
+    lock.acquire()
+    stop = threading.Event()
+    lost: list[LockLostError] = []
+
+    def heartbeat() -> None:
+        while not stop.wait(max(1.0, lock.ttl_s / 3)):
+            try:
+                lock.renew()
+            except LockLostError as error:
+                lost.append(error)
+                return
+            except Exception as error:  # a missed beat is retried; the expiry is three beats away
+                log.warning("renewing the lock of %s failed: %s", lock.cluster, error)
+
+    beat = threading.Thread(target=heartbeat, name="lock-heartbeat", daemon=True)
+    beat.start()
+
+    def still_ours() -> None:
+        if lost:
+            raise lost[0]
+
+    try:
+        yield still_ours
+    finally:
+        stop.set()
+        beat.join(timeout=5)
+        if not lost:
+            lock.release()
+
+
+def run_apply(
+    plan_location: str,
+    connection: ConnectionSettings,
+    options: ApplyOptions,
+    *,
+    target_name: str | None = None,
+    lock: TargetLock | None = None,
+    progress: Progress | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> tuple[Plan, ApplyReport]:
+    plan_file = PlanFile(plan_location)
+    writes = not options.dry_run
+    # One writer, then read: the locks come before the plan is read, so no run works from a stale plan.
+    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
+        plan = plan_file.load()
+        with connect(connection) as target:
+            check_plan_fits(plan, target, target_name)
+            report = apply_plan(
+                plan, target, options, plan_file.save, progress=progress, before_commit=lambda _: still_ours()
+            )
+    return plan, report
+
+
+def run_rollback(
+    plan_location: str,
+    connection: ConnectionSettings,
+    *,
+    target_name: str | None = None,
+    lock: TargetLock | None = None,
+    wait: ApplyOptions | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> tuple[Plan, ApplyReport]:
+    """``wait``: how long to wait for active groups (default: not at all) and ``allow_rewind``."""
+    plan_file = PlanFile(plan_location)
+    options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
+    with plan_file.locked(), _locked(lock):
+        plan = plan_file.load()
+        with connect(connection) as target:
+            check_plan_fits(plan, target, target_name, mapped_must_fit=False)
+            report = rollback_plan(plan, target, plan_file.save, wait=options)
+    return plan, report

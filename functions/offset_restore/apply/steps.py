@@ -1,0 +1,195 @@
+"""Apply in AWS, one state-machine step at a time, with the mappings in DynamoDB instead of a plan
+file: which groups are still active, commit a batch of groups, verify a batch."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from offset_restore.apply.commit import (
+    ApplyOptions,
+    ApplyReport,
+    ApplyTarget,
+    WaitTimeoutError,
+    active_groups,
+    apply_plan,
+    check_entries_fit,
+)
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
+from offset_restore.workflow.commit_index import (
+    COMMIT_BATCH_GROUPS,
+    commit_candidates,
+    read_batch,
+    read_groups,
+    writable_and_waiting,
+)
+
+__all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups"]
+
+
+NAMES_IN_OUTPUT = 20
+"""Group names a step returns per list; the counts are whole. A state's payload is limited to 256 KB
+and a large estate has tens of thousands of groups: the full lists live in DynamoDB and the report."""
+
+
+def _first(names: Sequence[str]) -> list[str]:
+    return list(names[:NAMES_IN_OUTPUT])
+
+
+class EmptyCheck(BaseModel):
+    empty: list[str]
+    active: list[str]
+    waiting: list[str]
+    """Groups with pending entries: they wait whole until the restore reaches them."""
+    started_at: float | None = None
+    """When the wait began (epoch seconds): the workflow passes it back on every poll."""
+    timed_out: bool = False
+
+    @property
+    def all_empty(self) -> bool:
+        return not self.active
+
+    def output(self) -> dict[str, Any]:
+        """What the step returns to the state machine: bounded whatever the number of groups."""
+        return {
+            "empty": _first(self.empty),
+            "active": _first(self.active),
+            "waiting": _first(self.waiting),
+            "counts": {"empty": len(self.empty), "active": len(self.active), "waiting": len(self.waiting)},
+            "started_at": self.started_at,
+            "timed_out": self.timed_out,
+            "all_empty": self.all_empty,
+        }
+
+
+class CommitResult(BaseModel):
+    committed: list[str]
+    unchanged: list[str]
+    skipped: dict[str, str]
+    failed: dict[str, str]
+    offsets_committed: int
+    verified: int
+    verify_failed: list[str]
+
+    def output(self) -> dict[str, Any]:
+        """What the step returns: bounded whatever the batch size (see ``NAMES_IN_OUTPUT``)."""
+        return {
+            "committed": _first(self.committed),
+            "unchanged": _first(self.unchanged),
+            "skipped": dict(sorted(self.skipped.items())[:NAMES_IN_OUTPUT]),
+            "failed": dict(sorted(self.failed.items())[:NAMES_IN_OUTPUT]),
+            "offsets_committed": self.offsets_committed,
+            "verified": self.verified,
+            "verify_failed": _first(self.verify_failed),
+            "counts": {
+                "committed": len(self.committed),
+                "unchanged": len(self.unchanged),
+                "skipped": len(self.skipped),
+                "failed": len(self.failed),
+                "offsets_committed": self.offsets_committed,
+                "verified": self.verified,
+                "verify_failed": len(self.verify_failed),
+            },
+        }
+
+
+def _plan(restore_id: str, target: str, entries: list[PlanEntry], offset_header: str | None = None) -> Plan:
+    return Plan(
+        restore_id=restore_id,
+        snapshot_id="",
+        created_at=datetime.now(UTC),
+        source=ClusterRef(cluster=""),
+        target=ClusterRef(cluster=target),
+        entries=entries,
+        offset_header=offset_header,
+    )
+
+
+def check_empty(
+    restore_id: str,
+    target: ApplyTarget,
+    mappings: MappingStore,
+    *,
+    started_at: float | None = None,
+    timeout_s: float | None = None,
+    fail_on_timeout: bool = False,
+    now: float | None = None,
+    index: BlobStore | None = None,
+) -> EmptyCheck:
+    """Which groups are still active. With a wait start and timeout, also whether the wait is over;
+    ``fail_on_timeout`` raises ``WaitTimeoutError`` then, naming the active groups. With the
+    restore's commit ``index`` the groups come from it, not from every mapping in the table."""
+    now = time.time() if now is None else now
+    started_at = now if started_at is None else started_at
+    if index is not None:
+        listed = read_groups(index)
+        waiting, writable = listed.waiting, listed.writable
+    else:
+        writable, waiting = writable_and_waiting(mappings.iter_entries(restore_id))
+    infos = target.describe_groups(writable) if writable else {}
+    active = list(active_groups(writable, infos))
+    timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s
+    if timed_out and fail_on_timeout:
+        raise WaitTimeoutError(
+            f"{len(active)} groups still have members after {timeout_s:g} s: {', '.join(active[:10])}; "
+            "nothing was written"
+        )
+    return EmptyCheck(
+        empty=[g for g in writable if g not in active],
+        active=active,
+        waiting=waiting,
+        started_at=started_at,
+        timed_out=timed_out,
+    )
+
+
+def _result(report: ApplyReport) -> CommitResult:
+    return CommitResult(
+        committed=report.groups_committed,
+        unchanged=report.groups_unchanged,
+        skipped=report.groups_skipped,
+        failed=report.groups_failed,
+        offsets_committed=report.offsets_committed,
+        verified=report.verified,
+        verify_failed=report.verify_failed,
+    )
+
+
+def commit_groups(
+    restore_id: str,
+    groups: Sequence[str] | int,
+    target: ApplyTarget,
+    mappings: MappingStore,
+    *,
+    allow_rewind: bool,
+    index: BlobStore | None = None,
+    offset_header: str | None = None,
+) -> CommitResult:
+    """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
+    are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
+    again commits nothing twice. With the restore's commit ``index`` a numbered batch reads only its
+    own mappings, by key."""
+    if isinstance(groups, int) and index is not None:
+        batch = read_batch(index, groups)
+        selected = set(batch.groups)
+        everything = mappings.entries_by_keys(restore_id, batch.keys)
+    else:
+        everything = mappings.entries(restore_id)
+        if isinstance(groups, int):
+            candidates = commit_candidates(everything)
+            selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
+        else:
+            selected = set(groups)
+    # With the restore's offset header, the records next to each mapped offset are checked by the source
+    # offset they carry as well as by their timestamp, just before the write (and in verification).
+    plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
+    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
+    report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
+    return _result(report)

@@ -1,0 +1,360 @@
+"""The deployed workflow on one machine: the real state machine definition executed by moto's Step
+Functions interpreter, every Lambda task running the real handler in this process, against local
+brokers and moto's S3, DynamoDB and SNS. For the demo, the e2e tests and the cost benchmark; moto is
+a development dependency, so nothing in Lambda imports this module."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import json
+import logging
+import os
+import threading
+import time
+import traceback
+import zipfile
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+from botocore.client import BaseClient
+from moto import mock_aws
+from moto.awslambda.models import LambdaFunction
+from moto.core.responses import ActionResult
+from moto.dynamodb.exceptions import ItemSizeTooLarge
+from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+
+from offset_restore.devtools import process_memory
+from offset_restore.stores.keys import restore_object
+
+ASL = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "offset_restore.asl.json"
+TABLE = BUCKET = "offset-restore"
+FUNCTIONS = {
+    "Validate": "offset_restore_handlers.validate.handler",
+    "Lock": "offset_restore_handlers.lock.handler",
+    "Prepare": "offset_restore_handlers.prepare.handler",
+    "Translate": "offset_restore_handlers.translate.handler",
+    "Summarize": "offset_restore_handlers.summarize.handler",
+    "CheckEmpty": "offset_restore_handlers.check_empty.handler",
+    "Commit": "offset_restore_handlers.commit.handler",
+    "Report": "offset_restore_handlers.report.handler",
+}
+REGION: Any = "eu-west-1"
+
+logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One task invocation, for the benchmarks' cost model and memory figures."""
+
+    function: str
+    seconds: float
+    cpu_seconds: float
+    """The handler's thread's CPU time (moto's work for it included): its duration when Map
+    iterations overlap, since then the wall time mostly measures waiting for the others."""
+    peak_growth_mb: float | None
+    """Resident memory gained above the process's level when the invocation began (Linux only)."""
+    alone: bool
+    """No other invocation overlapped it (a Map runs several at once; then the growth is shared)."""
+
+
+INVOCATIONS: list[Invocation] = []
+AWS_CALLS: Counter[str] = Counter()
+"""AWS requests made by handlers, by ``service.Operation``; ``dynamodb.ItemsWritten``/``ItemsRead`` count items."""
+
+_in_handler = threading.local()
+_window = {"open": 0, "started": 0, "base": 0.0}
+_window_lock = threading.Lock()
+
+
+def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
+    """moto's one container-bound step, replaced: import the function's handler and call it."""
+    module_name, function_name = str(self.handler).rsplit(".", 1)
+    handler = getattr(importlib.import_module(module_name), function_name)
+    payload = json.loads(event) if isinstance(event, str | bytes) else (event or {})
+    with _window_lock:
+        if _window["open"] == 0 and process_memory.reset_peak():
+            _window["base"] = process_memory.resident_mb() or 0.0
+        _window["open"] += 1
+        _window["started"] += 1
+        started_before = _window["started"]
+        alone = _window["open"] == 1
+    started, cpu_started = time.perf_counter(), time.thread_time()
+    _in_handler.active = True
+    try:
+        result = handler(payload, _Context(function_name=str(self.function_name)))
+        return json.dumps(result), False, ""
+    except Exception as error:  # the task fails with the exception's class name as the error
+        body = {
+            "errorType": type(error).__name__,
+            "errorMessage": str(error),
+            "trace": traceback.format_exception(error)[-3:],
+        }
+        return json.dumps(body), True, ""
+    finally:
+        _in_handler.active = False
+        seconds, cpu_seconds = time.perf_counter() - started, time.thread_time() - cpu_started
+        with _window_lock:
+            peak = process_memory.peak_mb()
+            alone = alone and _window["started"] == started_before and _window["open"] == 1
+            _window["open"] -= 1
+            growth = None if peak is None else max(0.0, peak - _window["base"])
+        INVOCATIONS.append(Invocation(str(self.function_name), seconds, cpu_seconds, growth, alone))
+
+
+def _count_aws_call(client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
+    service = client.meta.service_model.service_name
+    AWS_CALLS[f"{service}.{operation}"] += 1
+    if service != "dynamodb":
+        return
+    if operation == "BatchWriteItem":
+        AWS_CALLS["dynamodb.ItemsWritten"] += sum(len(v) for v in params.get("RequestItems", {}).values())
+    elif operation in ("PutItem", "UpdateItem", "DeleteItem"):
+        AWS_CALLS["dynamodb.ItemsWritten"] += 1
+    elif operation == "BatchGetItem":
+        AWS_CALLS["dynamodb.ItemsRead"] += sum(len(v) for v in answer.get("Responses", {}).values())
+    elif operation in ("Query", "Scan"):
+        AWS_CALLS["dynamodb.ItemsRead"] += int(answer.get("Count", 0))
+    elif operation == "GetItem":
+        AWS_CALLS["dynamodb.ItemsRead"] += "Item" in answer
+
+
+def _counting_api_call(original: Any) -> Any:
+    def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        answer = original(client, operation, params)
+        if getattr(_in_handler, "active", False):
+            _count_aws_call(client, operation, params, answer)
+        return answer
+
+    return call
+
+
+def _plain_dynamodb_results(original: Any) -> Any:
+    """moto 5.2 serializes every DynamoDB answer through a generic shape walker that costs ~1.5 ms per
+    item: a Query of 120,000 mappings took minutes, so local runs measured moto, not the handlers.
+    DynamoDB's wire format is the JSON of moto's own result, so encode that directly; anything that
+    is not plain JSON (errors, dates) still goes through moto's serializer. The equality of both is
+    checked by ``tests/integration/test_local_aws.py``."""
+
+    def encode(value: object) -> object:
+        if isinstance(value, DynamoType):
+            return value.to_json()
+        raise TypeError(type(value).__name__)
+
+    def execute_result(self: ActionResult, context: Any) -> Any:
+        if context.service_model.service_name == "dynamodb" and isinstance(self.result, dict):
+            try:
+                body = json.dumps(self.result, default=encode)
+            except TypeError:
+                return original(self, context)
+            return 200, {"Content-Type": "application/x-amz-json-1.0"}, body
+        return original(self, context)
+
+    return execute_result
+
+
+def _item_size_checked_once(self: Item, hash_key: Any, range_key: Any, attrs: dict[str, Any]) -> None:
+    """moto's ``Item`` re-measures the whole item at every attribute it sets (quadratic: ~0.5 ms per
+    mapping written). Same 405,000-byte limit and error, measured once."""
+    self.hash_key, self.range_key = hash_key, range_key
+    self.attrs = LimitedSizeDict()
+    for key, value in attrs.items():
+        dict.__setitem__(self.attrs, key, DynamoType(value))
+    if self.size() > 405_000:
+        raise ItemSizeTooLarge
+
+
+@dataclass
+class _Context:
+    """What powertools reads of a Lambda context."""
+
+    function_name: str
+    memory_limit_in_mb: int = 1024
+    invoked_function_arn: str = "arn:aws:lambda:eu-west-1:123456789012:function:offset-restore-local"
+    aws_request_id: str = "local"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 900_000
+
+
+def create_table(client: Any, name: str = TABLE) -> str:
+    """The project's one DynamoDB table (docs/design.md §5.4): partition key ``pk``, sort key ``sk``."""
+    client.create_table(
+        TableName=name,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "S"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return name
+
+
+class _FastRetries:
+    """Retry back-off of moto's interpreter, a hundred times faster (Wait states keep real time)."""
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(seconds / 100)
+
+
+@dataclass
+class Workflow:
+    arn: str
+    sfn: Any
+    s3: Any
+    sns_queue: list[str]
+
+    def report(self, restore_id: str) -> dict[str, Any]:
+        body = self.s3.get_object(Bucket="offset-restore", Key=restore_object(restore_id, "report.json"))["Body"]
+        return dict(json.loads(body.read()))
+
+    def start(self, run_input: dict[str, Any], name: str) -> str:
+        return str(
+            self.sfn.start_execution(stateMachineArn=self.arn, name=name, input=json.dumps(run_input))["executionArn"]
+        )
+
+    def run(self, run_input: dict[str, Any], name: str, timeout_s: float = 120) -> dict[str, Any]:
+        return self.wait(self.start(run_input, name), timeout_s)
+
+    def wait(self, execution_arn: str, timeout_s: float = 120) -> dict[str, Any]:
+        execution = {"executionArn": execution_arn}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            described = self.sfn.describe_execution(executionArn=execution["executionArn"])
+            if described["status"] != "RUNNING" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        history = [
+            event
+            for page in self.sfn.get_paginator("get_execution_history").paginate(executionArn=execution["executionArn"])
+            for event in page["events"]
+        ]
+        described["history"] = history
+        described["states"] = [
+            e["stateEnteredEventDetails"]["name"] for e in history if "stateEnteredEventDetails" in e
+        ]
+        return described
+
+
+@contextmanager
+def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflow]:
+    """The deployed workflow, locally: moto with the state machine interpreter on, the bucket, table,
+    topic and functions created, the ASL file loaded with their ARNs. Restores what it changes."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": REGION,
+        "POWERTOOLS_TRACE_DISABLED": "true",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+        "POWERTOOLS_METRICS_DISABLED": "true",
+        "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
+        "SOURCE_CLUSTER_NAME": "src",
+        "TARGET_CLUSTER_NAME": "dr",
+        "SOURCE_BOOTSTRAP_SERVERS": source_servers,
+        "SOURCE_SECURITY_PROTOCOL": "PLAINTEXT",
+        "TARGET_BOOTSTRAP_SERVERS": target_servers,
+        "TARGET_SECURITY_PROTOCOL": "PLAINTEXT",
+        "KAFKA_CONNECT_TIMEOUT_S": "5",
+        "TABLE_NAME": "offset-restore",
+        "RESTORE_BUCKET": "offset-restore",
+        "SNAPSHOT_BUCKET": "offset-restore",
+    }
+    saved = {key: os.environ.get(key) for key in [*env, "AWS_PROFILE", "AWS_SESSION_TOKEN", "TOPIC_ARN"]}
+    patches = [
+        (LambdaFunction, "_invoke_lambda", _invoke_in_process),
+        (retrier_decl, "time", _FastRetries()),
+        (BaseClient, "_make_api_call", _counting_api_call(vars(BaseClient)["_make_api_call"])),
+    ]
+    try:
+        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
+            os.environ.pop(key, None)
+        os.environ.update(env)
+        with (
+            _patched(patches),
+            faster_moto(),
+            mock_aws(config={"stepfunctions": {"execute_state_machine": True}}),
+        ):
+            yield _create(env)
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextmanager
+def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[None]:
+    originals = [(obj, name, vars(obj)[name]) for obj, name, _ in patches]
+    try:
+        for obj, name, value in patches:
+            setattr(obj, name, value)
+        yield
+    finally:
+        for obj, name, value in originals:
+            setattr(obj, name, value)
+
+
+def faster_moto() -> Any:
+    """moto's DynamoDB without its two per-item costs that local runs at scale would otherwise measure
+    (see the two functions); answers and limits unchanged. Also for a moto server in this process."""
+    return _patched(
+        [
+            (ActionResult, "execute_result", _plain_dynamodb_results(vars(ActionResult)["execute_result"])),
+            (Item, "__init__", _item_size_checked_once),
+        ]
+    )
+
+
+def _create(env: dict[str, str]) -> Workflow:
+    s3 = boto3.client("s3", region_name=REGION)
+    s3.create_bucket(Bucket="offset-restore", CreateBucketConfiguration={"LocationConstraint": REGION})
+    create_table(boto3.client("dynamodb", region_name=REGION))
+    sns, sqs = boto3.client("sns", region_name=REGION), boto3.client("sqs", region_name=REGION)
+    topic = sns.create_topic(Name="offset-restore")["TopicArn"]
+    queue_url = sqs.create_queue(QueueName="notifications")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    os.environ["TOPIC_ARN"] = topic
+    role = boto3.client("iam", region_name=REGION).create_role(
+        RoleName="offset-restore", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+    )["Role"]["Arn"]
+    zipped = io.BytesIO()
+    with zipfile.ZipFile(zipped, "w") as archive:
+        archive.writestr("placeholder.py", "# the handlers run in process")
+    lam = boto3.client("lambda", region_name=REGION)
+    substitutions = {}
+    for name, handler in FUNCTIONS.items():
+        arn = lam.create_function(
+            FunctionName=f"offset-restore-{name}",
+            Runtime="python3.12",
+            Role=role,
+            Handler=handler,
+            Code={"ZipFile": zipped.getvalue()},
+        )["FunctionArn"]
+        substitutions[f"{name}FunctionArn"] = arn
+    definition = ASL.read_text()
+    for key, value in substitutions.items():
+        definition = definition.replace("${" + key + "}", value)
+    sfn = boto3.client("stepfunctions", region_name=REGION)
+    arn = sfn.create_state_machine(name="offset-restore", definition=definition, roleArn=role)["stateMachineArn"]
+
+    messages: list[str] = []
+
+    class Queue(list[str]):
+        def __iter__(self) -> Iterator[str]:
+            answer = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10)
+            for message in answer.get("Messages", []):
+                messages.append(json.loads(message["Body"])["Message"])
+            return iter(messages)
+
+    return Workflow(arn=arn, sfn=sfn, s3=s3, sns_queue=Queue())

@@ -1,0 +1,824 @@
+"""The only module that imports ``kafka``: the few cluster operations the rest of the library needs.
+
+kafka-python 3.0 runs its I/O on a background thread; coroutines given to ``manager.run`` run there,
+which lets one call send a request to every broker before waiting for the first answer. Requests are
+built here from kafka-python's protocol classes where its admin helpers would be wrong for us
+(DescribeGroups trips on unknown authorized-operation bits; its metadata call can create topics) and
+where no helper exists (a multi-partition Fetch at chosen offsets).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from collections import Counter, defaultdict, deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+import kafka.errors as kafka_errors
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.admin import NewTopic, OffsetSpec
+from kafka.net.compat import KafkaNetClient
+from kafka.protocol.admin import DescribeGroupsRequest
+from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
+from kafka.protocol.metadata import CoordinatorType, MetadataRequest
+from kafka.record import MemoryRecords
+from kafka.structs import OffsetAndMetadata
+
+from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.model import (
+    TP,
+    CommittedOffset,
+    FetchedRecord,
+    GroupInfo,
+    LogBounds,
+    PartitionFetch,
+)
+from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
+
+__all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
+
+log = logging.getLogger(__name__)
+
+_FetchTopic = FetchRequest.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+_CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
+_CommitPartition = _CommitTopic.OffsetCommitRequestPartition
+# Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
+_FETCH_MAX_VERSION = 12
+IN_FLIGHT = 16  # requests outstanding per connection (the client is configured to allow 32)
+_UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
+_COORDINATOR_MOVED = {
+    error.errno: error
+    for error in (
+        kafka_errors.NotCoordinatorError,
+        kafka_errors.CoordinatorNotAvailableError,
+        kafka_errors.CoordinatorLoadInProgressError,
+    )
+}
+"""Group answers that say "ask again, maybe elsewhere": Apache Kafka gives them while an offsets-topic
+partition is loading (after a start or a leader move) or moving; the local broker never did."""
+
+
+def _coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
+    """The coordinator error in a group answer (DescribeGroups, OffsetFetch, OffsetCommit, at group
+    or partition level), or None."""
+    codes = [getattr(response, "error_code", 0)]
+    for group in getattr(response, "groups", None) or ():
+        codes.append(getattr(group, "error_code", 0))
+        codes.extend(p.error_code for t in getattr(group, "topics", None) or () for p in t.partitions)
+    codes.extend(p.error_code for t in getattr(response, "topics", None) or () for p in t.partitions)
+    return next((_COORDINATOR_MOVED[code] for code in codes if code in _COORDINATOR_MOVED), None)
+
+
+@contextmanager
+def _connection_errors() -> Iterator[list[str]]:
+    """Collect why kafka-python lost connections while this lasts: it logs the cause (a SASL
+    authentication failure, a certificate it does not trust) and then only times out."""
+    lost: list[str] = []
+
+    class Collect(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            text = record.getMessage()
+            if "Connection lost:" in text or "Connection failed:" in text:
+                lost.append(
+                    text.split(":", 1)[1].strip() if "Connection failed:" in text else text.split("lost:", 1)[1]
+                )
+
+    loggers = [logging.getLogger(name) for name in ("kafka.net.connection", "kafka.net.manager")]
+    levels = [logger.level for logger in loggers]
+    handler = Collect(logging.ERROR)
+    for logger in loggers:
+        logger.addHandler(handler)
+        if logger.getEffectiveLevel() > logging.ERROR:
+            logger.setLevel(logging.ERROR)
+    try:
+        yield lost
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+
+
+def _telling(lost: Sequence[str]) -> str:
+    """The most telling of the collected causes: an authentication or TLS failure over a bare
+    disconnect."""
+    for words in ("Authentication", "SSL", "Handshake"):
+        found = [text.strip() for text in lost if words in text]
+        if found:
+            return found[-1]
+    return lost[-1].strip()
+
+
+def _transient(error: BaseException) -> bool:
+    """A failure that a later attempt of the same request may not meet: a reset or timed-out
+    connection, a coordinator or leader that moved. Not an unknown topic: that stays unknown."""
+    if isinstance(error, _UNREACHABLE):
+        return True
+    return (
+        isinstance(error, kafka_errors.KafkaError)
+        and bool(getattr(error, "retriable", False))
+        and not isinstance(error, kafka_errors.UnknownTopicOrPartitionError)
+    )
+
+
+ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], int | None]
+"""(key, value, headers, timestamp_ms or None) for ``KafkaCluster.produce``."""
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+class KafkaCluster:
+    """A connection to one cluster. Use as a context manager; every call has a timeout."""
+
+    def __init__(self, settings: ConnectionSettings, *, fetch_max_wait_ms: int = 10) -> None:
+        self.settings = settings
+        self.fetch_max_wait_ms = fetch_max_wait_ms
+        self.fetch_max_bytes = settings.fetch_max_bytes
+        self.requests_sent: Counter[str] = Counter()
+        self._producer: KafkaProducer | None = None
+        with _connection_errors() as lost:
+            self._admin = self._connect(settings, lost)
+        self._manager = self._admin._manager
+        self._count_requests()
+
+    def _connect(self, settings: ConnectionSettings, lost: list[str]) -> KafkaAdminClient:
+        """The admin client, or an error that says why not: the cause kafka-python only logs (a wrong
+        password, an untrusted certificate) is added to its timeout."""
+        try:
+            return _within(
+                settings.connect_timeout_s * 2 + 5,
+                lambda: KafkaAdminClient(
+                    **self._client_config(),
+                    bootstrap_timeout_ms=self._connect_ms,
+                    max_in_flight_requests_per_connection=32,
+                    kafka_client=lambda **configs: _client_without_metrics(
+                        **configs,
+                        # A connection whose handshake is not answered counts as unreachable this soon.
+                        socket_connection_setup_timeout_ms=self._connect_ms,
+                        socket_connection_setup_timeout_max_ms=self._connect_ms,
+                    ),
+                ),
+            )
+        except TimeoutError:
+            hint = " (a TLS client talking to a plaintext listener?)" if "SSL" in settings.security_protocol else ""
+            raise ClusterUnreachableError(
+                f"cannot reach Kafka at {settings.bootstrap_servers}: the connection handshake got no answer "
+                f"within {settings.connect_timeout_s * 2 + 5:g} s{hint}"
+            ) from None
+        except _UNREACHABLE as error:
+            said = f"; the broker's connection ended with: {_telling(lost)}" if lost else ""
+            raise ClusterUnreachableError(
+                f"cannot reach Kafka at {settings.bootstrap_servers} "
+                f"within {settings.connect_timeout_s:g} s ({type(error).__name__}){said}"
+            ) from None
+        except kafka_errors.KafkaConfigurationError as error:
+            raise BadInputError(f"Kafka connection settings are not usable: {error}") from None
+
+    # -- plumbing ---------------------------------------------------------------------------------
+
+    @property
+    def _connect_ms(self) -> int:
+        return int(self.settings.connect_timeout_s * 1000)
+
+    @property
+    def _request_ms(self) -> int:
+        return int(self.settings.request_timeout_s * 1000)
+
+    def _client_config(self) -> dict[str, Any]:
+        s = self.settings
+        config: dict[str, Any] = {
+            "bootstrap_servers": [server.strip() for server in s.bootstrap_servers.split(",")],
+            "client_id": s.client_id,
+            "request_timeout_ms": self._request_ms,
+            "security_protocol": s.security_protocol,
+        }
+        if s.ssl_cafile:
+            config["ssl_cafile"] = s.ssl_cafile
+        if s.sasl_mechanism:
+            config["sasl_mechanism"] = s.sasl_mechanism
+        if s.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN"):
+            config["sasl_plain_username"] = s.sasl_username
+            config["sasl_plain_password"] = s.sasl_password.get_secret_value() if s.sasl_password else None
+        return config
+
+    def _count_requests(self) -> None:
+        """Wrap the connection manager's send so benchmarks can report every request by API."""
+        send = self._manager.send
+        counter = self.requests_sent
+
+        def counting_send(request: Any, *args: Any, **kwargs: Any) -> Any:
+            counter[type(request).__name__.removesuffix("Request")] += 1
+            return send(request, *args, **kwargs)
+
+        self._manager.send = counting_send
+
+    def _call(self, operation: str, function: Any, *args: Any, retry: bool = True, **kwargs: Any) -> Any:
+        """Call kafka-python, retrying transient failures with back-off (``retry``: the call is
+        idempotent), and turning its errors into ours with the operation and cluster named."""
+        attempts = self.settings.retries + 1 if retry else 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return function(*args, **kwargs)
+            except kafka_errors.KafkaError as error:
+                if not _transient(error) or attempt == attempts:
+                    raise self._failure(operation, error, attempt) from None
+                self._back_off(operation, error, attempt, attempts)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _failure(self, operation: str, error: BaseException, attempts: int) -> ClusterError:
+        tried = f" after {attempts} attempts" if attempts > 1 else ""
+        message = f"{operation} on {self.settings.bootstrap_servers} failed{tried}: {type(error).__name__}: {error}"
+        return ClusterUnreachableError(message) if _transient(error) else ClusterError(message)
+
+    def _back_off(self, operation: str, error: BaseException, attempt: int, attempts: int) -> None:
+        """Sleep before the next attempt: exponential, capped, with full jitter (so many clients
+        retrying after one broker restart do not all come back at the same instant)."""
+        ceiling = min(self.settings.retry_backoff_max_s, self.settings.retry_backoff_s * 2 ** (attempt - 1))
+        delay = random.uniform(0, ceiling)
+        log.warning(
+            "%s failed (%s); attempt %d of %d in %.2f s", operation, type(error).__name__, attempt + 1, attempts, delay
+        )
+        time.sleep(delay)
+
+    def _run(self, operation: str, coro: Any, *args: Any, retry: bool = True) -> Any:
+        """Run a coroutine on kafka-python's I/O thread (again from the start on a transient failure)."""
+        return self._call(operation, self._manager.run, coro, *args, retry=retry)
+
+    def close(self) -> None:
+        if self._producer is not None:
+            self._producer.close(timeout=self.settings.request_timeout_s)
+            self._producer = None
+        self._admin.close()
+
+    def __enter__(self) -> KafkaCluster:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- cluster and topics -----------------------------------------------------------------------
+
+    @property
+    def cluster_id(self) -> str:
+        return str(self._manager.cluster.cluster_id or "unknown-cluster")
+
+    def _metadata(self) -> Any:
+        # Always ask for every topic: asking for named topics makes some brokers create them.
+        request = MetadataRequest(
+            topics=None,
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
+
+        async def send() -> Any:
+            return await self._manager.send(request, request_timeout_ms=self._request_ms)
+
+        return self._run("reading cluster metadata", send)
+
+    def _leaders(self) -> tuple[dict[str, int], dict[TP, int]]:
+        """Partition counts of every non-internal topic, and the leader of each partition."""
+        counts: dict[str, int] = {}
+        leaders: dict[TP, int] = {}
+        for topic in self._metadata().topics:
+            if topic.error_code or topic.is_internal:
+                continue
+            counts[topic.name] = len(topic.partitions)
+            for partition in topic.partitions:
+                leaders[TP(topic.name, partition.partition_index)] = partition.leader_id
+        return counts, leaders
+
+    def topic_partitions(self) -> dict[str, int]:
+        """Every non-internal topic with its partition count."""
+        return self._leaders()[0]
+
+    def create_topics(self, partitions_by_topic: Mapping[str, int]) -> None:
+        new = [NewTopic(name, count, 1) for name, count in partitions_by_topic.items()]
+        if new:
+            self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms, retry=False)
+
+    # -- groups -----------------------------------------------------------------------------------
+
+    def list_group_ids(self) -> list[str]:
+        groups = self._call("listing consumer groups", self._admin.list_groups)
+        return sorted({group["group_id"] for group in groups})
+
+    def _per_coordinator(
+        self,
+        operation: str,
+        group_ids: Sequence[str],
+        batch_size: int,
+        build: Any,
+        *,
+        answers: list[tuple[Any, Any]] | None = None,
+        retry: bool = True,
+    ) -> list[tuple[Any, Any]]:
+        """Send the ``(tag, request)`` pairs of ``build(batch)`` for batches of groups to their
+        coordinators; returns ``(tag, response)`` pairs in any order (also into ``answers`` as they
+        arrive, so a caller keeps what was answered before a failure).
+
+        Up to ``IN_FLIGHT`` requests per coordinator are outstanding at once, so the broker works on
+        the next batch while this process decodes the last one.
+        """
+        admin, manager, timeout = self._admin, self._manager, self._request_ms
+
+        async def send_all() -> list[tuple[Any, Any]]:
+            coordinators = await admin._find_coordinator_ids(list(group_ids))
+            by_node: dict[int, list[str]] = defaultdict(list)
+            for group_id in group_ids:
+                by_node[coordinators[group_id]].append(group_id)
+            queue = [
+                (node, tag, request)
+                for node, members in by_node.items()
+                for batch in _chunks(members, batch_size)
+                for tag, request in build(batch)
+            ]
+            answered = await _pipelined(
+                [(tag, node, request) for node, tag, request in queue],
+                lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
+                [] if answers is None else answers,
+            )
+            moved = next((e for e in (_coordinator_moved(r) for _, r in answered) if e is not None), None)
+            if moved is not None and answers is None:
+                self._forget_coordinators(group_ids)
+                raise moved()  # retriable: the whole call again, after a back-off
+            return answered
+
+        return list(self._run(operation, send_all, retry=retry)) if group_ids else []
+
+    def _forget_coordinators(self, group_ids: Iterable[str]) -> None:
+        """Drop kafka-python's cached coordinators, so the next attempt asks FindCoordinator again."""
+        cached = self._manager.cluster._coordinators
+        for group_id in group_ids:
+            cached.pop((CoordinatorType.GROUP, group_id), None)
+
+    def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
+        """State and member count per group, in batched DescribeGroups requests.
+
+        Authorized-operation bits are neither asked for nor decoded: some brokers set bits that
+        kafka-python's enum does not know.
+        """
+
+        def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
+            return [(None, DescribeGroupsRequest(groups=list(batch), include_authorized_operations=False))]
+
+        result = self._described("describing consumer groups", group_ids, batch_size, build)
+        unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
+        if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
+            # Kafka 4 answers the classic DescribeGroups for a group of the new consumer protocol
+            # (KIP-848) as GROUP_ID_NOT_FOUND / Dead even while it has members: ask the way it knows.
+            def build_new(batch: Sequence[str]) -> list[tuple[None, Any]]:
+                return [
+                    (None, ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False))
+                ]
+
+            found = self._described("describing consumer groups (KIP-848)", unknown, batch_size, build_new)
+            result.update({g: info for g, info in found.items() if info.error is None})
+        return result
+
+    def _described(self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any) -> dict[str, GroupInfo]:
+        """Both describe answers have the same shape where it matters: id, state, members, error."""
+        result: dict[str, GroupInfo] = {}
+        for _, response in self._per_coordinator(operation, group_ids, batch_size, build):
+            for group in response.groups:
+                result[group.group_id] = GroupInfo(
+                    group_id=group.group_id,
+                    state=group.group_state or "Unknown",
+                    protocol_type=getattr(group, "protocol_type", None)
+                    or ("" if hasattr(group, "protocol_type") else "consumer"),
+                    members=len(group.members),
+                    error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
+                )
+        return result
+
+    def _supports(self, api_key: int) -> bool:
+        """Whether the brokers announced this request in ApiVersions (known after the first call)."""
+        versions = self._manager.broker_version_data
+        return versions is not None and api_key in (versions.api_versions or {})
+
+    def committed_offsets(
+        self, group_ids: Sequence[str], batch_size: int = 250
+    ) -> dict[str, dict[TP, CommittedOffset]]:
+        """Committed offsets of many groups: one OffsetFetch (v8, multi-group) per batch.
+
+        Partitions without a commit (offset -1) are left out. An error on a group names the group.
+        """
+
+        def build(batch: Sequence[str]) -> list[tuple[str | None, Any]]:
+            # One multi-group request on brokers with OffsetFetch v8, else one request per group.
+            return list(self._admin._list_group_offsets_requests(dict.fromkeys(batch)))
+
+        result: dict[str, dict[TP, CommittedOffset]] = {}
+        for tag, response in self._per_coordinator("reading committed offsets", group_ids, batch_size, build):
+            groups = [(g.group_id, g) for g in response.groups] if tag is None else [(tag, response)]
+            for group_id, group in groups:
+                if group.error_code:
+                    name = kafka_errors.for_code(group.error_code).__name__
+                    raise ClusterError(f"reading committed offsets of group {group_id} failed: {name}")
+                offsets: dict[TP, CommittedOffset] = {}
+                for topic in group.topics:
+                    for part in topic.partitions:
+                        if part.error_code:
+                            name = kafka_errors.for_code(part.error_code).__name__
+                            raise ClusterError(
+                                f"reading the offset of group {group_id} on {topic.name}/"
+                                f"{part.partition_index} failed: {name}"
+                            )
+                        if part.committed_offset >= 0:
+                            offsets[TP(topic.name, part.partition_index)] = CommittedOffset(
+                                part.committed_offset, part.metadata or None
+                            )
+                result[group_id] = offsets
+        return result
+
+    def alter_offsets(self, group_id: str, offsets: Mapping[TP, CommittedOffset]) -> dict[TP, str | None]:
+        """Admin OffsetCommit for a group without members; per partition the error name or None.
+
+        A broker rejects it with UNKNOWN_MEMBER_ID while the group has members.
+        """
+        request = {
+            KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(c.offset, c.metadata or "", -1)
+            for tp, c in offsets.items()
+        }
+
+        def commit() -> Any:
+            answer = self._admin.alter_group_offsets(group_id, request)
+            moved = next((e for e in answer.values() if e.errno in _COORDINATOR_MOVED), None)
+            if moved is not None:
+                self._forget_coordinators([group_id])
+                raise moved()
+            return answer
+
+        answer = self._call("committing offsets", commit)
+        return {
+            TP(tp.topic, tp.partition): (None if error is kafka_errors.NoError else error.__name__)
+            for tp, error in answer.items()
+        }
+
+    def alter_offsets_many(
+        self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
+    ) -> dict[str, dict[TP, str | None]]:
+        """Admin OffsetCommits for many groups, pipelined per coordinator; per group and partition the
+        error name or None. Each group is one request, so the broker accepts or rejects it whole.
+
+        After a transient failure only the groups without an answer are sent again (the same
+        offsets: a commit that reached the broker before the answer was lost changes nothing the
+        second time). When the attempts run out, ``CommitInterruptedError`` carries what was answered.
+        """
+
+        def build(batch: Sequence[str]) -> list[tuple[str, Any]]:
+            return [(group, _offset_commit(group, offsets_by_group[group])) for group in batch]
+
+        result: dict[str, dict[TP, str | None]] = {}
+        remaining = [group for group, offsets in offsets_by_group.items() if offsets]
+        attempts = self.settings.retries + 1
+        for attempt in range(1, attempts + 1):
+            answers: list[tuple[Any, Any]] = []
+            try:
+                self._per_coordinator("committing offsets", remaining, 1, build, answers=answers, retry=False)
+            except ClusterUnreachableError as error:
+                failure: ClusterUnreachableError | None = error
+            else:
+                failure = None
+            moved = [group for group, response in answers if _coordinator_moved(response) is not None]
+            if moved:  # not committed: sent again with the unanswered ones
+                self._forget_coordinators(moved)
+                failure = failure or ClusterUnreachableError(f"committing offsets: coordinator moved for {moved[0]}")
+            for group, response in answers:
+                if group in moved:
+                    continue
+                result[group] = {
+                    TP(topic.name, part.partition_index): (
+                        kafka_errors.for_code(part.error_code).__name__ if part.error_code else None
+                    )
+                    for topic in response.topics
+                    for part in topic.partitions
+                }
+            remaining = [group for group in remaining if group not in result]
+            if failure is None or not remaining:
+                return result
+            if attempt == attempts:
+                raise CommitInterruptedError(f"{failure} (after {attempts} attempts)", result, remaining)
+            self._back_off("committing offsets", failure, attempt, attempts)
+        return result
+
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
+        """Delete groups (their committed offsets); per group the error name or None."""
+        if not group_ids:
+            return {}
+        # Not retried: a second attempt after a lost answer would report the deleted group as missing.
+        answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids), retry=False)
+        return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
+
+    def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]:
+        """Delete one group's committed offsets on some partitions (OffsetDelete; the group must be
+        empty); per partition the error name or None. Not retried, like ``delete_groups``."""
+        if not partitions:
+            return {}
+        kafka_tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
+        try:
+            answer = self._call(
+                "deleting committed offsets", self._admin.delete_group_offsets, group_id, kafka_tps, retry=False
+            )
+        except ClusterError as error:  # e.g. a broker without OffsetDelete: every partition failed, saying why
+            return dict.fromkeys(partitions, str(error))
+        return {
+            TP(tp.topic, tp.partition): (
+                None if error is kafka_errors.NoError else getattr(error, "__name__", str(error))
+            )
+            for tp, error in answer.items()
+        }
+
+    # -- records ----------------------------------------------------------------------------------
+
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int = 256 * 1024,
+        until: Mapping[TP, int] | None = None,
+        leaders: Mapping[TP, int] | None = None,
+        max_wait_ms: int | None = None,
+    ) -> dict[TP, PartitionFetch]:
+        """One fetch round: Fetch requests to every leader (as many per leader as the response limit
+        ``fetch_max_bytes`` needs), sent together before any answer is awaited.
+
+        ``until`` stops decoding a partition after its first record at or past that offset. Partitions
+        without a leader (missing topic) come back with error ``UnknownTopicOrPartitionError``.
+        """
+        if not positions:
+            return {}
+        if leaders is None:
+            leaders = self._leaders()[1]
+        by_node: dict[int, list[tuple[TP, int]]] = defaultdict(list)
+        result: dict[TP, PartitionFetch] = {}
+        for tp, offset in positions.items():
+            node = leaders.get(tp)
+            if node is None or node < 0:
+                result[tp] = PartitionFetch(offset, error="UnknownTopicOrPartitionError")
+            else:
+                by_node[node].append((tp, offset))
+        wait_ms = self.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms
+        # As many partitions per request as fit the response limit at their full size, so that the
+        # broker serves every partition asked for; the requests of a round go out together.
+        per_request = max(1, self.fetch_max_bytes // max(1, partition_max_bytes))
+        requests = []
+        for node, entries in by_node.items():
+            for start in range(0, len(entries), per_request):
+                topics: dict[str, list[Any]] = defaultdict(list)
+                for tp, offset in entries[start : start + per_request]:
+                    topics[tp.topic].append(
+                        _FetchPartition(
+                            partition=tp.partition,
+                            fetch_offset=offset,
+                            partition_max_bytes=partition_max_bytes,
+                            current_leader_epoch=-1,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                        )
+                    )
+                request = FetchRequest(
+                    replica_id=-1,
+                    max_wait_ms=wait_ms,
+                    min_bytes=1,
+                    max_bytes=self.fetch_max_bytes,
+                    isolation_level=0,
+                    topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
+                    max_version=_FETCH_MAX_VERSION,
+                )
+                requests.append((node, request))
+        manager, timeout = self._manager, self._request_ms + wait_ms
+
+        async def send_all() -> list[Any]:
+            answered = await _pipelined(
+                [(None, node, request) for node, request in requests],
+                lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
+            )
+            return [response for _, response in answered]
+
+        for response in self._run("fetching records", send_all):
+            for topic in response.responses:
+                for part in topic.partitions:
+                    tp = TP(topic.topic, part.partition_index)
+                    result[tp] = _decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+        for tp, offset in positions.items():
+            result.setdefault(tp, PartitionFetch(offset, error="NoResponse"))
+        return result
+
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
+        """Log start and end of many partitions in three requests per leader.
+
+        The end is a fetch's high watermark: some brokers answer ListOffsets LATEST with the first
+        offset of the last batch plus one, so its answer is only where the fetch starts.
+        """
+        tps = sorted(set(partitions))
+        if not tps:
+            return {}
+        kafka_tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in tps]
+        earliest = self._call(
+            "reading log start offsets",
+            self._admin.list_partition_offsets,
+            dict.fromkeys(kafka_tps, OffsetSpec.EARLIEST),
+        )
+        latest = self._call(
+            "reading log end offsets", self._admin.list_partition_offsets, dict.fromkeys(kafka_tps, OffsetSpec.LATEST)
+        )
+        hints = {TP(tp.topic, tp.partition): max(0, latest[tp].offset) for tp in kafka_tps}
+        # Only the high watermark is wanted: every partition reports it, records or not, so do not
+        # wait for data (some brokers read partitions one by one until the wait is over).
+        fetched = self.fetch(hints, partition_max_bytes=1, until=hints, max_wait_ms=1)
+        bounds: dict[TP, LogBounds] = {}
+        for ktp in kafka_tps:
+            tp = TP(ktp.topic, ktp.partition)
+            start = earliest[ktp].offset
+            end = max(hints[tp], fetched[tp].high_watermark)
+            bounds[tp] = LogBounds(start=start, end=max(start, end))
+        return bounds
+
+    def produce(self, topic: str, partition: int, records: Iterable[ProducedRecord]) -> int:
+        """Append records to one partition and wait until all are acknowledged; returns the count.
+
+        For restore tools, the demo and tests; nothing in a restore run produces.
+        """
+        if self._producer is None:
+            self._producer = self._call(
+                "connecting a producer",
+                KafkaProducer,
+                retry=False,
+                **self._client_config(),
+                linger_ms=5,
+                acks=1,
+                max_block_ms=self._connect_ms,
+            )
+        producer = self._producer
+        futures = [
+            producer.send(
+                topic, key=key, value=value, partition=partition, headers=list(headers), timestamp_ms=timestamp
+            )
+            for key, value, headers, timestamp in records
+        ]
+        # Not retried: producing is not idempotent here.
+        self._call("producing records", producer.flush, timeout=self.settings.request_timeout_s, retry=False)
+        for future in futures:
+            self._call("producing records", future.get, timeout=self.settings.request_timeout_s, retry=False)
+        return len(futures)
+
+
+@contextmanager
+def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s: float = 15) -> Iterator[None]:
+    """A live consumer in ``group`` (for the demo: an application still connected on the target).
+
+    It joins, reads nothing it commits, and leaves when the block ends.
+    """
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=[server.strip() for server in settings.bootstrap_servers.split(",")],
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=1000,
+        client_id=settings.client_id,
+    )
+    try:
+        deadline = time.monotonic() + timeout_s
+        while not consumer.assignment() and time.monotonic() < deadline:
+            consumer.poll(timeout_ms=200, max_records=1)
+        yield
+    finally:
+        consumer.close()
+
+
+def _within(seconds: float, build: Any) -> Any:
+    """``build()`` on a daemon thread, or ``TimeoutError`` after ``seconds``.
+
+    kafka-python awaits a TLS handshake without a timeout: a TLS client against a plaintext port
+    waits forever. The abandoned thread ends with the process (it is a daemon).
+    """
+    outcome: list[Any] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, build()))
+        except BaseException as error:  # handed to the caller below
+            outcome.append((False, error))
+
+    worker = threading.Thread(target=run, name="kafka-connect", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if not outcome:
+        raise TimeoutError(f"no answer within {seconds:g} s")
+    ok, value = outcome[0]
+    if not ok:
+        raise value
+    return value
+
+
+async def _pipelined(
+    items: Sequence[tuple[Any, int, Any]], send: Any, answers: list[tuple[Any, Any]] | None = None
+) -> list[tuple[Any, Any]]:
+    """Send ``(tag, node, request)`` items keeping up to ``IN_FLIGHT`` outstanding at all times (a
+    sliding window: the next request goes out as soon as the oldest is answered, so encoding here
+    overlaps the broker's work); answers come back as ``(tag, response)`` in order, appended to
+    ``answers`` as they arrive."""
+    pending: deque[tuple[Any, Any]] = deque()
+    answers = [] if answers is None else answers
+    for tag, node, request in items:
+        if len(pending) >= IN_FLIGHT:
+            done_tag, future = pending.popleft()
+            answers.append((done_tag, await future))
+        pending.append((tag, send(node, request)))
+    while pending:
+        done_tag, future = pending.popleft()
+        answers.append((done_tag, await future))
+    return answers
+
+
+def _client_without_metrics(**configs: Any) -> KafkaNetClient:
+    """kafka-python's network client without its per-request metric sensors (a tenth of the cost
+    of a small request); nothing here reads them."""
+    return KafkaNetClient(**{**configs, "metrics": None})
+
+
+def _offset_commit(group: str, offsets: Mapping[TP, CommittedOffset]) -> Any:
+    """An admin OffsetCommit (no member, no generation) for one group.
+
+    Version 7 at most: the flexible versions' tagged fields cost more to encode than the whole rest
+    of a commit, and add nothing an admin commit uses.
+    """
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for tp, committed in offsets.items():
+        by_topic[tp.topic].append(
+            _CommitPartition(
+                partition_index=tp.partition,
+                committed_offset=committed.offset,
+                committed_leader_epoch=-1,
+                committed_metadata=committed.metadata or "",
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[_CommitTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
+        max_version=7,
+    )
+
+
+def _decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
+    if part.error_code:
+        return PartitionFetch(
+            fetch_offset,
+            high_watermark=part.high_watermark,
+            log_start_offset=part.log_start_offset,
+            error=kafka_errors.for_code(part.error_code).__name__,
+        )
+    records: list[FetchedRecord] = []
+    next_offset = -1
+    if part.records:
+        memory = MemoryRecords(part.records)
+        while (batch := memory.next_batch()) is not None:
+            if getattr(batch, "is_control_batch", False):
+                next_offset = max(next_offset, batch.next_offset)  # a transaction marker takes an offset
+                continue
+            done = False
+            for record in batch:
+                if record.offset < fetch_offset:
+                    continue
+                records.append(
+                    FetchedRecord(
+                        offset=record.offset,
+                        timestamp=record.timestamp,
+                        key=record.key,
+                        value=record.value,
+                        headers=tuple(record.headers),
+                    )
+                )
+                if until is not None and record.offset >= until:
+                    done = True
+                    break
+            if done:
+                next_offset = records[-1].offset + 1
+                break
+            next_offset = max(next_offset, getattr(batch, "next_offset", -1))
+    return PartitionFetch(
+        fetch_offset,
+        records=records,
+        high_watermark=part.high_watermark,
+        log_start_offset=part.log_start_offset,
+        next_offset=next_offset,
+        size=len(part.records or b""),
+    )

@@ -1,0 +1,76 @@
+"""How to reach a Kafka cluster: a typed model shared by the CLI, the handlers and the adapter."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.log_safety import register_secret
+
+__all__ = ["ConnectionSettings", "SaslMechanism", "SecurityProtocol", "password_from_env"]
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_SSL"]
+SaslMechanism = Literal["AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"]
+
+
+class ConnectionSettings(BaseModel):
+    """Connection to one cluster. The password is a ``SecretStr`` so it never prints."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    bootstrap_servers: str = Field(min_length=1)
+    security_protocol: SecurityProtocol = "PLAINTEXT"
+    sasl_mechanism: SaslMechanism | None = None
+    sasl_username: str | None = None
+    sasl_password: SecretStr | None = None
+    ssl_cafile: str | None = None
+    connect_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
+    request_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
+    client_id: str = "offset-restore"
+    retries: int = Field(default=4, ge=0, le=20)
+    """Attempts after the first, for a request that failed on a reset connection, a timeout or a
+    coordinator move. Every retried request is idempotent (reads; commits of the same offsets)."""
+    retry_backoff_s: float = Field(default=0.5, gt=0, le=60, allow_inf_nan=False)
+    """The first back-off; it doubles per attempt up to ``retry_backoff_max_s``, with full jitter."""
+    retry_backoff_max_s: float = Field(default=8.0, gt=0, le=600, allow_inf_nan=False)
+    fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+    """The most a broker puts in one fetch response (Kafka's ``fetch.max.bytes``): fetch rounds ask
+    for no more partitions per request than fit. The local broker answers at most ~5 MB."""
+
+    @field_validator("bootstrap_servers")
+    @classmethod
+    def _servers_have_ports(cls, value: str) -> str:
+        for server in value.split(","):
+            host, _, port = server.strip().rpartition(":")
+            if not host or not port.isdigit():
+                raise ValueError(f"bootstrap server {server.strip()!r} is not host:port")
+        return value
+
+    @model_validator(mode="after")
+    def _sasl_is_complete(self) -> ConnectionSettings:
+        if self.sasl_mechanism and self.security_protocol != "SASL_SSL":
+            raise ValueError(f"--sasl-mechanism {self.sasl_mechanism} needs --security-protocol SASL_SSL")
+        if self.security_protocol == "SASL_SSL" and not self.sasl_mechanism:
+            raise ValueError("--security-protocol SASL_SSL needs --sasl-mechanism")
+        if self.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN") and not (self.sasl_username and self.sasl_password):
+            raise ValueError(f"{self.sasl_mechanism} needs a username and a password (--sasl-password-env)")
+        if self.sasl_password is not None:
+            register_secret(self.sasl_password.get_secret_value())  # kafka-python logs it at DEBUG
+        return self
+
+
+def password_from_env(name: str | None) -> SecretStr | None:
+    """Read a SASL password from the environment variable ``name`` (never from the command line)."""
+    if not name:
+        return None
+    if not _ENV_NAME.fullmatch(name):  # most likely a password typed in its place: never echo it
+        raise BadInputError("--sasl-password-env takes the NAME of an environment variable holding the password")
+    value = os.environ.get(name)
+    if value is None:
+        raise BadInputError(f"environment variable {name} (named by --sasl-password-env) is not set")
+    return SecretStr(value)

@@ -1,0 +1,295 @@
+"""Take a snapshot of a live cluster's consumer groups (docs/design.md §2.1).
+
+Reads in bulk: one ListGroups, DescribeGroups and multi-group OffsetFetch in batches, log bounds in
+three requests per broker, then evidence in fetch rounds shared by every group. The cluster is any
+object with the ``SnapshotSource`` methods (the Kafka adapter, or a fake in unit tests).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch
+from offset_restore.snapshot.evidence import Evidence, collect_evidence
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.snapshot.model import (
+    GroupSnapshot,
+    SnapshotCounts,
+    SnapshotManifest,
+    default_cluster_name,
+    new_snapshot_id,
+    validate_name,
+)
+
+__all__ = [
+    "GroupTally",
+    "Snapshot",
+    "SnapshotOptions",
+    "SnapshotSource",
+    "SnapshotStream",
+    "count_groups",
+    "stream_snapshot",
+    "take_snapshot",
+]
+
+Progress = Callable[[str, int, int], None]
+
+
+class SnapshotSource(Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+    def list_group_ids(self) -> list[str]: ...
+    def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
+    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
+    def topic_partitions(self) -> dict[str, int]: ...
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
+    def fetch(
+        self, positions: Mapping[TP, int], *, partition_max_bytes: int = ..., until: Mapping[TP, int] | None = ...
+    ) -> dict[TP, PartitionFetch]: ...
+
+
+@dataclass(frozen=True)
+class SnapshotOptions:
+    """What to snapshot. Regexes match whole names; ``exclude_groups`` replaces the default."""
+
+    groups: str | None = None
+    exclude_groups: str | None = DEFAULT_EXCLUDE_GROUPS
+    topics: str | None = None
+    evidence_records: int = 3
+    offset_header: str | None = DEFAULT_OFFSET_HEADER
+    cluster: str | None = None
+    snapshot_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.evidence_records < 0 or self.evidence_records > 100:
+            raise ValueError(f"--evidence-records must be between 0 and 100, not {self.evidence_records}")
+        if self.snapshot_id is not None:
+            validate_name(self.snapshot_id, "snapshot id")
+        if self.cluster is not None:
+            validate_name(self.cluster, "cluster name")
+
+    def group_filter(self) -> NameFilter:
+        return NameFilter.parse(self.groups, self.exclude_groups, "groups")
+
+    def topic_filter(self) -> NameFilter:
+        return NameFilter.parse(self.topics, None, "topics")
+
+    def filters(self) -> dict[str, str | None]:
+        return {"groups": self.groups, "exclude_groups": self.exclude_groups, "topics": self.topics}
+
+
+@dataclass
+class Snapshot:
+    manifest: SnapshotManifest
+    groups: list[GroupSnapshot]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class SnapshotStream:
+    """A snapshot whose groups are assembled one at a time as they are consumed (once).
+
+    Memory then holds what was read from the cluster and one items file, not every group's document:
+    at 240,000 group-partitions with evidence that halves a Lambda's peak. ``manifest`` is final once
+    ``groups`` is exhausted (counts, notes and completion time come from the groups).
+    """
+
+    manifest: SnapshotManifest
+    groups: Iterator[GroupSnapshot]
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class GroupTally:
+    """The manifest's counts, kept group by group so that no list of groups is needed."""
+
+    def __init__(self) -> None:
+        self.states: Counter[str] = Counter()
+        self.partitions: set[tuple[str, int]] = set()
+        self.numbers: Counter[str] = Counter()
+
+    def add(self, group: GroupSnapshot) -> None:
+        n = self.numbers
+        self.states[group.state] += 1
+        n["groups"] += 1
+        n["groups_without_commits"] += not group.partitions
+        n["group_partitions"] += len(group.partitions)
+        for p in group.partitions:
+            self.partitions.add((p.topic, p.partition))
+            n["with_evidence"] += p.next is not None or bool(p.before)
+            n["evidence_incomplete"] += not p.evidence_complete
+            n["total_lag"] += p.lag or 0
+
+    def result(self) -> SnapshotCounts:
+        return SnapshotCounts(**self.numbers, partitions=len(self.partitions), states=dict(sorted(self.states.items())))
+
+
+def count_groups(groups: Iterable[GroupSnapshot]) -> SnapshotCounts:
+    tally = GroupTally()
+    for group in groups:
+        tally.add(group)
+    return tally.result()
+
+
+def take_snapshot(
+    cluster: SnapshotSource,
+    options: SnapshotOptions,
+    *,
+    progress: Progress | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Snapshot:
+    """Read every selected group's position and evidence, all in memory; writes nothing."""
+    stream = stream_snapshot(cluster, options, progress=progress, now=now)
+    groups = list(stream.groups)
+    return Snapshot(manifest=stream.manifest, groups=groups, timings=stream.timings)
+
+
+def stream_snapshot(
+    cluster: SnapshotSource,
+    options: SnapshotOptions,
+    *,
+    progress: Progress | None = None,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> SnapshotStream:
+    """Read from the cluster now; assemble each group's document only when the stream is consumed."""
+    group_filter, topic_filter = options.group_filter(), options.topic_filter()
+    report = progress or (lambda phase, done, total: None)
+    created_at = now()
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        timings[name] = round(time.perf_counter() - clock, 4)
+        clock = time.perf_counter()
+
+    group_ids = [g for g in cluster.list_group_ids() if group_filter(g)]
+    report("groups", 0, len(group_ids))
+    infos = cluster.describe_groups(group_ids) if group_ids else {}
+    lap("describe_groups")
+    selected = cluster.committed_offsets(group_ids) if group_ids else {}
+    report("groups", len(group_ids), len(group_ids))
+    lap("committed_offsets")
+
+    topic_counts = cluster.topic_partitions()
+    for offsets in selected.values():  # filtered in place: at scale a copy costs tens of MB
+        for tp in [tp for tp in offsets if not topic_filter(tp.topic)]:
+            del offsets[tp]
+    partitions = {tp for offsets in selected.values() for tp in offsets if tp.topic in topic_counts}
+    bounds = cluster.log_bounds(partitions)
+    del partitions
+    lap("log_bounds")
+
+    notes: list[str] = []
+    evidence: dict[tuple[TP, int], Evidence] = {}
+    if options.evidence_records > 0:
+        wanted: dict[TP, set[int]] = defaultdict(set)
+        for offsets in selected.values():
+            for tp, c in offsets.items():
+                if tp in bounds:
+                    wanted[tp].add(c.offset)
+
+        def fetch(positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+            return cluster.fetch(positions, until=until, partition_max_bytes=64 * 1024)
+
+        evidence, stats = collect_evidence(
+            wanted,
+            bounds,
+            options.evidence_records,
+            fetch,
+            offset_header=options.offset_header,
+            progress=lambda done, total: report("evidence", done, total),
+        )
+        del wanted
+        notes.extend(stats.notes)
+        timings["evidence_rounds"] = stats.rounds
+        timings["evidence_records_read"] = stats.records_read
+        lap("evidence")
+
+    stream = SnapshotStream(
+        manifest=SnapshotManifest(
+            snapshot_id=options.snapshot_id or new_snapshot_id(created_at),
+            cluster=options.cluster or default_cluster_name(cluster.cluster_id),
+            created_at=created_at,
+            completed_at=created_at,
+            source="cluster",
+            filters=options.filters(),
+            evidence_records=options.evidence_records,
+            offset_header=options.offset_header,
+        ),
+        groups=iter(()),
+        timings=timings,
+    )
+
+    def assemble() -> Iterator[GroupSnapshot]:
+        tally = GroupTally()
+        for group_id in group_ids:
+            info = infos.pop(group_id, None)
+            offsets = selected.pop(group_id, {})  # what was read is let go as documents are made
+            group = _group_document(group_id, info, offsets, bounds, evidence, topic_counts, options, notes)
+            tally.add(group)
+            yield group
+        lap("assemble")
+        stream.manifest = stream.manifest.model_copy(
+            update={"completed_at": now(), "counts": tally.result(), "notes": notes}
+        )
+
+    stream.groups = assemble()
+    return stream
+
+
+def _group_document(
+    group_id: str,
+    info: GroupInfo | None,
+    offsets: Mapping[TP, CommittedOffset],
+    bounds: Mapping[TP, LogBounds],
+    evidence: Mapping[tuple[TP, int], Evidence],
+    topic_counts: Mapping[str, int],
+    options: SnapshotOptions,
+    notes: list[str],
+) -> GroupSnapshot:
+    entries: list[dict[str, Any]] = []
+    for tp in sorted(offsets):
+        c = offsets[tp]
+        b = bounds.get(tp)
+        ev = evidence.get((tp, c.offset))
+        entries.append(
+            {
+                "topic": tp.topic,
+                "partition": tp.partition,
+                "committed_offset": c.offset,
+                "metadata": c.metadata,
+                "log_start": b.start if b else None,
+                "log_end": b.end if b else None,
+                "lag": max(0, b.end - c.offset) if b else None,
+                "next": ev.next if ev else None,
+                "before": list(ev.before) if ev else [],
+                "evidence_complete": ev.complete if ev else options.evidence_records == 0,
+            }
+        )
+    committed_topics = {tp.topic for tp in offsets}
+    uncommitted = [
+        {"topic": topic, "partition": p}
+        for topic in sorted(committed_topics)
+        for p in range(topic_counts.get(topic, 0))
+        if TP(topic, p) not in offsets
+    ]
+    missing = sorted({tp.topic for tp in offsets if tp.topic not in topic_counts})
+    if missing:
+        notes.append(f"group {group_id}: commits on topics no longer on the cluster: {', '.join(missing)}")
+    # One validation per group: pydantic builds the nested entries in one go.
+    return GroupSnapshot.model_validate(
+        {
+            "group": group_id,
+            "state": info.state if info else "Unknown",
+            "members": info.members if info else 0,
+            "protocol_type": info.protocol_type if info else "",
+            "partitions": entries,
+            "uncommitted_partitions": uncommitted,
+        }
+    )

@@ -1,0 +1,138 @@
+"""One snapshot run, shared by the CLI and the Lambda handler: connect, read, write, summarize."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+
+from pydantic import BaseModel
+
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.model import TP, PartitionFetch
+from offset_restore.snapshot.live import (
+    Progress,
+    Snapshot,
+    SnapshotOptions,
+    SnapshotStream,
+    count_groups,
+    stream_snapshot,
+)
+from offset_restore.snapshot.model import SnapshotCounts, default_cluster_name
+from offset_restore.snapshot.offsets_topic import OffsetsTopicReader, snapshot_from_commits
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import BlobStore
+
+__all__ = ["SnapshotResult", "run_snapshot"]
+
+
+class SnapshotResult(BaseModel):
+    snapshot_id: str
+    cluster: str
+    source: str
+    location: str
+    manifest: str
+    counts: SnapshotCounts
+    duration_s: float
+    requests: dict[str, int]
+    timings: dict[str, float]
+    notes: list[str]
+
+
+def run_snapshot(
+    connection: ConnectionSettings,
+    store: BlobStore,
+    options: SnapshotOptions,
+    *,
+    offsets_topic: str | None = None,
+    as_of: datetime | None = None,
+    progress: Progress | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> SnapshotResult:
+    """Validate everything that can be validated before connecting, then snapshot and write.
+
+    Bad filters, ids or an unusable location fail before any Kafka request or write.
+    """
+    options.group_filter()
+    options.topic_filter()
+    if options.cluster and options.snapshot_id:
+        SnapshotRepository(store).check_new(options.snapshot_id, options.cluster)
+    else:
+        store.check_writable()
+    started = time.perf_counter()
+    with connect(connection) as cluster:
+        snapshot: Snapshot | SnapshotStream
+        if offsets_topic is None:
+            snapshot = stream_snapshot(cluster, options, progress=progress)
+        else:
+            snapshot = _from_offsets_topic(cluster, options, offsets_topic, as_of, progress)
+        repository = SnapshotRepository(store)
+        manifest_key = repository.write(snapshot)
+        requests = dict(sorted(cluster.requests_sent.items()))
+    manifest = snapshot.manifest
+    return SnapshotResult(
+        snapshot_id=manifest.snapshot_id,
+        cluster=manifest.cluster,
+        source=manifest.source,
+        location=store.description,
+        manifest=manifest_key,
+        counts=manifest.counts,
+        duration_s=round(time.perf_counter() - started, 3),
+        requests=requests,
+        timings=snapshot.timings,
+        notes=manifest.notes,
+    )
+
+
+def _from_offsets_topic(
+    cluster: KafkaCluster,
+    options: SnapshotOptions,
+    topic: str,
+    as_of: datetime | None,
+    progress: Progress | None,
+) -> Snapshot:
+    created_at = datetime.now(UTC)
+    partitions = cluster.topic_partitions().get(topic)
+    if partitions is None:
+        raise BadInputError(
+            f"topic {topic} (--from-offsets-topic) does not exist on {cluster.settings.bootstrap_servers}"
+        )
+    bounds = cluster.log_bounds(TP(topic, p) for p in range(partitions))
+    reader = OffsetsTopicReader(as_of_ms=int(as_of.timestamp() * 1000) if as_of else None)
+
+    def fetch(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+        return cluster.fetch(positions, partition_max_bytes=1024 * 1024)
+
+    reader.read(
+        topic,
+        bounds,
+        fetch,
+        progress=(lambda done, total: progress("records", done, total)) if progress else None,
+    )
+    manifest, groups = snapshot_from_commits(
+        reader.commits.values(),
+        group_filter=options.group_filter(),
+        topic_filter=options.topic_filter(),
+        cluster=options.cluster or default_cluster_name(cluster.cluster_id),
+        snapshot_id=options.snapshot_id,
+        created_at=created_at,
+        as_of=as_of,
+    )
+    counts = count_groups(groups).model_copy(
+        update={"offsets_topic_records": reader.records, "offsets_topic_corrupt": reader.corrupt}
+    )
+    notes = [f"offsets topic {topic}: {reader.corrupt} corrupt records skipped", *reader.corrupt_examples]
+    other = ", ".join(f"type {kind}: {count}" for kind, count in sorted(reader.other.items()))
+    manifest = manifest.model_copy(
+        update={
+            "counts": counts,
+            "filters": options.filters(),
+            "notes": [
+                *(notes if reader.corrupt_examples or reader.corrupt else []),
+                *([f"offsets topic {topic}: records that are not offset commits skipped ({other})"] if other else []),
+            ],
+        }
+    )
+    return Snapshot(manifest=manifest, groups=groups)

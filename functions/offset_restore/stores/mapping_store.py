@@ -1,0 +1,159 @@
+"""Plan entries in DynamoDB (docs/design.md §5.4): ``pk=RESTORE#<restore_id>``, ``sk=MAP#<group>#<topic>#<partition>``.
+
+Re-running a translation is harmless: a new entry is written, a ``pending`` or ``unmapped`` one may
+be replaced (the restore moved on), anything else — a mapping already made, or committed — stays as
+it is.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from offset_restore.errors import StorageError
+from offset_restore.stores.keys import MAPPING_PREFIX, mapping_sk, restore_pk
+from offset_restore.translate.model import PlanEntry
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+__all__ = ["MappingStore", "entry_key"]
+
+REPLACEABLE = ("pending", "unmapped")
+
+
+def entry_key(restore_id: str, entry: PlanEntry) -> dict[str, dict[str, str]]:
+    return {
+        "pk": {"S": restore_pk(restore_id)},
+        "sk": {"S": mapping_sk(entry.group, entry.topic, entry.partition)},
+    }
+
+
+def _attribute(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"NULL": True}
+    if isinstance(value, bool):
+        return {"BOOL": value}
+    if isinstance(value, int):
+        return {"N": str(value)}
+    return {"S": str(value)}
+
+
+def _value(attribute: Mapping[str, Any]) -> Any:
+    if "NULL" in attribute:
+        return None
+    if "BOOL" in attribute:
+        return attribute["BOOL"]
+    if "N" in attribute:
+        return int(attribute["N"])
+    return attribute["S"]
+
+
+class MappingStore:
+    def __init__(self, table: str, client: DynamoDBClient) -> None:
+        self.table = table
+        self.client = client
+
+    def put(self, restore_id: str, entries: Iterable[PlanEntry]) -> dict[str, int]:
+        """Write new entries and replace ``pending`` / ``unmapped`` ones; returns how many entries
+        were ``written`` and how many left ``unchanged``.
+
+        The statuses are read first (BatchGetItem, 100 keys a call) and the writes batched (25 a
+        call): a work item of 2,000 entries costs 100 calls, not 2,000 conditional PutItems. The
+        read-then-write is safe because only translation writes new mappings, and the workflow runs a
+        restore's translation before anything else touches them (apply overwrites with ``save``).
+        """
+        entries = list(entries)
+        keys = [entry_key(restore_id, entry) for entry in entries]
+        current = self._statuses(restore_id, [key["sk"]["S"] for key in keys])
+        writes = {  # by key: one batch may not name an item twice
+            key["sk"]["S"]: self._item(key, entry)
+            for key, entry in zip(keys, entries, strict=True)
+            if current.get(key["sk"]["S"], "absent") in ("absent", *REPLACEABLE)
+        }
+        self._batch_write(restore_id, list(writes.values()))
+        return {"written": len(writes), "unchanged": len(entries) - len(writes)}
+
+    def _statuses(self, restore_id: str, sort_keys: list[str]) -> dict[str, str]:
+        """The status of each existing entry, by sort key."""
+        items = self._batch_get(restore_id, sort_keys, projection="sk, #status")
+        return {item["sk"]["S"]: item["status"]["S"] for item in items}
+
+    def entries_by_keys(self, restore_id: str, sort_keys: list[str]) -> list[PlanEntry]:
+        """The entries with these sort keys (a commit batch's, from the commit index)."""
+        return [
+            PlanEntry.model_validate({k: _value(v) for k, v in item.items() if k not in ("pk", "sk")})
+            for item in self._batch_get(restore_id, sort_keys)
+        ]
+
+    def _batch_get(self, restore_id: str, sort_keys: list[str], projection: str | None = None) -> list[dict[str, Any]]:
+        """Items by key, 100 per BatchGetItem, strongly consistent; unprocessed keys read again."""
+
+        found: list[dict[str, Any]] = []
+        pk = {"S": restore_pk(restore_id)}
+        unique = list(dict.fromkeys(sort_keys))
+        for start in range(0, len(unique), 100):
+            keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in unique[start : start + 100]]}
+            if projection:
+                keys.update(ProjectionExpression=projection, ExpressionAttributeNames={"#status": "status"})
+            request: Any = {self.table: {**keys, "ConsistentRead": True}}
+            for answer in self._until_processed(self.client.batch_get_item, request, "UnprocessedKeys", restore_id):
+                found.extend(answer.get("Responses", {}).get(self.table, []))
+        return found
+
+    @staticmethod
+    def _item(key: dict[str, dict[str, str]], entry: PlanEntry) -> dict[str, Any]:
+        item: dict[str, Any] = {**key}
+        for name, value in entry.model_dump(mode="json").items():
+            item[name] = _attribute(value)
+        return item
+
+    def save(self, restore_id: str, entries: Iterable[PlanEntry]) -> None:
+        """Overwrite entries as apply changed them (status, previous offsets, verification), 25 per
+        BatchWriteItem. Only apply calls this, under the target cluster's lock."""
+        self._batch_write(restore_id, [self._item(entry_key(restore_id, entry), entry) for entry in entries])
+
+    def _batch_write(self, restore_id: str, items: list[dict[str, Any]]) -> None:
+        for start in range(0, len(items), 25):
+            request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
+            self._until_processed(self.client.batch_write_item, request, "UnprocessedItems", restore_id)
+
+    def _until_processed(self, call: Any, request: Any, leftover: str, restore_id: str) -> list[Any]:
+        """Send a batch request, then again with what DynamoDB left unprocessed (throttling), backing
+        off; returns every answer."""
+        from botocore.exceptions import ClientError
+
+        answers = []
+        for attempt in range(8):
+            try:
+                answer = call(RequestItems=request)
+            except ClientError as error:
+                raise StorageError(
+                    f"cannot access the mappings of {restore_id} in table {self.table}: {error}"
+                ) from None
+            answers.append(answer)
+            request = answer.get(leftover) or {}
+            if not request:
+                return answers
+            time.sleep(0.05 * 2**attempt)
+        raise StorageError(f"table {self.table} kept throttling the mappings of {restore_id}")
+
+    def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
+        return list(self.iter_entries(restore_id, groups))
+
+    def iter_entries(self, restore_id: str, groups: Iterable[str] | None = None) -> Iterator[PlanEntry]:
+        """Every mapping of the restore, page by page, in key order: steps that read them all (summarize,
+        report) then hold one page, not 240,000 entries."""
+        wanted = set(groups) if groups is not None else None
+        paginator = self.client.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :map)",
+            ExpressionAttributeValues={":pk": {"S": restore_pk(restore_id)}, ":map": {"S": MAPPING_PREFIX}},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                values = {k: _value(v) for k, v in item.items() if k not in ("pk", "sk")}
+                if wanted is None or values["group"] in wanted:
+                    yield PlanEntry.model_validate(values)

@@ -1,0 +1,175 @@
+"""Write snapshots and find them again (docs/design.md §5.5).
+
+Layout under a location: ``snapshots/<cluster>/<YYYY>/<MM>/<DD>/<snapshot_id>/`` holding
+``items-NNNNN.jsonl.gz`` files (one JSON line per group) and ``manifest.json``, written last: a folder
+without a manifest is a snapshot that did not finish, and every reader ignores it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+from pydantic import ValidationError
+
+from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError
+from offset_restore.snapshot.live import Snapshot, SnapshotStream
+from offset_restore.snapshot.model import GroupSnapshot, ItemsFile, SnapshotManifest
+from offset_restore.stores.storage import BlobStore
+
+__all__ = ["MANIFEST", "SnapshotRepository"]
+
+MANIFEST = "manifest.json"
+ROOT = "snapshots"
+
+
+class SnapshotRepository:
+    def __init__(self, store: BlobStore, groups_per_file: int = 5000) -> None:
+        self.store = store
+        self.groups_per_file = groups_per_file
+
+    @staticmethod
+    def folder(manifest: SnapshotManifest) -> str:
+        day = manifest.created_at
+        return f"{ROOT}/{manifest.cluster}/{day:%Y/%m/%d}/{manifest.snapshot_id}"
+
+    def _keys_of(self, snapshot_id: str, cluster: str | None = None) -> list[str]:
+        prefix = f"{ROOT}/{cluster}/" if cluster else f"{ROOT}/"
+        return [key for key in self.store.list(prefix) if f"/{snapshot_id}/" in key]
+
+    def check_new(self, snapshot_id: str, cluster: str) -> None:
+        """Refuse an id that is already used (complete or not) before anything is written."""
+        self.store.check_writable()
+        if self._keys_of(snapshot_id, cluster):
+            raise SnapshotExistsError(
+                f"{self.store.description} already holds a snapshot with id {snapshot_id} "
+                f"for cluster {cluster}; choose another --snapshot-id or location"
+            )
+
+    def write(self, snapshot: Snapshot | SnapshotStream) -> str:
+        """Items first (each file written as it fills), manifest last; returns the manifest's key.
+
+        A stream's manifest is read after its groups are consumed, when its counts are final.
+        """
+        first = snapshot.manifest
+        self.check_new(first.snapshot_id, first.cluster)
+        folder = self.folder(first)
+        writer = _ItemsWriter(self.store, folder, self.groups_per_file)
+        for group in snapshot.groups:
+            writer.add(group)
+        final = snapshot.manifest.model_copy(update={"items": writer.close()})
+        key = f"{folder}/{MANIFEST}"
+        self.store.put(key, final.model_dump_json(indent=2).encode(), "application/json")
+        snapshot.manifest = final
+        return key
+
+    # -- reading ----------------------------------------------------------------------------------
+
+    def manifests(self, cluster: str | None = None) -> list[tuple[str, SnapshotManifest]]:
+        """Every complete snapshot (newest last), optionally of one cluster."""
+        prefix = f"{ROOT}/{cluster}/" if cluster else f"{ROOT}/"
+        found = []
+        for key in self.store.list(prefix):
+            if key.endswith(f"/{MANIFEST}"):
+                found.append((key, self.manifest(key)))
+        return sorted(found, key=lambda item: (item[1].created_at, item[1].snapshot_id))
+
+    def manifest(self, key: str) -> SnapshotManifest:
+        raw = self.store.get(key)
+        try:
+            return SnapshotManifest.model_validate_json(raw)
+        except ValidationError as error:
+            raise BadInputError(f"snapshot manifest {self.store.description}/{key} is invalid: {error}") from None
+
+    def _one_cluster(self, cluster: str | None) -> list[tuple[str, SnapshotManifest]]:
+        found = self.manifests(cluster)
+        clusters = {manifest.cluster for _, manifest in found}
+        if cluster is None and len(clusters) > 1:
+            raise BadInputError(
+                f"{self.store.description} holds snapshots of several clusters "
+                f"({', '.join(sorted(clusters))}): name one"
+            )
+        return found
+
+    def latest(self, cluster: str | None = None) -> tuple[str, SnapshotManifest]:
+        found = self._one_cluster(cluster)
+        if not found:
+            where = f" of cluster {cluster}" if cluster else ""
+            raise SnapshotNotFoundError(f"no complete snapshot{where} in {self.store.description}")
+        return found[-1]
+
+    def as_of(self, when: datetime, cluster: str | None = None) -> tuple[str, SnapshotManifest]:
+        """The newest snapshot taken at or before ``when``."""
+        found = [item for item in self._one_cluster(cluster) if item[1].created_at <= when]
+        if not found:
+            raise SnapshotNotFoundError(
+                f"no complete snapshot taken at or before {when.isoformat()} in {self.store.description}"
+            )
+        return found[-1]
+
+    def by_id(self, snapshot_id: str, cluster: str | None = None) -> tuple[str, SnapshotManifest]:
+        keys = [key for key in self._keys_of(snapshot_id, cluster) if key.endswith(f"/{MANIFEST}")]
+        if not keys:
+            raise SnapshotNotFoundError(f"no complete snapshot with id {snapshot_id} in {self.store.description}")
+        return keys[0], self.manifest(keys[0])
+
+    def groups(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupSnapshot]:
+        """Stream the groups, checking each items file against the manifest."""
+        folder = manifest_key.rsplit("/", 1)[0] + "/" if "/" in manifest_key else ""
+        for item in manifest.items:
+            where = f"{self.store.description}/{folder}{item.name}"
+            data = self.store.get(f"{folder}{item.name}")
+            if hashlib.sha256(data).hexdigest() != item.sha256:
+                raise BadInputError(f"snapshot items file {where} does not match its manifest (sha256)")
+            try:
+                lines = gzip.decompress(data).splitlines()
+            except (OSError, EOFError) as error:
+                raise BadInputError(f"snapshot items file {where} is not gzip: {error}") from None
+            if len(lines) != item.groups:
+                raise BadInputError(f"{where} holds {len(lines)} groups, the manifest says {item.groups}")
+            for number, line in enumerate(lines, start=1):
+                try:
+                    yield GroupSnapshot.model_validate(json.loads(line))
+                except (ValueError, ValidationError) as error:
+                    raise BadInputError(f"{where} line {number} is invalid: {error}") from None
+
+    def load(self, manifest_key: str, manifest: SnapshotManifest) -> Snapshot:
+        return Snapshot(manifest=manifest, groups=list(self.groups(manifest_key, manifest)))
+
+
+class _ItemsWriter:
+    """Gzip JSONL items files of ``per_file`` groups, each put as soon as it is full."""
+
+    def __init__(self, store: BlobStore, folder: str, per_file: int) -> None:
+        self.store, self.folder, self.per_file = store, folder, per_file
+        self.lines: list[bytes] = []
+        self.group_partitions = 0
+        self.items: list[ItemsFile] = []
+
+    def add(self, group: GroupSnapshot) -> None:
+        self.lines.append(group.model_dump_json().encode() + b"\n")
+        self.group_partitions += len(group.partitions)
+        if len(self.lines) >= self.per_file:
+            self._flush()
+
+    def close(self) -> list[ItemsFile]:
+        if self.lines or not self.items:  # an empty snapshot still has one (empty) items file
+            self._flush()
+        return self.items
+
+    def _flush(self) -> None:
+        data = gzip.compress(b"".join(self.lines), compresslevel=1, mtime=0)
+        name = f"items-{len(self.items):05d}.jsonl.gz"
+        self.store.put(f"{self.folder}/{name}", data, "application/gzip")
+        self.items.append(
+            ItemsFile(
+                name=name,
+                groups=len(self.lines),
+                group_partitions=self.group_partitions,
+                sha256=hashlib.sha256(data).hexdigest(),
+            )
+        )
+        self.lines, self.group_partitions = [], 0

@@ -1,0 +1,918 @@
+"""Translate snapshot positions to target offsets (docs/design.md §1, §2.2).
+
+The rule: a group committed at ``c`` on the source must resume at the first restored record whose
+source offset is ``>= c``. Every distinct (topic, partition, c) of the snapshot is translated once,
+then copied to every group at that position. Strategies are tried in the order asked for; each
+decides the positions it can and leaves the others, with its reason, to the next. What no strategy
+decides is ``unmapped`` with every reason.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol
+
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, default_cluster_name
+from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.model import Method, PlanEntry
+from offset_restore.translate.restore_order import ObservedPartition, disorder_in
+from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
+from offset_restore.translate.search import KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
+
+__all__ = [
+    "STRATEGIES",
+    "Decision",
+    "MalformedHeaderError",
+    "OrderCheck",
+    "PlanOptions",
+    "Position",
+    "TargetCluster",
+    "TranslateStats",
+    "parse_offset_header",
+    "translate",
+]
+
+Strategy = Literal["header", "fingerprint", "checkpoint", "timestamp"]
+OrderCheck = Literal["windows", "full"]
+STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "timestamp")
+FINGERPRINT_SCAN_LIMIT = 5_000
+WHOLE_READ_BYTES = 1024 * 1024
+"""Bytes per partition per fetch when a partition is read whole."""
+MAX_STALLED_ROUNDS = 10
+"""Rounds a partition may go unserved before a whole read of it gives up."""
+
+
+class TargetCluster(Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+    def topic_partitions(self) -> dict[str, int]: ...
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
+    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = ...) -> dict[TP, PartitionFetch]: ...
+
+
+class MalformedHeaderError(BadInputError):
+    """A restored record carries the offset header with a value that is not an offset."""
+
+
+def parse_offset_header(value: bytes | None) -> int | None:
+    """An offset header as decimal ASCII or an 8-byte big-endian integer; None for an absent value."""
+    if value is None:
+        return None
+    if 0 < len(value) <= 19 and value.isdigit():
+        return int(value)
+    if len(value) == 8:
+        number = int.from_bytes(value, "big", signed=True)
+        if number >= 0:
+            return number
+    raise ValueError(value)
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    strategies: tuple[Strategy, ...] = STRATEGIES
+    offset_header: str = DEFAULT_OFFSET_HEADER
+    topic_map: Mapping[str, str] = field(default_factory=dict)
+    target_cluster: str | None = None
+    """The target's name in checkpoint keys (default: the cluster id the brokers report)."""
+    order_check: OrderCheck = "windows"
+    """``windows``: the header search checks the order of every window it reads and reads a partition
+    whole only when something contradicts order; ``full``: every partition is read whole (proof that
+    does not rest on the order of records not read, at the cost of reading everything)."""
+    timestamp_margin_ms: int = 1_000
+    """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
+
+
+@dataclass(frozen=True)
+class Position:
+    """One distinct source position and what the snapshot knows of it."""
+
+    source: TP
+    target: TP
+    committed: int
+    log_start: int | None
+    log_end: int | None
+    next: RecordEvidence | None
+    before: tuple[RecordEvidence, ...]
+
+    @property
+    def last_source_record(self) -> int | None:
+        """The offset of the source's last data record at snapshot time, if known."""
+        if self.next is None and self.before:
+            return self.before[-1].offset  # read by the snapshot itself: no transaction marker
+        return self.log_end - 1 if self.log_end is not None else None
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: Literal["mapped", "pending", "unmapped"]
+    target_offset: int | None = None
+    method: Method | None = None
+    exact: bool = False
+    max_duplicates: int | None = None
+    reason: str | None = None
+    expected_fingerprint: str | None = None
+    """The target record is the copy of the snapshot's next record, with this fingerprint: apply
+    verifies it."""
+    anchor: tuple[int, int | None, int | None] | None = None
+    """(offset, source offset, timestamp) of the target record at the resume point (or the last one
+    before it when resuming at the end), as the plan read it: apply refuses a target that changed."""
+
+
+@dataclass
+class TranslateStats:
+    positions: int = 0
+    fetch_rounds: dict[str, int] = field(default_factory=dict)
+    fetches: dict[str, int] = field(default_factory=dict)
+    records_read: dict[str, int] = field(default_factory=dict)
+    rounds_per_partition: dict[str, dict[TP, int]] = field(default_factory=dict)
+    bytes_read: dict[str, int] = field(default_factory=dict)
+    out_of_order: dict[TP, str] = field(default_factory=dict)
+    """Partitions the header strategy found out of order (and read whole), with why."""
+
+
+PositionKey = tuple[str, int, int]  # source topic, partition, committed offset
+
+
+@dataclass
+class _Context:
+    target: TargetCluster
+    options: PlanOptions
+    cluster_name: str
+    bounds: dict[TP, LogBounds]
+    checkpoints: CheckpointReader | None
+    stats: TranslateStats
+    fetch_bytes: int = 64 * 1024
+    timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
+
+    def fetch(self, positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+        return self.target.fetch(positions, partition_max_bytes=self.fetch_bytes)
+
+    def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
+        s = self.stats
+        s.fetch_rounds[strategy] = s.fetch_rounds.get(strategy, 0) + rounds
+        s.fetches[strategy] = s.fetches.get(strategy, 0) + fetches
+        s.records_read[strategy] = s.records_read.get(strategy, 0) + records
+        merged = s.rounds_per_partition.setdefault(strategy, {})
+        for tp, n in per_partition.items():
+            merged[tp] = merged.get(tp, 0) + n
+
+
+def translate(
+    groups: Sequence[GroupSnapshot],
+    target: TargetCluster,
+    options: PlanOptions,
+    *,
+    checkpoints: CheckpointReader | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[list[PlanEntry], TranslateStats]:
+    """Plan entries for every group-partition of ``groups``; reads the target, writes nothing."""
+    stats = TranslateStats()
+    report = progress or (lambda phase, done, total: None)
+    topics = target.topic_partitions()
+    positions: dict[PositionKey, Position] = {}
+    decisions: dict[PositionKey, Decision] = {}
+    for group in groups:
+        for p in group.partitions:
+            key = (p.topic, p.partition, p.committed_offset)
+            if key in positions or key in decisions:
+                continue
+            target_topic = options.topic_map.get(p.topic, p.topic)
+            count = topics.get(target_topic)
+            if count is None:
+                decisions[key] = Decision("unmapped", reason=f"topic {target_topic} does not exist on the target")
+            elif p.partition >= count:
+                decisions[key] = Decision(
+                    "unmapped",
+                    reason=f"partition {p.partition} does not exist on target topic {target_topic} "
+                    f"(it has {count} partitions)",
+                )
+            else:
+                positions[key] = _position(p, TP(target_topic, p.partition))
+    stats.positions = len(positions) + len(decisions)
+    context = _Context(
+        target=target,
+        options=options,
+        cluster_name=options.target_cluster or default_cluster_name(target.cluster_id),
+        bounds=target.log_bounds({pos.target for pos in positions.values()}),
+        checkpoints=checkpoints,
+        stats=stats,
+    )
+    declined: dict[PositionKey, list[str]] = {key: [] for key in positions}
+    undecided = dict(positions)
+    strategies: dict[Strategy, Callable[[dict[PositionKey, Position], _Context], dict[PositionKey, Decision | str]]]
+    strategies = {
+        "header": _by_header,
+        "fingerprint": _by_fingerprint,
+        "checkpoint": _by_checkpoint,
+        "timestamp": _by_timestamp,
+    }
+    for number, name in enumerate(options.strategies, start=1):
+        if not undecided:
+            break
+        report(f"strategy {name}", number - 1, len(options.strategies))
+        for key, outcome in strategies[name](undecided, context).items():
+            if isinstance(outcome, Decision):
+                decisions[key] = outcome
+                del undecided[key]
+            else:
+                declined[key].append(f"{name}: {outcome}")
+    for key in undecided:
+        decisions[key] = Decision("unmapped", reason="; ".join(declined[key]) or "no strategy was asked for")
+    report("strategies", len(options.strategies), len(options.strategies))
+
+    entries = [_entry(group.group, p, decisions, options) for group in groups for p in group.partitions]
+    return _without_collisions(entries), stats
+
+
+def _entry(
+    group: str, p: PartitionSnapshot, decisions: Mapping[PositionKey, Decision], options: PlanOptions
+) -> PlanEntry:
+    decision = decisions[(p.topic, p.partition, p.committed_offset)]
+    return PlanEntry(
+        group=group,
+        topic=p.topic,
+        partition=p.partition,
+        target_topic=options.topic_map.get(p.topic, p.topic),
+        source_offset=p.committed_offset,
+        target_offset=decision.target_offset,
+        method=decision.method,
+        exact=decision.exact,
+        max_duplicates=decision.max_duplicates,
+        status=decision.status,
+        reason=decision.reason,
+        metadata=p.metadata,
+        expected_fingerprint=decision.expected_fingerprint,
+        anchor_offset=decision.anchor[0] if decision.anchor else None,
+        anchor_source_offset=decision.anchor[1] if decision.anchor else None,
+        anchor_timestamp=decision.anchor[2] if decision.anchor else None,
+    )
+
+
+def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
+    """A topic map onto a topic a group also reads as itself (``zz-orders-old -> orders``) would give
+    the group two offsets for one target partition: the renamed entry is left unmapped, with why,
+    and the group's own entry stands (writing the renamed one would move the group on ``orders``)."""
+    own = {(e.group, e.target_topic, e.partition): e.topic for e in entries if e.topic == e.target_topic}
+    for e in entries:
+        holder = own.get((e.group, e.target_topic, e.partition))
+        if holder is not None and e.topic != e.target_topic:
+            e.status, e.target_offset, e.method, e.exact, e.max_duplicates = "unmapped", None, None, False, None
+            e.anchor_offset = e.anchor_source_offset = e.anchor_timestamp = e.expected_fingerprint = None
+            e.reason = (
+                f"the topic map sends {e.topic} onto {e.target_topic}, which group {e.group} also reads as itself: "
+                f"{e.target_topic}/{e.partition} cannot hold both offsets; not written (map {e.topic} elsewhere)"
+            )
+    return entries
+
+
+def _position(p: PartitionSnapshot, target: TP) -> Position:
+    return Position(
+        source=TP(p.topic, p.partition),
+        target=target,
+        committed=p.committed_offset,
+        log_start=p.log_start,
+        log_end=p.log_end,
+        next=p.next,
+        before=tuple(p.before),
+    )
+
+
+# -- header -----------------------------------------------------------------------------------------
+
+
+def _guess(pos: Position, bounds: LogBounds) -> int | None:
+    """Where the record would be if the restore kept the source's density of records."""
+    if pos.log_start is None or pos.log_end is None or pos.log_end <= pos.log_start:
+        return None
+    density = (bounds.end - bounds.start) / (pos.log_end - pos.log_start)
+    return bounds.start + int((pos.committed - pos.log_start) * min(1.0, density))
+
+
+def _header_key(name: str) -> KeyOf:
+    def key_of(tp: TP, record: FetchedRecord) -> int | None:
+        for header, value in record.headers:
+            if header == name:
+                try:
+                    return parse_offset_header(value)
+                except ValueError:
+                    shown = (value or b"")[:24].hex()
+                    raise MalformedHeaderError(
+                        f"record {record.offset} of {tp} has header {name} = 0x{shown}, which is neither "
+                        "an 8-byte big-endian offset nor a decimal number; fix the restore or choose "
+                        "--strategies without header"
+                    ) from None
+        return None
+
+    return key_of
+
+
+class _Reads:
+    """What the header strategy read of each partition: every window (for the order check) and the
+    fingerprints of the records that may have to be compared with the snapshot's evidence."""
+
+    def __init__(self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]]) -> None:
+        self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
+        self.observed: dict[TP, ObservedPartition] = defaultdict(ObservedPartition)
+        self.prints: dict[tuple[TP, int], str] = {}
+        self.bytes = 0
+
+    def window(
+        self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None
+    ) -> list[tuple[int, int | None, int]]:
+        """Record one answer (``keys``: the records' keys when the caller parsed them already); returns
+        its (offset, source offset, timestamp)s."""
+        self.bytes += answer.size
+        wanted = self.fingerprint_keys.get(tp, set())
+        if keys is None:
+            keys = [self.key_of(tp, record) for record in answer.records]
+        rows = []
+        for record, key in zip(answer.records, keys, strict=True):
+            rows.append((record.offset, key, record.timestamp))
+            if key is not None and key in wanted:
+                self.prints[(tp, record.offset)] = fingerprint(
+                    record.key, record.value, record.headers, exclude_header=self.header
+                )
+        return rows
+
+    def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
+        """A window the search read, kept for the order check."""
+        self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
+
+
+def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """The header search, checked: a partition whose windows contradict a restore in order, or whose
+    answer the snapshot's evidence contradicts, is read whole and answered order-independently."""
+    name = ctx.options.offset_header
+    key_of = _header_key(name)
+    prints: dict[TP, set[int]] = defaultdict(set)
+    for pos in undecided.values():
+        prints[pos.target].add(pos.committed)
+        if pos.next is not None:
+            prints[pos.target].add(pos.next.offset)
+    reads = _Reads(key_of, name, prints)
+    outcome: dict[PositionKey, Decision | str] = {}
+    suspect: dict[TP, str] = {}
+    if ctx.options.order_check == "full":
+        suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
+    else:
+        wanted = {k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for k, pos in undecided.items()}
+        results, stats = search_first_at_least(wanted, ctx.bounds, key_of, ctx.fetch, observe=reads.observe)
+        ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        logs: dict[TP, PartitionLog] = {}
+        for tp, observed in reads.observed.items():
+            log, ranges = observed.merged()
+            logs[tp] = log
+            problem = disorder_in(log, ranges)
+            if problem:
+                suspect[tp] = problem
+        for key, pos in undecided.items():
+            if pos.target in suspect:
+                continue
+            decision = _header_decision(pos, results[key], name)
+            problem = _contradiction(pos, results[key], reads.prints)
+            if problem:
+                suspect[pos.target] = problem
+            else:
+                outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
+    if suspect:
+        outcome.update(_read_whole_and_decide(undecided, suspect, reads, ctx))
+    ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
+    return outcome
+
+
+def _contradiction(pos: Position, result: SearchResult, prints: Mapping[tuple[TP, int], str]) -> str | None:
+    """Why the snapshot's evidence contradicts the search's answer (None: it does not, or cannot).
+
+    The record found must be the snapshot's next record when it carries that record's source offset;
+    a gap inside the restored range is believed only when the source itself had no record there.
+    """
+    found, c = result.found, pos.committed
+    if not result.complete or found is None:
+        return None
+    if pos.next is None:
+        if found.key > c and result.below is not None and pos.log_end is not None and c < pos.log_end:
+            return (
+                f"the restore has no record for source offsets {c}..{found.key - 1}, and without the "
+                "snapshot's evidence that gap cannot be checked"
+            )
+        return None
+    if found.key == pos.next.offset:
+        seen = prints.get((pos.target, found.offset))
+        if seen is not None and seen != pos.next.fingerprint:
+            return (
+                f"target offset {found.offset} carries source offset {found.key}, but its content differs "
+                f"from the snapshot's record {found.key}"
+            )
+    elif found.key > pos.next.offset and result.below is not None:
+        return (
+            f"the source had record {pos.next.offset} when the snapshot was taken, but the first record "
+            f"carrying a source offset >= {c} found by the search carries {found.key}"
+        )
+    return None
+
+
+def _header_decision(pos: Position, result: SearchResult, header: str) -> Decision | str:
+    c = pos.committed
+    if not result.complete:
+        return result.reason or "search did not finish"
+    if result.found is None and result.below is None:
+        return f"no record of {pos.target} carries header {header}"
+    if result.found is not None:
+        expected = _expected_print(pos, result.found.key)
+        if result.below is None and result.found.key > c:
+            return Decision(
+                "mapped",
+                result.found.offset,
+                "earliest",
+                True,
+                0,
+                f"committed offset {c} is before the restored range (first restored source offset "
+                f"{result.found.key}): resume at the earliest restored record",
+                expected_fingerprint=expected,
+            )
+        gap = f"source records {c}..{result.found.key - 1} are not in the restore" if result.found.key > c else None
+        return Decision("mapped", result.found.offset, "header", True, 0, gap, expected_fingerprint=expected)
+    last = result.below
+    assert last is not None
+    return _beyond(pos, last.key, last.offset + 1, 0, "")
+
+
+def _beyond(pos: Position, top: int, offset: int, duplicates: int, note: str) -> Decision:
+    """No restored record carries a source offset >= c: pending while the restore has not reached
+    the source's end, otherwise resume after the last restored record."""
+    c = pos.committed
+    last_source = pos.last_source_record
+    if last_source is not None and top < last_source:
+        return Decision(
+            "pending",
+            reason=f"the restore has reached source offset {top}; the source had records up to "
+            f"{last_source} and the group resumes at {c}{note}",
+        )
+    what = "caught up" if pos.log_end is not None and c == pos.log_end else "beyond the restored data"
+    return Decision(
+        "mapped",
+        offset,
+        "end",
+        duplicates == 0,
+        duplicates,
+        f"group is {what}: resume after the last restored record (source offset {top}){note}",
+    )
+
+
+def _expected_print(pos: Position, key: int) -> str | None:
+    """The snapshot's fingerprint of the record that carries source offset ``key``, if it has one."""
+    return pos.next.fingerprint if pos.next is not None and pos.next.offset == key else None
+
+
+def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: SearchResult) -> Decision | str:
+    """The decision with the record next to its resume point that apply checks is still there."""
+    if isinstance(decision, str) or decision.status != "mapped" or log is None:
+        return decision
+    record = result.found or result.below
+    if record is None:
+        return decision
+    at = bisect.bisect_left(log.offsets, record.offset)
+    stamp = log.timestamps[at] if at < len(log) and log.offsets[at] == record.offset else None
+    return replace(decision, anchor=(record.offset, record.key, stamp))
+
+
+def _read_whole_and_decide(
+    undecided: dict[PositionKey, Position], suspect: dict[TP, str], reads: _Reads, ctx: _Context
+) -> dict[PositionKey, Decision | str]:
+    """Read every suspect partition once, in shared fetch rounds, and answer its positions from the
+    running maximum of the headers (``resume_points``)."""
+    logs = _read_partitions(sorted(suspect), ctx, reads)
+    outcome: dict[PositionKey, Decision | str] = {}
+    by_tp: dict[TP, list[PositionKey]] = defaultdict(list)
+    for key, pos in undecided.items():
+        if pos.target in suspect:
+            by_tp[pos.target].append(key)
+    for tp, keys in by_tp.items():
+        log = logs[tp]
+        if isinstance(log, str):
+            outcome.update(dict.fromkeys(keys, log))
+            continue
+        bounds = ctx.bounds[tp]
+        disorder = disorder_in(log, [(bounds.start, bounds.end)])
+        if disorder:
+            ctx.stats.out_of_order[tp] = disorder
+            note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
+        else:
+            note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {suspect[tp]}]"
+        answers = resume_points(log, {undecided[k].committed for k in keys})
+        restored, header = log.restored_range(), ctx.options.offset_header
+        for key in keys:
+            outcome[key] = _ordered_decision(undecided[key], answers, log, restored, note, reads, header)
+    return outcome
+
+
+def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP, PartitionLog | str]:
+    """Every record of each partition from its log start to its end when the plan began; a partition
+    left unserved by a round is asked again (up to ``MAX_STALLED_ROUNDS``)."""
+    logs: dict[TP, PartitionLog | str] = {tp: PartitionLog() for tp in tps}
+    cursor = {tp: ctx.bounds[tp].start for tp in tps if ctx.bounds[tp].start < ctx.bounds[tp].end}
+    stalled: Counter[TP] = Counter()
+    rounds = fetches = records = 0
+    while cursor:
+        rounds += 1
+        fetches += len(cursor)
+        answers = ctx.target.fetch(dict(cursor), partition_max_bytes=WHOLE_READ_BYTES)
+        for tp, position in list(cursor.items()):
+            answer = answers.get(tp)
+            if answer is None or answer.error:
+                logs[tp] = f"reading {tp} whole failed at {position} ({answer.error if answer else 'no answer'})"
+                del cursor[tp]
+                continue
+            read_to, rows = answer.read_to, reads.window(tp, answer)
+            log = logs[tp]
+            assert isinstance(log, PartitionLog)
+            for offset, key, stamp in rows:
+                log.append(offset, key, stamp)
+            records += len(rows)
+            if read_to > position:
+                cursor[tp] = read_to  # an empty answer below the end is a round that did not serve it
+            else:
+                stalled[tp] += 1
+                if stalled[tp] >= MAX_STALLED_ROUNDS:
+                    logs[tp] = f"no records returned at {tp} offset {position} below its end {ctx.bounds[tp].end}"
+            if cursor[tp] >= ctx.bounds[tp].end or isinstance(logs[tp], str):
+                del cursor[tp]
+    ctx.record("header (whole partitions)", rounds, fetches, records, {})
+    return logs
+
+
+def _ordered_decision(
+    pos: Position,
+    answers: Mapping[int, Resume],
+    log: PartitionLog,
+    restored: tuple[int, int, int, int] | None,
+    note: str,
+    reads: _Reads,
+    header: str,
+) -> Decision | str:
+    """A decision from the resume point of a partition read whole (docs/translation.md);
+    ``restored``: the log's ``restored_range()``."""
+    c = pos.committed
+    answer = answers.get(c)
+    if answer is None or restored is None:
+        return f"no record of {pos.target} carries header {header}"
+    _, last, lowest, highest = restored
+    if answer.beyond and not answer.pulled_back:
+        decision = _beyond(pos, highest, answer.offset, answer.duplicates, note)
+        return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
+    key = log.keys[answer.index]
+    anchor = (answer.offset, None if key == NO_KEY else key, log.timestamps[answer.index])
+    if answer.pulled_back:
+        return Decision(
+            "mapped",
+            answer.offset,
+            "header",
+            False,
+            answer.duplicates,
+            f"target offset {answer.offset} has no offset header inside the restored range and may carry "
+            f"any source offset: resume there, {answer.duplicates} records may be read twice{note}",
+            anchor=anchor,
+        )
+    expected = _expected_print(pos, key)
+    parts = []
+    if key > c:
+        parts.append(f"source records {c}..{key - 1} are not in the restore before target offset {answer.offset}")
+    if answer.duplicates:
+        parts.append(f"{answer.duplicates} records at or after it carry an earlier source offset (read twice)")
+    if expected is not None and reads.prints.get((pos.target, answer.offset), expected) != expected:
+        expected = None
+        parts.append(f"its content differs from the snapshot's record {key}")
+    method: Method = "earliest" if lowest > c else "header"
+    exact = answer.exact and expected == _expected_print(pos, key)
+    reason = "; ".join(parts) + note
+    return Decision("mapped", answer.offset, method, exact, answer.duplicates, reason, expected, anchor)
+
+
+# -- checkpoint -------------------------------------------------------------------------------------
+
+
+def _by_checkpoint(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    reader = ctx.checkpoints
+    if reader is None:
+        return dict.fromkeys(undecided, "no checkpoint table configured")
+    return {key: _checkpoint_decision(pos, reader, ctx.cluster_name) for key, pos in undecided.items()}
+
+
+def _checkpoint_decision(pos: Position, reader: CheckpointReader, cluster: str) -> Decision | str:
+    """From the restore's own progress pairs; pairs whose target offsets do not grow with their source
+    offsets (a restore that wrote out of order) are not trusted."""
+    where = (cluster, pos.target.topic, pos.target.partition)
+    c = pos.committed
+    last = reader.last(*where)
+    if last is None:
+        return f"no checkpoints for {pos.target} of cluster {cluster}"
+    floor = reader.floor(*where, c)
+    before = reader.floor(*where, c - 1) if floor is not None and floor.source_offset == c and c > 0 else None
+    ceiling = reader.ceiling(*where, c + 1)
+    pairs = sorted(
+        {p.source_offset: p for p in (before, floor, ceiling, last) if p}.values(), key=lambda p: p.source_offset
+    )
+    for a, b in itertools.pairwise(pairs):
+        if b.target_offset <= a.target_offset:
+            return (
+                f"checkpoints of {pos.target} are out of order (source {a.source_offset} -> target "
+                f"{a.target_offset}, source {b.source_offset} -> target {b.target_offset}): not trusted"
+            )
+    if floor is not None and floor.source_offset == c:
+        return Decision("mapped", floor.target_offset, "checkpoint", True, 0, None, _expected_print(pos, c))
+    last_source = pos.last_source_record
+    if last.source_offset < c and last_source is not None and last.source_offset < last_source:
+        return Decision(
+            "pending", reason=f"restore checkpoints reach source offset {last.source_offset}; the group resumes at {c}"
+        )
+    if floor is None:
+        return f"the first checkpoint of {pos.target} is past {c}"
+    bound = c - floor.source_offset
+    if ceiling is not None:
+        bound = min(bound, ceiling.target_offset - floor.target_offset)
+    return Decision(
+        "mapped",
+        floor.target_offset,
+        "checkpoint",
+        False,
+        bound,
+        f"nearest checkpoint below: source {floor.source_offset} -> target {floor.target_offset}",
+    )
+
+
+# -- timestamp ------------------------------------------------------------------------------------
+
+MAX_TIMESTAMP_PASSES = 3
+MAX_COUNT_ROUNDS = 50
+
+
+def _wanted_timestamp(pos: Position) -> int | None:
+    if pos.next is not None:
+        return pos.next.timestamp
+    return pos.before[-1].timestamp if pos.before else None
+
+
+def _timestamp_key(tp: TP, record: FetchedRecord) -> int:
+    return record.timestamp
+
+
+def _skew(index: PartitionIndex) -> int:
+    """How far the timestamps read fall below the newest one before them (0: never backwards)."""
+    worst = 0
+    newest = index.keys[0] if index.keys else 0
+    for stamp in index.keys:
+        if stamp < newest:
+            worst = max(worst, newest - stamp)
+        else:
+            newest = stamp
+    return worst
+
+
+def _search_time(
+    stamps: Mapping[PositionKey, tuple[TP, int]], ctx: _Context, strategy: str, margin: int
+) -> tuple[dict[PositionKey, SearchResult], dict[TP, int]]:
+    """The first record with a timestamp >= each stamp less the skew seen on its partition and
+    ``margin``. Timestamps are not in order when producer clocks differ: each pass may read windows
+    that show more skew, and then searches again (the windows read are kept)."""
+    skews: dict[TP, int] = {}
+    results: dict[PositionKey, SearchResult] = {}
+    for _ in range(MAX_TIMESTAMP_PASSES):
+        wanted = {key: (tp, stamp - skews.get(tp, 0) - margin, None) for key, (tp, stamp) in stamps.items()}
+        results, stats = search_first_at_least(
+            wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes
+        )
+        ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp in {tp for tp, _ in stamps.values()}}
+        if all(seen[tp] <= skews.get(tp, 0) for tp in seen):
+            break
+        skews = seen
+    return results, skews
+
+
+def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """The first record at or after the committed record's time, less the clock skew seen on the
+    target and a margin: never exact, and the bound on duplicates holds while no producer's clock was
+    further off than that."""
+    outcome: dict[PositionKey, Decision | str] = {}
+    stamps: dict[PositionKey, tuple[TP, int]] = {}
+    for key, pos in undecided.items():
+        stamp = _wanted_timestamp(pos)
+        if stamp is None:
+            outcome[key] = "the snapshot has no timestamp for this position (no evidence)"
+        else:
+            stamps[key] = (pos.target, stamp)
+    margin = ctx.options.timestamp_margin_ms
+    results, skews = _search_time(stamps, ctx, "timestamp", margin)
+    found = {key: r.found.offset for key, r in results.items() if r.complete and r.found is not None}
+    limits = {
+        key: (stamps[key][0], offset, stamps[key][1] + skews.get(stamps[key][0], 0) + margin)
+        for key, offset in found.items()
+    }
+    counts = _count_until(limits, ctx)
+    for key, result in results.items():
+        outcome[key] = _timestamp_decision(
+            undecided[key], result, stamps[key][1], skews.get(stamps[key][0], 0), margin, counts.get(key), ctx
+        )
+    return outcome
+
+
+def _timestamp_decision(
+    pos: Position, result: SearchResult, stamp: int, skew: int, margin: int, count: int | None, ctx: _Context
+) -> Decision | str:
+    allowance = skew + margin
+    if not result.complete:
+        return result.reason or "timestamp search did not finish"
+    if result.found is None:
+        end = ctx.timestamp_indexes[pos.target].bounds.end
+        return Decision(
+            "mapped",
+            end,
+            "end",
+            False,
+            0,
+            f"no target record is as recent as the snapshot's ({stamp} ms, less {allowance} ms): resume at the "
+            "end; records a restore still writes would be skipped",
+        )
+    duplicates = None if count is None else max(0, count - (1 if pos.next is not None else 0))
+    seen = f"the skew seen on the target ({skew} ms) and " if skew else ""
+    return Decision(
+        "mapped",
+        result.found.offset,
+        "timestamp",
+        False,
+        duplicates,
+        f"first record with timestamp >= {stamp - allowance} ms: the committed record's time {stamp} ms less "
+        f"{seen}a margin of {margin} ms; "
+        + (f"at most {duplicates} records read twice" if duplicates is not None else "duplicates not counted")
+        + f" if no producer's clock was more than {allowance} ms off (more could skip records)",
+        anchor=(result.found.offset, None, result.found.key),
+    )
+
+
+def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) -> dict[PositionKey, int | None]:
+    """How many records from each start offset on come before the first with a timestamp past the
+    limit: from what the searches read, reading on only where that is not enough. None: not counted
+    (the partition stopped answering, or the run is longer than the rounds allowed)."""
+    counts: dict[PositionKey, int | None] = {}
+    open_keys = dict(starts)
+    rounds = 0
+    while open_keys:
+        positions: dict[TP, int] = {}
+        for key, (tp, offset, limit) in list(open_keys.items()):
+            count, unread = ctx.timestamp_indexes[tp].count_at_most(offset, limit)
+            counts[key] = count
+            if unread is None:
+                del open_keys[key]
+            elif rounds >= MAX_COUNT_ROUNDS:
+                counts[key] = None
+                del open_keys[key]
+            else:
+                positions.setdefault(tp, unread)
+        if not positions:
+            break
+        rounds += 1
+        answers = ctx.fetch(positions)
+        for tp, position in positions.items():
+            answer = answers.get(tp)
+            if answer is None or answer.error:
+                for key in [k for k, v in open_keys.items() if v[0] == tp]:
+                    counts[key] = None
+                    del open_keys[key]
+                continue
+            read_to = answer.read_to
+            if read_to > position:
+                keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
+                ctx.timestamp_indexes[tp].add_window(position, read_to, keyed)
+    ctx.record("timestamp", rounds, rounds, 0, {})
+    return counts
+
+
+# -- fingerprint ----------------------------------------------------------------------------------
+
+
+def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """Find the evidence sequence (records before, then the next one) among target records of the
+    same time, read from the first record as old as the oldest piece of evidence."""
+    outcome: dict[PositionKey, Decision | str] = {}
+    wanted = {}
+    for key, pos in undecided.items():
+        evidence = [*pos.before, *([pos.next] if pos.next else [])]
+        if not evidence:
+            outcome[key] = "the snapshot has no evidence for this position"
+        else:
+            wanted[key] = (pos.target, min(e.timestamp for e in evidence), None)
+    # Read from before the oldest evidence by the skew seen: copies of the evidence that a disordered
+    # region put earlier are then in the window, and the match is not called exact.
+    results, _ = _search_time({key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0)
+    scans = {}
+    for key, result in results.items():
+        if not result.complete:
+            outcome[key] = result.reason or "search did not finish"
+        elif result.found is None:
+            outcome[key] = "no target record is as recent as the evidence"
+        else:
+            scans[key] = result.found.offset
+    windows = _scan_windows(scans, undecided, ctx)
+    for key, window in windows.items():
+        outcome[key] = _match(undecided[key], window, ctx.options.offset_header)
+    return outcome
+
+
+def _scan_windows(
+    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context
+) -> dict[PositionKey, list[FetchedRecord] | str]:
+    """Records from each start until past the newest evidence timestamp (bounded)."""
+    windows: dict[PositionKey, list[FetchedRecord] | str] = {}
+    collected: dict[PositionKey, list[FetchedRecord]] = {key: [] for key in starts}
+    cursor = dict(starts)
+    open_keys = set(starts)
+    rounds = records_read = 0
+    while open_keys:
+        rounds += 1
+        positions_now: dict[TP, int] = {}
+        for key in sorted(open_keys):
+            positions_now.setdefault(positions[key].target, cursor[key])
+        answers = ctx.fetch(positions_now)
+        for key in list(open_keys):
+            pos = positions[key]
+            if positions_now[pos.target] != cursor[key]:
+                continue
+            answer = answers.get(pos.target)
+            newest = max(e.timestamp for e in [*pos.before, *([pos.next] if pos.next else [])])
+            if answer is None or answer.error:
+                windows[key] = f"fetch of {pos.target} failed"
+                open_keys.discard(key)
+                continue
+            records_read += len(answer.records)
+            done = not answer.records
+            for record in answer.records:
+                collected[key].append(record)
+                if record.timestamp > newest and pos.next is not None:
+                    done = True
+                    break
+            if len(collected[key]) > FINGERPRINT_SCAN_LIMIT:
+                windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records share the evidence's time range"
+                open_keys.discard(key)
+                continue
+            if answer.records:
+                cursor[key] = answer.records[-1].offset + 1
+            if done or cursor[key] >= max(answer.high_watermark, 0):
+                windows[key] = collected[key]
+                open_keys.discard(key)
+    ctx.record("fingerprint", rounds, rounds, records_read, {})
+    return windows
+
+
+def _match(pos: Position, window: list[FetchedRecord] | str, header: str) -> Decision | str:
+    if isinstance(window, str):
+        return window
+    prints = [fingerprint(r.key, r.value, r.headers, exclude_header=header) for r in window]
+    sequence = [e.fingerprint for e in pos.before] + ([pos.next.fingerprint] if pos.next else [])
+    n = len(sequence)
+    matches = [i for i in range(len(prints) - n + 1) if prints[i : i + n] == sequence]
+    if not matches:
+        return "the evidence records were not found on the target"
+    if len(matches) > 1:
+        return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
+    first, last = matches[0], matches[0] + n - 1
+    following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
+    strays = [i for i, p in enumerate(prints) if p in set(sequence) and not first <= i <= last]
+    if strays:
+        # A copy of an evidence record outside the match: the region is repeated or out of order, so
+        # the records around the match cannot be placed. Resume at the earliest copy of the next
+        # record (nothing at or after it is skipped) and claim no bound.
+        nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
+        at = min([*nexts, last]) if pos.next is not None else None
+        offset = window[at].offset if at is not None else following
+        shown = ", ".join(str(window[i].offset) for i in strays[:5])
+        return Decision(
+            "mapped",
+            min(offset, following),
+            "fingerprint",
+            False,
+            None,
+            f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
+            "out of order; resume at the earliest copy of the next record, duplicates not bounded",
+        )
+    if pos.next is not None:
+        return Decision(
+            "mapped",
+            window[last].offset,
+            "fingerprint",
+            True,
+            0,
+            None,
+            pos.next.fingerprint,
+            (window[last].offset, None, window[last].timestamp),
+        )
+    anchor = (window[last].offset, None, window[last].timestamp)
+    return Decision(
+        "mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record", None, anchor
+    )

@@ -1,0 +1,100 @@
+"""What the windows a search read say about the order a restore wrote a partition in.
+
+The header search bisects as if the offset headers grew with the target offset. That is an
+assumption about the restore, so every window read is checked against it: source offsets must
+strictly increase; no record without the header may lie between restored records; and between two
+restored records read, the offsets not read must not outnumber the source offsets between them
+(more records than the source had means a chunk written twice or foreign records inside). Holes in
+what was read (transaction markers, compaction) are allowed in the same proportion in what was not.
+
+A partition that fails any check is read whole and answered by ``resume_points``; one that passes is
+consistent in everything read (docs/translation.md says what that does and does not prove).
+Pure logic: the translate module feeds the records it fetched.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from array import array
+from dataclasses import dataclass, field
+
+from offset_restore.translate.resume_points import NO_KEY, PartitionLog
+
+__all__ = ["ObservedPartition", "disorder_in", "find_disorder"]
+
+
+@dataclass
+class _Window:
+    start: int
+    end: int
+    offsets: array
+    keys: array
+    timestamps: array
+
+
+@dataclass
+class ObservedPartition:
+    """Every window read of one partition, in the order read."""
+
+    windows: list[_Window] = field(default_factory=list)
+
+    def add(self, start: int, end: int, records: list[tuple[int, int | None, int]]) -> None:
+        """``records``: (offset, source offset or None, timestamp) in offset order; [start, end) read."""
+        self.windows.append(
+            _Window(
+                start,
+                end,
+                array("q", (r[0] for r in records)),
+                array("q", (NO_KEY if r[1] is None else r[1] for r in records)),
+                array("q", (r[2] for r in records)),
+            )
+        )
+
+    def merged(self) -> tuple[PartitionLog, list[tuple[int, int]]]:
+        """The records read, once each in offset order, and the merged [start, end) ranges read."""
+        log = PartitionLog()
+        ranges: list[tuple[int, int]] = []
+        for w in sorted(self.windows, key=lambda w: w.start):
+            for i in range(len(w.offsets)):
+                log.append(w.offsets[i], None if w.keys[i] == NO_KEY else w.keys[i], w.timestamps[i])
+            if ranges and w.start <= ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], max(ranges[-1][1], w.end))
+            elif w.end > w.start:
+                ranges.append((w.start, w.end))
+        return log, ranges
+
+
+def find_disorder(observed: ObservedPartition) -> str | None:
+    """Why the records read contradict a restore in order, or None when they do not."""
+    return disorder_in(*observed.merged())
+
+
+def disorder_in(log: PartitionLog, ranges: list[tuple[int, int]]) -> str | None:
+    """``find_disorder`` for records already merged; ``ranges``: the [start, end) ranges read."""
+    keyed = [i for i in range(len(log)) if log.keys[i] != NO_KEY]
+    read = sum(e - s for s, e in ranges)
+    hole_rate = max(0, read - len(log)) / read if read else 0.0
+    for a, b in itertools.pairwise(keyed):
+        (o1, k1), (o2, k2) = (log.offsets[a], log.keys[a]), (log.offsets[b], log.keys[b])
+        if k2 <= k1:
+            what = "again" if k2 == k1 else f"after source offset {k1} at target offset {o1}"
+            return f"target offset {o2} carries source offset {k2} {what}"
+        if b > a + 1:
+            return f"target offset {log.offsets[a + 1]} has no offset header between restored records"
+        if o2 == o1 + 1:
+            continue
+        unread = _unread(o1 + 1, o2, ranges)
+        allowed = (k2 - k1 - 1) + math.ceil(unread * hole_rate)
+        if unread > allowed:
+            return (
+                f"{unread} target offsets between source offsets {k1} and {k2} (target {o1}..{o2}): more "
+                "records than the source had there (a chunk written twice, or records without the header)"
+            )
+    return None
+
+
+def _unread(start: int, end: int, ranges: list[tuple[int, int]]) -> int:
+    """How many offsets of [start, end) no window read."""
+    covered = sum(max(0, min(end, e) - max(start, s)) for s, e in ranges)
+    return (end - start) - covered

@@ -1,0 +1,244 @@
+"""One plan run, shared by the CLI and the handlers: find the snapshot, read the target, write the plan."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, ValidationError
+
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.snapshot.filters import NameFilter
+from offset_restore.snapshot.live import Progress, Snapshot
+from offset_restore.snapshot.model import GroupSnapshot, default_cluster_name, validate_name
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository
+from offset_restore.stores.storage import BlobStore, open_location
+from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.model import ClusterRef as _ClusterRef
+from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
+from offset_restore.translate.plan import STRATEGIES, PlanOptions, Strategy, translate
+from offset_restore.workflow.work_items import WorkItem
+
+__all__ = [
+    "PlanResult",
+    "SnapshotChoice",
+    "WorkItemResult",
+    "load_snapshot",
+    "parse_strategies",
+    "parse_topic_map",
+    "run_plan",
+    "translate_work_item",
+]
+
+
+@dataclass(frozen=True)
+class SnapshotChoice:
+    """Which snapshot: a manifest file, or in a location the latest / an id / the newest as of a time."""
+
+    location: str
+    snapshot_id: str | None = None
+    as_of: datetime | None = None
+    cluster: str | None = None
+
+
+def load_snapshot(choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location) -> Snapshot:
+    if choice.location.rstrip("/").endswith(MANIFEST):
+        folder, _, name = choice.location.rstrip("/").rpartition("/")
+        repository = SnapshotRepository(open_store(folder or "."))
+        key = name
+        manifest = repository.manifest(key)
+    else:
+        repository = SnapshotRepository(open_store(choice.location))
+        if choice.snapshot_id:
+            key, manifest = repository.by_id(choice.snapshot_id, choice.cluster)
+        elif choice.as_of:
+            key, manifest = repository.as_of(choice.as_of, choice.cluster)
+        else:
+            key, manifest = repository.latest(choice.cluster)
+    return repository.load(key, manifest)
+
+
+def parse_topic_map(pairs: Sequence[str]) -> dict[str, str]:
+    mapping: dict[str, str] = {}
+    for pair in pairs:
+        source, sep, target = pair.partition("=")
+        if not sep or not source or not target:
+            raise BadInputError(f"--topic-map {pair!r} is not SRC_TOPIC=TGT_TOPIC")
+        if source in mapping and mapping[source] != target:
+            raise BadInputError(f"--topic-map maps {source} twice ({mapping[source]}, {target})")
+        mapping[source] = target
+    targets: dict[str, str] = {}
+    for source, target in mapping.items():
+        if target in targets:
+            raise BadInputError(f"--topic-map maps both {targets[target]} and {source} to {target}")
+        targets[target] = source
+    return mapping
+
+
+def parse_strategies(text: str) -> tuple[Strategy, ...]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in STRATEGIES]
+    if unknown or not names:
+        raise BadInputError(f"--strategies {text!r}: choose from {','.join(STRATEGIES)}")
+    if len(set(names)) != len(names):
+        raise BadInputError(f"--strategies {text!r} names a strategy twice")
+    return tuple(name for name in names)  # type: ignore[misc]
+
+
+class PlanResult(BaseModel):
+    restore_id: str
+    snapshot_id: str
+    location: str
+    csv: str | None
+    summary: PlanSummary
+    duration_s: float
+    requests: dict[str, int]
+    fetch_rounds: dict[str, int]
+    median_rounds_per_partition: dict[str, float]
+
+
+def run_plan(
+    choice: SnapshotChoice,
+    connection: ConnectionSettings,
+    output: str,
+    options: PlanOptions,
+    *,
+    groups: str | None = None,
+    restore_id: str | None = None,
+    csv_path: str | None = None,
+    checkpoints: CheckpointReader | None = None,
+    progress: Progress | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> tuple[Plan, PlanResult]:
+    """Everything is checked before the first Kafka request; the plan is written only when complete."""
+    restore_id = restore_id or new_restore_id()
+    validate_or_refuse(restore_id)
+    group_filter = NameFilter.parse(groups, None, "groups")
+    plan_store, plan_key = _split(output)
+    if plan_store.exists(plan_key):
+        raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
+    plan_store.check_writable()
+    snapshot = load_snapshot(choice)
+    selected = [g for g in snapshot.groups if group_filter(g.group)]
+    if csv_path:
+        refuse_unsafe_csv(selected, options.topic_map)
+    started = time.perf_counter()
+    with connect(connection) as target:
+        entries, stats = translate(selected, target, options, checkpoints=checkpoints, progress=progress)
+        requests = dict(sorted(target.requests_sent.items()))
+        target_name = options.target_cluster or default_cluster_name(target.cluster_id)
+        target_id = target.cluster_id
+    plan = Plan(
+        restore_id=restore_id,
+        snapshot_id=snapshot.manifest.snapshot_id,
+        created_at=datetime.now(UTC),
+        source=_ClusterRef(cluster=snapshot.manifest.cluster),
+        target=_ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id),
+        entries=entries,
+        summary=PlanSummary.of(entries),
+        strategies=list(options.strategies),
+        offset_header=options.offset_header,
+        topic_map=dict(options.topic_map),
+        order_check=options.order_check if "header" in options.strategies else None,
+        out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
+    )
+    plan_store.put(plan_key, plan.model_dump_json(indent=2).encode(), "application/json")
+    if csv_path:
+        csv_store, csv_key = _split(csv_path)
+        csv_store.put(csv_key, ("\n".join(plan.csv_lines()) + "\n").encode(), "text/csv")
+    medians = {name: _median(list(per.values())) for name, per in stats.rounds_per_partition.items() if per}
+    return plan, PlanResult(
+        restore_id=restore_id,
+        snapshot_id=plan.snapshot_id,
+        location=output,
+        csv=csv_path,
+        summary=plan.summary,
+        duration_s=round(time.perf_counter() - started, 3),
+        requests=requests,
+        fetch_rounds=stats.fetch_rounds,
+        median_rounds_per_partition=medians,
+    )
+
+
+def refuse_unsafe_csv(groups: Sequence[GroupSnapshot], topic_map: Mapping[str, str]) -> None:
+    """Refuse ``--csv`` before anything is read or written when a name cannot be carried safely."""
+    for group in groups:
+        names = [("group", group.group)] + [("topic", topic_map.get(p.topic, p.topic)) for p in group.partitions]
+        for kind, name in names:
+            why = csv_unsafe(name)
+            if why:
+                raise BadInputError(
+                    f"--csv: {kind} {name!r} (of group {group.group!r}) {why}, which kafka-consumer-groups "
+                    "--from-file would split into other groups' lines; leave out --csv (the plan holds every "
+                    "entry) or leave the group out with --groups"
+                )
+
+
+def validate_or_refuse(restore_id: str) -> None:
+    try:
+        validate_name(restore_id, "restore id")
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
+
+
+def _split(location: str) -> tuple[BlobStore, str]:
+    folder, _, name = location.rstrip("/").rpartition("/")
+    if not name:
+        raise BadInputError(f"{location!r} names no file")
+    return open_location(folder or "."), name
+
+
+def _median(values: list[int]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+class WorkItemResult(BaseModel):
+    restore_id: str
+    work_item: str
+    entries: int
+    written: int
+    unchanged: int
+    summary: PlanSummary
+
+
+def translate_work_item(
+    store: BlobStore,
+    key: str,
+    connection: ConnectionSettings,
+    mappings: MappingStore,
+    *,
+    target_cluster: str | None = None,
+    checkpoints: CheckpointReader | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> WorkItemResult:
+    """Translate one work item from the store and record each entry in DynamoDB (idempotent)."""
+    try:
+        item = WorkItem.model_validate_json(store.get(key))
+    except ValidationError as error:
+        raise BadInputError(f"work item {store.description}/{key} is invalid: {error}") from None
+    options = PlanOptions(
+        strategies=tuple(item.strategies),
+        offset_header=item.offset_header,
+        topic_map=item.topic_map,
+        target_cluster=target_cluster,
+        order_check=item.order_check,
+        timestamp_margin_ms=item.timestamp_margin_ms,
+    )
+    with connect(connection) as target:
+        entries, _ = translate(item.groups, target, options, checkpoints=checkpoints)
+    counts = mappings.put(item.restore_id, entries)
+    return WorkItemResult(
+        restore_id=item.restore_id,
+        work_item=key,
+        entries=len(entries),
+        written=counts["written"],
+        unchanged=counts["unchanged"],
+        summary=PlanSummary.of(entries),
+    )

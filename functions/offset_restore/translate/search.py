@@ -1,0 +1,293 @@
+"""Find, in many target partitions at once, the first record whose key is ``>=`` a wanted value.
+
+The key is a number that grows with the offset: the source offset a restore wrote into a header, or
+the record timestamp. Each partition keeps what earlier fetches showed: the keys of the records read
+and the offset ranges read completely (a compacted gap inside a range read is known to hold no
+record). A search is settled when the first record with key ``>=`` the wanted value is known and
+nothing unread lies between it and the last record below; or when everything after the last record
+below has been read and holds no such record ("beyond").
+
+Every round fetches each partition that still has an unsettled search once, all partitions in one
+request per broker. The position is estimated by interpolation between the nearest known records
+below and above (or from a caller's first guess), and by bisection when interpolation did not halve
+the unknown range in the previous round. Fetches start a few records before the estimate so that the
+record just below the answer usually comes in the same window.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+
+__all__ = ["KeyedRecord", "Observer", "PartitionIndex", "SearchResult", "SearchStats", "search_first_at_least"]
+
+Fetcher = Callable[[Mapping[TP, int]], Mapping[TP, PartitionFetch]]
+KeyOf = Callable[[TP, FetchedRecord], int | None]
+"""The record's key, or None for a record without one (e.g. written before the restore)."""
+Observer = Callable[[TP, int, PartitionFetch, list[int | None]], None]
+"""Told of every window the search read: partition, fetch position, the answer, each record's key."""
+
+BACK_MARGIN = 4
+MAX_ROUNDS = 200
+MAX_STALLED_ROUNDS = 10
+JobId = TypeVar("JobId", bound=Hashable)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyedRecord:
+    offset: int
+    key: int
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """``found``: the first record with key >= wanted, or None when there is none ("beyond").
+
+    ``below``: the last keyed record before it (None when ``found`` is the first keyed record of the
+    partition, or the partition holds no keyed record at all). ``complete`` is False when the search
+    gave up (fetch errors, no progress); then nothing else may be trusted.
+    """
+
+    found: KeyedRecord | None
+    below: KeyedRecord | None
+    complete: bool = True
+    reason: str | None = None
+
+
+@dataclass
+class SearchStats:
+    rounds: int = 0
+    fetches: int = 0
+    records_read: int = 0
+    rounds_per_partition: dict[TP, int] = field(default_factory=dict)
+
+
+@dataclass
+class PartitionIndex:
+    """What is known of one partition: keyed records by offset and fully read offset ranges."""
+
+    bounds: LogBounds
+    offsets: list[int] = field(default_factory=list)
+    keys: list[int] = field(default_factory=list)
+    covered: list[tuple[int, int]] = field(default_factory=list)  # merged [start, end) ranges read
+
+    def add_window(self, start: int, end: int, records: list[KeyedRecord]) -> None:
+        if records and (not self.offsets or records[0].offset > self.offsets[-1]):
+            self.offsets.extend(r.offset for r in records)  # the usual case: reading forward
+            self.keys.extend(r.key for r in records)
+        elif records:
+            by_offset = dict(zip(self.offsets, self.keys, strict=True))
+            by_offset.update((r.offset, r.key) for r in records)
+            self.offsets = sorted(by_offset)
+            self.keys = [by_offset[o] for o in self.offsets]
+        if end > start:
+            self.covered.append((start, end))
+            self.covered.sort()
+            ranges: list[tuple[int, int]] = []
+            for s, e in self.covered:
+                if ranges and s <= ranges[-1][1]:
+                    ranges[-1] = (ranges[-1][0], max(ranges[-1][1], e))
+                else:
+                    ranges.append((s, e))
+            self.covered = ranges
+
+    def is_covered(self, start: int, end: int) -> bool:
+        """Whether every offset in [start, end) was read."""
+        if end <= start:
+            return True
+        at = bisect.bisect_right(self.covered, (start, float("inf"))) - 1
+        return at >= 0 and self.covered[at][0] <= start and self.covered[at][1] >= end
+
+    def first_unread(self, start: int) -> int:
+        """The first offset at or after ``start`` that was not read."""
+        for s, e in self.covered:
+            if s <= start < e:
+                return e
+        return start
+
+    def slope(self) -> float:
+        """Offsets per key unit between the first and last keyed records read (1 if unknown)."""
+        if len(self.keys) >= 2 and self.keys[-1] > self.keys[0]:
+            return (self.offsets[-1] - self.offsets[0]) / (self.keys[-1] - self.keys[0])
+        return 1.0
+
+    def count_at_most(self, offset: int, limit: int) -> tuple[int, int | None]:
+        """How many read records from ``offset`` on have a key <= ``limit`` without a break, and where
+        reading must go on to be sure (None when a record past the limit, or the log's end, ends it)."""
+        at = bisect.bisect_left(self.offsets, offset)
+        count = 0
+        while at < len(self.offsets) and self.is_covered(offset, self.offsets[at] + 1):
+            if self.keys[at] > limit:
+                return count, None
+            count += 1
+            at += 1
+        unread = self.first_unread(offset)
+        return count, (unread if unread < self.bounds.end else None)
+
+    def neighbours(self, wanted: int) -> tuple[KeyedRecord | None, KeyedRecord | None]:
+        """Last known keyed record with key < wanted and first known with key >= wanted.
+
+        Keys grow with offsets, so a bisection over the keys in offset order finds both.
+        """
+        at = bisect.bisect_left(self.keys, wanted)
+        below = KeyedRecord(self.offsets[at - 1], self.keys[at - 1]) if at > 0 else None
+        above = KeyedRecord(self.offsets[at], self.keys[at]) if at < len(self.keys) else None
+        return below, above
+
+
+@dataclass
+class _Job:
+    tp: TP
+    wanted: int
+    guess: int | None
+    last_gap: int | None = None
+    bracketed: bool = False
+    slow_rounds: int = 0
+
+
+def search_first_at_least(
+    wanted: Mapping[JobId, tuple[TP, int, int | None]],
+    bounds: Mapping[TP, LogBounds],
+    key_of: KeyOf,
+    fetch: Fetcher,
+    *,
+    indexes: dict[TP, PartitionIndex] | None = None,
+    observe: Observer | None = None,
+) -> tuple[dict[JobId, SearchResult], SearchStats]:
+    """Settle every search in ``wanted``: id -> (partition, wanted key, first guess of the offset or None).
+
+    ``indexes`` may be shared between calls (e.g. one per strategy key) to reuse what was read.
+    ``observe`` is told of every window read, with the keys the search parsed (a caller that checks
+    what was read need not parse every record again).
+    """
+    indexes = {} if indexes is None else indexes
+    stats = SearchStats()
+    jobs = {job_id: _Job(tp, value, guess) for job_id, (tp, value, guess) in wanted.items()}
+    results: dict[JobId, SearchResult] = {}
+    stalled: dict[TP, int] = {}
+    for tp in {job.tp for job in jobs.values()}:
+        indexes.setdefault(tp, PartitionIndex(bounds[tp]))
+
+    while jobs:
+        chosen = _choose(jobs, indexes, results)
+        order = sorted(chosen, key=lambda tp: -stalled.get(tp, 0))  # the unserved go first
+        positions = {tp: _next_position(indexes[tp], chosen[tp], commit=True) for tp in order}
+        if not positions:
+            break
+        if stats.rounds >= MAX_ROUNDS:
+            for job_id in jobs:
+                results[job_id] = SearchResult(None, None, False, f"no answer after {MAX_ROUNDS} fetch rounds")
+            break
+        stats.rounds += 1
+        stats.fetches += len(positions)
+        answers = fetch(positions)
+        for tp, position in positions.items():
+            stats.rounds_per_partition[tp] = stats.rounds_per_partition.get(tp, 0) + 1
+            failed = _take(tp, position, answers.get(tp), indexes[tp], key_of, stats, stalled, observe)
+            if failed is not None:
+                for job_id in [j for j, job in jobs.items() if job.tp == tp]:
+                    results[job_id] = SearchResult(None, None, False, failed)
+                    del jobs[job_id]
+    return results, stats
+
+
+def _choose(
+    jobs: dict[JobId, _Job], indexes: Mapping[TP, PartitionIndex], results: dict[JobId, SearchResult]
+) -> dict[TP, _Job]:
+    """Settle what the index already answers; per partition, the job whose next position is lowest:
+    when many searches share a partition, one window settles every search whose answer lies in it."""
+    chosen: dict[TP, tuple[int, _Job]] = {}
+    for job_id, job in list(jobs.items()):
+        index = indexes[job.tp]
+        settled = _settle(index, job.wanted)
+        if settled is not None:
+            results[job_id] = settled
+            del jobs[job_id]
+            continue
+        proposal = _next_position(index, job, commit=False)
+        if job.tp not in chosen or proposal < chosen[job.tp][0]:
+            chosen[job.tp] = (proposal, job)
+    return {tp: job for tp, (_, job) in chosen.items()}
+
+
+def _take(
+    tp: TP,
+    position: int,
+    answer: PartitionFetch | None,
+    index: PartitionIndex,
+    key_of: KeyOf,
+    stats: SearchStats,
+    stalled: dict[TP, int],
+    observe: Observer | None,
+) -> str | None:
+    """Add one answer's window to the partition's index; the reason the partition's searches fail,
+    or None."""
+    if answer is None or answer.error:
+        return f"fetch of {tp} at {position} failed ({answer.error if answer else 'no answer'})"
+    end = max(index.bounds.end, answer.high_watermark)
+    if end != index.bounds.end:
+        index.bounds = LogBounds(index.bounds.start, end)
+    keys = [key_of(tp, record) for record in answer.records]
+    keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
+    stats.records_read += len(answer.records)
+    if answer.read_to > position:
+        stalled.pop(tp, None)
+        index.add_window(position, answer.read_to, keyed)
+        if observe is not None:
+            observe(tp, position, answer, keys)
+    elif position < end:
+        # Not served this round: a broker fills a response up to its size limit and leaves later
+        # partitions empty. Such partitions go first next round; only a partition that stays empty
+        # round after round is given up.
+        stalled[tp] = stalled.get(tp, 0) + 1
+        if stalled[tp] >= MAX_STALLED_ROUNDS:
+            return f"no records returned at {tp} offset {position} below its end {end}"
+    else:
+        index.add_window(position, position + 1, keyed)  # past the end: nothing there
+    return None
+
+
+def _settle(index: PartitionIndex, wanted: int) -> SearchResult | None:
+    below, above = index.neighbours(wanted)
+    start = below.offset + 1 if below else index.bounds.start
+    if above is not None:
+        return SearchResult(above, below) if index.is_covered(start, above.offset) else None
+    if index.is_covered(start, index.bounds.end):
+        return SearchResult(None, below)
+    return None
+
+
+def _next_position(index: PartitionIndex, job: _Job, *, commit: bool) -> int:
+    """Where to fetch next for ``job``: always an offset not read yet, so every round makes progress.
+
+    Only a committed proposal (the one fetched) updates the job's record of past rounds.
+    """
+    below, above = index.neighbours(job.wanted)
+    low = index.first_unread(below.offset + 1 if below else index.bounds.start)
+    high = above.offset if above else index.bounds.end
+    gap = high - low
+    slow_rounds = job.slow_rounds
+    if job.last_gap is not None:
+        slow_rounds = slow_rounds + 1 if gap > job.last_gap // 2 else 0
+    bracketed = below is not None and above is not None and above.key > below.key
+    estimate: float
+    if (job.bracketed and slow_rounds >= 1) or slow_rounds >= 2:
+        estimate = low + gap / 2 + BACK_MARGIN  # the estimates do not halve the range: bisect
+    elif bracketed:
+        assert below is not None and above is not None
+        estimate = below.offset + (job.wanted - below.key) * (above.offset - below.offset) / (above.key - below.key)
+    elif below is None and above is None:
+        estimate = job.guess if job.guess is not None else low
+    else:
+        anchor = below or above
+        assert anchor is not None
+        estimate = anchor.offset + (job.wanted - anchor.key) * index.slope()
+    if commit:
+        job.bracketed, job.last_gap, job.slow_rounds = bracketed, gap, slow_rounds
+    position = max(low, min(int(estimate) - BACK_MARGIN, high - 1))
+    position = index.first_unread(position)
+    return position if position < high else low

@@ -1,0 +1,114 @@
+"""The commit index of a restore, written to S3 by the summarize step: which groups are writable,
+which wait for pending entries, and per commit batch its groups and the keys of their mappings.
+
+The check-empty polls and each commit batch read it instead of querying every mapping of the
+restore from DynamoDB each time (at 120,000 group-partitions that query is tens of MB per call);
+a commit batch then reads only its own mappings, by key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pydantic import BaseModel
+
+from offset_restore.errors import BadInputError
+from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.model import PlanEntry
+
+__all__ = [
+    "COMMIT_BATCH_GROUPS",
+    "CommitBatch",
+    "CommitGroups",
+    "IndexBuilder",
+    "commit_candidates",
+    "read_batch",
+    "read_groups",
+    "writable_and_waiting",
+]
+
+COMMIT_BATCH_GROUPS = 500
+_GROUPS = "commit/groups.json"
+
+
+class CommitGroups(BaseModel):
+    writable: list[str]
+    """Groups with a mapped entry and none pending, in name order."""
+    waiting: list[str]
+    """Groups with a pending entry: they wait whole until the restore reaches them."""
+    batches: int
+
+
+class CommitBatch(BaseModel):
+    groups: list[str]
+    keys: list[str]
+    """The sort keys of every mapping of these groups."""
+
+
+def _batch_key(number: int) -> str:
+    return f"commit/batch-{number:05d}.json"
+
+
+class IndexBuilder:
+    """Per group only what the index needs (its statuses and its mappings' keys), entry by entry: the
+    summarize step streams 240,000 mappings through it instead of holding them."""
+
+    def __init__(self) -> None:
+        self.statuses: dict[str, set[str]] = {}
+        self.keys: dict[str, list[str]] = {}
+
+    def add(self, entry: PlanEntry, key: str | None = None) -> None:
+        self.statuses.setdefault(entry.group, set()).add(entry.status)
+        if key is not None:
+            self.keys.setdefault(entry.group, []).append(key)
+
+    def candidates(self) -> list[str]:
+        """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
+        numbers keep their meaning while batches commit)."""
+        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {"mapped", "committed"})
+
+    def writable_and_waiting(self) -> tuple[list[str], list[str]]:
+        """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
+        waiting = {g for g, s in self.statuses.items() if "pending" in s}
+        writable = {g for g, s in self.statuses.items() if g not in waiting and "mapped" in s}
+        return sorted(writable), sorted(waiting)
+
+    def write(self, store: BlobStore) -> int:
+        """Write the index (the keys given to ``add``); returns the number of commit batches."""
+        candidates = self.candidates()
+        batches = [candidates[i : i + COMMIT_BATCH_GROUPS] for i in range(0, len(candidates), COMMIT_BATCH_GROUPS)]
+        for number, groups in enumerate(batches):
+            batch = CommitBatch(groups=groups, keys=[k for g in groups for k in self.keys.get(g, [])])
+            store.put(_batch_key(number), batch.model_dump_json().encode(), "application/json")
+        writable, waiting = self.writable_and_waiting()
+        index = CommitGroups(writable=writable, waiting=waiting, batches=len(batches))
+        store.put(_GROUPS, index.model_dump_json().encode(), "application/json")
+        return len(batches)
+
+
+def _built(entries: Iterable[PlanEntry]) -> IndexBuilder:
+    builder = IndexBuilder()
+    for entry in entries:
+        builder.add(entry)
+    return builder
+
+
+def commit_candidates(entries: Iterable[PlanEntry]) -> list[str]:
+    return _built(entries).candidates()
+
+
+def writable_and_waiting(entries: Iterable[PlanEntry]) -> tuple[list[str], list[str]]:
+    return _built(entries).writable_and_waiting()
+
+
+def read_groups(store: BlobStore) -> CommitGroups:
+    if not store.exists(_GROUPS):
+        raise BadInputError(f"no commit index at {store.description}/{_GROUPS}: the summarize step has not run")
+    return CommitGroups.model_validate_json(store.get(_GROUPS))
+
+
+def read_batch(store: BlobStore, number: int) -> CommitBatch:
+    key = _batch_key(number)
+    if not store.exists(key):
+        raise BadInputError(f"no commit batch {number} at {store.description}/{key}: summarize the restore again")
+    return CommitBatch.model_validate_json(store.get(key))

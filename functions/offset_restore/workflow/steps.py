@@ -1,0 +1,213 @@
+"""The steps of the Step Functions workflow that are not snapshot, translate or apply themselves:
+validate the execution input (docs/design.md §5.3), prepare work items, summarize the mappings, report."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+
+from offset_restore.apply.commit import WAIT_TIMEOUT_S
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
+from offset_restore.snapshot.model import GroupSnapshot, parse_time, validate_name
+from offset_restore.stores.keys import restore_object
+from offset_restore.stores.mapping_store import MappingStore, entry_key
+from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.model import PlanSummary, SummaryTally
+from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+from offset_restore.workflow.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
+from offset_restore.workflow.runs import RunRecord
+from offset_restore.workflow.work_items import WorkItem, split_work
+
+__all__ = [
+    "RunInput",
+    "Summary",
+    "prepare_work",
+    "resolved_input",
+    "summarize",
+    "validate_input",
+]
+
+WORK_ITEM_GROUP_PARTITIONS = 2_000
+
+
+class WaitSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    timeout_seconds: int = Field(default=WAIT_TIMEOUT_S, ge=0, le=86_400)
+    interval_seconds: int = Field(default=15, ge=1, le=3_600)
+
+
+class RunInput(BaseModel):
+    """The execution input of docs/design.md §5.3 with every default filled in."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    restore_id: str
+    snapshot: Literal["latest"] | dict[str, str] = "latest"
+    source_cluster: str
+    target_cluster: str
+    groups: str = ".*"
+    exclude_groups: str | None = DEFAULT_EXCLUDE_GROUPS
+    topics: str | None = None
+    topic_map: dict[str, str] = Field(default_factory=dict)
+    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
+    offset_header: str = "x-source-offset"
+    order_check: OrderCheck = "windows"
+    """How the header strategy checks the restore's order (docs/translation.md): ``windows`` or ``full``."""
+    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
+    mode: Literal["plan", "apply"] = "plan"
+    wait: WaitSettings = Field(default_factory=WaitSettings)
+    on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
+    allow_rewind: bool = False
+    trigger: dict[str, Any] | None = None
+    """What started the run (an alarm, a drill schedule), as the EventBridge rule describes it."""
+    pending_retries: int = Field(default=3, ge=0, le=100)
+    pending_interval_seconds: int = Field(default=60, ge=1, le=3_600)
+
+    @field_validator("restore_id")
+    @classmethod
+    def _safe_id(cls, value: str) -> str:
+        return validate_name(value, "restore_id")
+
+    @field_validator("snapshot")
+    @classmethod
+    def _snapshot_choice(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            if set(value) == {"id"}:
+                validate_name(value["id"], "snapshot id")
+            elif set(value) == {"as_of"}:
+                parse_time(value["as_of"])
+            else:
+                raise ValueError('snapshot must be "latest", {"id": ...} or {"as_of": ISO-8601}')
+        return value
+
+    @field_validator("groups", "exclude_groups", "topics")
+    @classmethod
+    def _regex(cls, value: str | None, info: ValidationInfo) -> str | None:
+        try:
+            compile_pattern(value, str(info.field_name))
+        except BadInputError as error:
+            raise ValueError(str(error)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _topic_map_is_one_to_one(self) -> RunInput:
+        targets = list(self.topic_map.values())
+        if len(set(targets)) != len(targets):
+            raise ValueError("topic_map maps two source topics to one target topic")
+        return self
+
+
+def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> RunInput:
+    """Fill defaults (configuration first, then the execution's name as restore_id) and validate."""
+    values = {k: v for k, v in event.items() if k != "execution_name" and v is not None}
+    for key, value in defaults.items():
+        values.setdefault(key, value)
+    if "restore_id" not in values and event.get("execution_name"):
+        values["restore_id"] = event["execution_name"]
+    try:
+        return RunInput.model_validate(values)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors())
+        raise BadInputError(f"invalid execution input: {problems}") from None
+
+
+def prepare_work(
+    run: RunInput, snapshots: SnapshotRepository, store: BlobStore, runs: RunRecord | None = None
+) -> dict[str, Any]:
+    """Resolve the snapshot, claim the restore id for this input (``runs``), select the groups and
+    write the work items; returns their keys."""
+    if run.snapshot == "latest":
+        key, manifest = snapshots.latest(run.source_cluster)
+    elif "id" in run.snapshot:
+        key, manifest = snapshots.by_id(run.snapshot["id"], run.source_cluster)
+    else:
+        key, manifest = snapshots.as_of(parse_time(run.snapshot["as_of"]), run.source_cluster)
+    if runs is not None:
+        runs.claim(run.restore_id, resolved_input(run, manifest.snapshot_id))
+    group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
+    topic_filter = NameFilter.parse(run.topics, None, "topics")
+    counts = {"groups": 0, "group_partitions": 0}
+
+    def selected() -> Iterator[GroupSnapshot]:
+        for group in snapshots.groups(key, manifest):
+            if not group_filter(group.group):
+                continue
+            kept = [p for p in group.partitions if topic_filter(p.topic)]
+            if kept:
+                counts["groups"] += 1
+                counts["group_partitions"] += len(kept)
+                yield group.model_copy(update={"partitions": kept})
+
+    keys = []
+    # Work items are written as they fill: memory holds one, not the whole snapshot.
+    for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
+        item = WorkItem(
+            restore_id=run.restore_id,
+            snapshot_id=manifest.snapshot_id,
+            source_cluster=run.source_cluster,
+            strategies=run.strategies,
+            offset_header=run.offset_header,
+            topic_map=run.topic_map,
+            order_check=run.order_check,
+            timestamp_margin_ms=run.timestamp_margin_ms,
+            groups=batch,
+        )
+        keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
+        store.put(keys[-1], item.model_dump_json().encode(), "application/json")
+    return {
+        "snapshot_id": manifest.snapshot_id,
+        "snapshot_created_at": manifest.created_at.isoformat(),
+        "work_items": keys,
+        **counts,
+    }
+
+
+def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
+    """What makes a restore this restore: a later run of the same id must resolve to the same."""
+    return {
+        "snapshot_id": snapshot_id,
+        "source_cluster": run.source_cluster,
+        "target_cluster": run.target_cluster,
+        "groups": run.groups,
+        "exclude_groups": run.exclude_groups,
+        "topics": run.topics,
+        "topic_map": dict(sorted(run.topic_map.items())),
+        "strategies": list(run.strategies),
+        "offset_header": run.offset_header,
+        "order_check": run.order_check,
+        "timestamp_margin_ms": run.timestamp_margin_ms,
+    }
+
+
+class Summary(BaseModel):
+    summary: PlanSummary
+    pending: int
+    commit_batches: list[int]
+    """Indices of the commit batches (``COMMIT_BATCH_GROUPS`` groups each, in name order)."""
+    retries_left: int
+    """How many more times the workflow may wait for a running restore to reach pending entries."""
+
+
+def summarize(restore_id: str, mappings: MappingStore, retries_left: int, index: BlobStore | None = None) -> Summary:
+    """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
+    over the mappings, none of them held."""
+    tally, builder = SummaryTally(), IndexBuilder()
+    for entry in mappings.iter_entries(restore_id):
+        tally.add(entry)
+        builder.add(entry, entry_key(restore_id, entry)["sk"]["S"] if index is not None else None)
+    summary = tally.result()
+    if index is not None:
+        batches = builder.write(index)
+    else:
+        batches = (len(builder.candidates()) + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
+    return Summary(
+        summary=summary,
+        pending=summary.pending,
+        commit_batches=list(range(batches)),
+        retries_left=max(0, retries_left - (1 if summary.pending else 0)),
+    )

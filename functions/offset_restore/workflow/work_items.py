@@ -1,0 +1,43 @@
+"""Work items: batches of group-partitions that one translate invocation handles, kept in S3 so
+that the state machine passes only their keys (its payloads are limited to 256 KB)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+
+__all__ = ["WorkItem", "split_work"]
+
+
+class WorkItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    restore_id: str
+    snapshot_id: str
+    source_cluster: str
+    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
+    offset_header: str = "x-source-offset"
+    topic_map: dict[str, str] = Field(default_factory=dict)
+    order_check: OrderCheck = "windows"
+    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
+    groups: list[GroupSnapshot]
+
+
+def split_work(groups: Iterable[GroupSnapshot], max_group_partitions: int) -> Iterator[list[GroupSnapshot]]:
+    """Whole groups per batch, at most ``max_group_partitions`` each (a larger group gets its own),
+    each batch given as soon as it is full."""
+    current: list[GroupSnapshot] = []
+    size = 0
+    for group in groups:
+        n = len(group.partitions)
+        if current and size + n > max_group_partitions:
+            yield current
+            current, size = [], 0
+        current.append(group)
+        size += n
+    if current:
+        yield current
