@@ -37,8 +37,8 @@ def test_the_wheel_installs_with_its_dependencies_and_its_cli_snapshots_a_real_c
         "offset_restore",
         "offset_restore_handlers",
     }  # no top-level package with a common name ("handlers")
-    assert "offset_restore/kafka_schemas/ConsumerGroupDescribeResponse.json" in names
-    assert "offset_restore/apache_kafka.pom.xml" in names
+    assert "offset_restore/kafka/schemas/ConsumerGroupDescribeResponse.json" in names
+    assert "offset_restore/devtools/apache_kafka.pom.xml" in names
 
     venv.create(tmp_path / "venv", with_pip=True)
     python = tmp_path / "venv" / "bin" / "python"
