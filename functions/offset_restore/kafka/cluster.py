@@ -86,12 +86,14 @@ def _connection_errors() -> Iterator[list[str]]:
     class Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             text = record.getMessage()
-            if "Connection lost:" in text or "Connection failed:" in text:
-                lost.append(
-                    text.split(":", 1)[1].strip() if "Connection failed:" in text else text.split("lost:", 1)[1]
-                )
+            for marker in ("Connection lost:", "Connection failed:", "Abort ("):
+                if marker in text:
+                    lost.append(text.split(marker, 1)[1].strip().removesuffix(")"))
 
-    loggers = [logging.getLogger(name) for name in ("kafka.net.connection", "kafka.net.manager")]
+    # The transport logs the broker's answer (an authentication failure) where the connection may
+    # report only that the socket closed: both are collected, and the most telling is named.
+    names = ("kafka.net.connection", "kafka.net.manager", "kafka.net.transport")
+    loggers = [logging.getLogger(name) for name in names]
     levels = [logger.level for logger in loggers]
     handler = Collect(logging.ERROR)
     for logger in loggers:
