@@ -194,7 +194,7 @@ def test_a_wrong_scram_password_or_an_untrusted_ca_is_named_not_only_a_timeout(
     base = [
         "snapshot", "--bootstrap-servers", secure.bootstrap_servers, "--security-protocol", "SASL_SSL",
         "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", settings.sasl_username,
-        "--sasl-password-env", "KAFKA_PASSWORD", "--output", str(tmp_path / "snaps"), "--connect-timeout", "3",
+        "--sasl-password-env", "KAFKA_PASSWORD", "--output", str(tmp_path / "snaps"), "--connect-timeout", "10",
     ]  # fmt: skip
     status, _, err = run_cli(*base, "--ssl-cafile", settings.ssl_cafile)
     assert status != 0 and "SaslAuthenticationFailedError" in err and "invalid credentials" in err, err

@@ -15,6 +15,7 @@ import threading
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
@@ -53,6 +54,13 @@ _CommitPartition = _CommitTopic.OffsetCommitRequestPartition
 # Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
 _FETCH_MAX_VERSION = 12
 IN_FLIGHT = 16  # requests outstanding per connection (the client is configured to allow 32)
+COMMIT_LANES = 4
+"""Connections a large commit is spread over. A broker serves one connection's requests one at a
+time, and Kafka 4's group coordinator holds each write up to ``group.coordinator.append.linger.ms``
+(5 ms) to batch it: on one connection 2,000 commits took 13.6 s; commits arriving together on several
+connections share those appends."""
+LANE_MIN_GROUPS = 64
+"""Groups per extra connection: a small commit stays on the one connection it has."""
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
 _COORDINATOR_MOVED = {
     error.errno: error
@@ -147,11 +155,13 @@ class KafkaCluster:
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_max_bytes = settings.fetch_max_bytes
         self.requests_sent: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
         self._producer: KafkaProducer | None = None
         with _connection_errors() as lost:
             self._admin = self._connect(settings, lost)
         self._manager = self._admin._manager
-        self._count_requests()
+        self._lanes: list[KafkaAdminClient] = []
+        self._count_requests(self._manager)
 
     def _connect(self, settings: ConnectionSettings, lost: list[str]) -> KafkaAdminClient:
         """The admin client, or an error that says why not: the cause kafka-python only logs (a wrong
@@ -213,16 +223,28 @@ class KafkaCluster:
             config["sasl_plain_password"] = s.sasl_password.get_secret_value() if s.sasl_password else None
         return config
 
-    def _count_requests(self) -> None:
-        """Wrap the connection manager's send so benchmarks can report every request by API."""
-        send = self._manager.send
-        counter = self.requests_sent
+    def _count_requests(self, manager: Any) -> None:
+        """Wrap a connection manager's send so benchmarks can report every request by API."""
+        send = manager.send
+        counter, lock = self.requests_sent, self._count_lock
 
         def counting_send(request: Any, *args: Any, **kwargs: Any) -> Any:
-            counter[type(request).__name__.removesuffix("Request")] += 1
+            with lock:  # commit lanes send from their own I/O threads
+                counter[type(request).__name__.removesuffix("Request")] += 1
             return send(request, *args, **kwargs)
 
-        self._manager.send = counting_send
+        manager.send = counting_send
+
+    def _commit_lanes(self, groups: int) -> list[KafkaAdminClient]:
+        """This client and up to ``COMMIT_LANES - 1`` more (opened once, kept until close), one per
+        ``LANE_MIN_GROUPS`` groups to commit."""
+        wanted = max(1, min(COMMIT_LANES, groups // LANE_MIN_GROUPS))
+        while len(self._lanes) < wanted - 1:
+            with _connection_errors() as lost:
+                lane = self._connect(self.settings, lost)
+            self._count_requests(lane._manager)
+            self._lanes.append(lane)
+        return [self._admin, *self._lanes[: wanted - 1]]
 
     def _call(self, operation: str, function: Any, *args: Any, retry: bool = True, **kwargs: Any) -> Any:
         """Call kafka-python, retrying transient failures with back-off (``retry``: the call is
@@ -260,6 +282,9 @@ class KafkaCluster:
         if self._producer is not None:
             self._producer.close(timeout=self.settings.request_timeout_s)
             self._producer = None
+        for lane in self._lanes:
+            lane.close()
+        self._lanes = []
         self._admin.close()
 
     def __enter__(self) -> KafkaCluster:
@@ -326,6 +351,7 @@ class KafkaCluster:
         *,
         answers: list[tuple[Any, Any]] | None = None,
         retry: bool = True,
+        lane: KafkaAdminClient | None = None,
     ) -> list[tuple[Any, Any]]:
         """Send the ``(tag, request)`` pairs of ``build(batch)`` for batches of groups to their
         coordinators; returns ``(tag, response)`` pairs in any order (also into ``answers`` as they
@@ -334,7 +360,8 @@ class KafkaCluster:
         Up to ``IN_FLIGHT`` requests per coordinator are outstanding at once, so the broker works on
         the next batch while this process decodes the last one.
         """
-        admin, manager, timeout = self._admin, self._manager, self._request_ms
+        admin = lane or self._admin
+        manager, timeout = admin._manager, self._request_ms
 
         async def send_all() -> list[tuple[Any, Any]]:
             coordinators = await admin._find_coordinator_ids(list(group_ids))
@@ -358,13 +385,17 @@ class KafkaCluster:
                 raise moved()  # retriable: the whole call again, after a back-off
             return answered
 
-        return list(self._run(operation, send_all, retry=retry)) if group_ids else []
+        if not group_ids:
+            return []
+        return list(self._call(operation, manager.run, send_all, retry=retry))
 
     def _forget_coordinators(self, group_ids: Iterable[str]) -> None:
-        """Drop kafka-python's cached coordinators, so the next attempt asks FindCoordinator again."""
-        cached = self._manager.cluster._coordinators
-        for group_id in group_ids:
-            cached.pop((CoordinatorType.GROUP, group_id), None)
+        """Drop kafka-python's cached coordinators (of every connection), so the next attempt asks
+        FindCoordinator again."""
+        for admin in (self._admin, *self._lanes):
+            cached = admin._manager.cluster._coordinators
+            for group_id in group_ids:
+                cached.pop((CoordinatorType.GROUP, group_id), None)
 
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
         """State and member count per group, in batched DescribeGroups requests.
@@ -487,13 +518,7 @@ class KafkaCluster:
         remaining = [group for group, offsets in offsets_by_group.items() if offsets]
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
-            answers: list[tuple[Any, Any]] = []
-            try:
-                self._per_coordinator("committing offsets", remaining, 1, build, answers=answers, retry=False)
-            except ClusterUnreachableError as error:
-                failure: ClusterUnreachableError | None = error
-            else:
-                failure = None
+            answers, failure = self._commit_round(remaining, build)
             moved = [group for group, response in answers if _coordinator_moved(response) is not None]
             if moved:  # not committed: sent again with the unanswered ones
                 self._forget_coordinators(moved)
@@ -515,6 +540,31 @@ class KafkaCluster:
                 raise CommitInterruptedError(f"{failure} (after {attempts} attempts)", result, remaining)
             self._back_off("committing offsets", failure, attempt, attempts)
         return result
+
+    def _commit_round(
+        self, groups: Sequence[str], build: Any
+    ) -> tuple[list[tuple[Any, Any]], ClusterUnreachableError | None]:
+        """One attempt at every group, spread over the commit lanes (each its own connection, sent
+        together): what was answered, and the first failure if a lane failed."""
+        lanes = self._commit_lanes(len(groups))
+        shares = [list(groups[i :: len(lanes)]) for i in range(len(lanes))]
+        answered: list[list[tuple[Any, Any]]] = [[] for _ in lanes]
+
+        def send(i: int) -> ClusterUnreachableError | None:
+            try:
+                self._per_coordinator(
+                    "committing offsets", shares[i], 1, build, answers=answered[i], retry=False, lane=lanes[i]
+                )
+            except ClusterUnreachableError as error:
+                return error
+            return None
+
+        if len(lanes) == 1:
+            failures = [send(0)]
+        else:
+            with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="commit-lane") as pool:
+                failures = list(pool.map(send, range(len(lanes))))
+        return [pair for share in answered for pair in share], next((f for f in failures if f), None)
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
         """Delete groups (their committed offsets); per group the error name or None."""
