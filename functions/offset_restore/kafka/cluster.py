@@ -29,7 +29,6 @@ from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
 from kafka.protocol.metadata import CoordinatorType, MetadataRequest
 from kafka.record import MemoryRecords
-from kafka.structs import OffsetAndMetadata
 
 from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
 from offset_restore.kafka.connection import ConnectionSettings
@@ -157,15 +156,19 @@ class KafkaCluster:
         self.requests_sent: Counter[str] = Counter()
         self._count_lock = threading.Lock()
         self._producer: KafkaProducer | None = None
-        with _connection_errors() as lost:
-            self._admin = self._connect(settings, lost)
+        self._admin = self._connect()
         self._manager = self._admin._manager
         self._lanes: list[KafkaAdminClient] = []
         self._count_requests(self._manager)
 
-    def _connect(self, settings: ConnectionSettings, lost: list[str]) -> KafkaAdminClient:
-        """The admin client, or an error that says why not: the cause kafka-python only logs (a wrong
-        password, an untrusted certificate) is added to its timeout."""
+    def _connect(self) -> KafkaAdminClient:
+        """An admin client (its own connection), or an error that says why not: the cause
+        kafka-python only logs (a wrong password, an untrusted certificate) is added to its timeout."""
+        with _connection_errors() as lost:
+            return self._connect_or_explain(lost)
+
+    def _connect_or_explain(self, lost: list[str]) -> KafkaAdminClient:
+        settings = self.settings
         try:
             return _within(
                 settings.connect_timeout_s * 2 + 5,
@@ -240,8 +243,7 @@ class KafkaCluster:
         ``LANE_MIN_GROUPS`` groups to commit."""
         wanted = max(1, min(COMMIT_LANES, groups // LANE_MIN_GROUPS))
         while len(self._lanes) < wanted - 1:
-            with _connection_errors() as lost:
-                lane = self._connect(self.settings, lost)
+            lane = self._connect()
             self._count_requests(lane._manager)
             self._lanes.append(lane)
         return [self._admin, *self._lanes[: wanted - 1]]
@@ -379,10 +381,11 @@ class KafkaCluster:
                 lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
                 [] if answers is None else answers,
             )
-            moved = next((e for e in (_coordinator_moved(r) for _, r in answered) if e is not None), None)
-            if moved is not None and answers is None:
-                self._forget_coordinators(group_ids)
-                raise moved()  # retriable: the whole call again, after a back-off
+            if answers is None:  # a caller keeping answers (the commit) looks at each group itself
+                moved = next((e for e in (_coordinator_moved(r) for _, r in answered) if e is not None), None)
+                if moved is not None:
+                    self._forget_coordinators(group_ids)
+                    raise moved()  # retriable: the whole call again, after a back-off
             return answered
 
         if not group_ids:
@@ -407,7 +410,7 @@ class KafkaCluster:
         def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
             return [(None, DescribeGroupsRequest(groups=list(batch), include_authorized_operations=False))]
 
-        result = self._described("describing consumer groups", group_ids, batch_size, build)
+        result = self._described("describing consumer groups", group_ids, batch_size, build, protocol="")
         unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
         if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
             # Kafka 4 answers the classic DescribeGroups for a group of the new consumer protocol
@@ -417,20 +420,25 @@ class KafkaCluster:
                     (None, ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False))
                 ]
 
-            found = self._described("describing consumer groups (KIP-848)", unknown, batch_size, build_new)
+            found = self._described(
+                "describing consumer groups (KIP-848)", unknown, batch_size, build_new, protocol="consumer"
+            )
             result.update({g: info for g, info in found.items() if info.error is None})
         return result
 
-    def _described(self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any) -> dict[str, GroupInfo]:
-        """Both describe answers have the same shape where it matters: id, state, members, error."""
+    def _described(
+        self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any, *, protocol: str
+    ) -> dict[str, GroupInfo]:
+        """Both describe answers have the same shape where it matters: id, state, members, error;
+        ``protocol`` is the protocol type when the answer carries none (ConsumerGroupDescribe
+        answers only for groups of the consumer protocol)."""
         result: dict[str, GroupInfo] = {}
         for _, response in self._per_coordinator(operation, group_ids, batch_size, build):
             for group in response.groups:
                 result[group.group_id] = GroupInfo(
                     group_id=group.group_id,
                     state=group.group_state or "Unknown",
-                    protocol_type=getattr(group, "protocol_type", None)
-                    or ("" if hasattr(group, "protocol_type") else "consumer"),
+                    protocol_type=getattr(group, "protocol_type", "") or protocol,
                     members=len(group.members),
                     error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
                 )
@@ -481,24 +489,7 @@ class KafkaCluster:
 
         A broker rejects it with UNKNOWN_MEMBER_ID while the group has members.
         """
-        request = {
-            KafkaTopicPartition(tp.topic, tp.partition): OffsetAndMetadata(c.offset, c.metadata or "", -1)
-            for tp, c in offsets.items()
-        }
-
-        def commit() -> Any:
-            answer = self._admin.alter_group_offsets(group_id, request)
-            moved = next((e for e in answer.values() if e.errno in _COORDINATOR_MOVED), None)
-            if moved is not None:
-                self._forget_coordinators([group_id])
-                raise moved()
-            return answer
-
-        answer = self._call("committing offsets", commit)
-        return {
-            TP(tp.topic, tp.partition): (None if error is kafka_errors.NoError else error.__name__)
-            for tp, error in answer.items()
-        }
+        return self.alter_offsets_many({group_id: offsets}).get(group_id, {})
 
     def alter_offsets_many(
         self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
