@@ -40,6 +40,8 @@ from typing import Any, TypeVar
 from offset_restore.apply.commit import ApplyOptions
 from offset_restore.apply.run import run_apply
 from offset_restore.devtools import process_memory
+from offset_restore.devtools.brokers import BROKER_NAMES, KINDS
+from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.devtools.local_aws import BUCKET, local_workflow
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
@@ -51,7 +53,6 @@ from offset_restore.translate.plan import PlanOptions, translate
 from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from bench.apply_bench import one_consumer_per_group
-from bench.brokers import BROKER_NAMES, BROKERS, started
 from bench.plan_bench import HEADER, PartitionData, mm2, per_search_baselines, score, stamp
 from bench.workflow_run import RunFigures, import_baseline_mb, measure
 
@@ -117,9 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=200, help="searches for the per-search baselines")
     parser.add_argument("--baseline-groups", type=int, default=100, help="groups for the one-consumer script")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument(
-        "--broker", choices=BROKERS, default="local", help="local (default) or apache: Apache Kafka 4.1"
-    )
+    parser.add_argument("--broker", choices=KINDS, default="local", help="local (default) or apache: Apache Kafka 4.1")
     parser.add_argument(
         "--output", type=Path, help="default: bench/results/scale.md, or scale-GROUPS.md (scale-apache*.md on apache)"
     )
@@ -137,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[list[str]] = []
     baselines: list[list[str]] = []
     with (
-        started(args.broker, "scale-source", "scale-target", "scale-target-workflow") as brokers,
+        started_brokers(args.broker, "scale-source", "scale-target", "scale-target-workflow") as brokers,
         KafkaCluster(brokers[0].settings()) as source,
         KafkaCluster(brokers[1].settings()) as target,
         KafkaCluster(brokers[2].settings()) as workflow_target,

@@ -12,31 +12,19 @@ from typing import Any
 import boto3
 import pytest
 from moto import mock_aws
-from offset_restore.devtools.apache_broker import ApacheBroker
+from offset_restore.devtools.brokers import started
 from offset_restore.devtools.local_aws import create_table
 from offset_restore.kafka.cluster import KafkaCluster
 
-from tests.helpers import Brokers, new_broker
+from tests.helpers import Brokers, broker_kind
 
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
 
 
 @pytest.fixture(scope="session")
 def brokers() -> Iterator[Brokers]:
-    pair = (new_broker("source"), new_broker("target"))
-    try:
-        for broker in pair:
-            if isinstance(broker, ApacheBroker):
-                broker.launch()  # both JVMs start together
-            else:
-                broker.start()
-        for broker in pair:
-            if isinstance(broker, ApacheBroker):
-                broker.wait_ready()
-        yield Brokers(source=pair[0], target=pair[1])
-    finally:
-        for broker in pair:
-            broker.stop()
+    with started(broker_kind(), "source", "target") as (source, target):
+        yield Brokers(source=source, target=target)
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer
-from offset_restore.devtools.apache_broker import ApacheBroker
-from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.devtools.brokers import Broker
+from offset_restore.devtools.brokers import new_broker as devtools_new_broker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -25,17 +25,19 @@ TEST_BROKER = os.environ.get("OFFSET_RESTORE_TEST_BROKER", "apache")
 """``apache`` (default, what CI proves): Apache Kafka 4.1 from Maven Central's jars; ``tansu``: the
 zero-dependency local broker, a faster loop while editing."""
 
+TestBroker = Broker
 
-TestBroker = LocalBroker | ApacheBroker
+
+def broker_kind() -> str:
+    """The devtools broker kind this session tests on."""
+    if TEST_BROKER not in ("apache", "tansu"):
+        raise ValueError(f"OFFSET_RESTORE_TEST_BROKER={TEST_BROKER!r}: choose apache or tansu")
+    return "local" if TEST_BROKER == "tansu" else "apache"
 
 
 def new_broker(name: str, *, port: int = 0, advertised_port: int = 0) -> TestBroker:
     """A broker of the kind this session tests on, not yet started."""
-    if TEST_BROKER == "tansu":
-        return LocalBroker(name, port=port, advertised_port=advertised_port)
-    if TEST_BROKER != "apache":
-        raise ValueError(f"OFFSET_RESTORE_TEST_BROKER={TEST_BROKER!r}: choose apache or tansu")
-    return ApacheBroker(name, port=port, advertised_port=advertised_port)
+    return devtools_new_broker(broker_kind(), name, port=port, advertised_port=advertised_port)
 
 
 @dataclass

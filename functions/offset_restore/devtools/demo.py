@@ -16,14 +16,11 @@ import shutil
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from offset_restore.cli.operations import follow
-from offset_restore.devtools.apache_broker import ApacheBroker
-from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.devtools.brokers import started
 from offset_restore.kafka.cluster import KafkaCluster, group_member
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
@@ -173,27 +170,6 @@ def _prove(
     return outcome
 
 
-@contextmanager
-def _two_brokers(kind: str, out: TextIO) -> Iterator[tuple[LocalBroker | ApacheBroker, LocalBroker | ApacheBroker]]:
-    """Source and target: the zero-dependency local broker, or Apache Kafka from Maven Central's jars
-    (both JVMs start together)."""
-    if kind == "local":
-        with LocalBroker("demo-source") as source, LocalBroker("demo-target") as target:
-            yield source, target
-        return
-    out.write("starting two Apache Kafka 4.1 brokers (the jars are fetched by Maven on first use)\n")
-    pair = (ApacheBroker("demo-source"), ApacheBroker("demo-target"))
-    try:
-        for broker in pair:
-            broker.launch()
-        for broker in pair:
-            broker.wait_ready()
-        yield pair
-    finally:
-        for broker in pair:
-            broker.stop()
-
-
 def run_demo(
     *,
     groups: int,
@@ -210,7 +186,9 @@ def run_demo(
     location = Path(output)
     if location.exists():
         shutil.rmtree(location)
-    with _two_brokers(broker, out) as (source_broker, target_broker):
+    if broker == "apache":
+        out.write("starting two Apache Kafka 4.1 brokers (the jars are fetched by Maven on first use)\n")
+    with started(broker, "demo-source", "demo-target") as (source_broker, target_broker):
         out.write(f"source cluster on {source_broker.bootstrap_servers}, target on {target_broker.bootstrap_servers}\n")
         with KafkaCluster(source_broker.settings()) as source:
             _fill(source, rng)
