@@ -48,16 +48,21 @@ def wait_for_state(cluster: KafkaCluster, group: str, state: str, timeout_s: flo
     return time.monotonic() - started
 
 
+def console_consumer(broker: ApacheBroker, group: str, topic: str, *options: str) -> list[str]:
+    """Kafka's own console consumer (kafka-tools) in the new consumer protocol (KIP-848)."""
+    return [
+        "java", "-Xmx128m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={broker.log4j}",
+        "-cp", kafka_classpath(), "org.apache.kafka.tools.consumer.ConsoleConsumer",
+        "--bootstrap-server", broker.bootstrap_servers, "--topic", topic, "--group", group,
+        "--consumer-property", "group.protocol=consumer", *options,
+    ]  # fmt: skip
+
+
 @contextmanager
 def java_consumer(broker: ApacheBroker, group: str, topic: str) -> Iterator[subprocess.Popen[bytes]]:
     """Kafka's own console consumer in the new consumer protocol (``group.protocol=consumer``), not
     committing, so the group is active on the broker while this lasts."""
-    command = [
-        "java", "-Xmx128m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={broker.log4j}",
-        "-cp", kafka_classpath(), "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server", broker.bootstrap_servers, "--topic", topic, "--group", group,
-        "--consumer-property", "group.protocol=consumer", "--consumer-property", "enable.auto.commit=false",
-    ]  # fmt: skip
+    command = console_consumer(broker, group, topic, "--consumer-property", "enable.auto.commit=false")
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         yield process
@@ -246,12 +251,7 @@ def test_a_byte_for_byte_copy_of_the_real_consumer_offsets_is_decoded(
     for p in range(2):
         produce(source, topic, p, 30)
     commit(source, classic, {TP(topic, 0): 7, TP(topic, 1): 12}, "meta-7")
-    command = [
-        "java", "-Xmx128m", "-XX:+UseSerialGC", f"-Dlog4j2.configurationFile={brokers.source.log4j}",
-        "-cp", kafka_classpath(), "org.apache.kafka.tools.consumer.ConsoleConsumer",
-        "--bootstrap-server", brokers.source.bootstrap_servers, "--topic", topic, "--group", modern,
-        "--from-beginning", "--max-messages", "45", "--consumer-property", "group.protocol=consumer",
-    ]  # fmt: skip
+    command = console_consumer(brokers.source, modern, topic, "--from-beginning", "--max-messages", "45")
     subprocess.run(command, capture_output=True, timeout=120, check=True)
     expected = source.committed_offsets([classic, modern])
     assert sum(c.offset for c in expected[modern].values()) == 45
