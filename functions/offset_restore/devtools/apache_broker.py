@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from offset_restore.devtools.local_broker import free_port
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.connection import ConnectionSettings
 
@@ -169,12 +170,6 @@ def _throwaway_tls(folder: Path) -> Path:
     return keystore
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _cluster_id() -> str:
     """Kafka's ``Uuid.toString()`` shape (22 URL-safe base64 characters), never starting with '-'."""
     while True:
@@ -185,12 +180,11 @@ def _cluster_id() -> str:
 
 @dataclass
 class ApacheBroker:
-    """One single-node KRaft cluster. ``config`` adds or overrides server properties (e.g. SASL);
-    ``format_args`` adds StorageTool arguments (e.g. ``--add-scram``)."""
+    """One single-node KRaft cluster. ``config`` adds or overrides server properties (e.g.
+    ``group.coordinator.append.linger.ms`` to measure its cost)."""
 
     name: str
     config: Mapping[str, str] = field(default_factory=dict)
-    format_args: Sequence[str] = ()
     protocol: str = "PLAINTEXT"
     """The client listener's: ``PLAINTEXT``, or ``SASL_SSL`` (SCRAM-SHA-512, as MSK offers it) with a
     throw-away CA and a user added at format time. The broker talks to itself on a plaintext
@@ -237,7 +231,7 @@ class ApacheBroker:
     def launch(self) -> ApacheBroker:
         """Format storage and start the JVM; :meth:`wait_ready` waits for it (two brokers start together)."""
         classpath = kafka_classpath()
-        self.port, self.controller_port = self.port or _free_port(), self.controller_port or _free_port()
+        self.port, self.controller_port = self.port or free_port(), self.controller_port or free_port()
         self.cluster_id = self.cluster_id or _cluster_id()
         self.folder = Path(tempfile.mkdtemp(prefix=f"kafka-{self.name}-"))
         self.log4j.write_text(LOG4J)
@@ -245,7 +239,7 @@ class ApacheBroker:
         text = SERVER.format(
             controller=self.controller_port,
             port=self.port,
-            internal=_free_port(),
+            internal=free_port(),
             advertised=self.advertised_port or self.port,
             data=self.folder / "data",
             protocol=self.protocol,
@@ -259,7 +253,7 @@ class ApacheBroker:
         properties.write_text(text + "".join(f"{key}={value}\n" for key, value in self.config.items()))
         formatted = java_tool(
             "kafka.tools.StorageTool",
-            ["format", "--standalone", "-t", self.cluster_id, "-c", str(properties), *extra_format, *self.format_args],
+            ["format", "--standalone", "-t", self.cluster_id, "-c", str(properties), *extra_format],
             log4j=self.log4j,
         )
         if formatted.returncode != 0:
@@ -324,15 +318,6 @@ class ApacheBroker:
         if self.folder is not None:
             shutil.rmtree(self.folder, ignore_errors=True)
             self.folder = None
-
-    def resident_mb(self) -> float:
-        """The JVM's resident memory now (from /proc), for the harness's measurements."""
-        if self.process is None:
-            return 0.0
-        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
 
     def __enter__(self) -> ApacheBroker:
         return self.start()
