@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, kafka_classpath
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
-from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.snapshot_store import SnapshotRepository
@@ -375,18 +375,6 @@ def test_records_deleted_by_delete_records_after_the_plan_are_refused_then_plann
     assert s.offsets("a")[0] == 20 and s.offsets("b")[0] == 50
 
 
-def read_all(cluster: KafkaCluster, tp: TP) -> list[FetchedRecord]:
-    """Every record of a partition: a Kafka fetch reads from one segment at a time."""
-    records: list[FetchedRecord] = []
-    position = cluster.log_bounds([tp])[tp].start
-    while True:
-        answer = cluster.fetch({tp: position}, partition_max_bytes=1 << 20)[tp]
-        records.extend(answer.records)
-        if answer.error or answer.read_to <= position or answer.read_to >= answer.high_watermark:
-            return records
-        position = answer.read_to
-
-
 def _key(batch: int, i: int) -> bytes:
     """Every other record has a key of its own (kept by compaction); the rest share five keys, so
     only their last writes survive and the log is left with gaps between records kept."""
@@ -419,7 +407,7 @@ def compacted_topic(servers: str, cluster: KafkaCluster, topic: str, timeout_s: 
         time.sleep(0.3)  # past segment.ms: the next append rolls a new segment
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        offsets = [r.offset for r in read_all(cluster, TP(topic, 0))]
+        offsets = [r.offset for r in cluster.read_partition(TP(topic, 0))]
         if len(offsets) < 61:
             return offsets
         time.sleep(0.5)
@@ -440,7 +428,7 @@ def test_gaps_left_by_real_compaction_resume_at_the_next_record_kept(
     commit(source, inside, {TP(topic, 0): gaps[0]})
     commit(source, caught_up, {TP(topic, 0): kept[-1] + 1})
     produced = [
-        Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in read_all(source, TP(topic, 0))
+        Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in source.read_partition(TP(topic, 0))
     ]
     restored = {"header": (f"dr.{topic}", "int64"), "fingerprint": (f"mm2.{topic}", None)}
     for name, header in restored.values():

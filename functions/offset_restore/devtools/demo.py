@@ -90,23 +90,12 @@ def _place_groups(cluster: KafkaCluster, count: int, rng: random.Random) -> dict
     return stories
 
 
-def _read_all(cluster: KafkaCluster, tp: TP) -> list[FetchedRecord]:
-    records: list[FetchedRecord] = []
-    position = 0
-    while True:
-        answer = cluster.fetch({tp: position})[tp]
-        if answer.error or not answer.records:
-            return records
-        records.extend(answer.records)
-        position = answer.records[-1].offset + 1
-
-
 def _restore(source: KafkaCluster, target: KafkaCluster, rng: random.Random) -> None:
     """The disaster recovery: what a backup tool and a replica would leave on the target."""
     target.create_topics({RENAMED.get(topic, topic): count for topic, count in TOPICS.items()})
     for topic, partitions in TOPICS.items():
         for partition in range(partitions):
-            records = _read_all(source, TP(topic, partition))
+            records = source.read_partition(TP(topic, partition))
             if topic == "orders":  # backup taken after retention removed the oldest; a few records lost
                 last = records[-1].offset  # a lost last record would look like a restore still running
                 records = [
@@ -147,7 +136,7 @@ def _prove(
     outcome: Counter[str] = Counter()
     records: dict[TP, dict[int, FetchedRecord]] = {}
     for tp in {TP(e.target_topic, e.partition) for e in entries}:
-        records[tp] = {r.offset: r for r in _read_all(target, tp)}
+        records[tp] = {r.offset: r for r in target.read_partition(tp)}
     committed = target.committed_offsets(sorted({e.group for e in entries}))
     for e in entries:
         now = committed.get(e.group, {}).get(TP(e.target_topic, e.partition))

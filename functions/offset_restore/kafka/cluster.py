@@ -660,6 +660,21 @@ class KafkaCluster:
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse"))
         return result
 
+    def read_partition(self, tp: TP) -> list[FetchedRecord]:
+        """Every record of one partition, from its log start to its high watermark: for the demo and
+        tests (a restore reads what a position needs, never this). A fetch reads from one segment at
+        a time, so it takes as many rounds as the log has segments; a failed fetch is an error."""
+        records: list[FetchedRecord] = []
+        position = self.log_bounds([tp])[tp].start
+        while True:
+            answer = self.fetch({tp: position}, partition_max_bytes=1 << 20)[tp]
+            if answer.error:
+                raise ClusterError(f"reading {tp.topic}/{tp.partition} at {position} failed: {answer.error}")
+            records.extend(answer.records)
+            if answer.read_to <= position or answer.read_to >= answer.high_watermark:
+                return records
+            position = answer.read_to
+
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         """Log start and end of many partitions in three requests per leader.
 
