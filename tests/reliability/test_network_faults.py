@@ -108,11 +108,15 @@ def test_apply_through_resets_before_and_after_the_broker_acts_commits_each_grou
     assert injected == 3 and len(report.groups_committed) == 30 and ok
 
 
+@pytest.mark.parametrize("count", [30, 160])  # 160 groups: the commit spreads over two connections
 @pytest.mark.parametrize("trial", TRIALS)
 def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes(
-    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path, trial: int
+    brokers: Brokers, source: KafkaCluster, faulty: Faulty, tmp_path: Path, trial: int, count: int
 ) -> None:
-    scenario = restored(brokers, source, faulty, tmp_path, 30)
+    """Both invariants when the target stops answering mid-commit: each group holds its planned or
+    its previous offsets (never past a record on the target), and rollback puts back exactly what
+    was there before the first write."""
+    scenario = restored(brokers, source, faulty, tmp_path, count)
     plan_on(faulty, tmp_path, "plan.json")
     with KafkaCluster(faulty.settings()) as target:
         before = offsets_of(target, PlanFile(str(tmp_path / "plan.json")).load())
@@ -126,7 +130,7 @@ def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes
         planned, previous, unanswered = check_planned_or_previous(target, saved, completed=False)
     committed = {e.group for e in saved.entries if e.status == "committed"}
     assert f"{len(committed)} groups were committed; {len(unanswered)} got no answer" in str(raised.value)
-    assert len(committed) + len(unanswered) == 30 and previous <= unanswered and committed <= planned
+    assert len(committed) + len(unanswered) == count and previous <= unanswered and committed <= planned
     assert set(raised.value.unanswered) == unanswered
     assert any("apply interrupted" in note for note in saved.notes)
 
@@ -134,11 +138,12 @@ def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes
     with KafkaCluster(faulty.settings()) as target:
         left = unanswered | previous
         planned, previous, unanswered = check_planned_or_previous(target, plan)
-        finished = len(planned) == 30 and not previous and not unanswered
+        finished = len(planned) == count and not previous and not unanswered
         assert finished and len(report.groups_committed) + len(report.groups_unchanged) == len(left)
         # What was there before the first write is still on record: rollback puts it back exactly.
         _, back = run_rollback(str(tmp_path / "plan.json"), faulty.settings())
         after = offsets_of(target, plan)
-    record("network", phase="apply", fault="broker stops answering mid-commit", injected=1, correct=finished)
-    assert after == before and len(back.groups_committed) == 30
-    assert sum(1 for g in scenario.groups if not after[g]) == 15  # created by the apply: deleted again
+    fault = "broker stops answering mid-commit" + ("" if count == 30 else f" ({count} groups, two connections)")
+    record("network", phase="apply", fault=fault, injected=1, correct=finished)
+    assert after == before and len(back.groups_committed) == count
+    assert sum(1 for g in scenario.groups if not after[g]) == count - count // 2  # created by apply: deleted again
