@@ -7,7 +7,8 @@ from collections.abc import Mapping
 
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.snapshot.evidence import MAX_STALLED_ROUNDS, collect_evidence
+from offset_restore.kafka.rounds import MAX_UNSERVED_ROUNDS
+from offset_restore.snapshot.evidence import collect_evidence
 from offset_restore.snapshot.fingerprint import fingerprint
 
 
@@ -22,7 +23,7 @@ class FakeLog:
     def record(self, tp: TP, offset: int) -> FetchedRecord:
         return FetchedRecord(offset, 1000 + offset, f"k{offset}".encode(), f"{tp}:{offset}".encode(), ())
 
-    def __call__(self, positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+    def __call__(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
         self.rounds += 1
         self.positions_seen.append(dict(positions))
         out = {}
@@ -32,7 +33,7 @@ class FakeLog:
                 if offset < position:
                     continue
                 records.append(self.record(tp, offset))
-                if len(records) >= self.per_fetch or offset >= until[tp]:
+                if len(records) >= self.per_fetch or (until is not None and offset >= until[tp]):
                     break
             # Past the last data record only control batches remain: the broker moves the position on.
             moved = records[-1].offset + 1 if records else (self.hw[tp] if position > self.logs[tp][-1] else -1)
@@ -91,18 +92,18 @@ def test_each_round_fetches_every_partition_once_and_jumps_over_distant_windows(
 def test_a_partition_that_returns_nothing_is_given_up_and_marked_incomplete() -> None:
     tp = TP("t", 0)
 
-    def stuck(positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+    def stuck(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], [], high_watermark=100, log_start_offset=0)}
 
     result, stats = collect_evidence({tp: {50}}, {tp: LogBounds(0, 100)}, 3, stuck, offset_header=None)
     assert result[(tp, 50)].complete is False and result[(tp, 50)].next is None
-    assert stats.incomplete == 1 and stats.rounds == MAX_STALLED_ROUNDS and "no records returned" in stats.notes[0]
+    assert stats.incomplete == 1 and stats.rounds == MAX_UNSERVED_ROUNDS and "no records returned" in stats.notes[0]
 
 
 def test_a_fetch_error_is_reported_not_guessed() -> None:
     tp = TP("t", 0)
 
-    def failing(positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+    def failing(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], error="NotLeaderForPartitionError")}
 
     result, stats = collect_evidence({tp: {5}}, {tp: LogBounds(0, 10)}, 3, failing, offset_header=None)
@@ -113,7 +114,7 @@ def test_a_fetch_error_is_reported_not_guessed() -> None:
 def test_empty_partition_needs_no_fetch() -> None:
     tp = TP("t", 0)
 
-    def never(positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+    def never(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
         raise AssertionError("no fetch expected")
 
     result, stats = collect_evidence({tp: {0, 4}}, {tp: LogBounds(4, 4)}, 3, never, offset_header=None)

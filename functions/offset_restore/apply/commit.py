@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -25,6 +25,7 @@ from typing import Literal, Protocol
 
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds, PartitionFetch
+from offset_restore.kafka.rounds import FetchRounds, Served, Unserved
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.plan import parse_offset_header
@@ -51,8 +52,6 @@ NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply aga
 BATCH = 500
 PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
-MAX_UNSERVED_ROUNDS = 10
-"""Fetch rounds a partition may go unserved while verifying before its records count as not found."""
 
 
 class ApplyTarget(Protocol):
@@ -543,29 +542,24 @@ def _verify_problem(
 
 def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
     """The record at each wanted offset that is on the target (absent: no record there), in shared
-    fetch rounds: a window often holds several offsets asked for."""
+    fetch rounds: a window often holds several offsets asked for. A partition that cannot be read
+    (an error, or unserved round after round) counts as holding none of them: the check that asked
+    then fails, which never lets a commit through."""
     pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
     found: dict[tuple[TP, int], FetchedRecord] = {}
-    stalled: Counter[TP] = Counter()
+    rounds = FetchRounds(lambda positions, _: target.fetch(positions, partition_max_bytes=64 * 1024))
     while any(pending.values()):
         positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
-        for tp, answer in target.fetch(positions, partition_max_bytes=64 * 1024).items():
-            offsets, asked = pending[tp], positions[tp]
-            for r in answer.records:
-                if r.offset in offsets:
-                    found[(tp, r.offset)] = r
-                    offsets.discard(r.offset)
-            if asked not in offsets:
-                continue
-            # A round may leave a partition unserved (its share of the response went to others: met at
-            # 2,000 partitions); only a served answer, or an offset past the log, settles that the
-            # record is not there. An answer that never comes counts as not there after a few rounds.
-            served = answer.read_to > asked
-            past_the_log = not answer.error and 0 <= answer.high_watermark <= asked
-            if served or past_the_log or stalled[tp] >= MAX_UNSERVED_ROUNDS:
-                offsets.discard(asked)
-            else:
-                stalled[tp] += 1
+        for tp, outcome in rounds.round(positions).items():
+            offsets = pending[tp]
+            if isinstance(outcome, Served):
+                for r in outcome.answer.records:
+                    if r.offset in offsets:
+                        found[(tp, r.offset)] = r
+                # Every offset the answer read past is settled, found or not (compacted away).
+                pending[tp] = {offset for offset in offsets if offset >= outcome.answer.read_to}
+            elif not isinstance(outcome, Unserved):
+                pending[tp] = set()  # past the log's end, or unreadable: not there
     return found
 
 

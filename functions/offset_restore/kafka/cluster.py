@@ -40,6 +40,7 @@ from offset_restore.kafka.model import (
     LogBounds,
     PartitionFetch,
 )
+from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
@@ -665,15 +666,18 @@ class KafkaCluster:
         tests (a restore reads what a position needs, never this). A fetch reads from one segment at
         a time, so it takes as many rounds as the log has segments; a failed fetch is an error."""
         records: list[FetchedRecord] = []
-        position = self.log_bounds([tp])[tp].start
-        while True:
-            answer = self.fetch({tp: position}, partition_max_bytes=1 << 20)[tp]
-            if answer.error:
-                raise ClusterError(f"reading {tp.topic}/{tp.partition} at {position} failed: {answer.error}")
-            records.extend(answer.records)
-            if answer.read_to <= position or answer.read_to >= answer.high_watermark:
-                return records
-            position = answer.read_to
+
+        def take(_: TP, outcome: Served | AtEnd) -> int | None:
+            if isinstance(outcome, AtEnd):
+                return None
+            records.extend(outcome.answer.records)
+            return outcome.answer.read_to
+
+        rounds = FetchRounds(lambda positions, _: self.fetch(positions, partition_max_bytes=1 << 20))
+        failed = read_forward(rounds, {tp: self.log_bounds([tp])[tp].start}, take)
+        if failed:
+            raise ClusterError(f"reading {tp.topic}/{tp.partition} failed: {failed[tp].reason}")
+        return records
 
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         """Log start and end of many partitions in three requests per leader.

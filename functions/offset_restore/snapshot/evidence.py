@@ -13,16 +13,12 @@ import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from offset_restore.kafka.model import TP, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, LogBounds
+from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import RecordEvidence
 
 __all__ = ["Evidence", "EvidenceStats", "collect_evidence"]
-
-Fetcher = Callable[[Mapping[TP, int], Mapping[TP, int]], Mapping[TP, PartitionFetch]]
-"""(fetch offsets, last offset wanted) -> one fetch round's result per partition."""
-
-MAX_STALLED_ROUNDS = 10
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +42,6 @@ class _PartitionWork:
     bounds: LogBounds
     cursor: int = 0  # next offset to fetch
     seen: list[RecordEvidence] = field(default_factory=list)  # contiguous from the window start
-    stalled: int = 0
 
 
 def _window_start(offset: int, bounds: LogBounds, n: int) -> int:
@@ -57,27 +52,55 @@ def collect_evidence(
     wanted: Mapping[TP, set[int]],
     bounds: Mapping[TP, LogBounds],
     n: int,
-    fetch: Fetcher,
+    fetch: Fetch,
     *,
     offset_header: str | None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[tuple[TP, int], Evidence], EvidenceStats]:
     """Evidence per (partition, committed offset); ``wanted`` partitions must have ``bounds``."""
-    stats = EvidenceStats()
     result: dict[tuple[TP, int], Evidence] = {}
     work = _start(wanted, bounds, n, result)
     total = sum(len(offsets) for offsets in wanted.values())
-    while work:
-        stats.rounds += 1
-        # Partitions the broker left empty last round (its response was full) go first.
-        positions = {tp: job.cursor for tp, job in sorted(work.items(), key=lambda item: -item[1].stalled)}
-        until = {tp: max(job.offsets[-1], job.cursor) for tp, job in work.items()}
-        answers = fetch(positions, until)
-        for tp in list(work):
-            if not _advance(tp, work[tp], answers.get(tp), n, offset_header, result, stats):
-                del work[tp]
-        if progress is not None:
-            progress(len(result), total)
+    rounds = FetchRounds(fetch, ends={tp: job.bounds.end for tp, job in work.items()})
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        job = work[tp]
+        if isinstance(outcome, AtEnd):
+            _serve(tp, job, n, True, result)
+            return None
+        answer = outcome.answer
+        job.seen.extend(
+            RecordEvidence(
+                offset=r.offset,
+                timestamp=r.timestamp,
+                fingerprint=fingerprint(r.key, r.value, r.headers, exclude_header=offset_header),
+            )
+            for r in answer.records
+        )
+        job.cursor = answer.read_to
+        _serve(tp, job, n, False, result)
+        if not job.offsets:
+            return None
+        _trim(job, n)
+        return job.cursor
+
+    stats = EvidenceStats()
+    starts = {tp: job.cursor for tp, job in work.items()}
+    until = {tp: job.offsets[-1] for tp, job in work.items()}
+    while starts:
+        failed = read_forward(
+            rounds, starts, take, until=until, after_round=(lambda: progress(len(result), total)) if progress else None
+        )
+        # Records deleted while we read (retention, DeleteRecords): go on from the new log start.
+        moved = {tp: f.log_start for tp, f in failed.items() if f.log_start is not None}
+        starts = {tp: start for tp, start in moved.items() if start > work[tp].cursor}
+        for tp, failure in failed.items():
+            if tp in starts:
+                work[tp].cursor = starts[tp]
+            else:
+                stats.notes.append(f"{tp}: {failure.reason}")
+                _give_up(tp, work[tp], n, result, stats)
+    stats.rounds, stats.records_read = rounds.rounds, rounds.records
     return result, stats
 
 
@@ -94,49 +117,6 @@ def _start(
             continue
         work[tp] = _PartitionWork(offsets=pending, bounds=b, cursor=_window_start(pending[0], b, n))
     return work
-
-
-def _advance(
-    tp: TP,
-    job: _PartitionWork,
-    answer: PartitionFetch | None,
-    n: int,
-    offset_header: str | None,
-    result: dict[tuple[TP, int], Evidence],
-    stats: EvidenceStats,
-) -> bool:
-    """Take one round's answer for a partition: keep its records, settle the windows they close,
-    move the cursor. False when the partition is done (or given up)."""
-    if answer is not None and answer.error == "OffsetOutOfRangeError" and answer.log_start_offset > job.cursor:
-        job.cursor = answer.log_start_offset  # retention moved the log start while we read
-        return True
-    if answer is None or answer.error:
-        stats.notes.append(f"{tp}: fetch at {job.cursor} failed ({answer.error if answer else 'no answer'})")
-        _give_up(tp, job, n, result, stats)
-        return False
-    end = max(job.bounds.end, answer.high_watermark)
-    job.seen.extend(
-        RecordEvidence(
-            offset=r.offset,
-            timestamp=r.timestamp,
-            fingerprint=fingerprint(r.key, r.value, r.headers, exclude_header=offset_header),
-        )
-        for r in answer.records
-    )
-    stats.records_read += len(answer.records)
-    if answer.read_to > job.cursor:
-        job.cursor, job.stalled = answer.read_to, 0
-    elif job.cursor < end:
-        job.stalled += 1
-    exhausted = job.cursor >= end or (not answer.records and job.cursor >= answer.high_watermark >= 0)
-    _serve(tp, job, n, exhausted, result)
-    if job.stalled >= MAX_STALLED_ROUNDS:
-        stats.notes.append(f"{tp}: no records returned at offset {job.cursor} below the end {end}")
-        _give_up(tp, job, n, result, stats)
-    if not job.offsets:
-        return False
-    _trim(job, n)
-    return True
 
 
 def _serve(tp: TP, job: _PartitionWork, n: int, exhausted: bool, result: dict[tuple[TP, int], Evidence]) -> None:

@@ -194,7 +194,7 @@ def stream_snapshot(
                 if tp in bounds:
                     wanted[tp].add(c.offset)
 
-        def fetch(positions: Mapping[TP, int], until: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+        def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
             return cluster.fetch(positions, until=until, partition_max_bytes=64 * 1024)
 
         evidence, stats = collect_evidence(

@@ -22,7 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, SnapshotManifest, new_snapshot_id
 
@@ -202,33 +203,26 @@ class OffsetsTopicReader:
         self,
         topic: str,
         bounds: Mapping[TP, LogBounds],
-        fetch: Callable[[Mapping[TP, int]], Mapping[TP, PartitionFetch]],
+        fetch: Fetch,
         progress: Callable[[int, int], None] | None = None,
     ) -> None:
         """Read every partition of ``topic`` from start to end, one fetch round for all at a time."""
-        cursors = {tp: b.start for tp, b in bounds.items() if tp.topic == topic and b.end > b.start}
-        total = sum(bounds[tp].end - bounds[tp].start for tp in cursors)
-        stalled: dict[TP, int] = {}
-        while cursors:
-            answers = fetch(dict(cursors))
-            for tp in list(cursors):
-                answer = answers.get(tp)
-                moved_to = answer.read_to if answer is not None and not answer.error else -1
-                if answer is None or moved_to <= cursors[tp]:
-                    stalled[tp] = stalled.get(tp, 0) + 1
-                    if stalled[tp] >= 3:
-                        reason = answer.error if answer and answer.error else "no records returned"
-                        self.corrupt_examples.append(f"{tp}: stopped reading at offset {cursors[tp]}: {reason}")
-                        del cursors[tp]
-                    continue
-                stalled.pop(tp, None)
-                for record in answer.records:
-                    self.add(str(tp), record)
-                cursors[tp] = moved_to
-                if cursors[tp] >= max(bounds[tp].end, answer.high_watermark):
-                    del cursors[tp]
-            if progress is not None:
-                progress(self.records, total)
+        starts = {tp: b.start for tp, b in bounds.items() if tp.topic == topic and b.end > b.start}
+        total = sum(bounds[tp].end - bounds[tp].start for tp in starts)
+
+        def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+            if isinstance(outcome, AtEnd):
+                return None
+            for record in outcome.answer.records:
+                self.add(str(tp), record)
+            return outcome.answer.read_to
+
+        rounds = FetchRounds(fetch, ends={tp: bounds[tp].end for tp in starts})
+        failed = read_forward(
+            rounds, starts, take, after_round=(lambda: progress(self.records, total)) if progress else None
+        )
+        for tp, failure in sorted(failed.items()):
+            self.corrupt_examples.append(f"{tp}: stopped reading: {failure.reason}")
 
 
 def snapshot_from_commits(

@@ -102,8 +102,8 @@ def _from_offsets_topic(
     bounds = cluster.log_bounds(TP(topic, p) for p in range(partitions))
     reader = OffsetsTopicReader(as_of_ms=int(as_of.timestamp() * 1000) if as_of else None)
 
-    def fetch(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
-        return cluster.fetch(positions, partition_max_bytes=1024 * 1024)
+    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+        return cluster.fetch(positions, until=until, partition_max_bytes=1024 * 1024)
 
     reader.read(
         topic,

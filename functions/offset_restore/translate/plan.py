@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.rounds import AtEnd, Failed, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -45,8 +46,6 @@ STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "time
 FINGERPRINT_SCAN_LIMIT = 5_000
 WHOLE_READ_BYTES = 1024 * 1024
 """Bytes per partition per fetch when a partition is read whole."""
-MAX_STALLED_ROUNDS = 10
-"""Rounds a partition may go unserved before a whole read of it gives up."""
 
 
 class TargetCluster(Protocol):
@@ -153,6 +152,14 @@ class _Context:
 
     def fetch(self, positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
         return self.target.fetch(positions, partition_max_bytes=self.fetch_bytes)
+
+    def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
+        """Fetch rounds on the target, reading up to the log ends the plan began with."""
+        size = partition_max_bytes or self.fetch_bytes
+        return FetchRounds(
+            lambda positions, _: self.target.fetch(positions, partition_max_bytes=size),
+            ends={tp: b.end for tp, b in self.bounds.items()},
+        )
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
         s = self.stats
@@ -514,37 +521,23 @@ def _read_whole_and_decide(
 
 
 def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP, PartitionLog | str]:
-    """Every record of each partition from its log start to its end when the plan began; a partition
-    left unserved by a round is asked again (up to ``MAX_STALLED_ROUNDS``)."""
+    """Every record of each partition from its log start to its end when the plan began."""
     logs: dict[TP, PartitionLog | str] = {tp: PartitionLog() for tp in tps}
-    cursor = {tp: ctx.bounds[tp].start for tp in tps if ctx.bounds[tp].start < ctx.bounds[tp].end}
-    stalled: Counter[TP] = Counter()
-    rounds = fetches = records = 0
-    while cursor:
-        rounds += 1
-        fetches += len(cursor)
-        answers = ctx.target.fetch(dict(cursor), partition_max_bytes=WHOLE_READ_BYTES)
-        for tp, position in list(cursor.items()):
-            answer = answers.get(tp)
-            if answer is None or answer.error:
-                logs[tp] = f"reading {tp} whole failed at {position} ({answer.error if answer else 'no answer'})"
-                del cursor[tp]
-                continue
-            read_to, rows = answer.read_to, reads.window(tp, answer)
-            log = logs[tp]
-            assert isinstance(log, PartitionLog)
-            for offset, key, stamp in rows:
-                log.append(offset, key, stamp)
-            records += len(rows)
-            if read_to > position:
-                cursor[tp] = read_to  # an empty answer below the end is a round that did not serve it
-            else:
-                stalled[tp] += 1
-                if stalled[tp] >= MAX_STALLED_ROUNDS:
-                    logs[tp] = f"no records returned at {tp} offset {position} below its end {ctx.bounds[tp].end}"
-            if cursor[tp] >= ctx.bounds[tp].end or isinstance(logs[tp], str):
-                del cursor[tp]
-    ctx.record("header (whole partitions)", rounds, fetches, records, {})
+    starts = {tp: ctx.bounds[tp].start for tp in tps if ctx.bounds[tp].start < ctx.bounds[tp].end}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        log = logs[tp]
+        assert isinstance(log, PartitionLog)
+        for offset, key, stamp in reads.window(tp, outcome.answer):
+            log.append(offset, key, stamp)
+        return outcome.answer.read_to if outcome.answer.read_to < ctx.bounds[tp].end else None
+
+    rounds = ctx.rounds(WHOLE_READ_BYTES)
+    for tp, failure in read_forward(rounds, starts, take).items():
+        logs[tp] = f"reading {tp} whole failed: {failure.reason}"
+    ctx.record("header (whole partitions)", rounds.rounds, rounds.fetches, rounds.records, {})
     return logs
 
 
@@ -762,7 +755,7 @@ def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) 
     (the partition stopped answering, or the run is longer than the rounds allowed)."""
     counts: dict[PositionKey, int | None] = {}
     open_keys = dict(starts)
-    rounds = 0
+    rounds = ctx.rounds()
     while open_keys:
         positions: dict[TP, int] = {}
         for key, (tp, offset, limit) in list(open_keys.items()):
@@ -770,27 +763,23 @@ def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) 
             counts[key] = count
             if unread is None:
                 del open_keys[key]
-            elif rounds >= MAX_COUNT_ROUNDS:
+            elif rounds.rounds >= MAX_COUNT_ROUNDS:
                 counts[key] = None
                 del open_keys[key]
             else:
                 positions.setdefault(tp, unread)
-        if not positions:
-            break
-        rounds += 1
-        answers = ctx.fetch(positions)
-        for tp, position in positions.items():
-            answer = answers.get(tp)
-            if answer is None or answer.error:
+        for tp, outcome in rounds.round(positions).items():
+            if isinstance(outcome, Failed):
                 for key in [k for k, v in open_keys.items() if v[0] == tp]:
                     counts[key] = None
                     del open_keys[key]
-                continue
-            read_to = answer.read_to
-            if read_to > position:
+            elif isinstance(outcome, Served):
+                answer = outcome.answer
                 keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
-                ctx.timestamp_indexes[tp].add_window(position, read_to, keyed)
-    ctx.record("timestamp", rounds, rounds, 0, {})
+                ctx.timestamp_indexes[tp].add_window(positions[tp], answer.read_to, keyed)
+            elif isinstance(outcome, AtEnd):
+                ctx.timestamp_indexes[tp].add_window(positions[tp], positions[tp] + 1, [])
+    ctx.record("timestamp", rounds.rounds, rounds.fetches, rounds.records, {})
     return counts
 
 
@@ -828,46 +817,42 @@ def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> di
 def _scan_windows(
     starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context
 ) -> dict[PositionKey, list[FetchedRecord] | str]:
-    """Records from each start until past the newest evidence timestamp (bounded)."""
+    """Records from each start until past the newest evidence timestamp (bounded). Positions on one
+    partition take turns: a round reads one window per partition."""
     windows: dict[PositionKey, list[FetchedRecord] | str] = {}
     collected: dict[PositionKey, list[FetchedRecord]] = {key: [] for key in starts}
     cursor = dict(starts)
-    open_keys = set(starts)
-    rounds = records_read = 0
-    while open_keys:
-        rounds += 1
-        positions_now: dict[TP, int] = {}
-        for key in sorted(open_keys):
-            positions_now.setdefault(positions[key].target, cursor[key])
-        answers = ctx.fetch(positions_now)
-        for key in list(open_keys):
-            pos = positions[key]
-            if positions_now[pos.target] != cursor[key]:
-                continue
-            answer = answers.get(pos.target)
-            newest = max(e.timestamp for e in [*pos.before, *([pos.next] if pos.next else [])])
-            if answer is None or answer.error:
-                windows[key] = f"fetch of {pos.target} failed"
-                open_keys.discard(key)
-                continue
-            records_read += len(answer.records)
-            done = not answer.records
-            for record in answer.records:
-                collected[key].append(record)
-                if record.timestamp > newest and pos.next is not None:
-                    done = True
-                    break
-            if len(collected[key]) > FINGERPRINT_SCAN_LIMIT:
-                windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records share the evidence's time range"
-                open_keys.discard(key)
-                continue
-            if answer.records:
-                cursor[key] = answer.records[-1].offset + 1
-            if done or cursor[key] >= max(answer.high_watermark, 0):
+    rounds = ctx.rounds()
+    while len(windows) < len(starts):
+        asked: dict[TP, PositionKey] = {}
+        for key in sorted(set(starts) - set(windows)):
+            asked.setdefault(positions[key].target, key)
+        outcomes = rounds.round({tp: cursor[key] for tp, key in asked.items()})
+        for tp, key in asked.items():
+            outcome = outcomes[tp]
+            if isinstance(outcome, Failed):
+                windows[key] = outcome.reason
+            elif isinstance(outcome, AtEnd):
                 windows[key] = collected[key]
-                open_keys.discard(key)
-    ctx.record("fingerprint", rounds, rounds, records_read, {})
+            elif isinstance(outcome, Served):
+                cursor[key] = _extend_window(collected[key], positions[key], outcome.answer)
+                if len(collected[key]) > FINGERPRINT_SCAN_LIMIT:
+                    windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records share the evidence's time range"
+                elif cursor[key] < 0 or cursor[key] >= max(outcome.end, 0):
+                    windows[key] = collected[key]
+    ctx.record("fingerprint", rounds.rounds, rounds.fetches, rounds.records, {})
     return windows
+
+
+def _extend_window(window: list[FetchedRecord], pos: Position, answer: PartitionFetch) -> int:
+    """Add an answer's records to a scan window; where to read next, or -1 once a record is newer
+    than every piece of evidence (the evidence's sequence cannot start after it)."""
+    newest = max(e.timestamp for e in [*pos.before, *([pos.next] if pos.next else [])])
+    for record in answer.records:
+        window.append(record)
+        if record.timestamp > newest and pos.next is not None:
+            return -1
+    return answer.read_to
 
 
 def _match(pos: Position, window: list[FetchedRecord] | str, header: str) -> Decision | str:

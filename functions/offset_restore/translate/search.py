@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.rounds import AtEnd, Failed, FetchRounds, Served, Unserved
 
 __all__ = ["KeyedRecord", "Observer", "PartitionIndex", "SearchResult", "SearchStats", "search_first_at_least"]
 
@@ -33,7 +34,6 @@ Observer = Callable[[TP, int, PartitionFetch, list[int | None]], None]
 
 BACK_MARGIN = 4
 MAX_ROUNDS = 200
-MAX_STALLED_ROUNDS = 10
 JobId = TypeVar("JobId", bound=Hashable)
 
 
@@ -168,30 +168,28 @@ def search_first_at_least(
     stats = SearchStats()
     jobs = {job_id: _Job(tp, value, guess) for job_id, (tp, value, guess) in wanted.items()}
     results: dict[JobId, SearchResult] = {}
-    stalled: dict[TP, int] = {}
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
+    rounds = FetchRounds(lambda positions, _: fetch(positions), ends={tp: i.bounds.end for tp, i in indexes.items()})
 
     while jobs:
         chosen = _choose(jobs, indexes, results)
-        order = sorted(chosen, key=lambda tp: -stalled.get(tp, 0))  # the unserved go first
-        positions = {tp: _next_position(indexes[tp], chosen[tp], commit=True) for tp in order}
+        positions = {tp: _next_position(indexes[tp], job, commit=True) for tp, job in chosen.items()}
         if not positions:
             break
-        if stats.rounds >= MAX_ROUNDS:
+        if rounds.rounds >= MAX_ROUNDS:
             for job_id in jobs:
                 results[job_id] = SearchResult(None, None, False, f"no answer after {MAX_ROUNDS} fetch rounds")
             break
-        stats.rounds += 1
-        stats.fetches += len(positions)
-        answers = fetch(positions)
-        for tp, position in positions.items():
+        for tp, outcome in rounds.round(positions).items():
             stats.rounds_per_partition[tp] = stats.rounds_per_partition.get(tp, 0) + 1
-            failed = _take(tp, position, answers.get(tp), indexes[tp], key_of, stats, stalled, observe)
-            if failed is not None:
+            if isinstance(outcome, Failed):
                 for job_id in [j for j, job in jobs.items() if job.tp == tp]:
-                    results[job_id] = SearchResult(None, None, False, failed)
+                    results[job_id] = SearchResult(None, None, False, outcome.reason)
                     del jobs[job_id]
+            else:
+                _take(tp, positions[tp], outcome, indexes[tp], key_of, observe)
+    stats.rounds, stats.fetches, stats.records_read = rounds.rounds, rounds.fetches, rounds.records
     return results, stats
 
 
@@ -217,38 +215,25 @@ def _choose(
 def _take(
     tp: TP,
     position: int,
-    answer: PartitionFetch | None,
+    outcome: Served | AtEnd | Unserved,
     index: PartitionIndex,
     key_of: KeyOf,
-    stats: SearchStats,
-    stalled: dict[TP, int],
     observe: Observer | None,
-) -> str | None:
-    """Add one answer's window to the partition's index; the reason the partition's searches fail,
-    or None."""
-    if answer is None or answer.error:
-        return f"fetch of {tp} at {position} failed ({answer.error if answer else 'no answer'})"
-    end = max(index.bounds.end, answer.high_watermark)
-    if end != index.bounds.end:
-        index.bounds = LogBounds(index.bounds.start, end)
+) -> None:
+    """Add what one round showed of a partition to its index (an unserved round shows nothing but
+    the log's end)."""
+    if outcome.end > index.bounds.end:  # the log grew since the plan began: search it to its new end
+        index.bounds = LogBounds(index.bounds.start, outcome.end)
+    if isinstance(outcome, AtEnd):
+        index.add_window(position, position + 1, [])  # past the end: nothing there
+    if not isinstance(outcome, Served):
+        return
+    answer = outcome.answer
     keys = [key_of(tp, record) for record in answer.records]
     keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
-    stats.records_read += len(answer.records)
-    if answer.read_to > position:
-        stalled.pop(tp, None)
-        index.add_window(position, answer.read_to, keyed)
-        if observe is not None:
-            observe(tp, position, answer, keys)
-    elif position < end:
-        # Not served this round: a broker fills a response up to its size limit and leaves later
-        # partitions empty. Such partitions go first next round; only a partition that stays empty
-        # round after round is given up.
-        stalled[tp] = stalled.get(tp, 0) + 1
-        if stalled[tp] >= MAX_STALLED_ROUNDS:
-            return f"no records returned at {tp} offset {position} below its end {end}"
-    else:
-        index.add_window(position, position + 1, keyed)  # past the end: nothing there
-    return None
+    index.add_window(position, answer.read_to, keyed)
+    if observe is not None:
+        observe(tp, position, answer, keys)
 
 
 def _settle(index: PartitionIndex, wanted: int) -> SearchResult | None:

@@ -1,0 +1,180 @@
+"""Fetch rounds and their rules, written once for every reader of records.
+
+Every stage reads records the same way: many partitions at a time, one fetch round after another,
+each partition from its own position. What a round's answer for one partition means is decided here
+and nowhere else, because each copy of these rules that once lived in a reader got one of them wrong:
+
+- **served**: the answer covered something (it read past its fetch position), records or not (a
+  transaction marker takes an offset);
+- **at the end**: nothing was returned and the position is at or past the log end (the broker's
+  high watermark, or the end the caller already knew, whichever is later);
+- **unserved**: nothing was returned *below* the log end. This is not the end: a broker fills its
+  response up to a size limit and leaves later partitions empty, and a batch larger than a
+  partition's limit comes back cut short (unreadable) unless its partition is the first in the
+  request. Such a partition is asked again, first in the next round; only one that stays unserved
+  ``max_unserved`` rounds in a row fails;
+- **failed**: an error answer or no answer. When the position fell below the log start (retention
+  or DeleteRecords moved it while we read), the failure says where the log starts now.
+
+``FetchRounds.round`` classifies one round; ``read_forward`` reads partitions forward with it until
+each reader is satisfied or its partition ends. Both are pure: the fetch is injected (the cluster's
+``KafkaCluster.fetch`` in production, scripted answers in the unit tests).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from offset_restore.kafka.model import TP, PartitionFetch
+
+__all__ = [
+    "MAX_UNSERVED_ROUNDS",
+    "AtEnd",
+    "Failed",
+    "Fetch",
+    "FetchRounds",
+    "Outcome",
+    "Served",
+    "Unserved",
+    "read_forward",
+]
+
+Fetch = Callable[[Mapping[TP, int], Mapping[TP, int] | None], Mapping[TP, PartitionFetch]]
+"""(position per partition, ``until`` per partition or None) -> one round's answer per partition.
+``until`` lets the decoder stop after the first record at or past that offset."""
+
+MAX_UNSERVED_ROUNDS = 10
+"""Rounds in a row a partition may come back empty below its end before its read fails."""
+
+
+@dataclass(frozen=True, slots=True)
+class Served:
+    """The answer read past its position: ``answer.read_to`` is where the next read starts."""
+
+    answer: PartitionFetch
+
+    @property
+    def end(self) -> int:
+        """The log end the broker reported with this answer."""
+        return self.answer.high_watermark
+
+
+@dataclass(frozen=True, slots=True)
+class AtEnd:
+    """Nothing there: the position is at or past the log end."""
+
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unserved:
+    """Empty below the log end: asked again next round (the first of the round)."""
+
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The partition cannot be read on. ``log_start`` is set when the position is below the log start
+    now (records deleted while reading): a reader that may skip deleted records starts there."""
+
+    reason: str
+    log_start: int | None = None
+
+
+Outcome = Served | AtEnd | Unserved | Failed
+
+
+@dataclass
+class FetchRounds:
+    """Rounds of one reader: what each answer means, which partitions go first, what it all cost.
+
+    ``ends`` are log ends the caller already knows (an answer's high watermark may only raise them).
+    """
+
+    fetch: Fetch
+    ends: Mapping[TP, int] = field(default_factory=dict)
+    max_unserved: int = MAX_UNSERVED_ROUNDS
+    rounds: int = 0
+    fetches: int = 0
+    records: int = 0
+    bytes: int = 0
+    unserved: Counter[TP] = field(default_factory=Counter)
+
+    def round(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None) -> dict[TP, Outcome]:
+        """Fetch every position once, the partitions left unserved before first; one outcome each."""
+        if not positions:
+            return {}
+        ordered = dict(sorted(positions.items(), key=lambda item: -self.unserved[item[0]]))
+        self.rounds += 1
+        self.fetches += len(ordered)
+        answers = self.fetch(ordered, until)
+        return {tp: self._outcome(tp, position, answers.get(tp)) for tp, position in ordered.items()}
+
+    def _outcome(self, tp: TP, position: int, answer: PartitionFetch | None) -> Outcome:
+        if answer is None:
+            return Failed(f"fetch of {tp} at {position} got no answer")
+        if answer.error:
+            moved = answer.error == "OffsetOutOfRangeError" and answer.log_start_offset > position
+            return Failed(
+                f"fetch of {tp} at {position} failed ({answer.error})", answer.log_start_offset if moved else None
+            )
+        self.bytes += answer.size
+        self.records += len(answer.records)
+        end = max(self.ends.get(tp, -1), answer.high_watermark)
+        if answer.read_to > position:
+            self.unserved.pop(tp, None)
+            return Served(answer)
+        if position >= end >= 0:
+            self.unserved.pop(tp, None)
+            return AtEnd(end)
+        self.unserved[tp] += 1
+        if self.unserved[tp] >= self.max_unserved:
+            return Failed(
+                f"no records returned at {tp} offset {position} below its end {end}, {self.max_unserved} rounds"
+            )
+        return Unserved(end)
+
+
+Take = Callable[[TP, Served | AtEnd], int | None]
+"""A reader's step: given what a round brought for a partition, the position to read next, or None
+when the reader needs nothing more from it. At the end, the reader is told so and the partition
+closes whatever it returns."""
+
+
+def read_forward(
+    rounds: FetchRounds,
+    start: Mapping[TP, int],
+    take: Take,
+    *,
+    until: Mapping[TP, int] | None = None,
+    after_round: Callable[[], None] | None = None,
+) -> dict[TP, Failed]:
+    """Read each partition forward from ``start`` until ``take`` has enough or the partition ends,
+    all partitions in shared rounds. Returns the partitions that failed, with why (their reader got
+    what was read before the failure, and nothing after)."""
+    cursors = dict(start)
+    failed: dict[TP, Failed] = {}
+    while cursors:
+        for tp, outcome in rounds.round(cursors, until).items():
+            if isinstance(outcome, Failed):
+                failed[tp] = outcome
+                del cursors[tp]
+            elif isinstance(outcome, AtEnd):
+                take(tp, outcome)
+                del cursors[tp]
+            elif isinstance(outcome, Served):
+                following = take(tp, outcome)
+                end = max(rounds.ends.get(tp, -1), outcome.answer.high_watermark)
+                if following is not None and following >= end >= 0:
+                    take(tp, AtEnd(end))  # known without asking again: saves each partition a round
+                    following = None
+                if following is None:
+                    del cursors[tp]
+                else:
+                    cursors[tp] = following
+        if after_round is not None:
+            after_round()
+    return failed

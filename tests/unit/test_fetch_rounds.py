@@ -1,0 +1,122 @@
+"""The fetch-round rules, with scripted answers: what each answer means, asked again, bounded."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.rounds import (
+    MAX_UNSERVED_ROUNDS,
+    AtEnd,
+    Failed,
+    FetchRounds,
+    Served,
+    Unserved,
+    read_forward,
+)
+
+A, B = TP("t", 0), TP("t", 1)
+
+
+def _records(start: int, count: int) -> list[FetchedRecord]:
+    return [FetchedRecord(o, 1000 + o, b"k", b"v", ()) for o in range(start, start + count)]
+
+
+def _answer(position: int, count: int, hw: int) -> PartitionFetch:
+    records = _records(position, min(count, max(0, hw - position)))
+    return PartitionFetch(position, records=records, high_watermark=hw, next_offset=-1, size=100 * len(records))
+
+
+class Script:
+    """A broker that serves at most ``per_round`` partitions a round (the first ones asked), two
+    records each; the others come back empty below their end, as a full response leaves them."""
+
+    def __init__(self, ends: Mapping[TP, int], per_round: int, never: frozenset[TP] = frozenset()) -> None:
+        self.ends, self.per_round, self.never = ends, per_round, never
+        self.asked: list[list[TP]] = []
+
+    def __call__(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+        self.asked.append(list(positions))
+        out = {}
+        for i, (tp, position) in enumerate(positions.items()):
+            served = i < self.per_round and tp not in self.never
+            out[tp] = _answer(position, 2 if served else 0, self.ends[tp])
+        return out
+
+
+def _read_all(fetch: Callable[..., Mapping[TP, PartitionFetch]], ends: Mapping[TP, int]) -> tuple[dict, dict, FetchRounds]:
+    seen: dict[TP, list[int]] = {tp: [] for tp in ends}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        seen[tp].extend(r.offset for r in outcome.answer.records)
+        return outcome.answer.read_to
+
+    rounds = FetchRounds(fetch)
+    failed = read_forward(rounds, dict.fromkeys(ends, 0), take)
+    return seen, failed, rounds
+
+
+def test_an_empty_answer_below_the_end_is_asked_again_first_and_every_record_is_read() -> None:
+    script = Script({A: 6, B: 6}, per_round=1)
+    seen, failed, rounds = _read_all(script, {A: 6, B: 6})
+    assert failed == {}
+    assert seen == {A: list(range(6)), B: list(range(6))}
+    # The partition left empty goes first next round, so the two take turns.
+    assert [asked[0] for asked in script.asked[:3]] == [A, B, A]
+    assert rounds.rounds == 6 and rounds.records == 12 and rounds.bytes == 1200
+
+
+def test_a_partition_empty_round_after_round_fails_with_why_and_the_others_finish() -> None:
+    script = Script({A: 6, B: 4}, per_round=2, never=frozenset({B}))
+    seen, failed, rounds = _read_all(script, {A: 6, B: 4})
+    assert seen[A] == list(range(6)) and seen[B] == []
+    assert set(failed) == {B} and failed[B].log_start is None
+    assert f"no records returned at {B} offset 0 below its end 4, {MAX_UNSERVED_ROUNDS} rounds" in failed[B].reason
+    assert rounds.rounds == MAX_UNSERVED_ROUNDS
+
+
+def test_the_end_known_from_an_answer_closes_a_partition_without_another_round() -> None:
+    script = Script({A: 4}, per_round=1)
+    seen, failed, rounds = _read_all(script, {A: 4})
+    assert seen[A] == [0, 1, 2, 3] and failed == {} and rounds.rounds == 2
+
+
+def test_what_each_answer_means() -> None:
+    answers = {
+        A: PartitionFetch(5, high_watermark=5),  # empty at the end
+        B: PartitionFetch(3, high_watermark=9, next_offset=4),  # a transaction marker only: served
+        TP("t", 2): PartitionFetch(2, high_watermark=9),  # empty below the end
+        TP("t", 3): PartitionFetch(1, error="OffsetOutOfRangeError", log_start_offset=7),
+        TP("t", 4): PartitionFetch(8, error="OffsetOutOfRangeError", log_start_offset=7),
+        TP("t", 5): PartitionFetch(1, error="NotLeaderForPartitionError"),
+    }
+    rounds = FetchRounds(lambda positions, until: answers, ends={A: 3})
+    positions = {tp: answer.fetch_offset for tp, answer in answers.items()} | {TP("t", 6): 0}
+    outcome = rounds.round(positions)
+    assert outcome[A] == AtEnd(5)
+    assert isinstance(outcome[B], Served) and outcome[B].answer.read_to == 4
+    assert outcome[TP("t", 2)] == Unserved(9)
+    assert outcome[TP("t", 3)] == Failed(f"fetch of {TP('t', 3)} at 1 failed (OffsetOutOfRangeError)", 7)
+    assert outcome[TP("t", 4)] == Failed(f"fetch of {TP('t', 4)} at 8 failed (OffsetOutOfRangeError)", None)
+    assert isinstance(outcome[TP("t", 5)], Failed) and outcome[TP("t", 5)].log_start is None
+    assert outcome[TP("t", 6)] == Failed(f"fetch of {TP('t', 6)} at 0 got no answer")
+
+
+def test_an_end_the_caller_knew_counts_when_the_answer_reports_none() -> None:
+    rounds = FetchRounds(lambda positions, until: {A: PartitionFetch(4, high_watermark=-1)}, ends={A: 4})
+    assert rounds.round({A: 4}) == {A: AtEnd(4)}
+    rounds = FetchRounds(lambda positions, until: {A: PartitionFetch(3, high_watermark=-1)}, ends={A: 4})
+    assert rounds.round({A: 3}) == {A: Unserved(4)}
+
+
+def test_until_is_passed_to_the_fetch() -> None:
+    got: list[Mapping[TP, int] | None] = []
+
+    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+        got.append(until)
+        return {A: _answer(0, 2, 2)}
+
+    FetchRounds(fetch).round({A: 0}, {A: 1})
+    assert got == [{A: 1}]
