@@ -44,7 +44,9 @@ class Script:
         return out
 
 
-def _read_all(fetch: Callable[..., Mapping[TP, PartitionFetch]], ends: Mapping[TP, int]) -> tuple[dict, dict, FetchRounds]:
+def _read_all(
+    fetch: Callable[..., Mapping[TP, PartitionFetch]], ends: Mapping[TP, int]
+) -> tuple[dict, dict, FetchRounds]:
     seen: dict[TP, list[int]] = {tp: [] for tp in ends}
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
