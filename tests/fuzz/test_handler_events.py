@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from offset_restore.devtools.local_aws import FUNCTIONS, Workflow, local_workflow
 from offset_restore.errors import OffsetRestoreError
+from offset_restore_handlers.wiring import SNAPSHOT_HANDLER
 
 from tests.figures import record
 from tests.fuzz.test_hostile_input import FUZZ, json_values
@@ -54,7 +55,7 @@ def _objects(flow: Workflow) -> int:
     return int(flow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount", 0))
 
 
-HANDLERS = {**FUNCTIONS, "Snapshot": "offset_restore_handlers.snapshot.handler"}
+HANDLERS = {**FUNCTIONS, "Snapshot": SNAPSHOT_HANDLER}
 
 
 @pytest.mark.parametrize("name", sorted(HANDLERS))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import subprocess
@@ -383,3 +384,46 @@ def test_the_code_asset_holds_what_the_handlers_import_and_nothing_else(tmp_path
     assert int(done.stdout) >= len(handlers)
     size = sum((tmp_path / p).stat().st_size for p in copied)
     record("asset", files=len(copied), kilobytes=round(size / 1024))
+
+
+STATEFUL_LOGICAL_IDS = {
+    "Key961B73FD": "AWS::KMS::Key",
+    "Bucket83908E77": "AWS::S3::Bucket",
+    "TableCD117FA1": "AWS::DynamoDB::Table",
+    "Notifications87298708": "AWS::SNS::Topic",
+    "Workflow193EF7C1": "AWS::StepFunctions::StateMachine",
+    "WorkflowLogs6DD5EEB0": "AWS::Logs::LogGroup",
+    "SnapshotLogs46F7B051": "AWS::Logs::LogGroup",
+    "CommitLogs1BC2AF62": "AWS::Logs::LogGroup",
+}
+"""Logical ids as deployed before the stack was split into capability modules. A changed id makes
+CloudFormation replace the resource: a new table beside the retained one, and the offsets a run
+recorded for rollback out of the deployment's reach."""
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_resources_that_hold_state_keep_their_logical_ids(app: App, env: str) -> None:
+    resources = template(app, env).to_json()["Resources"]
+    assert {k: resources[k]["Type"] for k in STATEFUL_LOGICAL_IDS if k in resources} == STATEFUL_LOGICAL_IDS
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_each_state_runs_the_handler_the_wiring_names(app: App, env: str) -> None:
+    """The ASL's placeholders, the stack's functions and the local runner follow one list."""
+    from offset_restore.devtools.local_aws import FUNCTIONS
+    from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS, arn_placeholder
+
+    placeholders = set(re.findall(r"\$\{(\w+)\}", ASL_FILE.read_text()))
+    assert placeholders == {arn_placeholder(name) for name in TASK_HANDLERS}
+    assert FUNCTIONS == TASK_HANDLERS
+    functions = template(app, env).find_resources("AWS::Lambda::Function")
+    by_name = {
+        next(name for name in [*TASK_HANDLERS, "Snapshot"] if logical.startswith(f"{name}Function")): r["Properties"][
+            "Handler"
+        ]
+        for logical, r in functions.items()
+    }
+    assert by_name == {**TASK_HANDLERS, "Snapshot": SNAPSHOT_HANDLER}
+    for handler in by_name.values():  # every handler named exists
+        module, function = handler.rsplit(".", 1)
+        assert callable(getattr(importlib.import_module(module), function))

@@ -29,22 +29,15 @@ from moto.core.responses import ActionResult
 from moto.dynamodb.exceptions import ItemSizeTooLarge
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
+from offset_restore_handlers.wiring import TASK_HANDLERS, arn_placeholder
 
 from offset_restore.devtools import process_memory
 from offset_restore.stores.keys import restore_object
 
 ASL = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "offset_restore.asl.json"
 TABLE = BUCKET = "offset-restore"
-FUNCTIONS = {
-    "Validate": "offset_restore_handlers.validate.handler",
-    "Lock": "offset_restore_handlers.lock.handler",
-    "Prepare": "offset_restore_handlers.prepare.handler",
-    "Translate": "offset_restore_handlers.translate.handler",
-    "Summarize": "offset_restore_handlers.summarize.handler",
-    "CheckEmpty": "offset_restore_handlers.check_empty.handler",
-    "Commit": "offset_restore_handlers.commit.handler",
-    "Report": "offset_restore_handlers.report.handler",
-}
+FUNCTIONS = TASK_HANDLERS
+"""The handler of each function the state machine names (the same list the stack deploys)."""
 REGION: Any = "eu-west-1"
 
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
@@ -341,7 +334,7 @@ def _create(env: dict[str, str]) -> Workflow:
             Handler=handler,
             Code={"ZipFile": zipped.getvalue()},
         )["FunctionArn"]
-        substitutions[f"{name}FunctionArn"] = arn
+        substitutions[arn_placeholder(name)] = arn
     definition = ASL.read_text()
     for key, value in substitutions.items():
         definition = definition.replace("${" + key + "}", value)

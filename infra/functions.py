@@ -1,0 +1,163 @@
+"""Functions: the one code asset, a function per handler (each with its own role and log group), and
+what each may touch — the bucket and table as its step needs, the Kafka cluster it reads or writes.
+
+Which handler a function runs comes from ``offset_restore_handlers.wiring``, the list the state
+machine's placeholders and the local runner also follow; what differs per function (its settings
+and its grants) is written here, once per function.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import BundlingOptions, DockerImage, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
+
+from infra.bundling import LocalPipBundling
+from infra.config import ClusterConfig, EnvironmentConfig
+from infra.retention import retention
+from infra.storage import Storage
+
+__all__ = ["FUNCTIONS_DIR", "KAFKA_READ", "KAFKA_WRITE", "RUNTIME", "Functions"]
+
+FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+KAFKA_READ = ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData", "kafka-cluster:DescribeGroup")
+KAFKA_WRITE = ("kafka-cluster:AlterGroup", "kafka-cluster:DeleteGroup")
+
+
+class Functions:
+    """``tasks``: the workflow's functions by the name the state machine uses; ``snapshot``: the
+    scheduled snapshot."""
+
+    def __init__(self, stack: Stack, config: EnvironmentConfig, storage: Storage) -> None:
+        self.stack, self.config = stack, config
+        self.code = lambda_.Code.from_asset(
+            str(FUNCTIONS_DIR),
+            exclude=["**/__pycache__", "*.egg-info"],
+            bundling=BundlingOptions(
+                image=DockerImage.from_registry("local-bundling-only"),
+                local=LocalPipBundling(FUNCTIONS_DIR, RUNTIME.name.removeprefix("python")),
+            ),
+        )
+        source_env = config.source.environment("SOURCE")
+        target_env = config.target.environment("TARGET")
+        table_env = {"TABLE_NAME": storage.table.table_name}
+        bucket_env = {"RESTORE_BUCKET": storage.bucket.bucket_name}
+        environments = {
+            "Validate": {"SOURCE_CLUSTER_NAME": config.source.name, "TARGET_CLUSTER_NAME": config.target.name},
+            "Lock": {**table_env, "TARGET_CLUSTER_NAME": config.target.name},
+            "Prepare": {**table_env, **bucket_env},
+            "Translate": {**target_env, **table_env, **bucket_env},
+            "Summarize": {**table_env, **bucket_env},
+            "CheckEmpty": {**target_env, **table_env, **bucket_env},
+            "Commit": {**target_env, **table_env, **bucket_env},
+            "Report": {**table_env, **bucket_env, "TOPIC_ARN": storage.topic.topic_arn},
+        }
+        self.snapshot = self._function(
+            "Snapshot", SNAPSHOT_HANDLER, {**source_env, "SNAPSHOT_BUCKET": storage.bucket.bucket_name}
+        )
+        self.tasks = {
+            name: self._function(name, handler, environments[name]) for name, handler in TASK_HANDLERS.items()
+        }
+        self._grant_storage(storage)
+        self._grant_kafka(self.snapshot, config.source, KAFKA_READ)
+        self._grant_kafka(
+            self.tasks["Translate"], config.target, ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")
+        )
+        self._grant_kafka(self.tasks["CheckEmpty"], config.target, ("kafka-cluster:DescribeGroup",))
+        self._grant_kafka(self.tasks["Commit"], config.target, KAFKA_READ + KAFKA_WRITE)
+
+    def _grant_storage(self, storage: Storage) -> None:
+        tasks, bucket, table = self.tasks, storage.bucket, storage.table
+        bucket.grant_read_write(self.snapshot)
+        bucket.grant_read_write(tasks["Prepare"])
+        bucket.grant_read(tasks["Translate"])
+        bucket.grant_read_write(tasks["Summarize"])  # writes the commit index
+        bucket.grant_read(tasks["CheckEmpty"])
+        bucket.grant_read(tasks["Commit"])
+        bucket.grant_read_write(tasks["Report"])
+        # Prepare records the run's input (META); CheckEmpty renews the run's lock at every poll.
+        for name in ("Lock", "Prepare", "Translate", "CheckEmpty", "Commit"):
+            table.grant_read_write_data(tasks[name])
+        for name in ("Summarize", "Report"):
+            table.grant_read_data(tasks[name])
+        storage.topic.grant_publish(tasks["Report"])
+
+    def _network(self) -> dict[str, object]:
+        c = self.config
+        if not c.vpc_id:
+            return {}
+        if not hasattr(self, "_vpc"):
+            self._vpc = ec2.Vpc.from_vpc_attributes(
+                self.stack,
+                "Vpc",
+                vpc_id=c.vpc_id,
+                availability_zones=c.availability_zones,
+                private_subnet_ids=c.subnet_ids,
+            )
+            self._subnets = [ec2.Subnet.from_subnet_id(self.stack, f"Subnet{i}", s) for i, s in enumerate(c.subnet_ids)]
+            self._groups = [
+                ec2.SecurityGroup.from_security_group_id(self.stack, f"Sg{i}", g)
+                for i, g in enumerate(c.security_group_ids)
+            ]
+        return {
+            "vpc": self._vpc,
+            "vpc_subnets": ec2.SubnetSelection(subnets=self._subnets),
+            "security_groups": self._groups,
+        }
+
+    def _function(self, name: str, handler: str, environment: dict[str, str]) -> lambda_.Function:
+        log_group = logs.LogGroup(
+            self.stack,
+            f"{name}Logs",
+            retention=retention(self.config.log_retention_days),
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        needs_kafka = any(key.endswith("_BOOTSTRAP_SERVERS") for key in environment)
+        return lambda_.Function(
+            self.stack,
+            f"{name}Function",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.X86_64,
+            handler=handler,
+            code=self.code,
+            memory_size=1024 if needs_kafka else 512,
+            timeout=Duration.minutes(15) if needs_kafka or name == "Prepare" else Duration.minutes(2),
+            tracing=lambda_.Tracing.ACTIVE,
+            log_group=log_group,
+            environment={
+                **environment,
+                "POWERTOOLS_SERVICE_NAME": "offset-restore",
+                "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
+            },
+            **(self._network() if needs_kafka else {}),  # type: ignore[arg-type]
+        )
+
+    def _grant_kafka(self, function: lambda_.Function, cluster: ClusterConfig, actions: tuple[str, ...]) -> None:
+        """MSK IAM actions scoped to the cluster's own ARNs (its topics and its groups)."""
+        if cluster.scram_secret_arn:
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[cluster.scram_secret_arn])
+            )
+        if cluster.auth != "iam" or not cluster.arn:
+            return
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=["kafka-cluster:Connect", "kafka-cluster:DescribeCluster"], resources=[cluster.arn]
+            )
+        )
+        topic_actions = [a for a in actions if a in ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")]
+        group_actions = [a for a in actions if a not in topic_actions]
+        if topic_actions:
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=topic_actions, resources=cluster.resource_arns("topic"))
+            )
+        if group_actions:
+            function.add_to_role_policy(
+                iam.PolicyStatement(actions=group_actions, resources=cluster.resource_arns("group"))
+            )

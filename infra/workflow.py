@@ -1,0 +1,61 @@
+"""Workflow: the state machine from the ASL file, each Task state's function substituted by name,
+with its log group, and the rights its distributed Map needs to run child executions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_stepfunctions as sfn
+from offset_restore_handlers.wiring import arn_placeholder
+
+from infra.config import EnvironmentConfig
+from infra.retention import retention
+
+__all__ = ["ASL_FILE", "state_machine"]
+
+ASL_FILE = Path(__file__).resolve().parent / "statemachine" / "offset_restore.asl.json"
+
+
+def state_machine(
+    stack: Stack, env_name: str, config: EnvironmentConfig, tasks: Mapping[str, lambda_.Function]
+) -> sfn.StateMachine:
+    """The workflow of one environment; ``tasks`` by the names the ASL's placeholders use."""
+    machine_logs = logs.LogGroup(
+        stack, "WorkflowLogs", retention=retention(config.log_retention_days), removal_policy=RemovalPolicy.DESTROY
+    )
+    machine_name = f"offset-restore-{env_name}"
+    machine = sfn.StateMachine(
+        stack,
+        "Workflow",
+        state_machine_name=machine_name,
+        definition_body=sfn.DefinitionBody.from_file(str(ASL_FILE)),
+        definition_substitutions={arn_placeholder(name): fn.function_arn for name, fn in tasks.items()},
+        logs=sfn.LogOptions(destination=machine_logs, level=sfn.LogLevel.ALL, include_execution_data=False),
+        tracing_enabled=True,
+        timeout=Duration.hours(12),
+    )
+    for fn in tasks.values():
+        fn.grant_invoke(machine)
+    # The distributed Map (Translate) runs its items as child executions of this state machine.
+    machine_arn = stack.format_arn(
+        service="states",
+        resource="stateMachine",
+        resource_name=machine_name,
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    children = stack.format_arn(
+        service="states",
+        resource="execution",
+        resource_name=f"{machine_name}/*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    machine.add_to_role_policy(iam.PolicyStatement(actions=["states:StartExecution"], resources=[machine_arn]))
+    machine.add_to_role_policy(
+        iam.PolicyStatement(actions=["states:DescribeExecution", "states:StopExecution"], resources=[children])
+    )
+    return machine
