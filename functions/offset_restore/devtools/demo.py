@@ -189,7 +189,7 @@ def run_demo(
         with local_workflow(source_broker.bootstrap_servers, target_broker.bootstrap_servers) as flow:
             store = S3Store(BUCKET, "", flow.s3)
             result = run_snapshot(source_broker.settings(), store, SnapshotOptions(cluster="src"))
-            from offset_restore.cli.main import snapshot_summary
+            from offset_restore.cli.snapshot import snapshot_summary
 
             out.write("the scheduled snapshot, to the (local) S3 bucket:\n" + snapshot_summary(result) + "\n")
             out.write(

@@ -1,0 +1,125 @@
+"""``offset-restore apply``: commit a plan's offsets to the target, group by group, only while
+groups are empty; and the summary apply and rollback print."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from offset_restore.apply.commit import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
+from offset_restore.apply.run import PlanFile, run_apply
+from offset_restore.cli.arguments import (
+    Commands,
+    add_connection,
+    connection_settings,
+    seconds,
+    target_lock,
+    write_result,
+)
+from offset_restore.cli.progress import ProgressLine
+from offset_restore.translate.model import Plan
+
+__all__ = ["register", "run", "write_apply_report"]
+
+
+def register(commands: Commands) -> None:
+    apply = commands.add_parser(
+        "apply",
+        help="commit a plan's offsets to the target, group by group, only while groups are empty",
+        description="Wait until every group of the plan is empty on the target, then commit its mapped "
+        "offsets, recording the offsets it replaces in the plan, and verify them.",
+    )
+    add_connection(apply)
+    apply.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the plan file (updated in place)")
+    apply.add_argument(
+        "--wait-timeout",
+        type=seconds(0, 7 * 86_400),
+        default=float(WAIT_TIMEOUT_S),
+        metavar="SECONDS",
+        help="how long to wait for active groups (default: %(default)g, as the workflow)",
+    )
+    apply.add_argument(
+        "--poll-interval",
+        type=seconds(0.1, 3600),
+        default=5.0,
+        metavar="SECONDS",
+        help="how often to look again (default: %(default)s)",
+    )
+    apply.add_argument(
+        "--on-wait-timeout",
+        choices=["fail", "commit_empty"],
+        default="fail",
+        help="when groups stay active: write nothing, or commit the empty ones (default: fail)",
+    )
+    apply.add_argument(
+        "--allow-rewind",
+        action="store_true",
+        help="also move groups that are already past the mapped offset on the target",
+    )
+    apply.add_argument("--dry-run", action="store_true", help="print current -> new offsets; change nothing")
+    apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
+    apply.add_argument(
+        "--lock-table",
+        metavar="TABLE",
+        help="DynamoDB table for the single-writer lock of the target cluster, keyed by --target-cluster (else the "
+        "plan's target name): give the name the deployed workflow uses (TARGET_CLUSTER_NAME) and the two exclude "
+        "each other",
+    )
+    apply.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    apply.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    options = ApplyOptions(
+        wait_timeout_s=args.wait_timeout,
+        poll_interval_s=args.poll_interval,
+        on_wait_timeout=args.on_wait_timeout,
+        allow_rewind=args.allow_rewind,
+        dry_run=args.dry_run,
+    )
+    plan_file = PlanFile(args.plan)
+    connection = connection_settings(args)
+    lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
+    progress = ProgressLine(err)
+    try:
+        plan, report = run_apply(
+            args.plan, connection, options, target_name=args.target_cluster, lock=lock, progress=progress
+        )
+    finally:
+        progress.finish()
+    return write_apply_report(args, plan, report, out, err, "Apply" if not args.dry_run else "Dry run")
+
+
+def write_apply_report(
+    args: argparse.Namespace, plan: Plan, report: ApplyReport, out: TextIO, err: TextIO, what: str
+) -> int:
+    lines = [
+        f"{what} of plan {plan.restore_id} on {plan.target.cluster}",
+        f"  groups written    {len(report.groups_committed):,} ({report.offsets_committed:,} offsets)",
+        f"  already in place  {len(report.groups_unchanged):,} groups",
+        f"  skipped           {len(report.groups_skipped):,} groups; {report.rewinds_skipped:,} partitions not rewound",
+        f"  failed            {len(report.groups_failed):,} groups",
+    ]
+    lines.append(f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify")
+    lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
+    lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
+    lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
+    lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
+    lines += [f"  {line}" for line in report.dry_run_lines]
+    document = {
+        "restore_id": plan.restore_id,
+        "groups_committed": report.groups_committed,
+        "groups_unchanged": report.groups_unchanged,
+        "groups_skipped": report.groups_skipped,
+        "groups_failed": report.groups_failed,
+        "offsets_committed": report.offsets_committed,
+        "rewinds_skipped": report.rewinds_skipped,
+        "verified": report.verified,
+        "verify_failed": report.verify_failed,
+        "dry_run": report.dry_run_lines,
+    }
+    write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
+    if report.groups_failed or report.verify_failed:
+        return 1
+    return 3 if report.done_in_part else 0

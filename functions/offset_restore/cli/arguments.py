@@ -1,0 +1,209 @@
+"""What every command shares: the strict parser, the connection options, value parsers that refuse
+nonsense by name, the single-writer lock of a CLI run, options filled from a deployed stack, and the
+one way a result is written (a summary for people, or one JSON document with the summary on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, TextIO, TypeAlias
+
+from pydantic import ValidationError
+
+from offset_restore.apply.locks import TargetLock
+from offset_restore.cli.operations import stack_outputs
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.connection import ConnectionSettings, password_from_env
+from offset_restore.snapshot.model import parse_time
+
+__all__ = [
+    "LOCK_TTL_S",
+    "Commands",
+    "StrictParser",
+    "add_connection",
+    "connection_settings",
+    "from_stack",
+    "iso_time",
+    "margin_ms",
+    "non_negative",
+    "seconds",
+    "target_lock",
+    "write_result",
+]
+
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+"""Where each command module registers its parser."""
+
+
+def write_result(args: argparse.Namespace, out: TextIO, err: TextIO, document: str, summary: str) -> None:
+    """With ``--json``, stdout holds only the JSON document (a script parses it) and the summary goes
+    to stderr; otherwise the summary goes to stdout."""
+    if args.json:
+        out.write(document + "\n")
+        err.write(summary)
+    else:
+        out.write(summary)
+
+
+def add_connection(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("connection")
+    group.add_argument(
+        "--bootstrap-servers", required=True, metavar="HOST:PORT[,...]", help="brokers of the cluster to read"
+    )
+    group.add_argument(
+        "--security-protocol",
+        choices=["PLAINTEXT", "SSL", "SASL_SSL"],
+        default="PLAINTEXT",
+        help="default: %(default)s",
+    )
+    group.add_argument(
+        "--sasl-mechanism",
+        choices=["AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"],
+        help="with SASL_SSL; AWS_MSK_IAM signs with the default AWS credentials",
+    )
+    group.add_argument("--sasl-username")
+    group.add_argument(
+        "--sasl-password-env", metavar="NAME", help="name of the environment variable holding the SASL password"
+    )
+    group.add_argument("--ssl-cafile", metavar="PATH", help="CA bundle for SSL and SASL_SSL")
+    group.add_argument(
+        "--fetch-max-bytes",
+        type=int,
+        default=50 * 1024 * 1024,
+        metavar="BYTES",
+        help="the most one fetch response holds (the brokers' limit; default: %(default)s)",
+    )
+    group.add_argument(
+        "--retries",
+        type=int,
+        default=4,
+        metavar="N",
+        help="attempts after the first for a request that met a reset connection, a timeout or a moved "
+        "coordinator, with exponential back-off and jitter (default: %(default)s)",
+    )
+    group.add_argument(
+        "--connect-timeout",
+        type=seconds(0.1, 3600),
+        default=30.0,
+        metavar="SECONDS",
+        help="give up when no broker answers within this time (default: %(default)s)",
+    )
+
+
+def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
+    try:
+        return ConnectionSettings(
+            bootstrap_servers=args.bootstrap_servers,
+            security_protocol=args.security_protocol,
+            sasl_mechanism=args.sasl_mechanism,
+            sasl_username=args.sasl_username,
+            sasl_password=password_from_env(args.sasl_password_env),
+            ssl_cafile=args.ssl_cafile,
+            connect_timeout_s=args.connect_timeout,
+            request_timeout_s=max(args.connect_timeout, 5.0),
+            fetch_max_bytes=args.fetch_max_bytes,
+            retries=args.retries,
+        )
+    except ValidationError as error:
+        raise BadInputError(first_error(error)) from None
+
+
+def first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"])
+    return f"{where}: {first['msg']}" if where else str(first["msg"])
+
+
+def iso_time(value: str) -> datetime:
+    try:
+        return parse_time(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not an ISO-8601 time such as 2026-11-29T20:00:00Z") from None
+
+
+def non_negative(value: str) -> int:
+    number = int(value)
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative")
+    return number
+
+
+def seconds(low: float, high: float) -> Callable[[str], float]:
+    """A number of seconds between ``low`` and ``high``: never nan or infinite (a nan wait would poll
+    without pause, an infinite timeout overflows the client)."""
+
+    def parse(value: str) -> float:
+        try:
+            number = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+        if not math.isfinite(number) or not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not between {low:g} and {high:g} seconds")
+        return number
+
+    return parse
+
+
+def margin_ms(value: str) -> int:
+    """A timestamp margin: whole milliseconds, at most a day (a larger one is a typo, not a margin)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of milliseconds") from None
+    if not 0 <= number <= 86_400_000:
+        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 86400000 ms (a day)")
+    return number
+
+
+LOCK_TTL_S = 120
+"""Expiry of a CLI run's lock; its heartbeat renews it every 40 s while the run lives."""
+
+
+class StrictParser(argparse.ArgumentParser):
+    """No abbreviated options ("--sasl-password hunter2" must not pass as --sasl-password-env), and
+    unknown arguments named without their values (which may be a password typed by mistake)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **{**kwargs, "allow_abbrev": False})
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            options = " ".join(a.split("=", 1)[0] for a in extras if a.startswith("-")) or f"{len(extras)} values"
+            self.error(f"unrecognized arguments: {options} (values are not shown)")
+        return parsed
+
+
+def target_lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
+    if not args.lock_table:
+        return None
+    import os
+    import socket
+
+    import boto3
+
+    owner = f"cli:{socket.gethostname()}:{os.getpid()}"
+    # A short expiry, renewed by the run's heartbeat: a run that died frees the target in two minutes.
+    return TargetLock(args.lock_table, boto3.client("dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)
+
+
+def from_stack(args: argparse.Namespace, wanted: dict[str, str]) -> None:
+    """Fill the options ``wanted`` (option -> stack output) from ``--stack``; refuse a mix of both, or
+    neither, by name."""
+    given = [option for option in wanted if getattr(args, option) is not None]
+    if args.stack is None:
+        missing = [option for option in wanted if getattr(args, option) is None]
+        if missing:
+            names = " and ".join("--" + option.replace("_", "-") for option in missing)
+            raise BadInputError(f"give --stack ENV, or {names}")
+        return
+    if given:
+        raise BadInputError(f"--stack names the deployment: drop --{given[0].replace('_', '-')}")
+    import boto3
+
+    outputs = stack_outputs(boto3.client("cloudformation"), args.stack)
+    for option, output in wanted.items():
+        setattr(args, option, outputs[output])

@@ -1,0 +1,165 @@
+"""``offset-restore plan``: translate a snapshot's positions to target offsets and write the plan."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from offset_restore.cli.arguments import (
+    Commands,
+    add_connection,
+    connection_settings,
+    iso_time,
+    margin_ms,
+    write_result,
+)
+from offset_restore.cli.progress import ProgressLine
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.translate.checkpoints import DynamoCheckpoints
+from offset_restore.translate.model import Plan
+from offset_restore.translate.plan import STRATEGIES, PlanOptions
+from offset_restore.translate.run import PlanResult, SnapshotChoice, parse_strategies, parse_topic_map, run_plan
+
+__all__ = ["plan_summary", "register", "run"]
+
+
+def register(commands: Commands) -> None:
+    plan = commands.add_parser(
+        "plan",
+        help="translate a snapshot's positions to target offsets and write the plan",
+        description="Find, for every group-partition of a snapshot, the target offset of the first restored "
+        "record whose source offset is >= the committed one. Reads the target; writes only the plan.",
+    )
+    add_connection(plan)
+    plan.add_argument(
+        "--snapshot",
+        required=True,
+        metavar="LOCATION",
+        help="a snapshot's manifest.json, or a location holding snapshots (default: the latest)",
+    )
+    plan.add_argument("--snapshot-id", metavar="ID", help="with a location: this snapshot")
+    plan.add_argument(
+        "--snapshot-as-of",
+        type=iso_time,
+        metavar="TIME",
+        help="with a location: the newest snapshot taken at or before TIME",
+    )
+    plan.add_argument("--source-cluster", metavar="NAME", help="with a location holding several clusters")
+    plan.add_argument("--output", required=True, metavar="PLAN_LOCATION", help="file or s3://bucket/key for the plan")
+    plan.add_argument(
+        "--strategies",
+        default=",".join(STRATEGIES),
+        metavar="LIST",
+        help="strategies in the order to try (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--offset-header",
+        default=DEFAULT_OFFSET_HEADER,
+        metavar="NAME",
+        help="header holding the source offset in restored records (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--topic-map", action="append", default=[], metavar="SRC_TOPIC=TGT_TOPIC", help="a renamed topic (repeatable)"
+    )
+    plan.add_argument("--groups", metavar="REGEX", help="only these groups of the snapshot (whole-name match)")
+    plan.add_argument(
+        "--order-check",
+        choices=("windows", "full"),
+        default="windows",
+        help="windows: check the order of every window the header search reads and read a partition whole "
+        "only when something contradicts a restore in order; full: read every partition whole, proof that does "
+        "not rest on the order of records not read (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--timestamp-margin-ms",
+        type=margin_ms,
+        default=1000,
+        metavar="MS",
+        help="the timestamp strategy resumes this much earlier than the clock skew it sees on the target "
+        "(default: %(default)s)",
+    )
+    plan.add_argument(
+        "--csv",
+        metavar="PATH",
+        help="also write group,topic,partition,offset lines (mapped only); refused when a group id or topic "
+        "holds a comma, newline, quote or surrounding space",
+    )
+    plan.add_argument("--restore-id", metavar="ID", help="default: restore-<time>-<random>")
+    plan.add_argument(
+        "--target-cluster",
+        metavar="NAME",
+        help="the target's name in checkpoint items (default: the cluster id it reports)",
+    )
+    plan.add_argument(
+        "--checkpoint-table",
+        metavar="TABLE",
+        help="DynamoDB table with restore-progress checkpoints (for the checkpoint strategy)",
+    )
+    plan.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    plan.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.snapshot_id and args.snapshot_as_of:
+        raise BadInputError("give --snapshot-id or --snapshot-as-of, not both")
+    options = PlanOptions(
+        strategies=parse_strategies(args.strategies),
+        offset_header=args.offset_header,
+        topic_map=parse_topic_map(args.topic_map),
+        target_cluster=args.target_cluster,
+        order_check=args.order_check,
+        timestamp_margin_ms=args.timestamp_margin_ms,
+    )
+    checkpoints = None
+    if args.checkpoint_table:
+        import boto3
+
+        checkpoints = DynamoCheckpoints(args.checkpoint_table, boto3.client("dynamodb"))
+    connection = connection_settings(args)
+    progress = ProgressLine(err)
+    try:
+        plan, result = run_plan(
+            SnapshotChoice(args.snapshot, args.snapshot_id, args.snapshot_as_of, args.source_cluster),
+            connection,
+            args.output,
+            options,
+            groups=args.groups,
+            restore_id=args.restore_id,
+            csv_path=args.csv,
+            checkpoints=checkpoints,
+            progress=progress,
+        )
+    finally:
+        progress.finish()
+    write_result(args, out, err, result.model_dump_json(indent=2), plan_summary(plan, result))
+    return 0 if plan.summary.pending == 0 and plan.summary.unmapped == 0 else 3
+
+
+def plan_summary(plan: Plan, result: PlanResult) -> str:
+    s = plan.summary
+    methods = ", ".join(f"{count} {method}" for method, count in s.by_method.items()) or "none"
+    lines = [
+        f"Plan {plan.restore_id} from snapshot {plan.snapshot_id} ({plan.source.cluster} -> {plan.target.cluster})",
+        f"  group-partitions  {s.entries:,} in {s.groups:,} groups",
+        f"  mapped            {s.mapped:,} ({methods}); exact {s.exact:,}",
+        f"  pending           {s.pending:,}",
+        f"  unmapped          {s.unmapped:,}",
+        f"  duplicates bound  {s.max_duplicates_total:,} records at most"
+        + (f"; {s.entries_without_bound:,} entries without a bound" if s.entries_without_bound else ""),
+        f"  took              {result.duration_s:.2f} s, {sum(result.requests.values()):,} Kafka requests, "
+        f"fetch rounds {result.fetch_rounds or '{}'}",
+        f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),
+    ]
+    for partition, why in list(plan.out_of_order.items())[:10]:
+        lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")
+    if len(plan.out_of_order) > 10:
+        lines.append(f"  ... and {len(plan.out_of_order) - 10} more partitions out of order in the plan")
+    problems = [e for e in plan.entries if e.status in ("pending", "unmapped")]
+    for entry in problems[:10]:
+        lines.append(
+            f"  {entry.status}: {entry.group} {entry.topic}/{entry.partition} @ {entry.source_offset}: {entry.reason}"
+        )
+    if len(problems) > 10:
+        lines.append(f"  ... and {len(problems) - 10} more in the plan")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,129 @@
+"""``offset-restore snapshot``: record every consumer group's committed offsets and the evidence to
+find them again, from a live cluster or a restored copy of ``__consumer_offsets``."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TextIO
+
+from offset_restore.cli.arguments import (
+    Commands,
+    add_connection,
+    connection_settings,
+    iso_time,
+    non_negative,
+    write_result,
+)
+from offset_restore.cli.progress import ProgressLine
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import SnapshotResult, run_snapshot
+from offset_restore.stores.storage import open_location
+
+__all__ = ["register", "run", "snapshot_summary"]
+
+
+def register(commands: Commands) -> None:
+    snap = commands.add_parser(
+        "snapshot",
+        help="record every consumer group's committed offsets and the evidence to find them again",
+        description="Record consumer group positions of a cluster (or of a restored __consumer_offsets "
+        "copy) to a folder or s3://bucket/prefix.",
+    )
+    add_connection(snap)
+    snap.add_argument("--output", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
+    snap.add_argument("--groups", metavar="REGEX", help="groups to include (whole-name match; default: all)")
+    snap.add_argument(
+        "--exclude-groups",
+        metavar="REGEX",
+        default=DEFAULT_EXCLUDE_GROUPS,
+        help="groups to leave out (default: %(default)s); '' leaves none out",
+    )
+    snap.add_argument("--topics", metavar="REGEX", help="topics to include (whole-name match; default: all)")
+    snap.add_argument(
+        "--evidence-records",
+        type=non_negative,
+        default=3,
+        metavar="N",
+        help="records before the committed one to fingerprint (default: %(default)s; 0: none)",
+    )
+    snap.add_argument(
+        "--offset-header",
+        default=DEFAULT_OFFSET_HEADER,
+        metavar="NAME",
+        help="header left out of fingerprints (a restore adds it; default: %(default)s)",
+    )
+    snap.add_argument(
+        "--cluster",
+        metavar="NAME",
+        help="name of the cluster in the snapshot's path (default: the cluster id it reports)",
+    )
+    snap.add_argument("--snapshot-id", metavar="ID", help="default: the start time and a random suffix")
+    snap.add_argument(
+        "--from-offsets-topic",
+        metavar="TOPIC",
+        help="read positions from a restored copy of __consumer_offsets in TOPIC instead",
+    )
+    snap.add_argument(
+        "--as-of",
+        type=iso_time,
+        metavar="TIME",
+        help="with --from-offsets-topic: the last commits at or before TIME (ISO-8601)",
+    )
+    snap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    snap.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.as_of and not args.from_offsets_topic:
+        raise BadInputError("--as-of goes with --from-offsets-topic")
+    try:
+        options = SnapshotOptions(
+            groups=args.groups,
+            exclude_groups=args.exclude_groups or None,
+            topics=args.topics,
+            evidence_records=args.evidence_records,
+            offset_header=args.offset_header or None,
+            cluster=args.cluster,
+            snapshot_id=args.snapshot_id,
+        )
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
+    connection = connection_settings(args)
+    store = open_location(args.output)
+    progress = ProgressLine(err)
+    try:
+        result = run_snapshot(
+            connection, store, options, offsets_topic=args.from_offsets_topic, as_of=args.as_of, progress=progress
+        )
+    finally:
+        progress.finish()
+    write_result(args, out, err, result.model_dump_json(indent=2), snapshot_summary(result))
+    return 0
+
+
+def snapshot_summary(result: SnapshotResult) -> str:
+    c = result.counts
+    states = ", ".join(f"{count} {state}" for state, count in c.states.items()) or "none"
+    lines = [
+        f"Snapshot {result.snapshot_id} of cluster {result.cluster} ({result.source})",
+        f"  groups            {c.groups:,} ({states}); {c.groups_without_commits:,} without commits",
+        f"  group-partitions  {c.group_partitions:,} on {c.partitions:,} partitions; total lag {c.total_lag:,}",
+    ]
+    if result.source == "cluster":
+        lines.append(f"  evidence          {c.with_evidence:,} with evidence, {c.evidence_incomplete:,} incomplete")
+    else:
+        lines.append(
+            f"  offsets topic     {c.offsets_topic_records:,} records, {c.offsets_topic_corrupt:,} corrupt skipped"
+        )
+    requests = sum(result.requests.values())
+    lines += [
+        f"  took              {result.duration_s:.2f} s, {requests:,} Kafka requests",
+        f"  written to        {result.location}/{result.manifest}",
+    ]
+    lines += [f"  note: {note}" for note in result.notes[:10]]
+    if len(result.notes) > 10:
+        lines.append(f"  ... and {len(result.notes) - 10} more notes in the manifest")
+    return "\n".join(lines) + "\n"

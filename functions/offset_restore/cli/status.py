@@ -1,0 +1,38 @@
+"""``offset-restore status``: a run's mappings, counts per status and what needs attention."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TextIO
+
+from offset_restore.cli.arguments import Commands
+from offset_restore.cli.operations import run_status
+from offset_restore.stores.mapping_store import MappingStore
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Commands) -> None:
+    status = commands.add_parser("status", help="a run's mappings: counts per status and what needs attention")
+    status.add_argument("--restore-id", required=True, metavar="ID")
+    status.add_argument("--table", required=True, metavar="TABLE", help="the deployment's DynamoDB table")
+    status.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    status.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import boto3
+
+    status = run_status(MappingStore(args.table, boto3.client("dynamodb")), args.restore_id)
+    if args.json:
+        out.write(json.dumps(status, indent=2) + "\n")
+        return 0
+    s = status["summary"]
+    out.write(
+        f"Restore {args.restore_id}: {s['entries']:,} group-partitions in {s['groups']:,} groups; "
+        f"{s['mapped']:,} mapped ({s['exact']:,} exact); statuses {status['statuses']}\n"
+    )
+    if status["attention"]:
+        out.write(f"needs attention: {', '.join(status['attention'][:20])}\n")
+    return 0

@@ -1,0 +1,61 @@
+"""``offset-restore unlock``: show who holds a target cluster's lock, and break a dead run's lock."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import UTC, datetime
+from typing import TextIO
+
+from offset_restore.apply.locks import TargetLock
+from offset_restore.cli.arguments import Commands, from_stack
+from offset_restore.errors import BadInputError
+
+__all__ = ["register", "run"]
+
+
+def register(commands: Commands) -> None:
+    unlock = commands.add_parser(
+        "unlock",
+        help="show who holds a target cluster's lock, and break a dead run's lock",
+        description="Without --owner: show the holder and its expiry (exit 3 while held). With --owner: break "
+        "the lock if that owner still holds it (the one you were shown), so a crashed run does not block the "
+        "target until its lock expires.",
+    )
+    unlock.add_argument(
+        "--stack",
+        metavar="ENV",
+        help="the deployed environment (offset-restore-ENV): its lock table and target cluster are read from "
+        "the stack's outputs; or give both of the next two",
+    )
+    unlock.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table holding the lock")
+    unlock.add_argument("--target-cluster", metavar="NAME", help="the target cluster's name in the lock")
+    unlock.add_argument("--owner", metavar="OWNER", help="break the lock if this owner holds it")
+    unlock.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    import boto3
+
+    from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
+    lock = TargetLock(args.lock_table, boto3.client("dynamodb"), args.target_cluster, owner="unlock")
+    held = lock.holder()
+    if held is None:
+        out.write(f"target cluster {args.target_cluster} is not locked\n")
+        return 0
+    owner, until = held
+    shown = datetime.fromtimestamp(until, UTC).isoformat()
+    if args.owner is None:
+        where = (
+            f"--stack {args.stack}"
+            if args.stack
+            else f"--lock-table {args.lock_table} --target-cluster {args.target_cluster}"
+        )
+        out.write(
+            f"target cluster {args.target_cluster} is locked by {owner} until {shown}; if that run is dead, "
+            f"break it with: offset-restore unlock {where} --owner '{owner}'\n"
+        )
+        return 3
+    if owner != args.owner or not lock.break_lock(args.owner):
+        raise BadInputError(f"the lock of {args.target_cluster} is held by {owner}, not {args.owner}: not broken")
+    out.write(f"broke the lock of target cluster {args.target_cluster} held by {owner} (until {shown})\n")
+    return 0
