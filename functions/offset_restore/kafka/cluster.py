@@ -1,10 +1,9 @@
-"""The only module that imports ``kafka``: the few cluster operations the rest of the library needs.
+"""The cluster operations the rest of the library needs: the I/O, with requests built and answers
+decoded in ``protocol.py`` and kafka-python's private calls in ``internals.py``.
 
 kafka-python 3.0 runs its I/O on a background thread; coroutines given to ``manager.run`` run there,
-which lets one call send a request to every broker before waiting for the first answer. Requests are
-built here from kafka-python's protocol classes where its admin helpers would be wrong for us
-(DescribeGroups trips on unknown authorized-operation bits; its metadata call can create topics) and
-where no helper exists (a multi-partition Fetch at chosen offsets).
+which lets one call send a request to every broker before waiting for the first answer. Only the
+``kafka`` package (this module, ``protocol.py``, ``internals.py``) imports kafka-python.
 """
 
 from __future__ import annotations
@@ -24,13 +23,9 @@ import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import NewTopic, OffsetSpec
-from kafka.net.compat import KafkaNetClient
-from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
-from kafka.protocol.metadata import CoordinatorType, MetadataRequest
-from kafka.record import MemoryRecords
 
 from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
+from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import (
     TP,
@@ -47,12 +42,6 @@ __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
 
 log = logging.getLogger(__name__)
 
-_FetchTopic = FetchRequest.FetchTopic
-_FetchPartition = _FetchTopic.FetchPartition
-_CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
-_CommitPartition = _CommitTopic.OffsetCommitRequestPartition
-# Fetch v13+ names topics by id only; v12 keeps names, which is all we need.
-_FETCH_MAX_VERSION = 12
 IN_FLIGHT = 16  # requests outstanding per connection (the client is configured to allow 32)
 COMMIT_LANES = 4
 """Connections a large commit is spread over. A broker serves one connection's requests one at a
@@ -62,27 +51,6 @@ connections share those appends."""
 LANE_MIN_GROUPS = 64
 """Groups per extra connection: a small commit stays on the one connection it has."""
 _UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
-_COORDINATOR_MOVED = {
-    error.errno: error
-    for error in (
-        kafka_errors.NotCoordinatorError,
-        kafka_errors.CoordinatorNotAvailableError,
-        kafka_errors.CoordinatorLoadInProgressError,
-    )
-}
-"""Group answers that say "ask again, maybe elsewhere": Apache Kafka gives them while an offsets-topic
-partition is loading (after a start or a leader move) or moving; the local broker never did."""
-
-
-def _coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
-    """The coordinator error in a group answer (DescribeGroups, OffsetFetch, OffsetCommit, at group
-    or partition level), or None."""
-    codes = [getattr(response, "error_code", 0)]
-    for group in getattr(response, "groups", None) or ():
-        codes.append(getattr(group, "error_code", 0))
-        codes.extend(p.error_code for t in getattr(group, "topics", None) or () for p in t.partitions)
-    codes.extend(p.error_code for t in getattr(response, "topics", None) or () for p in t.partitions)
-    return next((_COORDINATOR_MOVED[code] for code in codes if code in _COORDINATOR_MOVED), None)
 
 
 @contextmanager
@@ -142,11 +110,6 @@ ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], 
 """(key, value, headers, timestamp_ms or None) for ``KafkaCluster.produce``."""
 
 
-def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
 class KafkaCluster:
     """A connection to one cluster. Use as a context manager; every call has a timeout."""
 
@@ -158,7 +121,7 @@ class KafkaCluster:
         self._count_lock = threading.Lock()
         self._producer: KafkaProducer | None = None
         self._admin = self._connect()
-        self._manager = self._admin._manager
+        self._manager = internals.manager(self._admin)
         self._lanes: list[KafkaAdminClient] = []
         self._count_requests(self._manager)
 
@@ -177,7 +140,7 @@ class KafkaCluster:
                     **self._client_config(),
                     bootstrap_timeout_ms=self._connect_ms,
                     max_in_flight_requests_per_connection=32,
-                    kafka_client=lambda **configs: _client_without_metrics(
+                    kafka_client=lambda **configs: internals.client_without_metrics(
                         **configs,
                         # A connection whose handshake is not answered counts as unreachable this soon.
                         socket_connection_setup_timeout_ms=self._connect_ms,
@@ -245,7 +208,7 @@ class KafkaCluster:
         wanted = max(1, min(COMMIT_LANES, groups // LANE_MIN_GROUPS))
         while len(self._lanes) < wanted - 1:
             lane = self._connect()
-            self._count_requests(lane._manager)
+            self._count_requests(internals.manager(lane))
             self._lanes.append(lane)
         return [self._admin, *self._lanes[: wanted - 1]]
 
@@ -302,16 +265,10 @@ class KafkaCluster:
 
     @property
     def cluster_id(self) -> str:
-        return str(self._manager.cluster.cluster_id or "unknown-cluster")
+        return str(internals.cluster_id(self._admin) or "unknown-cluster")
 
     def _metadata(self) -> Any:
-        # Always ask for every topic: asking for named topics makes some brokers create them.
-        request = MetadataRequest(
-            topics=None,
-            allow_auto_topic_creation=False,
-            include_cluster_authorized_operations=False,
-            include_topic_authorized_operations=False,
-        )
+        request = protocol.metadata_request()
 
         async def send() -> Any:
             return await self._manager.send(request, request_timeout_ms=self._request_ms)
@@ -320,15 +277,7 @@ class KafkaCluster:
 
     def _leaders(self) -> tuple[dict[str, int], dict[TP, int]]:
         """Partition counts of every non-internal topic, and the leader of each partition."""
-        counts: dict[str, int] = {}
-        leaders: dict[TP, int] = {}
-        for topic in self._metadata().topics:
-            if topic.error_code or topic.is_internal:
-                continue
-            counts[topic.name] = len(topic.partitions)
-            for partition in topic.partitions:
-                leaders[TP(topic.name, partition.partition_index)] = partition.leader_id
-        return counts, leaders
+        return protocol.topics_and_leaders(self._metadata())
 
     def topic_partitions(self) -> dict[str, int]:
         """Every non-internal topic with its partition count."""
@@ -364,17 +313,17 @@ class KafkaCluster:
         the next batch while this process decodes the last one.
         """
         admin = lane or self._admin
-        manager, timeout = admin._manager, self._request_ms
+        manager, timeout = internals.manager(admin), self._request_ms
 
         async def send_all() -> list[tuple[Any, Any]]:
-            coordinators = await admin._find_coordinator_ids(list(group_ids))
+            coordinators = await internals.find_coordinators(admin, group_ids)
             by_node: dict[int, list[str]] = defaultdict(list)
             for group_id in group_ids:
                 by_node[coordinators[group_id]].append(group_id)
             queue = [
                 (node, tag, request)
                 for node, members in by_node.items()
-                for batch in _chunks(members, batch_size)
+                for batch in protocol.chunks(members, batch_size)
                 for tag, request in build(batch)
             ]
             answered = await _pipelined(
@@ -383,7 +332,7 @@ class KafkaCluster:
                 [] if answers is None else answers,
             )
             if answers is None:  # a caller keeping answers (the commit) looks at each group itself
-                moved = next((e for e in (_coordinator_moved(r) for _, r in answered) if e is not None), None)
+                moved = next((e for e in (protocol.coordinator_moved(r) for _, r in answered) if e is not None), None)
                 if moved is not None:
                     self._forget_coordinators(group_ids)
                     raise moved()  # retriable: the whole call again, after a back-off
@@ -397,9 +346,7 @@ class KafkaCluster:
         """Drop kafka-python's cached coordinators (of every connection), so the next attempt asks
         FindCoordinator again."""
         for admin in (self._admin, *self._lanes):
-            cached = admin._manager.cluster._coordinators
-            for group_id in group_ids:
-                cached.pop((CoordinatorType.GROUP, group_id), None)
+            internals.forget_coordinators(admin, group_ids)
 
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
         """State and member count per group, in batched DescribeGroups requests.
@@ -409,46 +356,34 @@ class KafkaCluster:
         """
 
         def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
-            return [(None, DescribeGroupsRequest(groups=list(batch), include_authorized_operations=False))]
+            return [(None, protocol.describe_groups_request(batch))]
 
-        result = self._described("describing consumer groups", group_ids, batch_size, build, protocol="")
+        result = self._described("describing consumer groups", group_ids, batch_size, build, protocol_type="")
         unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
         if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
             # Kafka 4 answers the classic DescribeGroups for a group of the new consumer protocol
             # (KIP-848) as GROUP_ID_NOT_FOUND / Dead even while it has members: ask the way it knows.
             def build_new(batch: Sequence[str]) -> list[tuple[None, Any]]:
-                return [
-                    (None, ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False))
-                ]
+                return [(None, protocol.consumer_group_describe_request(batch))]
 
             found = self._described(
-                "describing consumer groups (KIP-848)", unknown, batch_size, build_new, protocol="consumer"
+                "describing consumer groups (KIP-848)", unknown, batch_size, build_new, protocol_type="consumer"
             )
             result.update({g: info for g, info in found.items() if info.error is None})
         return result
 
     def _described(
-        self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any, *, protocol: str
+        self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any, *, protocol_type: str
     ) -> dict[str, GroupInfo]:
-        """Both describe answers have the same shape where it matters: id, state, members, error;
-        ``protocol`` is the protocol type when the answer carries none (ConsumerGroupDescribe
-        answers only for groups of the consumer protocol)."""
-        result: dict[str, GroupInfo] = {}
-        for _, response in self._per_coordinator(operation, group_ids, batch_size, build):
-            for group in response.groups:
-                result[group.group_id] = GroupInfo(
-                    group_id=group.group_id,
-                    state=group.group_state or "Unknown",
-                    protocol_type=getattr(group, "protocol_type", "") or protocol,
-                    members=len(group.members),
-                    error=kafka_errors.for_code(group.error_code).__name__ if group.error_code else None,
-                )
-        return result
+        answers = self._per_coordinator(operation, group_ids, batch_size, build)
+        return {
+            info.group_id: info
+            for _, response in answers
+            for info in protocol.described_groups(response, protocol_type)
+        }
 
     def _supports(self, api_key: int) -> bool:
-        """Whether the brokers announced this request in ApiVersions (known after the first call)."""
-        versions = self._manager.broker_version_data
-        return versions is not None and api_key in (versions.api_versions or {})
+        return internals.api_supported(self._admin, api_key)
 
     def committed_offsets(
         self, group_ids: Sequence[str], batch_size: int = 250
@@ -460,29 +395,11 @@ class KafkaCluster:
 
         def build(batch: Sequence[str]) -> list[tuple[str | None, Any]]:
             # One multi-group request on brokers with OffsetFetch v8, else one request per group.
-            return list(self._admin._list_group_offsets_requests(dict.fromkeys(batch)))
+            return internals.offset_fetch_requests(self._admin, batch)
 
         result: dict[str, dict[TP, CommittedOffset]] = {}
         for tag, response in self._per_coordinator("reading committed offsets", group_ids, batch_size, build):
-            groups = [(g.group_id, g) for g in response.groups] if tag is None else [(tag, response)]
-            for group_id, group in groups:
-                if group.error_code:
-                    name = kafka_errors.for_code(group.error_code).__name__
-                    raise ClusterError(f"reading committed offsets of group {group_id} failed: {name}")
-                offsets: dict[TP, CommittedOffset] = {}
-                for topic in group.topics:
-                    for part in topic.partitions:
-                        if part.error_code:
-                            name = kafka_errors.for_code(part.error_code).__name__
-                            raise ClusterError(
-                                f"reading the offset of group {group_id} on {topic.name}/"
-                                f"{part.partition_index} failed: {name}"
-                            )
-                        if part.committed_offset >= 0:
-                            offsets[TP(topic.name, part.partition_index)] = CommittedOffset(
-                                part.committed_offset, part.metadata or None
-                            )
-                result[group_id] = offsets
+            result.update(protocol.committed_offsets(tag, response))
         return result
 
     def alter_offsets(self, group_id: str, offsets: Mapping[TP, CommittedOffset]) -> dict[TP, str | None]:
@@ -504,27 +421,21 @@ class KafkaCluster:
         """
 
         def build(batch: Sequence[str]) -> list[tuple[str, Any]]:
-            return [(group, _offset_commit(group, offsets_by_group[group])) for group in batch]
+            return [(group, protocol.offset_commit_request(group, offsets_by_group[group])) for group in batch]
 
         result: dict[str, dict[TP, str | None]] = {}
         remaining = [group for group, offsets in offsets_by_group.items() if offsets]
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
             answers, failure = self._commit_round(remaining, build)
-            moved = [group for group, response in answers if _coordinator_moved(response) is not None]
+            moved = [group for group, response in answers if protocol.coordinator_moved(response) is not None]
             if moved:  # not committed: sent again with the unanswered ones
                 self._forget_coordinators(moved)
                 failure = failure or ClusterUnreachableError(f"committing offsets: coordinator moved for {moved[0]}")
             for group, response in answers:
                 if group in moved:
                     continue
-                result[group] = {
-                    TP(topic.name, part.partition_index): (
-                        kafka_errors.for_code(part.error_code).__name__ if part.error_code else None
-                    )
-                    for topic in response.topics
-                    for part in topic.partitions
-                }
+                result[group] = protocol.commit_errors(response)
             remaining = [group for group in remaining if group not in result]
             if failure is None or not remaining:
                 return result
@@ -615,34 +526,7 @@ class KafkaCluster:
             else:
                 by_node[node].append((tp, offset))
         wait_ms = self.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms
-        # As many partitions per request as fit the response limit at their full size, so that the
-        # broker serves every partition asked for; the requests of a round go out together.
-        per_request = max(1, self.fetch_max_bytes // max(1, partition_max_bytes))
-        requests = []
-        for node, entries in by_node.items():
-            for start in range(0, len(entries), per_request):
-                topics: dict[str, list[Any]] = defaultdict(list)
-                for tp, offset in entries[start : start + per_request]:
-                    topics[tp.topic].append(
-                        _FetchPartition(
-                            partition=tp.partition,
-                            fetch_offset=offset,
-                            partition_max_bytes=partition_max_bytes,
-                            current_leader_epoch=-1,
-                            last_fetched_epoch=-1,
-                            log_start_offset=-1,
-                        )
-                    )
-                request = FetchRequest(
-                    replica_id=-1,
-                    max_wait_ms=wait_ms,
-                    min_bytes=1,
-                    max_bytes=self.fetch_max_bytes,
-                    isolation_level=0,
-                    topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
-                    max_version=_FETCH_MAX_VERSION,
-                )
-                requests.append((node, request))
+        requests = protocol.fetch_requests(by_node, partition_max_bytes, self.fetch_max_bytes, wait_ms)
         manager, timeout = self._manager, self._request_ms + wait_ms
 
         async def send_all() -> list[Any]:
@@ -653,10 +537,7 @@ class KafkaCluster:
             return [response for _, response in answered]
 
         for response in self._run("fetching records", send_all):
-            for topic in response.responses:
-                for part in topic.partitions:
-                    tp = TP(topic.topic, part.partition_index)
-                    result[tp] = _decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+            result.update(protocol.decode_fetch(response, positions, until))
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse"))
         return result
@@ -805,82 +686,3 @@ async def _pipelined(
         done_tag, future = pending.popleft()
         answers.append((done_tag, await future))
     return answers
-
-
-def _client_without_metrics(**configs: Any) -> KafkaNetClient:
-    """kafka-python's network client without its per-request metric sensors (a tenth of the cost
-    of a small request); nothing here reads them."""
-    return KafkaNetClient(**{**configs, "metrics": None})
-
-
-def _offset_commit(group: str, offsets: Mapping[TP, CommittedOffset]) -> Any:
-    """An admin OffsetCommit (no member, no generation) for one group.
-
-    Version 7 at most: the flexible versions' tagged fields cost more to encode than the whole rest
-    of a commit, and add nothing an admin commit uses.
-    """
-    by_topic: dict[str, list[Any]] = defaultdict(list)
-    for tp, committed in offsets.items():
-        by_topic[tp.topic].append(
-            _CommitPartition(
-                partition_index=tp.partition,
-                committed_offset=committed.offset,
-                committed_leader_epoch=-1,
-                committed_metadata=committed.metadata or "",
-            )
-        )
-    return OffsetCommitRequest(
-        group_id=group,
-        generation_id_or_member_epoch=-1,
-        member_id="",
-        group_instance_id=None,
-        retention_time_ms=-1,
-        topics=[_CommitTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
-        max_version=7,
-    )
-
-
-def _decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
-    if part.error_code:
-        return PartitionFetch(
-            fetch_offset,
-            high_watermark=part.high_watermark,
-            log_start_offset=part.log_start_offset,
-            error=kafka_errors.for_code(part.error_code).__name__,
-        )
-    records: list[FetchedRecord] = []
-    next_offset = -1
-    if part.records:
-        memory = MemoryRecords(part.records)
-        while (batch := memory.next_batch()) is not None:
-            if getattr(batch, "is_control_batch", False):
-                next_offset = max(next_offset, batch.next_offset)  # a transaction marker takes an offset
-                continue
-            done = False
-            for record in batch:
-                if record.offset < fetch_offset:
-                    continue
-                records.append(
-                    FetchedRecord(
-                        offset=record.offset,
-                        timestamp=record.timestamp,
-                        key=record.key,
-                        value=record.value,
-                        headers=tuple(record.headers),
-                    )
-                )
-                if until is not None and record.offset >= until:
-                    done = True
-                    break
-            if done:
-                next_offset = records[-1].offset + 1
-                break
-            next_offset = max(next_offset, getattr(batch, "next_offset", -1))
-    return PartitionFetch(
-        fetch_offset,
-        records=records,
-        high_watermark=part.high_watermark,
-        log_start_offset=part.log_start_offset,
-        next_offset=next_offset,
-        size=len(part.records or b""),
-    )

@@ -1,0 +1,294 @@
+"""Kafka requests built and answers decoded, apart from any I/O: what ``cluster.py`` sends and
+what it makes of the answers, as pure functions (tested without a broker in tests/unit/test_protocol.py).
+
+Requests are built from kafka-python's public protocol classes where its admin helpers would be
+wrong for us (DescribeGroups trips on unknown authorized-operation bits; its metadata call can create
+topics) and where no helper exists (a multi-partition Fetch at chosen offsets, an admin commit of
+many groups pipelined).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import kafka.errors as kafka_errors
+from kafka.protocol.admin import DescribeGroupsRequest
+from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
+from kafka.protocol.metadata import MetadataRequest
+from kafka.record import MemoryRecords
+
+from offset_restore.errors import ClusterError
+from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch
+from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
+
+__all__ = [
+    "FETCH_MAX_VERSION",
+    "chunks",
+    "commit_errors",
+    "committed_offsets",
+    "consumer_group_describe_request",
+    "coordinator_moved",
+    "decode_fetch",
+    "decode_partition",
+    "describe_groups_request",
+    "described_groups",
+    "error_name",
+    "fetch_requests",
+    "metadata_request",
+    "offset_commit_request",
+    "topics_and_leaders",
+]
+
+_FetchTopic = FetchRequest.FetchTopic
+_FetchPartition = _FetchTopic.FetchPartition
+_CommitTopic = OffsetCommitRequest.OffsetCommitRequestTopic
+_CommitPartition = _CommitTopic.OffsetCommitRequestPartition
+FETCH_MAX_VERSION = 12
+"""Fetch v13+ names topics by id only; v12 keeps names, which is all we need."""
+_COORDINATOR_MOVED = {
+    error.errno: error
+    for error in (
+        kafka_errors.NotCoordinatorError,
+        kafka_errors.CoordinatorNotAvailableError,
+        kafka_errors.CoordinatorLoadInProgressError,
+    )
+}
+"""Group answers that say "ask again, maybe elsewhere": Apache Kafka gives them while an offsets-topic
+partition is loading (after a start or a leader move) or moving; the local broker never did."""
+
+
+def error_name(code: int) -> str:
+    """The name of a Kafka error code, as reports and messages show it."""
+    return kafka_errors.for_code(code).__name__
+
+
+def chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# -- cluster metadata ---------------------------------------------------------------------------
+
+
+def metadata_request() -> Any:
+    """Metadata for every topic: asking for named topics makes some brokers create them."""
+    return MetadataRequest(
+        topics=None,
+        allow_auto_topic_creation=False,
+        include_cluster_authorized_operations=False,
+        include_topic_authorized_operations=False,
+    )
+
+
+def topics_and_leaders(response: Any) -> tuple[dict[str, int], dict[TP, int]]:
+    """Partition counts of every non-internal topic, and the leader of each partition."""
+    counts: dict[str, int] = {}
+    leaders: dict[TP, int] = {}
+    for topic in response.topics:
+        if topic.error_code or topic.is_internal:
+            continue
+        counts[topic.name] = len(topic.partitions)
+        for partition in topic.partitions:
+            leaders[TP(topic.name, partition.partition_index)] = partition.leader_id
+    return counts, leaders
+
+
+# -- groups -------------------------------------------------------------------------------------
+
+
+def coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
+    """The coordinator error in a group answer (DescribeGroups, OffsetFetch, OffsetCommit, at group
+    or partition level), or None."""
+    codes = [getattr(response, "error_code", 0)]
+    for group in getattr(response, "groups", None) or ():
+        codes.append(getattr(group, "error_code", 0))
+        codes.extend(p.error_code for t in getattr(group, "topics", None) or () for p in t.partitions)
+    codes.extend(p.error_code for t in getattr(response, "topics", None) or () for p in t.partitions)
+    return next((_COORDINATOR_MOVED[code] for code in codes if code in _COORDINATOR_MOVED), None)
+
+
+def describe_groups_request(batch: Sequence[str]) -> Any:
+    """Classic DescribeGroups; authorized-operation bits are neither asked for nor decoded (some
+    brokers set bits that kafka-python's enum does not know)."""
+    return DescribeGroupsRequest(groups=list(batch), include_authorized_operations=False)
+
+
+def consumer_group_describe_request(batch: Sequence[str]) -> Any:
+    """ConsumerGroupDescribe (KIP-848), for groups of the new consumer protocol."""
+    return ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False)
+
+
+def described_groups(response: Any, protocol: str) -> list[GroupInfo]:
+    """Both describe answers have the same shape where it matters: id, state, members, error;
+    ``protocol`` is the protocol type when the answer carries none (ConsumerGroupDescribe answers
+    only for groups of the consumer protocol)."""
+    return [
+        GroupInfo(
+            group_id=group.group_id,
+            state=group.group_state or "Unknown",
+            protocol_type=getattr(group, "protocol_type", "") or protocol,
+            members=len(group.members),
+            error=error_name(group.error_code) if group.error_code else None,
+        )
+        for group in response.groups
+    ]
+
+
+def committed_offsets(tag: str | None, response: Any) -> dict[str, dict[TP, CommittedOffset]]:
+    """An OffsetFetch answer (multi-group when ``tag`` is None, else the one group ``tag``):
+    committed offsets per group, partitions without a commit (-1) left out. An error names the
+    group and partition."""
+    result: dict[str, dict[TP, CommittedOffset]] = {}
+    groups = [(g.group_id, g) for g in response.groups] if tag is None else [(tag, response)]
+    for group_id, group in groups:
+        if group.error_code:
+            raise ClusterError(f"reading committed offsets of group {group_id} failed: {error_name(group.error_code)}")
+        offsets: dict[TP, CommittedOffset] = {}
+        for topic in group.topics:
+            for part in topic.partitions:
+                if part.error_code:
+                    raise ClusterError(
+                        f"reading the offset of group {group_id} on {topic.name}/{part.partition_index} failed: "
+                        f"{error_name(part.error_code)}"
+                    )
+                if part.committed_offset >= 0:
+                    offsets[TP(topic.name, part.partition_index)] = CommittedOffset(
+                        part.committed_offset, part.metadata or None
+                    )
+        result[group_id] = offsets
+    return result
+
+
+def offset_commit_request(group: str, offsets: Mapping[TP, CommittedOffset]) -> Any:
+    """An admin OffsetCommit (no member, no generation) for one group.
+
+    Version 7 at most: the flexible versions' tagged fields cost more to encode than the whole rest
+    of a commit, and add nothing an admin commit uses.
+    """
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for tp, committed in offsets.items():
+        by_topic[tp.topic].append(
+            _CommitPartition(
+                partition_index=tp.partition,
+                committed_offset=committed.offset,
+                committed_leader_epoch=-1,
+                committed_metadata=committed.metadata or "",
+            )
+        )
+    return OffsetCommitRequest(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        retention_time_ms=-1,
+        topics=[_CommitTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
+        max_version=7,
+    )
+
+
+def commit_errors(response: Any) -> dict[TP, str | None]:
+    """An OffsetCommit answer: per partition the error name or None."""
+    return {
+        TP(topic.name, part.partition_index): (error_name(part.error_code) if part.error_code else None)
+        for topic in response.topics
+        for part in topic.partitions
+    }
+
+
+# -- records ------------------------------------------------------------------------------------
+
+
+def fetch_requests(
+    by_node: Mapping[int, Sequence[tuple[TP, int]]], partition_max_bytes: int, fetch_max_bytes: int, wait_ms: int
+) -> list[tuple[int, Any]]:
+    """Fetch requests per leader: as many partitions per request as fit the response limit at their
+    full size, so that the broker serves every partition asked for."""
+    per_request = max(1, fetch_max_bytes // max(1, partition_max_bytes))
+    requests = []
+    for node, entries in by_node.items():
+        for start in range(0, len(entries), per_request):
+            topics: dict[str, list[Any]] = defaultdict(list)
+            for tp, offset in entries[start : start + per_request]:
+                topics[tp.topic].append(
+                    _FetchPartition(
+                        partition=tp.partition,
+                        fetch_offset=offset,
+                        partition_max_bytes=partition_max_bytes,
+                        current_leader_epoch=-1,
+                        last_fetched_epoch=-1,
+                        log_start_offset=-1,
+                    )
+                )
+            request = FetchRequest(
+                replica_id=-1,
+                max_wait_ms=wait_ms,
+                min_bytes=1,
+                max_bytes=fetch_max_bytes,
+                isolation_level=0,
+                topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
+                max_version=FETCH_MAX_VERSION,
+            )
+            requests.append((node, request))
+    return requests
+
+
+def decode_fetch(
+    response: Any, positions: Mapping[TP, int], until: Mapping[TP, int] | None
+) -> Iterator[tuple[TP, PartitionFetch]]:
+    """Each partition of a Fetch answer, decoded."""
+    for topic in response.responses:
+        for part in topic.partitions:
+            tp = TP(topic.topic, part.partition_index)
+            yield tp, decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+
+
+def decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
+    """One partition of a Fetch answer: data records at or after the fetch offset (a batch starts
+    before it), control batches skipped but counted in where the next fetch starts, decoding
+    stopped after the first record at or past ``until``. A batch cut short by the size limit
+    decodes to nothing (kafka-python's ``next_batch`` stops there)."""
+    if part.error_code:
+        return PartitionFetch(
+            fetch_offset,
+            high_watermark=part.high_watermark,
+            log_start_offset=part.log_start_offset,
+            error=error_name(part.error_code),
+        )
+    records: list[FetchedRecord] = []
+    next_offset = -1
+    if part.records:
+        memory = MemoryRecords(part.records)
+        while (batch := memory.next_batch()) is not None:
+            if getattr(batch, "is_control_batch", False):
+                next_offset = max(next_offset, batch.next_offset)  # a transaction marker takes an offset
+                continue
+            done = False
+            for record in batch:
+                if record.offset < fetch_offset:
+                    continue
+                records.append(
+                    FetchedRecord(
+                        offset=record.offset,
+                        timestamp=record.timestamp,
+                        key=record.key,
+                        value=record.value,
+                        headers=tuple(record.headers),
+                    )
+                )
+                if until is not None and record.offset >= until:
+                    done = True
+                    break
+            if done:
+                next_offset = records[-1].offset + 1
+                break
+            next_offset = max(next_offset, getattr(batch, "next_offset", -1))
+    return PartitionFetch(
+        fetch_offset,
+        records=records,
+        high_watermark=part.high_watermark,
+        log_start_offset=part.log_start_offset,
+        next_offset=next_offset,
+        size=len(part.records or b""),
+    )

@@ -1,0 +1,118 @@
+"""Requests built and answers decoded without a broker (kafka/protocol.py), and the kafka-python
+internals the client reaches into (kafka/internals.py) still where we use them."""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace as NS
+
+import kafka.errors as kafka_errors
+import pytest
+from kafka import KafkaAdminClient
+from kafka.record.memory_records import MemoryRecordsBuilder
+from offset_restore.errors import ClusterError
+from offset_restore.kafka import protocol
+from offset_restore.kafka.model import TP, CommittedOffset
+
+
+def _batch(base: int, count: int) -> bytes:
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20, offset=base)
+    for i in range(count):
+        builder.append(1000 + i, f"k{base + i}".encode(), b"v", [("h", b"x")])
+    builder.close()
+    return bytes(builder.buffer())
+
+
+def _part(records: bytes | None, *, error: int = 0, hw: int = 100) -> NS:
+    return NS(error_code=error, high_watermark=hw, log_start_offset=0, records=records, partition_index=0)
+
+
+def test_fetch_requests_hold_as_many_partitions_as_the_response_limit_serves_in_full() -> None:
+    node1 = [(TP("a", p), 10 * p) for p in range(5)]
+    node2 = [(TP("b", 0), 7), (TP("a", 9), 3)]
+    requests = protocol.fetch_requests({1: node1, 2: node2}, 100, 250, 5)
+    asked = [
+        (node, [(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes) for t in r.topics for p in t.partitions])
+        for node, r in requests
+    ]
+    assert asked == [
+        (1, [("a", 0, 0, 100), ("a", 1, 10, 100)]),
+        (1, [("a", 2, 20, 100), ("a", 3, 30, 100)]),
+        (1, [("a", 4, 40, 100)]),
+        (2, [("b", 0, 7, 100), ("a", 9, 3, 100)]),
+    ]
+    assert {(r.max_bytes, r.max_wait_ms, r.isolation_level) for _, r in requests} == {(250, 5, 0)}
+
+
+def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() -> None:
+    answer = protocol.decode_partition(13, _part(_batch(10, 10)), until=15)
+    assert [r.offset for r in answer.records] == [13, 14, 15]
+    assert answer.records[0].key == b"k13" and answer.records[0].headers == (("h", b"x"),)
+    assert answer.read_to == 16 and answer.size > 0
+    whole = protocol.decode_partition(13, _part(_batch(10, 10)), until=None)
+    assert [r.offset for r in whole.records] == list(range(13, 20)) and whole.read_to == 20
+
+
+def test_a_batch_cut_short_by_the_size_limit_decodes_to_nothing_read() -> None:
+    blob = _batch(0, 50)
+    answer = protocol.decode_partition(0, _part(blob[: len(blob) // 2]), until=None)
+    assert answer.records == [] and answer.read_to == -1 and answer.error is None
+
+
+def test_an_error_answer_is_named() -> None:
+    answer = protocol.decode_partition(5, _part(None, error=1, hw=-1), until=None)
+    assert answer.error == "OffsetOutOfRangeError" and answer.records == []
+
+
+def test_committed_offsets_leave_out_partitions_without_a_commit_and_name_a_failing_group() -> None:
+    topic = NS(
+        name="t",
+        partitions=[
+            NS(partition_index=0, committed_offset=5, metadata="m", error_code=0),
+            NS(partition_index=1, committed_offset=-1, metadata="", error_code=0),
+        ],
+    )
+    answer = NS(groups=[NS(group_id="g", error_code=0, topics=[topic])])
+    assert protocol.committed_offsets(None, answer) == {"g": {TP("t", 0): CommittedOffset(5, "m")}}
+    single = NS(error_code=0, topics=[topic])
+    assert protocol.committed_offsets("h", single) == {"h": {TP("t", 0): CommittedOffset(5, "m")}}
+    with pytest.raises(ClusterError, match="group g failed: GroupAuthorizationFailedError"):
+        protocol.committed_offsets(None, NS(groups=[NS(group_id="g", error_code=30, topics=[])]))
+
+
+def test_coordinator_errors_at_any_level_say_ask_again() -> None:
+    moved = NS(groups=[NS(error_code=0, topics=[NS(partitions=[NS(error_code=16)])])])
+    assert protocol.coordinator_moved(moved) is kafka_errors.NotCoordinatorError
+    assert protocol.coordinator_moved(NS(error_code=14)) is kafka_errors.CoordinatorLoadInProgressError
+    assert protocol.coordinator_moved(NS(error_code=0, topics=[NS(partitions=[NS(error_code=25)])])) is None
+
+
+def test_an_admin_commit_has_no_member_and_keeps_each_partitions_metadata() -> None:
+    request = protocol.offset_commit_request(
+        "g", {TP("t", 1): CommittedOffset(7, None), TP("t", 0): CommittedOffset(3, "m")}
+    )
+    assert (request.group_id, request.generation_id_or_member_epoch, request.member_id) == ("g", -1, "")
+    parts = {
+        (p.partition_index, p.committed_offset, p.committed_metadata) for t in request.topics for p in t.partitions
+    }
+    assert parts == {(1, 7, ""), (0, 3, "m")}
+    answer = NS(
+        topics=[NS(name="t", partitions=[NS(partition_index=0, error_code=0), NS(partition_index=1, error_code=25)])]
+    )
+    assert protocol.commit_errors(answer) == {TP("t", 0): None, TP("t", 1): "UnknownMemberIdError"}
+
+
+def test_the_kafka_python_internals_we_use_exist() -> None:
+    """A kafka-python upgrade that renames one of these fails here, by name."""
+    for name in ("_find_coordinator_ids", "_list_group_offsets_requests"):
+        assert callable(getattr(KafkaAdminClient, name, None)), f"KafkaAdminClient.{name} is gone"
+    assert inspect.iscoroutinefunction(KafkaAdminClient._find_coordinator_ids)
+    init = inspect.getsource(KafkaAdminClient.__init__)
+    assert "self._manager" in init, "KafkaAdminClient no longer keeps its connection manager in _manager"
+    from kafka.net.manager import KafkaConnectionManager
+
+    manager_source = inspect.getsource(KafkaConnectionManager)
+    assert "broker_version_data" in manager_source and "def run" in manager_source and "def send" in manager_source
+    from kafka.cluster import ClusterMetadata
+
+    assert "_coordinators" in inspect.getsource(ClusterMetadata.__init__)
