@@ -22,6 +22,12 @@ def add_triggers(
     snapshot: lambda_.Function,
 ) -> None:
     """Event rules on the stack's scope."""
+    _release_lock_on_stop(stack, machine, lock, config.target.name)
+    _schedules(stack, config, machine, snapshot)
+    _failover_alarm(stack, config, machine)
+
+
+def _release_lock_on_stop(stack: Stack, machine: sfn.StateMachine, lock: lambda_.Function, target: str) -> None:
     # A stopped, timed-out or failed execution never reaches its own ReleaseLock: release its lock
     # here (the Lock function releases only what that execution holds).
     events.Rule(
@@ -42,13 +48,17 @@ def add_triggers(
                     {
                         "action": "release",
                         "restore_id": events.EventField.from_path("$.detail.name"),
-                        "target_cluster": config.target.name,
+                        "target_cluster": target,
                         "owner": events.EventField.from_path("$.detail.executionArn"),
                     }
                 ),
             )
         ],
     )
+
+
+def _schedules(stack: Stack, config: EnvironmentConfig, machine: sfn.StateMachine, snapshot: lambda_.Function) -> None:
+    """The scheduled snapshot and the plan-mode drill, when the environment sets them."""
     if config.snapshot_schedule:
         events.Rule(
             stack,
@@ -70,6 +80,10 @@ def add_triggers(
                 )
             ],
         )
+
+
+def _failover_alarm(stack: Stack, config: EnvironmentConfig, machine: sfn.StateMachine) -> None:
+    """A run started by the failover alarm going into ALARM, in the environment's failover mode."""
     if config.failover_alarm_names:
         events.Rule(
             stack,

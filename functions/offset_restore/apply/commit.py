@@ -243,16 +243,8 @@ def apply_plan(
     groups = sorted(writable)
 
     lap = _Laps(report.timings)
-    infos = wait_for_empty(groups, target, options, report, show, sleep, clock)
+    groups = _wait_until_empty(groups, target, options, report, show, sleep, clock)
     lap("wait")
-    active = active_groups(groups, infos)
-    if active and options.on_wait_timeout == "fail" and not options.dry_run:
-        names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
-        raise WaitTimeoutError(
-            f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
-            "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"
-        )
-    groups = skip_active(groups, active, report)
 
     current = target.committed_offsets(groups) if groups else {}
     lap("read_current")
@@ -272,6 +264,56 @@ def apply_plan(
         del commits[group]
     lap("check_target")
 
+    _commit_saving_progress(plan, commits, writable, target, report, show, before_commit, current, options, save)
+    lap("commit")
+    # Also what an interrupted run committed but never got to verify.
+    unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
+    verify_groups(plan, report, target, sorted(unverified | set(report.groups_committed)))
+    lap("verify")
+    _record_skips(writable, report)
+    plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
+    plan.notes.append(plan_note)
+    save(plan)
+    lap("save_result")
+    return report
+
+
+def _wait_until_empty(
+    groups: list[str],
+    target: ApplyTarget,
+    options: ApplyOptions,
+    report: ApplyReport,
+    show: Progress,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> list[str]:
+    """The groups to write once the wait is over: without members. With ``on_wait_timeout`` fail,
+    groups still active refuse the whole apply before anything is written."""
+    infos = wait_for_empty(groups, target, options, report, show, sleep, clock)
+    active = active_groups(groups, infos)
+    if active and options.on_wait_timeout == "fail" and not options.dry_run:
+        names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
+        raise WaitTimeoutError(
+            f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
+            "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"
+        )
+    return skip_active(groups, active, report)
+
+
+def _commit_saving_progress(
+    plan: Plan,
+    commits: dict[str, dict[TP, CommittedOffset]],
+    writable: dict[str, list[PlanEntry]],
+    target: ApplyTarget,
+    report: ApplyReport,
+    show: Progress,
+    before_commit: Callable[[Sequence[str]], None] | None,
+    current: Mapping[str, Mapping[TP, CommittedOffset]],
+    options: ApplyOptions,
+    save: Callable[[Plan], None],
+) -> None:
+    """Commit group by group, saving progress as it goes; on a failure, what is known (committed
+    groups, groups without an answer) is saved before the error goes up."""
     try:
         progress_saved = _Throttled(lambda: save(plan), every_s=PROGRESS_SAVE_S)
         _commit_in_batches(
@@ -291,17 +333,6 @@ def apply_plan(
                 error.unanswered,
             ) from None
         raise
-    lap("commit")
-    # Also what an interrupted run committed but never got to verify.
-    unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
-    verify_groups(plan, report, target, sorted(unverified | set(report.groups_committed)))
-    lap("verify")
-    _record_skips(writable, report)
-    plan_note = f"applied {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups committed"
-    plan.notes.append(plan_note)
-    save(plan)
-    lap("save_result")
-    return report
 
 
 def _offsets_to_write(

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch
-from offset_restore.snapshot.evidence import Evidence, collect_evidence
+from offset_restore.snapshot.evidence import Evidence, EvidenceStats, collect_evidence
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.model import (
@@ -188,24 +188,7 @@ def stream_snapshot(
     notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
     if options.evidence_records > 0:
-        wanted: dict[TP, set[int]] = defaultdict(set)
-        for offsets in selected.values():
-            for tp, c in offsets.items():
-                if tp in bounds:
-                    wanted[tp].add(c.offset)
-
-        def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
-            return cluster.fetch(positions, until=until, partition_max_bytes=64 * 1024)
-
-        evidence, stats = collect_evidence(
-            wanted,
-            bounds,
-            options.evidence_records,
-            fetch,
-            offset_header=options.offset_header,
-            progress=lambda done, total: report("evidence", done, total),
-        )
-        del wanted
+        evidence, stats = _evidence(cluster, selected, bounds, options, report)
         notes.extend(stats.notes)
         timings["evidence_rounds"] = stats.rounds
         timings["evidence_records_read"] = stats.records_read
@@ -241,6 +224,34 @@ def stream_snapshot(
 
     stream.groups = assemble()
     return stream
+
+
+def _evidence(
+    cluster: SnapshotSource,
+    selected: Mapping[str, Mapping[TP, CommittedOffset]],
+    bounds: Mapping[TP, LogBounds],
+    options: SnapshotOptions,
+    report: Progress,
+) -> tuple[dict[tuple[TP, int], Evidence], EvidenceStats]:
+    """Evidence for every distinct committed position on a partition that exists (groups at the same
+    position share it)."""
+    wanted: dict[TP, set[int]] = defaultdict(set)
+    for offsets in selected.values():
+        for tp, c in offsets.items():
+            if tp in bounds:
+                wanted[tp].add(c.offset)
+
+    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+        return cluster.fetch(positions, until=until, partition_max_bytes=64 * 1024)
+
+    return collect_evidence(
+        wanted,
+        bounds,
+        options.evidence_records,
+        fetch,
+        offset_header=options.offset_header,
+        progress=lambda done, total: report("evidence", done, total),
+    )
 
 
 def _group_document(
