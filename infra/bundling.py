@@ -14,6 +14,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import ILocalBundling
+from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
 
 __all__ = ["LocalPipBundling", "handler_sources", "runtime_dependencies"]
 
@@ -47,9 +48,11 @@ def _imports(source: Path) -> set[str]:
 
 
 def handler_sources(functions_dir: Path) -> list[Path]:
-    """The files of ours that the handlers import, transitively, with their packages' ``__init__``
-    files and JSON data (wire schemas); relative to ``functions_dir``."""
-    todo = sorted((functions_dir / "offset_restore_handlers").glob("*.py"))
+    """The files of ours that the deployed handlers (those ``offset_restore_handlers.wiring`` names)
+    import, transitively, with their packages' ``__init__`` files and JSON data (wire schemas);
+    relative to ``functions_dir``."""
+    handlers = [*TASK_HANDLERS.values(), SNAPSHOT_HANDLER]
+    todo = sorted({path for h in handlers if (path := _module_file(functions_dir, h.rsplit(".", 1)[0])) is not None})
     found: set[Path] = set()
     while todo:
         source = todo.pop()

@@ -363,10 +363,13 @@ def test_the_code_asset_holds_what_the_handlers_import_and_nothing_else(tmp_path
     assert not [name for name in copied if name.startswith(("offset_restore/cli/", "offset_restore/devtools/"))]
     assert "offset_restore/apply/rollback.py" not in copied  # the workflow never rolls back
     assert "offset_restore/kafka/schemas/ConsumerGroupDescribeResponse.json" in copied
-    handlers = sorted(p.stem for p in (FUNCTIONS_DIR / "offset_restore_handlers").glob("*.py") if p.stem != "__init__")
+    assert "offset_restore_handlers/wiring.py" not in copied  # read at deploy time, not at run time
+    from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
+
+    handlers = sorted({h.rsplit(".", 1)[0] for h in [*TASK_HANDLERS.values(), SNAPSHOT_HANDLER]})
     probe = (
         "import importlib, sys\n"
-        f"for name in {handlers!r}: importlib.import_module('offset_restore_handlers.' + name)\n"
+        f"for name in {handlers!r}: importlib.import_module(name)\n"
         "ours = [m for n, m in sys.modules.items() if n.split('.')[0].startswith('offset_restore')]\n"
         f"outside = [m.__name__ for m in ours if not (m.__file__ or '').startswith({str(tmp_path)!r})]\n"
         "assert not outside, outside\n"
