@@ -118,6 +118,8 @@ class KafkaCluster:
         self.fetch_max_wait_ms = fetch_max_wait_ms
         self.fetch_max_bytes = settings.fetch_max_bytes
         self.requests_sent: Counter[str] = Counter()
+        self.fetched_bytes = 0
+        """Bytes of record batches received by ``fetch`` (what reads cost on the wire)."""
         self._count_lock = threading.Lock()
         self._producer: KafkaProducer | None = None
         self._admin = self._connect()
@@ -537,7 +539,9 @@ class KafkaCluster:
             return [response for _, response in answered]
 
         for response in self._run("fetching records", send_all):
-            result.update(protocol.decode_fetch(response, positions, until))
+            for tp, answer in protocol.decode_fetch(response, positions, until):
+                result[tp] = answer
+                self.fetched_bytes += answer.size
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse"))
         return result
