@@ -40,7 +40,7 @@ from offset_restore.devtools.brokers import KINDS
 from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
+from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.model import ClusterRef, Plan, PlanSummary
@@ -133,7 +133,7 @@ def scan(target: KafkaCluster, wanted: dict[TP, list[int]]) -> dict[tuple[TP, in
                 found[(tp, todo.pop(0))] = record.offset
         return outcome.answer.read_to
 
-    rounds = FetchRounds(lambda positions, _: target.fetch(positions, partition_max_bytes=1 << 20))
+    rounds = FetchRounds(fetch_from(target), partition_bytes=1 << 20)
     failed = read_forward(rounds, {tp: target.log_bounds([tp])[tp].start for tp in wanted}, take)
     assert not failed, failed
     return found

@@ -36,6 +36,7 @@ from typing import Any
 from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
@@ -74,8 +75,14 @@ class Counted:
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         return self.cluster.log_bounds(partitions)
 
-    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = 64 * 1024) -> dict[TP, PartitionFetch]:
-        answers = self.cluster.fetch(positions, partition_max_bytes=partition_max_bytes)
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int | Mapping[TP, int] = 64 * 1024,
+        until: Mapping[TP, int] | None = None,
+    ) -> dict[TP, PartitionFetch]:
+        answers = self.cluster.fetch(positions, partition_max_bytes=partition_max_bytes, until=until)
         self.calls += 1
         self.bytes += sum(a.size for a in answers.values())
         self.records += sum(len(a.records) for a in answers.values())
@@ -162,7 +169,7 @@ def before_header(groups: list[GroupSnapshot], target: Counted) -> list[PlanEntr
     wanted = {
         g.partitions[0].committed_offset: (tp, g.partitions[0].committed_offset, guess(g, bounds[tp])) for g in groups
     }
-    results, _ = search_first_at_least(wanted, bounds, header_key, lambda p: target.fetch(p))
+    results, _ = search_first_at_least(wanted, bounds, header_key, fetch_from(target))
     entries = []
     for c, r in results.items():
         if r.found is not None:
@@ -193,7 +200,7 @@ def before_timestamp(groups: list[GroupSnapshot], target: Counted) -> list[PlanE
         if evidence is not None:
             stamps[p.committed_offset] = evidence.timestamp
     wanted = {c: (tp, t, None) for c, t in stamps.items()}
-    results, _ = search_first_at_least(wanted, bounds, lambda tp, r: r.timestamp, lambda p: target.fetch(p))
+    results, _ = search_first_at_least(wanted, bounds, lambda tp, r: r.timestamp, fetch_from(target))
     log = target.fetch({tp: bounds[tp].start}, partition_max_bytes=4 * 1024 * 1024)[tp].records
     entries = []
     for c, r in results.items():

@@ -22,7 +22,9 @@ def test_every_record_is_read_when_rounds_leave_partitions_empty_below_their_end
     tps = [TP(topic, p) for p in range(4)]
     empty_below_end: list[TP] = []
 
-    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def fetch(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         answers = source.fetch(positions, partition_max_bytes=1024)  # far below one batch
         empty_below_end.extend(tp for tp, a in answers.items() if a.read_to < 0 and positions[tp] < a.high_watermark)
         return answers

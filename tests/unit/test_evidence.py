@@ -23,7 +23,9 @@ class FakeLog:
     def record(self, tp: TP, offset: int) -> FetchedRecord:
         return FetchedRecord(offset, 1000 + offset, f"k{offset}".encode(), f"{tp}:{offset}".encode(), ())
 
-    def __call__(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def __call__(
+        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         self.rounds += 1
         self.positions_seen.append(dict(positions))
         out = {}
@@ -92,7 +94,9 @@ def test_each_round_fetches_every_partition_once_and_jumps_over_distant_windows(
 def test_a_partition_that_returns_nothing_is_given_up_and_marked_incomplete() -> None:
     tp = TP("t", 0)
 
-    def stuck(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def stuck(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], [], high_watermark=100, log_start_offset=0)}
 
     result, stats = collect_evidence({tp: {50}}, {tp: LogBounds(0, 100)}, 3, stuck, offset_header=None)
@@ -103,7 +107,9 @@ def test_a_partition_that_returns_nothing_is_given_up_and_marked_incomplete() ->
 def test_a_fetch_error_is_reported_not_guessed() -> None:
     tp = TP("t", 0)
 
-    def failing(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def failing(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], error="NotLeaderForPartitionError")}
 
     result, stats = collect_evidence({tp: {5}}, {tp: LogBounds(0, 10)}, 3, failing, offset_header=None)
@@ -114,7 +120,9 @@ def test_a_fetch_error_is_reported_not_guessed() -> None:
 def test_empty_partition_needs_no_fetch() -> None:
     tp = TP("t", 0)
 
-    def never(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def never(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         raise AssertionError("no fetch expected")
 
     result, stats = collect_evidence({tp: {0, 4}}, {tp: LogBounds(4, 4)}, 3, never, offset_header=None)

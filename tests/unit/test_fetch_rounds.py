@@ -6,7 +6,9 @@ from collections.abc import Callable, Mapping
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.kafka.rounds import (
+    MAX_PARTITION_BYTES,
     MAX_UNSERVED_ROUNDS,
+    POINT_READ_BYTES,
     AtEnd,
     Failed,
     FetchRounds,
@@ -35,7 +37,9 @@ class Script:
         self.ends, self.per_round, self.never = ends, per_round, never
         self.asked: list[list[TP]] = []
 
-    def __call__(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def __call__(
+        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         self.asked.append(list(positions))
         out = {}
         for i, (tp, position) in enumerate(positions.items()):
@@ -94,7 +98,7 @@ def test_what_each_answer_means() -> None:
         TP("t", 4): PartitionFetch(8, error="OffsetOutOfRangeError", log_start_offset=7),
         TP("t", 5): PartitionFetch(1, error="NotLeaderForPartitionError"),
     }
-    rounds = FetchRounds(lambda positions, until: answers, ends={A: 3})
+    rounds = FetchRounds(lambda positions, until, limits: answers, ends={A: 3})
     positions = {tp: answer.fetch_offset for tp, answer in answers.items()} | {TP("t", 6): 0}
     outcome = rounds.round(positions)
     assert outcome[A] == AtEnd(5)
@@ -108,18 +112,39 @@ def test_what_each_answer_means() -> None:
 
 
 def test_an_end_the_caller_knew_counts_when_the_answer_reports_none() -> None:
-    rounds = FetchRounds(lambda positions, until: {A: PartitionFetch(4, high_watermark=-1)}, ends={A: 4})
+    rounds = FetchRounds(lambda positions, until, limits: {A: PartitionFetch(4, high_watermark=-1)}, ends={A: 4})
     assert rounds.round({A: 4}) == {A: AtEnd(4)}
-    rounds = FetchRounds(lambda positions, until: {A: PartitionFetch(3, high_watermark=-1)}, ends={A: 4})
+    rounds = FetchRounds(lambda positions, until, limits: {A: PartitionFetch(3, high_watermark=-1)}, ends={A: 4})
     assert rounds.round({A: 3}) == {A: Unserved(4)}
 
 
 def test_until_is_passed_to_the_fetch() -> None:
     got: list[Mapping[TP, int] | None] = []
 
-    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
+    def fetch(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         got.append(until)
         return {A: _answer(0, 2, 2)}
 
     FetchRounds(fetch).round({A: 0}, {A: 1})
     assert got == [{A: 1}]
+
+
+def test_a_partition_left_unserved_is_asked_next_with_a_larger_limit() -> None:
+    """Its batches may be larger than the limit (only the first partition of a request gets an
+    oversized batch whole): the limit grows 4x a round, up to MAX_PARTITION_BYTES."""
+    asked: list[dict[TP, int]] = []
+
+    def fetch(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
+        asked.append(dict(limits))
+        return {tp: _answer(position, 2 if tp == A else 0, 100) for tp, position in positions.items()}
+
+    rounds = FetchRounds(fetch)
+    for _ in range(8):
+        rounds.round({A: 0, B: 0})
+    assert [limits[A] for limits in asked] == [POINT_READ_BYTES] * 8
+    assert [limits[B] for limits in asked][:4] == [POINT_READ_BYTES * 4**i for i in range(4)]
+    assert asked[-1][B] == MAX_PARTITION_BYTES

@@ -30,7 +30,9 @@ def _part(records: bytes | None, *, error: int = 0, hw: int = 100) -> NS:
 def test_fetch_requests_hold_as_many_partitions_as_the_response_limit_serves_in_full() -> None:
     node1 = [(TP("a", p), 10 * p) for p in range(5)]
     node2 = [(TP("b", 0), 7), (TP("a", 9), 3)]
-    requests = protocol.fetch_requests({1: node1, 2: node2}, 100, 250, 5)
+    requests = protocol.fetch_requests(
+        {1: node1, 2: node2}, dict.fromkeys([tp for tp, _ in node1 + node2], 100), 250, 5
+    )
     asked = [
         (node, [(t.topic, p.partition, p.fetch_offset, p.partition_max_bytes) for t in r.topics for p in t.partitions])
         for node, r in requests
@@ -116,3 +118,11 @@ def test_the_kafka_python_internals_we_use_exist() -> None:
     from kafka.cluster import ClusterMetadata
 
     assert "_coordinators" in inspect.getsource(ClusterMetadata.__init__)
+
+
+def test_partitions_with_larger_limits_take_more_of_a_request() -> None:
+    entries = [(TP("a", p), 0) for p in range(4)]
+    limits = {TP("a", 0): 100, TP("a", 1): 400, TP("a", 2): 50, TP("a", 3): 50}
+    requests = protocol.fetch_requests({1: entries}, limits, 500, 5)
+    shares = [[p.partition for t in r.topics for p in t.partitions] for _, r in requests]
+    assert shares == [[0, 1], [2, 3]]

@@ -140,7 +140,13 @@ class SmallWindows:
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         return {tp: LogBounds(0, len(self.records)) for tp in partitions}
 
-    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = 0) -> dict[TP, PartitionFetch]:
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int | Mapping[TP, int] = 0,
+        until: Mapping[TP, int] | None = None,
+    ) -> dict[TP, PartitionFetch]:
         out = {}
         for tp, position in positions.items():
             window = self.records[position : position + self.per_fetch]

@@ -25,7 +25,9 @@ class Log:
         log = self.logs[tp]
         return LogBounds(log[0][0], log[-1][0] + 1) if log else LogBounds(0, 0)
 
-    def __call__(self, positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+    def __call__(
+        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None, limits: Mapping[TP, int] | None = None
+    ) -> Mapping[TP, PartitionFetch]:
         self.rounds += 1
         out = {}
         for tp, position in positions.items():
@@ -135,7 +137,9 @@ def test_without_a_guess_interpolation_needs_few_rounds() -> None:
 def test_a_partition_that_stops_answering_gives_up_with_a_reason() -> None:
     tp = TP("t", 0)
 
-    def silent(positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
+    def silent(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], [], high_watermark=100, log_start_offset=0)}
 
     results, _ = search_first_at_least({"j": (tp, 50, None)}, {tp: LogBounds(0, 100)}, key_of, silent)

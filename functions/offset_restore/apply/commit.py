@@ -24,8 +24,8 @@ from datetime import UTC, datetime
 from typing import Literal, Protocol
 
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
-from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import FetchRounds, Served, Unserved
+from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds
+from offset_restore.kafka.rounds import FetchRounds, Served, Source, Unserved, fetch_from
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.plan import parse_offset_header
@@ -54,7 +54,7 @@ PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
 
 
-class ApplyTarget(Protocol):
+class ApplyTarget(Source, Protocol):
     @property
     def cluster_id(self) -> str: ...
     def topic_partitions(self) -> dict[str, int]: ...
@@ -65,7 +65,6 @@ class ApplyTarget(Protocol):
     ) -> dict[str, dict[TP, str | None]]: ...
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
-    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = ...) -> dict[TP, PartitionFetch]: ...
 
 
 class WaitTimeoutError(OffsetRestoreError):
@@ -578,7 +577,7 @@ def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple
     then fails, which never lets a commit through."""
     pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
     found: dict[tuple[TP, int], FetchedRecord] = {}
-    rounds = FetchRounds(lambda positions, _: target.fetch(positions, partition_max_bytes=64 * 1024))
+    rounds = FetchRounds(fetch_from(target))
     while any(pending.values()):
         positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
         for tp, outcome in rounds.round(positions).items():

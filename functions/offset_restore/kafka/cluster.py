@@ -35,7 +35,7 @@ from offset_restore.kafka.model import (
     LogBounds,
     PartitionFetch,
 )
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
+from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
@@ -504,7 +504,7 @@ class KafkaCluster:
         self,
         positions: Mapping[TP, int],
         *,
-        partition_max_bytes: int = 256 * 1024,
+        partition_max_bytes: int | Mapping[TP, int] = 256 * 1024,
         until: Mapping[TP, int] | None = None,
         leaders: Mapping[TP, int] | None = None,
         max_wait_ms: int | None = None,
@@ -528,7 +528,12 @@ class KafkaCluster:
             else:
                 by_node[node].append((tp, offset))
         wait_ms = self.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms
-        requests = protocol.fetch_requests(by_node, partition_max_bytes, self.fetch_max_bytes, wait_ms)
+        limits = (
+            dict.fromkeys(positions, partition_max_bytes)
+            if isinstance(partition_max_bytes, int)
+            else partition_max_bytes
+        )
+        requests = protocol.fetch_requests(by_node, limits, self.fetch_max_bytes, wait_ms)
         manager, timeout = self._manager, self._request_ms + wait_ms
 
         async def send_all() -> list[Any]:
@@ -558,7 +563,7 @@ class KafkaCluster:
             records.extend(outcome.answer.records)
             return outcome.answer.read_to
 
-        rounds = FetchRounds(lambda positions, _: self.fetch(positions, partition_max_bytes=1 << 20))
+        rounds = FetchRounds(fetch_from(self), partition_bytes=1 << 20)
         failed = read_forward(rounds, {tp: self.log_bounds([tp])[tp].start}, take)
         if failed:
             raise ClusterError(f"reading {tp.topic}/{tp.partition} failed: {failed[tp].reason}")

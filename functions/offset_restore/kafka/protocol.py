@@ -201,21 +201,24 @@ def commit_errors(response: Any) -> dict[TP, str | None]:
 
 
 def fetch_requests(
-    by_node: Mapping[int, Sequence[tuple[TP, int]]], partition_max_bytes: int, fetch_max_bytes: int, wait_ms: int
+    by_node: Mapping[int, Sequence[tuple[TP, int]]],
+    limits: Mapping[TP, int],
+    fetch_max_bytes: int,
+    wait_ms: int,
 ) -> list[tuple[int, Any]]:
-    """Fetch requests per leader: as many partitions per request as fit the response limit at their
-    full size, so that the broker serves every partition asked for."""
-    per_request = max(1, fetch_max_bytes // max(1, partition_max_bytes))
+    """Fetch requests per leader, each partition with its byte limit: as many partitions per request
+    as fit the response limit at their full limits, so that the broker serves every partition asked
+    for (a partition left out by a full response would only be asked again)."""
     requests = []
     for node, entries in by_node.items():
-        for start in range(0, len(entries), per_request):
+        for share in _packed(entries, limits, fetch_max_bytes):
             topics: dict[str, list[Any]] = defaultdict(list)
-            for tp, offset in entries[start : start + per_request]:
+            for tp, offset in share:
                 topics[tp.topic].append(
                     _FetchPartition(
                         partition=tp.partition,
                         fetch_offset=offset,
-                        partition_max_bytes=partition_max_bytes,
+                        partition_max_bytes=limits[tp],
                         current_leader_epoch=-1,
                         last_fetched_epoch=-1,
                         log_start_offset=-1,
@@ -232,6 +235,21 @@ def fetch_requests(
             )
             requests.append((node, request))
     return requests
+
+
+def _packed(entries: Sequence[tuple[TP, int]], limits: Mapping[TP, int], budget: int) -> Iterator[list[tuple[TP, int]]]:
+    """Consecutive shares of ``entries`` whose limits add up to at most ``budget`` (at least one each)."""
+    share: list[tuple[TP, int]] = []
+    used = 0
+    for entry in entries:
+        size = max(1, limits[entry[0]])
+        if share and used + size > budget:
+            yield share
+            share, used = [], 0
+        share.append(entry)
+        used += size
+    if share:
+        yield share
 
 
 def decode_fetch(

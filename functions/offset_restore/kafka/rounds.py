@@ -26,24 +26,55 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from offset_restore.kafka.model import TP, PartitionFetch
 
 __all__ = [
+    "MAX_PARTITION_BYTES",
     "MAX_UNSERVED_ROUNDS",
+    "POINT_READ_BYTES",
     "AtEnd",
     "Failed",
     "Fetch",
     "FetchRounds",
     "Outcome",
     "Served",
+    "Source",
     "Unserved",
+    "fetch_from",
     "read_forward",
 ]
 
-Fetch = Callable[[Mapping[TP, int], Mapping[TP, int] | None], Mapping[TP, PartitionFetch]]
-"""(position per partition, ``until`` per partition or None) -> one round's answer per partition.
+Fetch = Callable[[Mapping[TP, int], Mapping[TP, int] | None, Mapping[TP, int]], Mapping[TP, PartitionFetch]]
+"""(position, ``until`` or None, byte limit; each per partition) -> one round's answer per partition.
 ``until`` lets the decoder stop after the first record at or past that offset."""
+
+POINT_READ_BYTES = 16 * 1024
+"""A partition's first byte limit when a read wants positions, not ranges: the producers' default
+batch size. The broker sends the batch holding the position whole when it fits, and stops at the
+limit: about one batch on the wire, the floor for reading one record."""
+MAX_PARTITION_BYTES = 8 * 1024 * 1024
+"""The most a partition's limit grows to (4x for each round that left it unserved: its batches are
+larger than the limit, and only the first partition of a request gets an oversized batch whole)."""
+
+
+class Source(Protocol):
+    """What reads records: ``KafkaCluster`` (and the protocols of each stage that name its fetch)."""
+
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int | Mapping[TP, int] = ...,
+        until: Mapping[TP, int] | None = None,
+    ) -> Mapping[TP, PartitionFetch]: ...
+
+
+def fetch_from(source: Source) -> Fetch:
+    """The ``Fetch`` of a cluster."""
+    return lambda positions, until, limits: source.fetch(positions, until=until, partition_max_bytes=limits)
+
 
 MAX_UNSERVED_ROUNDS = 10
 """Rounds in a row a partition may come back empty below its end before its read fails."""
@@ -92,11 +123,15 @@ class FetchRounds:
     """Rounds of one reader: what each answer means, which partitions go first, what it all cost.
 
     ``ends`` are log ends the caller already knows (an answer's high watermark may only raise them).
+    ``partition_bytes`` is each partition's first byte limit (``POINT_READ_BYTES`` for point reads, a
+    larger one for reads of whole ranges).
     """
 
     fetch: Fetch
     ends: Mapping[TP, int] = field(default_factory=dict)
+    partition_bytes: int = POINT_READ_BYTES
     max_unserved: int = MAX_UNSERVED_ROUNDS
+    limits: dict[TP, int] = field(default_factory=dict)
     rounds: int = 0
     fetches: int = 0
     records: int = 0
@@ -110,7 +145,8 @@ class FetchRounds:
         ordered = dict(sorted(positions.items(), key=lambda item: -self.unserved[item[0]]))
         self.rounds += 1
         self.fetches += len(ordered)
-        answers = self.fetch(ordered, until)
+        limits = {tp: self.limits.get(tp, self.partition_bytes) for tp in ordered}
+        answers = self.fetch(ordered, until, limits)
         return {tp: self._outcome(tp, position, answers.get(tp)) for tp, position in ordered.items()}
 
     def _outcome(self, tp: TP, position: int, answer: PartitionFetch | None) -> Outcome:
@@ -131,6 +167,7 @@ class FetchRounds:
             self.unserved.pop(tp, None)
             return AtEnd(end)
         self.unserved[tp] += 1
+        self.limits[tp] = min(MAX_PARTITION_BYTES, 4 * self.limits.get(tp, self.partition_bytes))
         if self.unserved[tp] >= self.max_unserved:
             return Failed(
                 f"no records returned at {tp} offset {position} below its end {end}, {self.max_unserved} rounds"

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds
+from offset_restore.kafka.rounds import Source, fetch_from
 from offset_restore.snapshot.evidence import Evidence, EvidenceStats, collect_evidence
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
@@ -41,7 +42,7 @@ __all__ = [
 Progress = Callable[[str, int, int], None]
 
 
-class SnapshotSource(Protocol):
+class SnapshotSource(Source, Protocol):
     @property
     def cluster_id(self) -> str: ...
     def list_group_ids(self) -> list[str]: ...
@@ -49,9 +50,6 @@ class SnapshotSource(Protocol):
     def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
     def topic_partitions(self) -> dict[str, int]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
-    def fetch(
-        self, positions: Mapping[TP, int], *, partition_max_bytes: int = ..., until: Mapping[TP, int] | None = ...
-    ) -> dict[TP, PartitionFetch]: ...
 
 
 @dataclass(frozen=True)
@@ -241,14 +239,11 @@ def _evidence(
             if tp in bounds:
                 wanted[tp].add(c.offset)
 
-    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
-        return cluster.fetch(positions, until=until, partition_max_bytes=64 * 1024)
-
     return collect_evidence(
         wanted,
         bounds,
         options.evidence_records,
-        fetch,
+        fetch_from(cluster),
         offset_header=options.offset_header,
         progress=lambda done, total: report("evidence", done, total),
     )

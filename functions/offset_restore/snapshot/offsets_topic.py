@@ -217,7 +217,8 @@ class OffsetsTopicReader:
                 self.add(str(tp), record)
             return outcome.answer.read_to
 
-        rounds = FetchRounds(fetch, ends={tp: bounds[tp].end for tp in starts})
+        # A whole log is wanted: large limits (the offsets topic's batches are large and compacted).
+        rounds = FetchRounds(fetch, ends={tp: bounds[tp].end for tp in starts}, partition_bytes=1024 * 1024)
         failed = read_forward(
             rounds, starts, take, after_round=(lambda: progress(self.records, total)) if progress else None
         )

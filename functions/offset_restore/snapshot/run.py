@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from pydantic import BaseModel
@@ -11,7 +11,8 @@ from pydantic import BaseModel
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.model import TP, PartitionFetch
+from offset_restore.kafka.model import TP
+from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.live import (
     Progress,
     Snapshot,
@@ -102,13 +103,10 @@ def _from_offsets_topic(
     bounds = cluster.log_bounds(TP(topic, p) for p in range(partitions))
     reader = OffsetsTopicReader(as_of_ms=int(as_of.timestamp() * 1000) if as_of else None)
 
-    def fetch(positions: Mapping[TP, int], until: Mapping[TP, int] | None) -> Mapping[TP, PartitionFetch]:
-        return cluster.fetch(positions, until=until, partition_max_bytes=1024 * 1024)
-
     reader.read(
         topic,
         bounds,
-        fetch,
+        fetch_from(cluster),
         progress=(lambda done, total: progress("records", done, total)) if progress else None,
     )
     manifest, groups = snapshot_from_commits(

@@ -18,7 +18,16 @@ from typing import Literal, Protocol
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, Failed, FetchRounds, Served, read_forward
+from offset_restore.kafka.rounds import (
+    POINT_READ_BYTES,
+    AtEnd,
+    Failed,
+    FetchRounds,
+    Served,
+    Source,
+    fetch_from,
+    read_forward,
+)
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -48,12 +57,11 @@ WHOLE_READ_BYTES = 1024 * 1024
 """Bytes per partition per fetch when a partition is read whole."""
 
 
-class TargetCluster(Protocol):
+class TargetCluster(Source, Protocol):
     @property
     def cluster_id(self) -> str: ...
     def topic_partitions(self) -> dict[str, int]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
-    def fetch(self, positions: Mapping[TP, int], *, partition_max_bytes: int = ...) -> dict[TP, PartitionFetch]: ...
 
 
 class MalformedHeaderError(BadInputError):
@@ -147,18 +155,14 @@ class _Context:
     bounds: dict[TP, LogBounds]
     checkpoints: CheckpointReader | None
     stats: TranslateStats
-    fetch_bytes: int = 64 * 1024
     timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
-
-    def fetch(self, positions: Mapping[TP, int]) -> Mapping[TP, PartitionFetch]:
-        return self.target.fetch(positions, partition_max_bytes=self.fetch_bytes)
 
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
         """Fetch rounds on the target, reading up to the log ends the plan began with."""
-        size = partition_max_bytes or self.fetch_bytes
         return FetchRounds(
-            lambda positions, _: self.target.fetch(positions, partition_max_bytes=size),
+            fetch_from(self.target),
             ends={tp: b.end for tp, b in self.bounds.items()},
+            partition_bytes=partition_max_bytes or POINT_READ_BYTES,
         )
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
@@ -370,7 +374,9 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
         suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
     else:
         wanted = {k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for k, pos in undecided.items()}
-        results, stats = search_first_at_least(wanted, ctx.bounds, key_of, ctx.fetch, observe=reads.observe)
+        results, stats = search_first_at_least(
+            wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe
+        )
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         logs: dict[TP, PartitionLog] = {}
         for tp, observed in reads.observed.items():
@@ -679,7 +685,7 @@ def _search_time(
     for _ in range(MAX_TIMESTAMP_PASSES):
         wanted = {key: (tp, stamp - skews.get(tp, 0) - margin, None) for key, (tp, stamp) in stamps.items()}
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, _timestamp_key, ctx.fetch, indexes=ctx.timestamp_indexes
+            wanted, ctx.bounds, _timestamp_key, fetch_from(ctx.target), indexes=ctx.timestamp_indexes
         )
         ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp in {tp for tp, _ in stamps.values()}}

@@ -22,11 +22,10 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, Failed, FetchRounds, Served, Unserved
+from offset_restore.kafka.rounds import AtEnd, Failed, Fetch, FetchRounds, Served, Unserved
 
 __all__ = ["KeyedRecord", "Observer", "PartitionIndex", "SearchResult", "SearchStats", "search_first_at_least"]
 
-Fetcher = Callable[[Mapping[TP, int]], Mapping[TP, PartitionFetch]]
 KeyOf = Callable[[TP, FetchedRecord], int | None]
 """The record's key, or None for a record without one (e.g. written before the restore)."""
 Observer = Callable[[TP, int, PartitionFetch, list[int | None]], None]
@@ -153,7 +152,7 @@ def search_first_at_least(
     wanted: Mapping[JobId, tuple[TP, int, int | None]],
     bounds: Mapping[TP, LogBounds],
     key_of: KeyOf,
-    fetch: Fetcher,
+    fetch: Fetch,
     *,
     indexes: dict[TP, PartitionIndex] | None = None,
     observe: Observer | None = None,
@@ -170,7 +169,7 @@ def search_first_at_least(
     results: dict[JobId, SearchResult] = {}
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
-    rounds = FetchRounds(lambda positions, _: fetch(positions), ends={tp: i.bounds.end for tp, i in indexes.items()})
+    rounds = FetchRounds(fetch, ends={tp: i.bounds.end for tp, i in indexes.items()})
 
     while jobs:
         chosen = _choose(jobs, indexes, results)
