@@ -93,7 +93,10 @@ def judged(src: Source, brokers: Brokers, topic: str, entries: list) -> Judgemen
 def test_no_position_skips_a_record_whatever_the_order(
     source_groups: Source, target: KafkaCluster, brokers: Brokers, case: str, order_check: str
 ) -> None:
-    entries, stats, topic = plan_layout(source_groups, target, layouts(N)[case], order_check=order_check)
+    # 61 positions on 60 records: reading whole is cheaper than searching; the windows check is
+    # tested here with that choice off (a partition read whole is checked as with "full").
+    options = {"order_check": order_check, "whole_when_cheaper": False}
+    entries, stats, topic = plan_layout(source_groups, target, layouts(N)[case], **options)
     judgement = judged(source_groups, brokers, topic, entries)
     assert judgement.positions == N + 1, [e for e in entries if e.status != "mapped"]
     assert judgement.holds, judgement.problems
@@ -106,7 +109,7 @@ def test_no_position_skips_a_record_whatever_the_order(
 def test_a_sorted_restore_stays_exact_and_reads_nothing_extra(
     source_groups: Source, target: KafkaCluster, brokers: Brokers
 ) -> None:
-    entries, stats, topic = plan_layout(source_groups, target, copy(range(N)))
+    entries, stats, topic = plan_layout(source_groups, target, copy(range(N)), whole_when_cheaper=False)
     judgement = judged(source_groups, brokers, topic, entries)
     assert judgement.holds and judgement.duplicates == 0
     assert all(e.exact and e.max_duplicates == 0 for e in entries)
@@ -114,6 +117,19 @@ def test_a_sorted_restore_stays_exact_and_reads_nothing_extra(
     assert "header (whole partitions)" not in stats.fetches
     # Every entry names the record apply must find next to its offset.
     assert all(e.anchor_offset is not None and e.anchor_source_offset is not None for e in entries)
+
+
+def test_a_partition_with_more_positions_than_a_search_pays_for_is_read_once_whole(
+    source_groups: Source, target: KafkaCluster, brokers: Brokers
+) -> None:
+    """61 positions on 60 records: one window each would read the partition many times over; it is
+    read once, whole, and answered order-independently — the same exact answers."""
+    entries, stats, topic = plan_layout(source_groups, target, copy(range(N)))
+    assert judged(source_groups, brokers, topic, entries).holds
+    assert all(e.exact and e.max_duplicates == 0 for e in entries)
+    assert stats.fetch_rounds["header (whole partitions)"] == 1 and stats.fetch_rounds["header (probes)"] == 1
+    assert "header" not in stats.rounds_per_partition or not stats.rounds_per_partition["header"]
+    assert all("read whole: about" in (e.reason or "") for e in entries if e.status == "mapped")
 
 
 def test_what_the_full_read_answers_on_a_repeated_chunk(
@@ -140,7 +156,7 @@ def test_random_disorder_never_skips(source_groups: Source, brokers: Brokers, se
     headers): 0 skipped records, exact only where true, bounds at or above the truth."""
     layout = random_layout(random.Random(seed), N)
     with KafkaCluster(brokers.target_settings) as target:
-        entries, _, topic = plan_layout(source_groups, target, layout)
+        entries, _, topic = plan_layout(source_groups, target, layout, whole_when_cheaper=False)
     judgement = judged(source_groups, brokers, topic, entries)
     assert judgement.holds, (layout, judgement.problems)
 

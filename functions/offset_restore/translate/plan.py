@@ -94,6 +94,10 @@ class PlanOptions:
     does not rest on the order of records not read, at the cost of reading everything)."""
     timestamp_margin_ms: int = 1_000
     """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
+    whole_when_cheaper: bool = True
+    """With ``windows``: read a partition whole, instead of searching it, when that costs fewer bytes
+    than a window per position (hundreds of groups on one partition). Off only in tests of the
+    windows check itself, on partitions too small for a search to be the cheaper way."""
 
 
 @dataclass(frozen=True)
@@ -373,7 +377,12 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
     if ctx.options.order_check == "full":
         suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
     else:
-        wanted = {k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target])) for k, pos in undecided.items()}
+        suspect = _cheaper_whole(undecided, ctx) if ctx.options.whole_when_cheaper else {}
+        wanted = {
+            k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target]))
+            for k, pos in undecided.items()
+            if pos.target not in suspect
+        }
         results, stats = search_first_at_least(
             wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe
         )
@@ -386,7 +395,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
             if problem:
                 suspect[tp] = problem
         for key, pos in undecided.items():
-            if pos.target in suspect:
+            if pos.target in suspect or key not in results:
                 continue
             decision = _header_decision(pos, results[key], name)
             problem = _contradiction(pos, results[key], reads.prints)
@@ -398,6 +407,40 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
         outcome.update(_read_whole_and_decide(undecided, suspect, reads, ctx))
     ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
     return outcome
+
+
+MIN_RECORD_BYTES = 16
+"""No record takes fewer bytes on the wire (its length, attributes, deltas and empty key and value):
+a partition whose every record at this size outweighs a window per position is not worth probing."""
+
+
+def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> dict[TP, str]:
+    """Partitions where reading every record once costs fewer bytes than a window per position: the
+    dense ones (hundreds of groups on a partition). One point read per candidate measures its bytes
+    per offset; the whole read then also answers order-independently (``_read_whole_and_decide``)."""
+    distinct: dict[TP, set[int]] = defaultdict(set)
+    for pos in undecided.values():
+        distinct[pos.target].add(pos.committed)
+    probes: dict[TP, int] = {}
+    for tp, offsets in distinct.items():
+        b = ctx.bounds[tp]
+        if b.end > b.start and len(offsets) * POINT_READ_BYTES >= (b.end - b.start) * MIN_RECORD_BYTES:
+            probes[tp] = min(max(min(offsets), b.start), b.end - 1)
+    rounds = ctx.rounds()
+    cheaper: dict[TP, str] = {}
+    for tp, outcome in rounds.round(probes).items():
+        if not isinstance(outcome, Served):
+            continue  # the search will meet the same answer and say so
+        b, answer = ctx.bounds[tp], outcome.answer
+        whole = (b.end - b.start) * answer.size / (answer.read_to - probes[tp])
+        searched = len(distinct[tp]) * POINT_READ_BYTES
+        if whole <= searched:
+            cheaper[tp] = (
+                f"read whole: about {whole / 1e6:,.1f} MB, less than a window for each of its "
+                f"{len(distinct[tp]):,} positions ({searched / 1e6:,.1f} MB)"
+            )
+    ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
+    return cheaper
 
 
 def _contradiction(pos: Position, result: SearchResult, prints: Mapping[tuple[TP, int], str]) -> str | None:
