@@ -612,6 +612,10 @@ class KafkaCluster:
                 **self._client_config(),
                 linger_ms=5,
                 acks=1,
+                # acks=1 turns kafka-python's idempotence off, and a retried batch could then land
+                # after the next one: records out of order (met writing 200 partitions to Apache
+                # Kafka). One request in flight keeps the order through retries.
+                max_in_flight_requests_per_connection=1,
                 max_block_ms=self._connect_ms,
             )
         producer = self._producer
