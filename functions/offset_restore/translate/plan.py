@@ -579,8 +579,7 @@ def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP
             return None
         log = logs[tp]
         assert isinstance(log, PartitionLog)
-        for offset, key, stamp in reads.window(tp, outcome.answer):
-            log.append(offset, key, stamp)
+        log.extend(reads.window(tp, outcome.answer))
         return outcome.answer.read_to if outcome.answer.read_to < ctx.bounds[tp].end else None
 
     rounds = ctx.rounds(WHOLE_READ_BYTES)

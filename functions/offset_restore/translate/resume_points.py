@@ -21,6 +21,7 @@ of committed offsets at once, in O((n + q) log n).
 from __future__ import annotations
 
 import bisect
+import itertools
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -45,6 +46,14 @@ class PartitionLog:
         self.offsets.append(offset)
         self.keys.append(NO_KEY if key is None else key)
         self.timestamps.append(timestamp)
+
+    def extend(self, rows: list[tuple[int, int | None, int]]) -> None:
+        """Append (offset, source offset or None, timestamp) rows in offset order, at once."""
+        last = self.offsets[-1] if self.offsets else -1
+        fresh = rows if not rows or rows[0][0] > last else [row for row in rows if row[0] > last]
+        self.offsets.extend(row[0] for row in fresh)
+        self.keys.extend(NO_KEY if row[1] is None else row[1] for row in fresh)
+        self.timestamps.extend(row[2] for row in fresh)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -123,12 +132,24 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         index = last + 1 if beyond else at
         pulled = bool(unknown) and unknown[0] < index
         starts[c] = (unknown[0] if pulled else index, beyond, pulled)
-    counts = _duplicates(keys, unknown, {c: index for c, (index, _, _) in starts.items()})
+    if _increasing(keys) and not any(pulled for _, _, pulled in starts.values()):
+        # In order (a restore written sorted), and no start pulled back before records it had
+        # processed: no record after a start carries a smaller source offset, so the only
+        # duplicates are the records without the header after it.
+        counts = {c: len(unknown) - bisect.bisect_left(unknown, index) for c, (index, _, _) in starts.items()}
+    else:
+        counts = _duplicates(keys, unknown, {c: index for c, (index, _, _) in starts.items()})
     answers = {}
     for c, (index, beyond, pulled) in starts.items():
         offset = log.offsets[index] if index <= last else log.offsets[last] + 1
         answers[c] = Resume(offset, index, counts[c], beyond, pulled)
     return answers
+
+
+def _increasing(keys: array) -> bool:
+    """Whether the source offsets the records carry only grow (records without one left aside)."""
+    carried = [k for k in keys if k != NO_KEY]
+    return all(a < b for a, b in itertools.pairwise(carried))
 
 
 def _duplicates(keys: array, unknown: list[int], starts: dict[int, int]) -> dict[int, int]:
