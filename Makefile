@@ -43,13 +43,16 @@ demo: $(STAMP)
 	$(PY) -m offset_restore demo --broker $(BROKER)
 
 # One command: every phase and the whole workflow on one scenario beside the alternatives, the cost
-# model and the handlers' memory; BROKER=apache measures the scale benchmark on Apache Kafka 4.1. SCALE=20000 for the largest size (groups of 12 partitions); the focused benchmarks
-# (bench.snapshot_bench, bench.plan_bench, bench.apply_bench) run on their own.
+# model, the handlers' memory, and the bytes a position costs on partitions of 100,000 records (sparse)
+# and of hundreds of groups (dense) beside a one-pass scan; BROKER=apache measures on Apache Kafka
+# 4.1. SCALE=20000 for the largest size (groups of 12 partitions); the focused benchmarks
+# (bench.snapshot_bench, bench.plan_bench, bench.apply_bench, bench.order_bench) run on their own.
 SCALE ?= 2000
 bench: $(STAMP)
 	$(PY) -m bench.scale --scale $(SCALE) --broker $(BROKER)
 	$(PY) -m bench.workflow_cost
 	$(PY) -m bench.handler_memory --groups $(SCALE)
+	$(PY) -m bench.bytes_bench --broker $(BROKER)
 
 figures: $(STAMP)
 	$(PY) -m bench.reliability
