@@ -51,8 +51,12 @@ def handler_sources(functions_dir: Path) -> list[Path]:
     """The files of ours that the deployed handlers (those ``offset_restore_handlers.wiring`` names)
     import, transitively, with their packages' ``__init__`` files and JSON data (wire schemas);
     relative to ``functions_dir``."""
-    handlers = [*TASK_HANDLERS.values(), SNAPSHOT_HANDLER]
-    todo = sorted({path for h in handlers if (path := _module_file(functions_dir, h.rsplit(".", 1)[0])) is not None})
+    modules = {h.rsplit(".", 1)[0] for h in [*TASK_HANDLERS.values(), SNAPSHOT_HANDLER]}
+    found_modules = {name: _module_file(functions_dir, name) for name in modules}
+    missing = sorted(name for name, path in found_modules.items() if path is None)
+    if missing:  # a misspelt handler would deploy and fail only when invoked
+        raise ValueError(f"offset_restore_handlers.wiring names modules that do not exist: {', '.join(missing)}")
+    todo = sorted(path for path in found_modules.values() if path is not None)
     found: set[Path] = set()
     while todo:
         source = todo.pop()

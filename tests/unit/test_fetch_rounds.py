@@ -79,7 +79,7 @@ def test_a_partition_empty_round_after_round_fails_with_why_and_the_others_finis
     seen, failed, rounds = _read_all(script, {A: 6, B: 4})
     assert seen[A] == list(range(6)) and seen[B] == []
     assert set(failed) == {B} and failed[B].log_start is None
-    assert f"no records returned at {B} offset 0 below its end 4, {MAX_UNSERVED_ROUNDS} rounds" in failed[B].reason
+    assert f"no records returned at {B} offset 0, below its end 4, {MAX_UNSERVED_ROUNDS} rounds" in failed[B].reason
     assert rounds.rounds == MAX_UNSERVED_ROUNDS
 
 
@@ -96,7 +96,8 @@ def test_what_each_answer_means() -> None:
         TP("t", 2): PartitionFetch(2, high_watermark=9),  # empty below the end
         TP("t", 3): PartitionFetch(1, error="OffsetOutOfRangeError", log_start_offset=7),
         TP("t", 4): PartitionFetch(8, error="OffsetOutOfRangeError", log_start_offset=7),
-        TP("t", 5): PartitionFetch(1, error="NotLeaderForPartitionError"),
+        TP("t", 5): PartitionFetch(1, error="TopicAuthorizationFailedError"),
+        TP("t", 7): PartitionFetch(4, error="NotLeaderForPartitionError", high_watermark=-1, retriable=True),
     }
     rounds = FetchRounds(lambda positions, until, limits: answers, ends={A: 3})
     positions = {tp: answer.fetch_offset for tp, answer in answers.items()} | {TP("t", 6): 0}
@@ -107,7 +108,8 @@ def test_what_each_answer_means() -> None:
     assert outcome[TP("t", 2)] == Unserved(9)
     assert outcome[TP("t", 3)] == Failed(f"fetch of {TP('t', 3)} at 1 failed (OffsetOutOfRangeError)", 7)
     assert outcome[TP("t", 4)] == Failed(f"fetch of {TP('t', 4)} at 8 failed (OffsetOutOfRangeError)", None)
-    assert outcome[TP("t", 5)] == Failed(f"fetch of {TP('t', 5)} at 1 failed (NotLeaderForPartitionError)")
+    assert outcome[TP("t", 5)] == Failed(f"fetch of {TP('t', 5)} at 1 failed (TopicAuthorizationFailedError)")
+    assert outcome[TP("t", 7)] == Unserved(-1)  # a leader moving: asked again
     assert outcome[TP("t", 6)] == Failed(f"fetch of {TP('t', 6)} at 0 got no answer")
 
 
@@ -148,3 +150,19 @@ def test_a_partition_left_unserved_is_asked_next_with_a_larger_limit() -> None:
     assert [limits[A] for limits in asked] == [POINT_READ_BYTES] * 8
     assert [limits[B] for limits in asked][:4] == [POINT_READ_BYTES * 4**i for i in range(4)]
     assert asked[-1][B] == MAX_PARTITION_BYTES
+
+
+def test_a_retriable_error_is_asked_again_and_named_when_it_does_not_pass() -> None:
+    """A leader moving during a rolling restart must not end a read: the partition is asked again,
+    and only an error that lasts the whole bound fails it, with the error named."""
+    answers = iter(
+        [{A: PartitionFetch(0, error="NotLeaderForPartitionError", retriable=True)}] * 2 + [{A: _answer(0, 2, 2)}]
+    )
+    seen, failed, _ = _read_all(lambda positions, until, limits: next(answers), {A: 2})
+    assert failed == {} and seen[A] == [0, 1]
+    stuck = FetchRounds(
+        lambda positions, until, limits: {A: PartitionFetch(0, error="KafkaStorageError", retriable=True)}
+    )
+    outcomes = [stuck.round({A: 0})[A] for _ in range(MAX_UNSERVED_ROUNDS)]
+    assert all(isinstance(o, Unserved) for o in outcomes[:-1])
+    assert outcomes[-1] == Failed(f"no records returned at {A} offset 0, the last answer: KafkaStorageError, 10 rounds")

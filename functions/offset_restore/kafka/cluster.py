@@ -523,8 +523,10 @@ class KafkaCluster:
         result: dict[TP, PartitionFetch] = {}
         for tp, offset in positions.items():
             node = leaders.get(tp)
-            if node is None or node < 0:
+            if node is None:
                 result[tp] = PartitionFetch(offset, error="UnknownTopicOrPartitionError")
+            elif node < 0:  # an election under way
+                result[tp] = PartitionFetch(offset, error="LeaderNotAvailableError", retriable=True)
             else:
                 by_node[node].append((tp, offset))
         wait_ms = self.fetch_max_wait_ms if max_wait_ms is None else max_wait_ms
@@ -548,7 +550,7 @@ class KafkaCluster:
                 result[tp] = answer
                 self.fetched_bytes += answer.size
         for tp, offset in positions.items():
-            result.setdefault(tp, PartitionFetch(offset, error="NoResponse"))
+            result.setdefault(tp, PartitionFetch(offset, error="NoResponse", retriable=True))
         return result
 
     def read_partition(self, tp: TP) -> list[FetchedRecord]:

@@ -48,6 +48,8 @@ class PartitionFetch:
     """Where the next fetch should start: past the last record or control batch read (-1: unknown)."""
     size: int = 0
     """Bytes of record batches the broker sent for this partition (what the read cost on the wire)."""
+    retriable: bool = False
+    """The error may pass (a leader moving, a replica not ready): the partition is asked again."""
 
     @property
     def read_to(self) -> int:

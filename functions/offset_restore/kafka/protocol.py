@@ -268,11 +268,14 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     stopped after the first record at or past ``until``. A batch cut short by the size limit
     decodes to nothing (kafka-python's ``next_batch`` stops there)."""
     if part.error_code:
+        error = kafka_errors.for_code(part.error_code)
         return PartitionFetch(
             fetch_offset,
             high_watermark=part.high_watermark,
             log_start_offset=part.log_start_offset,
-            error=error_name(part.error_code),
+            error=error.__name__,
+            # A missing topic stays missing; a moving leader or a replica not ready may pass.
+            retriable=error.retriable and error is not kafka_errors.UnknownTopicOrPartitionError,
         )
     records: list[FetchedRecord] = []
     next_offset = -1

@@ -152,6 +152,8 @@ class FetchRounds:
     def _outcome(self, tp: TP, position: int, answer: PartitionFetch | None) -> Outcome:
         if answer is None:
             return Failed(f"fetch of {tp} at {position} got no answer")
+        if answer.error and answer.retriable:
+            return self._unserved(tp, position, max(self.ends.get(tp, -1), answer.high_watermark), answer.error)
         if answer.error:
             moved = answer.error == "OffsetOutOfRangeError" and answer.log_start_offset > position
             return Failed(
@@ -166,12 +168,15 @@ class FetchRounds:
         if position >= end >= 0:
             self.unserved.pop(tp, None)
             return AtEnd(end)
-        self.unserved[tp] += 1
         self.limits[tp] = min(MAX_PARTITION_BYTES, 4 * self.limits.get(tp, self.partition_bytes))
+        return self._unserved(tp, position, end, None)
+
+    def _unserved(self, tp: TP, position: int, end: int, error: str | None) -> Unserved | Failed:
+        """Asked again next round, first; failed after ``max_unserved`` rounds in a row."""
+        self.unserved[tp] += 1
         if self.unserved[tp] >= self.max_unserved:
-            return Failed(
-                f"no records returned at {tp} offset {position} below its end {end}, {self.max_unserved} rounds"
-            )
+            why = f"the last answer: {error}" if error else f"below its end {end}"
+            return Failed(f"no records returned at {tp} offset {position}, {why}, {self.max_unserved} rounds")
         return Unserved(end)
 
 

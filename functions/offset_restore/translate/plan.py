@@ -412,6 +412,9 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
 MIN_RECORD_BYTES = 16
 """No record takes fewer bytes on the wire (its length, attributes, deltas and empty key and value):
 a partition whose every record at this size outweighs a window per position is not worth probing."""
+MAX_WHOLE_READ_BYTES = 256 * 1024 * 1024
+"""The largest partition read whole to save searches: the probe measures one batch, and a log whose
+older records are larger than that batch would cost more than estimated."""
 
 
 def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> dict[TP, str]:
@@ -425,7 +428,7 @@ def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> 
     for tp, offsets in distinct.items():
         b = ctx.bounds[tp]
         if b.end > b.start and len(offsets) * POINT_READ_BYTES >= (b.end - b.start) * MIN_RECORD_BYTES:
-            probes[tp] = min(max(min(offsets), b.start), b.end - 1)
+            probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
     rounds = ctx.rounds()
     cheaper: dict[TP, str] = {}
     for tp, outcome in rounds.round(probes).items():
@@ -434,7 +437,7 @@ def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> 
         b, answer = ctx.bounds[tp], outcome.answer
         whole = (b.end - b.start) * answer.size / (answer.read_to - probes[tp])
         searched = len(distinct[tp]) * POINT_READ_BYTES
-        if whole <= searched:
+        if whole <= min(searched, MAX_WHOLE_READ_BYTES):
             cheaper[tp] = (
                 f"read whole: about {whole / 1e6:,.1f} MB, less than a window for each of its "
                 f"{len(distinct[tp]):,} positions ({searched / 1e6:,.1f} MB)"
