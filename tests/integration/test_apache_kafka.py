@@ -188,6 +188,35 @@ def test_sasl_ssl_with_scram_snapshot_plan_and_apply_with_the_flags_a_user_gives
     assert settings.sasl_password.get_secret_value() not in out + err
 
 
+def test_a_cluster_whose_id_starts_with_an_underscore_is_snapshotted_planned_and_applied(tmp_path: Path) -> None:
+    """Kafka's ids are URL-safe base64 and start with '_' one time in 64: the snapshot and the plan
+    name such a cluster ``cluster-_...``, and apply must know it as the same cluster (it refused
+    it, met in a fresh CI run)."""
+    broker = ApacheBroker("underscore", cluster_id="_" + "Q" * 21).start()
+    try:
+        flags = ["--bootstrap-servers", broker.bootstrap_servers]
+        topic, group = unique("under"), unique("under-g")
+        with KafkaCluster(broker.settings()) as cluster:
+            assert cluster.cluster_id.startswith("_")
+            cluster.create_topics({topic: 1, f"dr.{topic}": 1})
+            records = produce(cluster, topic, 0, 30)
+            commit(cluster, group, {TP(topic, 0): 20})
+            restore(cluster, f"dr.{topic}", 0, records, keep=lambda r: r.offset >= 5)
+        snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
+        assert run_cli("snapshot", *flags, "--groups", group, "--output", snaps)[0] == 0
+        status, out, err = run_cli(
+            "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
+        )
+        assert status == 0, out + err
+        assert Plan.model_validate_json(Path(plan).read_text()).target.cluster == "cluster-_" + "Q" * 21
+        status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2")
+        assert status == 0, out + err
+        with KafkaCluster(broker.settings()) as cluster:
+            assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15
+    finally:
+        broker.stop()
+
+
 def test_a_wrong_scram_password_or_an_untrusted_ca_is_named_not_only_a_timeout(
     secure: ApacheBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -27,6 +27,7 @@ from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetR
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds
 from offset_restore.kafka.rounds import FetchRounds, Served, Source, Unserved, fetch_from
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.model import default_cluster_name
 from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.plan import parse_offset_header
 
@@ -129,7 +130,9 @@ def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *,
             f"{plan.target.cluster}), but these brokers report cluster id {target.cluster_id}: another cluster, "
             "whatever its name; nothing was written"
         )
-    names = {target.cluster_id, *([target_name] if target_name else [])}
+    # The plan names the target as the user did, or by the name its id makes (an id may start with
+    # '_', which a name may not: ``default_cluster_name`` adds a prefix then).
+    names = {target.cluster_id, default_cluster_name(target.cluster_id), *([target_name] if target_name else [])}
     if plan.target.cluster not in names:
         raise BadInputError(
             f"the plan is for target cluster {plan.target.cluster}, but these brokers are cluster "
