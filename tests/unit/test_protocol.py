@@ -126,3 +126,12 @@ def test_partitions_with_larger_limits_take_more_of_a_request() -> None:
     requests = protocol.fetch_requests({1: entries}, limits, 500, 5)
     shares = [[p.partition for t in r.topics for p in t.partitions] for _, r in requests]
     assert shares == [[0, 1], [2, 3]]
+
+
+def test_shares_are_packed_in_order_and_an_oversized_item_stands_alone() -> None:
+    from offset_restore.packing import packed
+
+    assert list(packed([3, 3, 9, 1, 1, 4], lambda n: n, 6)) == [[3, 3], [9], [1, 1, 4]]
+    assert list(packed([], lambda n: n, 6)) == []
+    stream = packed(iter(range(1, 100)), lambda n: 1, 2)
+    assert next(stream) == [1, 2]  # given as soon as full: the input may be endless

@@ -22,6 +22,7 @@ from kafka.record import MemoryRecords
 from offset_restore.errors import ClusterError
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
+from offset_restore.packing import packed
 
 __all__ = [
     "FETCH_MAX_VERSION",
@@ -211,7 +212,7 @@ def fetch_requests(
     for (a partition left out by a full response would only be asked again)."""
     requests = []
     for node, entries in by_node.items():
-        for share in _packed(entries, limits, fetch_max_bytes):
+        for share in packed(entries, lambda entry: max(1, limits[entry[0]]), fetch_max_bytes):
             topics: dict[str, list[Any]] = defaultdict(list)
             for tp, offset in share:
                 topics[tp.topic].append(
@@ -235,21 +236,6 @@ def fetch_requests(
             )
             requests.append((node, request))
     return requests
-
-
-def _packed(entries: Sequence[tuple[TP, int]], limits: Mapping[TP, int], budget: int) -> Iterator[list[tuple[TP, int]]]:
-    """Consecutive shares of ``entries`` whose limits add up to at most ``budget`` (at least one each)."""
-    share: list[tuple[TP, int]] = []
-    used = 0
-    for entry in entries:
-        size = max(1, limits[entry[0]])
-        if share and used + size > budget:
-            yield share
-            share, used = [], 0
-        share.append(entry)
-        used += size
-    if share:
-        yield share
 
 
 def decode_fetch(

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Iterator
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from offset_restore.packing import packed
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
 
@@ -30,14 +31,4 @@ class WorkItem(BaseModel):
 def split_work(groups: Iterable[GroupSnapshot], max_group_partitions: int) -> Iterator[list[GroupSnapshot]]:
     """Whole groups per batch, at most ``max_group_partitions`` each (a larger group gets its own),
     each batch given as soon as it is full."""
-    current: list[GroupSnapshot] = []
-    size = 0
-    for group in groups:
-        n = len(group.partitions)
-        if current and size + n > max_group_partitions:
-            yield current
-            current, size = [], 0
-        current.append(group)
-        size += n
-    if current:
-        yield current
+    return packed(groups, lambda group: len(group.partitions), max_group_partitions)
