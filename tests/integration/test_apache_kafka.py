@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, kafka_classpath
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
+from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
@@ -156,6 +157,32 @@ def secure() -> Iterator[ApacheBroker]:
         broker.stop()
 
 
+def restored_planned_and_applied(
+    settings: ConnectionSettings, flags: list[str], tmp_path: Path
+) -> tuple[str, str, str]:
+    """A group at 20 on a topic, the topic restored from source offset 5 under ``dr.<topic>`` on the
+    same cluster, then snapshot, plan (topic map) and apply through the CLI with ``flags``; the group
+    resumes at the restored record of source offset 20 (15), the record it would have read next.
+    Returns the group, the restored topic and the commands' output."""
+    topic, group = unique("restored"), unique("restored-g")
+    with KafkaCluster(settings) as cluster:
+        cluster.create_topics({topic: 1, f"dr.{topic}": 1})
+        records = produce(cluster, topic, 0, 30)
+        commit(cluster, group, {TP(topic, 0): 20})
+        restore(cluster, f"dr.{topic}", 0, records, keep=lambda r: r.offset >= 5)
+    snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
+    assert run_cli("snapshot", *flags, "--groups", group, "--output", snaps)[0] == 0
+    status, out, err = run_cli(
+        "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
+    )
+    assert status == 0, out + err
+    status, out2, err2 = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2")
+    assert status == 0, out2 + err2
+    with KafkaCluster(settings) as cluster:
+        assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15
+    return group, f"dr.{topic}", out + err + out2 + err2
+
+
 def test_sasl_ssl_with_scram_snapshot_plan_and_apply_with_the_flags_a_user_gives(
     secure: ApacheBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -169,23 +196,8 @@ def test_sasl_ssl_with_scram_snapshot_plan_and_apply_with_the_flags_a_user_gives
         "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", settings.sasl_username,
         "--sasl-password-env", "KAFKA_PASSWORD", "--ssl-cafile", settings.ssl_cafile,
     ]  # fmt: skip
-    topic, group = unique("scram"), unique("scram-g")
-    with KafkaCluster(settings) as cluster:
-        cluster.create_topics({topic: 1, f"dr.{topic}": 1})
-        records = produce(cluster, topic, 0, 30)
-        commit(cluster, group, {TP(topic, 0): 20})
-        restore(cluster, f"dr.{topic}", 0, records, keep=lambda r: r.offset >= 5)
-    snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
-    assert run_cli("snapshot", *flags, "--groups", group, "--output", snaps)[0] == 0
-    status, out, err = run_cli(
-        "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
-    )
-    assert status == 0, out + err
-    status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2")
-    assert status == 0, out + err
-    with KafkaCluster(settings) as cluster:
-        assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15
-    assert settings.sasl_password.get_secret_value() not in out + err
+    _, _, output = restored_planned_and_applied(settings, flags, tmp_path)
+    assert settings.sasl_password.get_secret_value() not in output
 
 
 def test_a_cluster_whose_id_starts_with_an_underscore_is_snapshotted_planned_and_applied(tmp_path: Path) -> None:
@@ -195,24 +207,16 @@ def test_a_cluster_whose_id_starts_with_an_underscore_is_snapshotted_planned_and
     broker = ApacheBroker("underscore", cluster_id="_" + "Q" * 21).start()
     try:
         flags = ["--bootstrap-servers", broker.bootstrap_servers]
-        topic, group = unique("under"), unique("under-g")
         with KafkaCluster(broker.settings()) as cluster:
             assert cluster.cluster_id.startswith("_")
-            cluster.create_topics({topic: 1, f"dr.{topic}": 1})
-            records = produce(cluster, topic, 0, 30)
-            commit(cluster, group, {TP(topic, 0): 20})
-            restore(cluster, f"dr.{topic}", 0, records, keep=lambda r: r.offset >= 5)
-        snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
-        assert run_cli("snapshot", *flags, "--groups", group, "--output", snaps)[0] == 0
-        status, out, err = run_cli(
-            "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
-        )
-        assert status == 0, out + err
-        assert Plan.model_validate_json(Path(plan).read_text()).target.cluster == "cluster-_" + "Q" * 21
-        status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2")
+        group, restored, _ = restored_planned_and_applied(broker.settings(), flags, tmp_path)
+        plan = tmp_path / "plan.json"
+        assert Plan.model_validate_json(plan.read_text()).target.cluster == "cluster-_" + "Q" * 21
+        # The way back works on such a cluster too: the group had no offset on the restored topic.
+        status, out, err = run_cli("rollback", "--plan", str(plan), *flags)
         assert status == 0, out + err
         with KafkaCluster(broker.settings()) as cluster:
-            assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15
+            assert TP(restored, 0) not in cluster.committed_offsets([group]).get(group, {})
     finally:
         broker.stop()
 
