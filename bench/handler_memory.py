@@ -30,6 +30,7 @@ from pathlib import Path
 import boto3
 from moto.server import ThreadedMotoServer
 from offset_restore.devtools.local_aws import BUCKET, REGION, TABLE, create_table, faster_moto
+from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.live import GroupTally, SnapshotStream
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, SnapshotManifest
 from offset_restore.stores.mapping_store import MappingStore
@@ -39,6 +40,7 @@ from offset_restore.translate.model import PlanEntry
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 12
+VALUE = b"v" * 100
 LIMITS = {"Prepare": 512, "Summarize": 512, "Report": 512}
 
 RUNNER = """
@@ -57,13 +59,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def groups(count: int) -> Iterator[GroupSnapshot]:
+def record_key(offset: int) -> bytes:
+    """The key of the source record at ``offset`` (its value is ``VALUE``): the evidence's fingerprints
+    are those of these records, so a benchmark that restores them finds the same content."""
+    return str(offset).encode()
+
+
+def groups(count: int, distinct: bool = False) -> Iterator[GroupSnapshot]:
+    """``count`` groups on 12 partitions of one topic each (ten groups' worth of partitions per topic),
+    at offsets 100-149; with ``distinct``, no two groups of a topic at the same offset (7-199)."""
     topics = max(1, round(count / 10 / PARTITIONS))
     for g in range(count):
         topic = f"scale-{g % topics:03d}"
+        offset = 7 + (g // topics) % 193 if distinct else 100 + g % 50
 
         def evidence(offset: int) -> RecordEvidence:
-            return RecordEvidence(offset=offset, timestamp=1_700_000_000_000 + offset, fingerprint=f"{offset:016x}")
+            print_ = fingerprint(record_key(offset), VALUE)
+            return RecordEvidence(offset=offset, timestamp=1_700_000_000_000 + offset, fingerprint=print_)
 
         yield GroupSnapshot(
             group=f"scale-group-{g:05d}",
@@ -72,12 +84,12 @@ def groups(count: int) -> Iterator[GroupSnapshot]:
                 PartitionSnapshot(
                     topic=topic,
                     partition=p,
-                    committed_offset=100 + g % 50,
+                    committed_offset=offset,
                     log_start=0,
                     log_end=200,
                     lag=100 - g % 50,
-                    next=evidence(100 + g % 50),
-                    before=[evidence(97 + g % 50 + i) for i in range(3)],
+                    next=evidence(offset),
+                    before=[evidence(offset - 3 + i) for i in range(3)],
                 )
                 for p in range(PARTITIONS)
             ],

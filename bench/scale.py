@@ -49,6 +49,7 @@ from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
+from offset_restore.translate.model import Plan
 from offset_restore.translate.plan import PlanOptions, translate
 from offset_restore.translate.run import SnapshotChoice, run_plan
 
@@ -164,9 +165,10 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory() as folder:
                 plan_path = f"{folder}/plan.json"
                 choice = SnapshotChoice(location=f"s3://{BUCKET}", cluster="src")
-                (plan, planned), plan_step = timed(
+                planned, plan_step = timed(
                     lambda: run_plan(choice, target_broker.settings(), plan_path, PlanOptions(strategies=("header",)))
                 )
+                plan = Plan.model_validate_json(Path(plan_path).read_text())
                 print(f"plan: {plan_step.seconds:.1f} s", file=sys.stderr)
                 found = {
                     (TP(e.target_topic, e.partition), e.source_offset): e.target_offset

@@ -8,6 +8,7 @@ import io
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -266,3 +267,19 @@ def test_csv_refuses_a_group_id_the_tool_would_split_and_writes_nothing(
     assert status == 0, err
     entries = Plan.model_validate_json((tmp_path / "plan.json").read_text()).entries
     assert [(e.group, e.target_offset) for e in entries] == [(hostile, 5)]
+
+
+def test_plan_and_csv_to_s3_are_the_same_documents_as_on_disk(setup: dict[str, str], tmp_path: Path, s3: Any) -> None:
+    """The plan and CSV are uploaded from files (a large plan is never one bytes object)."""
+    local = plan_args(setup, tmp_path / "plan.json", "--csv", str(tmp_path / "plan.csv"), "--restore-id", "r1")
+    assert run(*local)[0] == 0
+    remote = plan_args(setup, tmp_path / "unused", "--restore-id", "r1")
+    remote[remote.index("--output") + 1] = "s3://snapshots/plans/r1.json"
+    status, _, err = run(*remote, "--csv", "s3://snapshots/plans/r1.csv")
+    assert status == 0, err
+    stored = s3.get_object(Bucket="snapshots", Key="plans/r1.json")
+    assert stored["ContentType"] == "application/json"
+    on_disk = Plan.model_validate_json((tmp_path / "plan.json").read_text())
+    in_s3 = Plan.model_validate_json(stored["Body"].read())
+    assert in_s3.entries == on_disk.entries and in_s3.summary == on_disk.summary
+    assert s3.get_object(Bucket="snapshots", Key="plans/r1.csv")["Body"].read() == (tmp_path / "plan.csv").read_bytes()

@@ -61,8 +61,8 @@ def restored(brokers: Brokers, source: KafkaCluster, faulty: Faulty, folder: Pat
 
 
 def plan_on(faulty: Faulty, folder: Path, name: str) -> Plan:
-    plan, _ = run_plan(SnapshotChoice(str(folder / "snaps")), faulty.settings(), str(folder / name), PlanOptions())
-    return plan
+    run_plan(SnapshotChoice(str(folder / "snaps")), faulty.settings(), str(folder / name), PlanOptions())
+    return Plan.model_validate_json((folder / name).read_text())
 
 
 def mappings(plan: Plan) -> list[tuple[str, str, int, int | None, str]]:

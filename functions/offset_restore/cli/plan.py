@@ -17,7 +17,6 @@ from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.translate.checkpoints import DynamoCheckpoints
-from offset_restore.translate.model import Plan
 from offset_restore.translate.plan import STRATEGIES, PlanOptions
 from offset_restore.translate.run import PlanResult, SnapshotChoice, parse_strategies, parse_topic_map, run_plan
 
@@ -119,7 +118,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     connection = connection_settings(args)
     progress = ProgressLine(err)
     try:
-        plan, result = run_plan(
+        result = run_plan(
             SnapshotChoice(args.snapshot, args.snapshot_id, args.snapshot_as_of, args.source_cluster),
             connection,
             args.output,
@@ -132,15 +131,16 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     finally:
         progress.finish()
-    write_result(args, out, err, result.model_dump_json(indent=2), plan_summary(plan, result))
-    return 0 if plan.summary.pending == 0 and plan.summary.unmapped == 0 else 3
+    write_result(args, out, err, result.model_dump_json(indent=2), plan_summary(result))
+    return 0 if result.summary.pending == 0 and result.summary.unmapped == 0 else 3
 
 
-def plan_summary(plan: Plan, result: PlanResult) -> str:
-    s = plan.summary
+def plan_summary(result: PlanResult) -> str:
+    s = result.summary
     methods = ", ".join(f"{count} {method}" for method, count in s.by_method.items()) or "none"
     lines = [
-        f"Plan {plan.restore_id} from snapshot {plan.snapshot_id} ({plan.source.cluster} -> {plan.target.cluster})",
+        f"Plan {result.restore_id} from snapshot {result.snapshot_id} "
+        f"({result.source_cluster} -> {result.target_cluster})",
         f"  group-partitions  {s.entries:,} in {s.groups:,} groups",
         f"  mapped            {s.mapped:,} ({methods}); exact {s.exact:,}",
         f"  pending           {s.pending:,}",
@@ -151,15 +151,15 @@ def plan_summary(plan: Plan, result: PlanResult) -> str:
         f"fetch rounds {result.fetch_rounds or '{}'}",
         f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),
     ]
-    for partition, why in list(plan.out_of_order.items())[:10]:
+    for partition, why in list(result.out_of_order.items())[:10]:
         lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")
-    if len(plan.out_of_order) > 10:
-        lines.append(f"  ... and {len(plan.out_of_order) - 10} more partitions out of order in the plan")
-    problems = [e for e in plan.entries if e.status in ("pending", "unmapped")]
-    for entry in problems[:10]:
+    if len(result.out_of_order) > 10:
+        lines.append(f"  ... and {len(result.out_of_order) - 10} more partitions out of order in the plan")
+    for entry in result.problems:
         lines.append(
             f"  {entry.status}: {entry.group} {entry.topic}/{entry.partition} @ {entry.source_offset}: {entry.reason}"
         )
-    if len(problems) > 10:
-        lines.append(f"  ... and {len(problems) - 10} more in the plan")
+    more = s.pending + s.unmapped - len(result.problems)
+    if more > 0:
+        lines.append(f"  ... and {more} more in the plan")
     return "\n".join(lines) + "\n"

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from offset_restore.errors import BadInputError, StorageError
 
@@ -24,6 +25,7 @@ class BlobStore(Protocol):
 
     def check_writable(self) -> None: ...
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
+    def put_file(self, key: str, data: IO[bytes], content_type: str = ...) -> None: ...
     def get(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def list(self, prefix: str) -> list[str]: ...
@@ -51,6 +53,18 @@ class LocalStore:
             temporary = path.with_name(f".{path.name}.tmp")
             temporary.write_bytes(data)
             temporary.replace(path)  # a reader never sees half a file
+        except OSError as error:
+            raise StorageError(f"cannot write {path}: {error.strerror}") from None
+
+    def put_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
+        """``put`` for a document too large to hold as one bytes object: copied from a file."""
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(f".{path.name}.tmp")
+            with temporary.open("wb") as out:
+                shutil.copyfileobj(data, out)
+            temporary.replace(path)
         except OSError as error:
             raise StorageError(f"cannot write {path}: {error.strerror}") from None
 
@@ -116,6 +130,16 @@ class S3Store:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
         except (ClientError, BotoCoreError) as error:
+            raise self._fail("write", key, error) from None
+
+    def put_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
+        """``put`` from a file, in parts when large (boto3's managed upload): no copy in memory."""
+        from boto3.exceptions import S3UploadFailedError
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.upload_fileobj(data, self.bucket, self._key(key), ExtraArgs={"ContentType": content_type})
+        except (ClientError, BotoCoreError, S3UploadFailedError) as error:
             raise self._fail("write", key, error) from None
 
     def get(self, key: str) -> bytes:

@@ -175,11 +175,14 @@ class Plan(BaseModel):
     def csv_lines(self) -> list[str]:
         """``group,topic,partition,offset`` for mapped entries: what kafka-consumer-groups.sh
         ``--reset-offsets --from-file`` reads (names checked by ``csv_unsafe`` first)."""
-        return [
-            f"{e.group},{e.target_topic},{e.partition},{e.target_offset}"
-            for e in self.entries
-            if e.status == "mapped" and e.target_offset is not None
-        ]
+        return [line for line in map(self.csv_line, self.entries) if line is not None]
+
+    @staticmethod
+    def csv_line(e: PlanEntry) -> str | None:
+        """One entry's ``--from-file`` line; None for an entry with nothing to write."""
+        if e.status == "mapped" and e.target_offset is not None:
+            return f"{e.group},{e.target_topic},{e.partition},{e.target_offset}"
+        return None
 
 
 def _offset_off_anchor(e: PlanEntry) -> str | None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
+import struct
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
@@ -28,6 +30,7 @@ from offset_restore.kafka.rounds import (
     fetch_from,
     read_forward,
 )
+from offset_restore.packing import packed
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -45,7 +48,9 @@ __all__ = [
     "Position",
     "TargetCluster",
     "TranslateStats",
+    "decide",
     "parse_offset_header",
+    "plan_entries",
     "translate",
 ]
 
@@ -100,7 +105,39 @@ class PlanOptions:
     windows check itself, on partitions too small for a search to be the cheaper way."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A source record the snapshot read (``RecordEvidence``'s fields), held compactly."""
+
+    offset: int
+    timestamp: int
+    fingerprint: str
+
+
+_PACKED = struct.Struct(">qq16s")
+"""One evidence record as 32 bytes: offset, timestamp and the fingerprint's 128 bits."""
+_STANDARD_PRINT = re.compile("[0-9a-f]{32}")
+
+
+def pack_evidence(records: Sequence[Evidence]) -> bytes | tuple[Evidence, ...]:
+    """Evidence records as 32 bytes each when every fingerprint is the standard 32 hex digits
+    (``snapshot/fingerprint.py``), else as they are. A plan holds the records before every distinct
+    position: at 240,000 positions, objects cost about 500 bytes a position more than packed bytes."""
+    if not all(_STANDARD_PRINT.fullmatch(e.fingerprint) for e in records):
+        return tuple(records)  # unpacking must give back the very same strings
+    try:
+        return b"".join(_PACKED.pack(e.offset, e.timestamp, bytes.fromhex(e.fingerprint)) for e in records)
+    except struct.error:  # an offset or timestamp beyond 64 bits
+        return tuple(records)
+
+
+def unpack_evidence(packed: bytes | tuple[Evidence, ...]) -> tuple[Evidence, ...]:
+    if isinstance(packed, tuple):
+        return packed
+    return tuple(Evidence(o, t, d.hex()) for o, t, d in _PACKED.iter_unpack(packed))
+
+
+@dataclass(frozen=True, slots=True)
 class Position:
     """One distinct source position and what the snapshot knows of it."""
 
@@ -109,18 +146,24 @@ class Position:
     committed: int
     log_start: int | None
     log_end: int | None
-    next: RecordEvidence | None
-    before: tuple[RecordEvidence, ...]
+    next: Evidence | None
+    packed_before: bytes | tuple[Evidence, ...]
+    """The records before the position, oldest first (``pack_evidence``): read through ``before``.
+    Only the fingerprint and timestamp strategies and caught-up groups need them."""
+
+    @property
+    def before(self) -> tuple[Evidence, ...]:
+        return unpack_evidence(self.packed_before)
 
     @property
     def last_source_record(self) -> int | None:
         """The offset of the source's last data record at snapshot time, if known."""
-        if self.next is None and self.before:
+        if self.next is None and self.packed_before:
             return self.before[-1].offset  # read by the snapshot itself: no transaction marker
         return self.log_end - 1 if self.log_end is not None else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Decision:
     status: Literal["mapped", "pending", "unmapped"]
     target_offset: int | None = None
@@ -188,28 +231,27 @@ def translate(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[PlanEntry], TranslateStats]:
     """Plan entries for every group-partition of ``groups``; reads the target, writes nothing."""
+    decisions, stats = decide(groups, target, options, checkpoints=checkpoints, progress=progress)
+    return list(plan_entries(groups, decisions, options)), stats
+
+
+def decide(
+    groups: Iterable[GroupSnapshot],
+    target: TargetCluster,
+    options: PlanOptions,
+    *,
+    checkpoints: CheckpointReader | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict[PositionKey, Decision], TranslateStats]:
+    """A decision for every distinct position of ``groups`` (iterated once); reads the target.
+
+    Apart from ``plan_entries`` so that a plan of hundreds of thousands of group-partitions can read
+    its snapshot twice from the store and write entries as they are made: memory then holds one
+    compact ``Position`` and one ``Decision`` per distinct position, not every group's document.
+    """
     stats = TranslateStats()
     report = progress or (lambda phase, done, total: None)
-    topics = target.topic_partitions()
-    positions: dict[PositionKey, Position] = {}
-    decisions: dict[PositionKey, Decision] = {}
-    for group in groups:
-        for p in group.partitions:
-            key = (p.topic, p.partition, p.committed_offset)
-            if key in positions or key in decisions:
-                continue
-            target_topic = options.topic_map.get(p.topic, p.topic)
-            count = topics.get(target_topic)
-            if count is None:
-                decisions[key] = Decision("unmapped", reason=f"topic {target_topic} does not exist on the target")
-            elif p.partition >= count:
-                decisions[key] = Decision(
-                    "unmapped",
-                    reason=f"partition {p.partition} does not exist on target topic {target_topic} "
-                    f"(it has {count} partitions)",
-                )
-            else:
-                positions[key] = _position(p, TP(target_topic, p.partition))
+    positions, decisions = _positions(groups, target.topic_partitions(), options)
     stats.positions = len(positions) + len(decisions)
     context = _Context(
         target=target,
@@ -219,8 +261,8 @@ def translate(
         checkpoints=checkpoints,
         stats=stats,
     )
-    declined: dict[PositionKey, list[str]] = {key: [] for key in positions}
-    undecided = dict(positions)
+    declined: dict[PositionKey, list[str]] = defaultdict(list)
+    undecided = positions
     strategies: dict[Strategy, Callable[[dict[PositionKey, Position], _Context], dict[PositionKey, Decision | str]]]
     strategies = {
         "header": _by_header,
@@ -239,11 +281,50 @@ def translate(
             else:
                 declined[key].append(f"{name}: {outcome}")
     for key in undecided:
-        decisions[key] = Decision("unmapped", reason="; ".join(declined[key]) or "no strategy was asked for")
+        decisions[key] = Decision("unmapped", reason="; ".join(declined.get(key, ())) or "no strategy was asked for")
     report("strategies", len(options.strategies), len(options.strategies))
+    return decisions, stats
 
-    entries = [_entry(group.group, p, decisions, options) for group in groups for p in group.partitions]
-    return _without_collisions(entries), stats
+
+def _positions(
+    groups: Iterable[GroupSnapshot], topics: Mapping[str, int], options: PlanOptions
+) -> tuple[dict[PositionKey, Position], dict[PositionKey, Decision]]:
+    """The distinct positions to translate, and the decisions already known (no such target topic
+    or partition). One ``TP`` pair per partition, whose topic string every key shares: at 240,000
+    distinct positions the copies each group document brings would cost tens of MB."""
+    positions: dict[PositionKey, Position] = {}
+    decisions: dict[PositionKey, Decision] = {}
+    pairs: dict[tuple[str, int], tuple[TP, TP]] = {}
+    for group in groups:
+        for p in group.partitions:
+            pair = pairs.get((p.topic, p.partition))
+            if pair is None:
+                source, name = TP(p.topic, p.partition), options.topic_map.get(p.topic, p.topic)
+                pair = pairs[(p.topic, p.partition)] = (source, source if name == p.topic else TP(name, p.partition))
+            source, target = pair
+            key = (source.topic, source.partition, p.committed_offset)
+            if key in positions or key in decisions:
+                continue
+            count = topics.get(target.topic)
+            if count is None:
+                decisions[key] = Decision("unmapped", reason=f"topic {target.topic} does not exist on the target")
+            elif p.partition >= count:
+                decisions[key] = Decision(
+                    "unmapped",
+                    reason=f"partition {p.partition} does not exist on target topic {target.topic} "
+                    f"(it has {count} partitions)",
+                )
+            else:
+                positions[key] = _position(p, source, target)
+    return positions, decisions
+
+
+def plan_entries(
+    groups: Iterable[GroupSnapshot], decisions: Mapping[PositionKey, Decision], options: PlanOptions
+) -> Iterator[PlanEntry]:
+    """Each group-partition's entry, group by group, in the snapshot's order."""
+    for group in groups:
+        yield from _without_collisions([_entry(group.group, p, decisions, options) for p in group.partitions])
 
 
 def _entry(
@@ -273,7 +354,8 @@ def _entry(
 def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
     """A topic map onto a topic a group also reads as itself (``zz-orders-old -> orders``) would give
     the group two offsets for one target partition: the renamed entry is left unmapped, with why,
-    and the group's own entry stands (writing the renamed one would move the group on ``orders``)."""
+    and the group's own entry stands (writing the renamed one would move the group on ``orders``).
+    A collision is within one group, so the entries of one group at a time suffice."""
     own = {(e.group, e.target_topic, e.partition): e.topic for e in entries if e.topic == e.target_topic}
     for e in entries:
         holder = own.get((e.group, e.target_topic, e.partition))
@@ -287,16 +369,20 @@ def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
     return entries
 
 
-def _position(p: PartitionSnapshot, target: TP) -> Position:
+def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
     return Position(
-        source=TP(p.topic, p.partition),
+        source=source,
         target=target,
         committed=p.committed_offset,
         log_start=p.log_start,
         log_end=p.log_end,
-        next=p.next,
-        before=tuple(p.before),
+        next=_evidence(p.next) if p.next else None,
+        packed_before=pack_evidence([_evidence(e) for e in p.before]),
     )
+
+
+def _evidence(record: RecordEvidence) -> Evidence:
+    return Evidence(record.offset, record.timestamp, record.fingerprint)
 
 
 # -- header -----------------------------------------------------------------------------------------
@@ -335,8 +421,18 @@ class _Reads:
     def __init__(self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]]) -> None:
         self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
         self.observed: dict[TP, ObservedPartition] = defaultdict(ObservedPartition)
-        self.prints: dict[tuple[TP, int], str] = {}
+        self.prints: dict[TP, dict[int, str]] = defaultdict(dict)
         self.bytes = 0
+
+    def print_at(self, tp: TP, offset: int) -> str | None:
+        """The fingerprint of the record read at ``offset`` of ``tp`` (None: not read, or not wanted)."""
+        return self.prints[tp].get(offset) if tp in self.prints else None
+
+    def forget(self, tps: Iterable[TP]) -> None:
+        """Drop what was read of ``tps`` once their positions are decided."""
+        for tp in tps:
+            self.prints.pop(tp, None)
+            self.observed.pop(tp, None)
 
     def window(
         self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None
@@ -351,7 +447,7 @@ class _Reads:
         for record, key in zip(answer.records, keys, strict=True):
             rows.append((record.offset, key, record.timestamp))
             if key is not None and key in wanted:
-                self.prints[(tp, record.offset)] = fingerprint(
+                self.prints[tp][record.offset] = fingerprint(
                     record.key, record.value, record.headers, exclude_header=self.header
                 )
         return rows
@@ -398,7 +494,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
             if pos.target in suspect or key not in results:
                 continue
             decision = _header_decision(pos, results[key], name)
-            problem = _contradiction(pos, results[key], reads.prints)
+            problem = _contradiction(pos, results[key], reads)
             if problem:
                 suspect[pos.target] = problem
             else:
@@ -446,7 +542,7 @@ def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> 
     return cheaper
 
 
-def _contradiction(pos: Position, result: SearchResult, prints: Mapping[tuple[TP, int], str]) -> str | None:
+def _contradiction(pos: Position, result: SearchResult, reads: _Reads) -> str | None:
     """Why the snapshot's evidence contradicts the search's answer (None: it does not, or cannot).
 
     The record found must be the snapshot's next record when it carries that record's source offset;
@@ -463,7 +559,7 @@ def _contradiction(pos: Position, result: SearchResult, prints: Mapping[tuple[TP
             )
         return None
     if found.key == pos.next.offset:
-        seen = prints.get((pos.target, found.offset))
+        seen = reads.print_at(pos.target, found.offset)
         if seen is not None and seen != pos.next.fingerprint:
             return (
                 f"target offset {found.offset} carries source offset {found.key}, but its content differs "
@@ -542,34 +638,52 @@ def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: Sea
     return replace(decision, anchor=(record.offset, record.key, stamp))
 
 
+WHOLE_READ_SHARE_RECORDS = 250_000
+"""Partitions read whole are read and decided in shares of about this many records, so that memory
+holds one share's records (a fetch round of many partitions can otherwise bring a whole topic)."""
+
+
 def _read_whole_and_decide(
     undecided: dict[PositionKey, Position], suspect: dict[TP, str], reads: _Reads, ctx: _Context
 ) -> dict[PositionKey, Decision | str]:
     """Read every suspect partition once, in shared fetch rounds, and answer its positions from the
-    running maximum of the headers (``resume_points``)."""
-    logs = _read_partitions(sorted(suspect), ctx, reads)
+    running maximum of the headers (``resume_points``); a share of partitions at a time."""
     outcome: dict[PositionKey, Decision | str] = {}
     by_tp: dict[TP, list[PositionKey]] = defaultdict(list)
     for key, pos in undecided.items():
         if pos.target in suspect:
             by_tp[pos.target].append(key)
-    for tp, keys in by_tp.items():
-        log = logs[tp]
-        if isinstance(log, str):
-            outcome.update(dict.fromkeys(keys, log))
-            continue
-        bounds = ctx.bounds[tp]
-        disorder = disorder_in(log, [(bounds.start, bounds.end)])
-        if disorder:
-            ctx.stats.out_of_order[tp] = disorder
-            note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
-        else:
-            note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {suspect[tp]}]"
-        answers = resume_points(log, {undecided[k].committed for k in keys})
-        restored, header = log.restored_range(), ctx.options.offset_header
-        for key in keys:
-            outcome[key] = _ordered_decision(undecided[key], answers, log, restored, note, reads, header)
+    records = {tp: ctx.bounds[tp].end - ctx.bounds[tp].start for tp in suspect}
+    for share in packed(sorted(suspect), records.__getitem__, WHOLE_READ_SHARE_RECORDS):
+        for tp, log in _read_partitions(share, ctx, reads).items():
+            keys = by_tp.get(tp, [])
+            if isinstance(log, str):
+                outcome.update(dict.fromkeys(keys, log))
+            else:
+                outcome.update(_decide_read_whole(tp, log, keys, undecided, suspect[tp], reads, ctx))
+        reads.forget(share)
     return outcome
+
+
+def _decide_read_whole(
+    tp: TP,
+    log: PartitionLog,
+    keys: list[PositionKey],
+    undecided: dict[PositionKey, Position],
+    why: str,
+    reads: _Reads,
+    ctx: _Context,
+) -> dict[PositionKey, Decision | str]:
+    bounds = ctx.bounds[tp]
+    disorder = disorder_in(log, [(bounds.start, bounds.end)])
+    if disorder:
+        ctx.stats.out_of_order[tp] = disorder
+        note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
+    else:
+        note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {why}]"
+    answers = resume_points(log, {undecided[k].committed for k in keys})
+    restored, header = log.restored_range(), ctx.options.offset_header
+    return {key: _ordered_decision(undecided[key], answers, log, restored, note, reads, header) for key in keys}
 
 
 def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP, PartitionLog | str]:
@@ -630,7 +744,8 @@ def _ordered_decision(
         parts.append(f"source records {c}..{key - 1} are not in the restore before target offset {answer.offset}")
     if answer.duplicates:
         parts.append(f"{answer.duplicates} records at or after it carry an earlier source offset (read twice)")
-    if expected is not None and reads.prints.get((pos.target, answer.offset), expected) != expected:
+    seen = reads.print_at(pos.target, answer.offset)
+    if expected is not None and seen is not None and seen != expected:
         expected = None
         parts.append(f"its content differs from the snapshot's record {key}")
     method: Method = "earliest" if lowest > c else "header"

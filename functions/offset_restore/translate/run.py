@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -14,20 +14,22 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress, Snapshot
-from offset_restore.snapshot.model import GroupSnapshot, default_cluster_name, validate_name
+from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, default_cluster_name, validate_name
 from offset_restore.stores.mapping_store import MappingStore
-from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository
+from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository, StoredGroups
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.document import PlanDocument
 from offset_restore.translate.model import ClusterRef as _ClusterRef
-from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
-from offset_restore.translate.plan import STRATEGIES, PlanOptions, Strategy, translate
+from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
+from offset_restore.translate.plan import STRATEGIES, PlanOptions, Strategy, decide, plan_entries, translate
 from offset_restore.workflow.work_items import WorkItem
 
 __all__ = [
     "PlanResult",
     "SnapshotChoice",
     "WorkItemResult",
+    "find_snapshot",
     "load_snapshot",
     "parse_strategies",
     "parse_topic_map",
@@ -46,20 +48,26 @@ class SnapshotChoice:
     cluster: str | None = None
 
 
-def load_snapshot(choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location) -> Snapshot:
+def find_snapshot(
+    choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location
+) -> tuple[SnapshotRepository, str, SnapshotManifest]:
+    """The chosen snapshot's repository, manifest key and manifest (its groups not read yet)."""
     if choice.location.rstrip("/").endswith(MANIFEST):
         folder, _, name = choice.location.rstrip("/").rpartition("/")
         repository = SnapshotRepository(open_store(folder or "."))
-        key = name
-        manifest = repository.manifest(key)
+        return repository, name, repository.manifest(name)
+    repository = SnapshotRepository(open_store(choice.location))
+    if choice.snapshot_id:
+        key, manifest = repository.by_id(choice.snapshot_id, choice.cluster)
+    elif choice.as_of:
+        key, manifest = repository.as_of(choice.as_of, choice.cluster)
     else:
-        repository = SnapshotRepository(open_store(choice.location))
-        if choice.snapshot_id:
-            key, manifest = repository.by_id(choice.snapshot_id, choice.cluster)
-        elif choice.as_of:
-            key, manifest = repository.as_of(choice.as_of, choice.cluster)
-        else:
-            key, manifest = repository.latest(choice.cluster)
+        key, manifest = repository.latest(choice.cluster)
+    return repository, key, manifest
+
+
+def load_snapshot(choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location) -> Snapshot:
+    repository, key, manifest = find_snapshot(choice, open_store)
     return repository.load(key, manifest)
 
 
@@ -93,6 +101,8 @@ def parse_strategies(text: str) -> tuple[Strategy, ...]:
 class PlanResult(BaseModel):
     restore_id: str
     snapshot_id: str
+    source_cluster: str
+    target_cluster: str
     location: str
     csv: str | None
     summary: PlanSummary
@@ -100,6 +110,10 @@ class PlanResult(BaseModel):
     requests: dict[str, int]
     fetch_rounds: dict[str, int]
     median_rounds_per_partition: dict[str, float]
+    out_of_order: dict[str, str]
+    """Target partitions found out of order (read whole), with why, as in the plan."""
+    problems: list[PlanEntry]
+    """The first pending or unmapped entries (the plan holds them all: ``summary`` counts them)."""
 
 
 def run_plan(
@@ -114,8 +128,13 @@ def run_plan(
     checkpoints: CheckpointReader | None = None,
     progress: Progress | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
-) -> tuple[Plan, PlanResult]:
-    """Everything is checked before the first Kafka request; the plan is written only when complete."""
+) -> PlanResult:
+    """Everything is checked before the first Kafka request; the plan is written only when complete.
+
+    The snapshot's groups are read from the store twice (positions, then entries) and the entries
+    written as they are made (``PlanDocument``), so memory holds one compact position per distinct
+    committed offset and not the groups' documents or the plan's (docs/benchmarks.md, plan memory).
+    """
     restore_id = restore_id or new_restore_id()
     validate_or_refuse(restore_id)
     group_filter = NameFilter.parse(groups, None, "groups")
@@ -123,38 +142,47 @@ def run_plan(
     if plan_store.exists(plan_key):
         raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
     plan_store.check_writable()
-    snapshot = load_snapshot(choice)
-    selected = [g for g in snapshot.groups if group_filter(g.group)]
+    repository, key, manifest = find_snapshot(choice)
+    selected = StoredGroups(repository, key, manifest, group_filter)
     if csv_path:
         refuse_unsafe_csv(selected, options.topic_map)
     started = time.perf_counter()
     with connect(connection) as target:
-        entries, stats = translate(selected, target, options, checkpoints=checkpoints, progress=progress)
+        decisions, stats = decide(selected, target, options, checkpoints=checkpoints, progress=progress)
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
-    plan = Plan(
-        restore_id=restore_id,
-        snapshot_id=snapshot.manifest.snapshot_id,
-        created_at=datetime.now(UTC),
-        source=_ClusterRef(cluster=snapshot.manifest.cluster),
-        target=_ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id),
-        entries=entries,
-        summary=PlanSummary.of(entries),
-        strategies=list(options.strategies),
-        offset_header=options.offset_header,
-        topic_map=dict(options.topic_map),
-        order_check=options.order_check if "header" in options.strategies else None,
-        out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
+    document = PlanDocument(csv=bool(csv_path))
+    for entry in plan_entries(selected, decisions, options):
+        document.add(entry)
+    plan, content = document.finish(
+        Plan(
+            restore_id=restore_id,
+            snapshot_id=manifest.snapshot_id,
+            created_at=datetime.now(UTC),
+            source=_ClusterRef(cluster=manifest.cluster),
+            target=_ClusterRef(
+                cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id
+            ),
+            entries=[],
+            strategies=list(options.strategies),
+            offset_header=options.offset_header,
+            topic_map=dict(options.topic_map),
+            order_check=options.order_check if "header" in options.strategies else None,
+            out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
+        )
     )
-    plan_store.put(plan_key, plan.model_dump_json(indent=2).encode(), "application/json")
+    with content:
+        plan_store.put_file(plan_key, content, "application/json")
     if csv_path:
         csv_store, csv_key = _split(csv_path)
-        csv_store.put(csv_key, ("\n".join(plan.csv_lines()) + "\n").encode(), "text/csv")
+        csv_store.put_file(csv_key, document.csv_file(), "text/csv")
     medians = {name: _median(list(per.values())) for name, per in stats.rounds_per_partition.items() if per}
-    return plan, PlanResult(
+    return PlanResult(
         restore_id=restore_id,
         snapshot_id=plan.snapshot_id,
+        source_cluster=plan.source.cluster,
+        target_cluster=plan.target.cluster,
         location=output,
         csv=csv_path,
         summary=plan.summary,
@@ -162,10 +190,12 @@ def run_plan(
         requests=requests,
         fetch_rounds=stats.fetch_rounds,
         median_rounds_per_partition=medians,
+        out_of_order=plan.out_of_order,
+        problems=document.problems,
     )
 
 
-def refuse_unsafe_csv(groups: Sequence[GroupSnapshot], topic_map: Mapping[str, str]) -> None:
+def refuse_unsafe_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> None:
     """Refuse ``--csv`` before anything is read or written when a name cannot be carried safely."""
     for group in groups:
         names = [("group", group.group)] + [("topic", topic_map.get(p.topic, p.topic)) for p in group.partitions]

@@ -1,0 +1,80 @@
+"""The plan document written entry by entry, so a plan of any size needs memory for one entry.
+
+At 240,000 group-partitions the document is about 200 MB of JSON; built as one string (and then as
+bytes) it doubled the CLI's peak memory. Entries go to a spooled temporary file as they are made
+(in memory up to ``SPOOL_BYTES``, on disk beyond), the summary is counted on the way, and the
+document is assembled once the summary is known, byte for byte what ``Plan.model_dump_json(indent=2)``
+gives for the same plan (a unit test holds it to that).
+"""
+
+from __future__ import annotations
+
+import shutil
+from tempfile import SpooledTemporaryFile
+from typing import IO
+
+from offset_restore.translate.model import Plan, PlanEntry, SummaryTally
+
+__all__ = ["PROBLEMS_KEPT", "PlanDocument"]
+
+SPOOL_BYTES = 16 * 1024 * 1024
+PROBLEMS_KEPT = 10
+"""Pending and unmapped entries kept to show (all of them are in the document)."""
+
+_EMPTY_ENTRIES = b'"entries": []'
+
+
+class PlanDocument:
+    """Collects entries (``add``), then gives the whole document (``finish``) and, on request, the
+    ``--csv`` lines beside it."""
+
+    def __init__(self, *, csv: bool = False) -> None:
+        # The files outlive this call (they are the object's state): closed by ``finish`` and the caller.
+        self._entries: IO[bytes] = _spool()
+        self._csv: IO[bytes] | None = _spool() if csv else None
+        self._tally = SummaryTally()
+        self.count = 0
+        self.problems: list[PlanEntry] = []
+        """The first ``PROBLEMS_KEPT`` pending or unmapped entries."""
+        self.problem_count = 0
+
+    def add(self, entry: PlanEntry) -> None:
+        text = entry.model_dump_json(indent=2).replace("\n", "\n    ")
+        self._entries.write((",\n    " if self.count else "\n    ").encode() + text.encode())
+        self.count += 1
+        self._tally.add(entry)
+        if entry.status in ("pending", "unmapped"):
+            self.problem_count += 1
+            if len(self.problems) < PROBLEMS_KEPT:
+                self.problems.append(entry)
+        if self._csv is not None:
+            line = Plan.csv_line(entry)
+            if line is not None:
+                self._csv.write(line.encode() + b"\n")
+
+    def finish(self, plan: Plan) -> tuple[Plan, IO[bytes]]:
+        """``plan`` (given without entries) with the summary counted, and a file at its start holding
+        the whole document."""
+        plan = plan.model_copy(update={"entries": [], "summary": self._tally.result()})
+        head, marker, tail = plan.model_dump_json(indent=2).encode().partition(_EMPTY_ENTRIES)
+        assert marker, "a plan document always has its entries field"
+        document = _spool()
+        document.write(head + b'"entries": [')
+        if self.count:
+            self._entries.seek(0)
+            shutil.copyfileobj(self._entries, document)
+            document.write(b"\n  ")
+        document.write(b"]" + tail)
+        self._entries.close()
+        document.seek(0)
+        return plan, document
+
+    def csv_file(self) -> IO[bytes]:
+        """The ``--csv`` lines written so far, from the start."""
+        assert self._csv is not None, "made without csv=True"
+        self._csv.seek(0)
+        return self._csv
+
+
+def _spool() -> IO[bytes]:
+    return SpooledTemporaryFile(max_size=SPOOL_BYTES)

@@ -1,0 +1,77 @@
+"""The plan document written entry by entry (``translate/document.py``) is the document the model
+would write whole: same bytes, the same summary, the CSV lines and the problems kept to show."""
+
+from __future__ import annotations
+
+import csv
+from datetime import UTC, datetime
+
+import pytest
+from offset_restore.translate.document import PROBLEMS_KEPT, PlanDocument
+from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
+
+
+def entry(number: int, status: str = "mapped") -> PlanEntry:
+    mapped = status == "mapped"
+    return PlanEntry(
+        group=f"g-{number % 7}",
+        topic="orders",
+        partition=number,
+        target_topic="dr.orders",
+        source_offset=100 + number,
+        target_offset=90 + number if mapped else None,
+        method="header" if mapped else None,
+        exact=mapped,
+        max_duplicates=0 if mapped else None,
+        status=status,  # type: ignore[arg-type]
+        reason=None if mapped else f"no record \u00e9 {number}",
+        metadata='{"app": "x"}',
+        anchor_offset=90 + number if mapped else None,
+    )
+
+
+def empty_plan() -> Plan:
+    return Plan(
+        restore_id="r1",
+        snapshot_id="s1",
+        created_at=datetime(2026, 11, 30, tzinfo=UTC),
+        source=ClusterRef(cluster="src"),
+        target=ClusterRef(cluster="dr", bootstrap_servers="b:9092", cluster_id="abc"),
+        entries=[],
+        strategies=["header"],
+        offset_header="x-source-offset",
+        topic_map={"orders": "dr.orders"},
+        order_check="windows",
+        out_of_order={"dr.orders/3": "why"},
+    )
+
+
+@pytest.mark.parametrize("count", [0, 1, 37])
+def test_the_streamed_document_is_the_whole_document_byte_for_byte(count: int) -> None:
+    entries = [entry(n, "unmapped" if n % 5 == 4 else "mapped") for n in range(count)]
+    document = PlanDocument(csv=True)
+    for e in entries:
+        document.add(e)
+    plan, content = document.finish(empty_plan())
+    whole = empty_plan().model_copy(update={"entries": entries, "summary": PlanSummary.of(entries)})
+    assert content.read() == whole.model_dump_json(indent=2).encode()
+    assert plan.summary == whole.summary and plan.entries == []
+    assert document.csv_file().read().decode().splitlines() == whole.csv_lines()
+    assert Plan.model_validate_json(whole.model_dump_json(indent=2)).entries == entries
+
+
+def test_the_first_problems_are_kept_and_all_are_counted() -> None:
+    document = PlanDocument()
+    for n in range(40):
+        document.add(entry(n, "pending" if n % 2 else "mapped"))
+    plan, _ = document.finish(empty_plan())
+    assert [e.partition for e in document.problems] == list(range(1, 2 * PROBLEMS_KEPT, 2))
+    assert plan.summary.pending == 20 and plan.summary.mapped == 20
+
+
+def test_csv_lines_hold_mapped_entries_only_and_parse_back() -> None:
+    document = PlanDocument(csv=True)
+    for n, status in enumerate(["mapped", "unmapped", "pending", "mapped"]):
+        document.add(entry(n, status))
+    rows = list(csv.reader(document.csv_file().read().decode().splitlines()))
+    assert rows == [["g-0", "dr.orders", "0", "90"], ["g-3", "dr.orders", "3", "93"]]

@@ -1,0 +1,33 @@
+"""A plan keeps the snapshot's evidence before each position packed (``translate/plan.py``): what it
+gives back must be exactly what the snapshot held, whatever the fingerprints look like."""
+
+from __future__ import annotations
+
+import pytest
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.plan import Evidence, pack_evidence, unpack_evidence
+
+STANDARD = [Evidence(7 + i, 1_700_000_000_000 + i, fingerprint(str(i).encode(), b"v")) for i in range(3)]
+
+
+def test_standard_fingerprints_are_packed_32_bytes_a_record_and_come_back_equal() -> None:
+    packed = pack_evidence(STANDARD)
+    assert isinstance(packed, bytes) and len(packed) == 32 * 3
+    assert unpack_evidence(packed) == tuple(STANDARD)
+    assert pack_evidence([]) == b"" and unpack_evidence(b"") == ()
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        Evidence(1, 2, STANDARD[0].fingerprint.upper()),  # hex would come back lower case
+        Evidence(1, 2, STANDARD[0].fingerprint + "00"),  # longer than 128 bits: would be cut
+        Evidence(1, 2, "not-hex"),
+        Evidence(1, 2, ""),
+        Evidence(2**63, 2, STANDARD[0].fingerprint),  # beyond a signed 64-bit offset
+        Evidence(1, -(2**63) - 1, STANDARD[0].fingerprint),
+    ],
+)
+def test_anything_else_is_kept_as_it_is(odd: Evidence) -> None:
+    records = [STANDARD[0], odd]
+    assert unpack_evidence(pack_evidence(records)) == tuple(records)
