@@ -119,16 +119,27 @@ _PACKED = struct.Struct(">qq16s")
 _STANDARD_PRINT = re.compile("[0-9a-f]{32}")
 
 
-def pack_evidence(records: Sequence[Evidence]) -> bytes | tuple[Evidence, ...]:
+class EvidenceRecord(Protocol):
+    """``Evidence`` or the snapshot's ``RecordEvidence``."""
+
+    @property
+    def offset(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    @property
+    def fingerprint(self) -> str: ...
+
+
+def pack_evidence(records: Sequence[EvidenceRecord]) -> bytes | tuple[Evidence, ...]:
     """Evidence records as 32 bytes each when every fingerprint is the standard 32 hex digits
     (``snapshot/fingerprint.py``), else as they are. A plan holds the records before every distinct
     position: at 240,000 positions, objects cost about 500 bytes a position more than packed bytes."""
-    if not all(_STANDARD_PRINT.fullmatch(e.fingerprint) for e in records):
-        return tuple(records)  # unpacking must give back the very same strings
-    try:
-        return b"".join(_PACKED.pack(e.offset, e.timestamp, bytes.fromhex(e.fingerprint)) for e in records)
-    except struct.error:  # an offset or timestamp beyond 64 bits
-        return tuple(records)
+    if all(_STANDARD_PRINT.fullmatch(e.fingerprint) for e in records):
+        try:
+            return b"".join(_PACKED.pack(e.offset, e.timestamp, bytes.fromhex(e.fingerprint)) for e in records)
+        except struct.error:  # an offset or timestamp beyond 64 bits
+            pass
+    return tuple(Evidence(e.offset, e.timestamp, e.fingerprint) for e in records)  # given back as they were
 
 
 def unpack_evidence(packed: bytes | tuple[Evidence, ...]) -> tuple[Evidence, ...]:
@@ -377,7 +388,7 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
         log_start=p.log_start,
         log_end=p.log_end,
         next=_evidence(p.next) if p.next else None,
-        packed_before=pack_evidence([_evidence(e) for e in p.before]),
+        packed_before=pack_evidence(p.before),
     )
 
 
@@ -470,10 +481,12 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
     reads = _Reads(key_of, name, prints)
     outcome: dict[PositionKey, Decision | str] = {}
     suspect: dict[TP, str] = {}
+    begun: dict[TP, _Begun] = {}
     if ctx.options.order_check == "full":
         suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
     else:
-        suspect = _cheaper_whole(undecided, ctx) if ctx.options.whole_when_cheaper else {}
+        if ctx.options.whole_when_cheaper:
+            suspect, begun = _cheaper_whole(undecided, ctx, reads)
         wanted = {
             k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target]))
             for k, pos in undecided.items()
@@ -500,7 +513,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
             else:
                 outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
     if suspect:
-        outcome.update(_read_whole_and_decide(undecided, suspect, reads, ctx))
+        outcome.update(_read_whole_and_decide(undecided, suspect, reads, ctx, begun))
     ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
     return outcome
 
@@ -513,10 +526,17 @@ MAX_WHOLE_READ_BYTES = 256 * 1024 * 1024
 older records are larger than that batch would cost more than estimated."""
 
 
-def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> dict[TP, str]:
+_Begun = tuple[PartitionLog, int]
+"""A partition's whole read already begun: its first records, and the offset to read on from."""
+
+
+def _cheaper_whole(
+    undecided: Mapping[PositionKey, Position], ctx: _Context, reads: _Reads
+) -> tuple[dict[TP, str], dict[TP, _Begun]]:
     """Partitions where reading every record once costs fewer bytes than a window per position: the
-    dense ones (hundreds of groups on a partition). One point read per candidate measures its bytes
-    per offset; the whole read then also answers order-independently (``_read_whole_and_decide``)."""
+    dense ones (hundreds of groups on a partition), with the whole read begun. One point read from
+    the log start per candidate measures its bytes per offset and is the whole read's first window;
+    the whole read then also answers order-independently (``_read_whole_and_decide``)."""
     distinct: dict[TP, set[int]] = defaultdict(set)
     for pos in undecided.values():
         distinct[pos.target].add(pos.committed)
@@ -527,6 +547,7 @@ def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> 
             probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
     rounds = ctx.rounds()
     cheaper: dict[TP, str] = {}
+    begun: dict[TP, _Begun] = {}
     for tp, outcome in rounds.round(probes).items():
         if not isinstance(outcome, Served):
             continue  # the search will meet the same answer and say so
@@ -538,8 +559,10 @@ def _cheaper_whole(undecided: Mapping[PositionKey, Position], ctx: _Context) -> 
                 f"read whole: about {whole / 1e6:,.1f} MB, less than a window for each of its "
                 f"{len(distinct[tp]):,} positions ({searched / 1e6:,.1f} MB)"
             )
+            begun[tp] = (PartitionLog(), answer.read_to)
+            begun[tp][0].extend(reads.window(tp, answer))
     ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
-    return cheaper
+    return cheaper, begun
 
 
 def _contradiction(pos: Position, result: SearchResult, reads: _Reads) -> str | None:
@@ -644,7 +667,11 @@ holds one share's records (a fetch round of many partitions can otherwise bring 
 
 
 def _read_whole_and_decide(
-    undecided: dict[PositionKey, Position], suspect: dict[TP, str], reads: _Reads, ctx: _Context
+    undecided: dict[PositionKey, Position],
+    suspect: dict[TP, str],
+    reads: _Reads,
+    ctx: _Context,
+    begun: dict[TP, _Begun],
 ) -> dict[PositionKey, Decision | str]:
     """Read every suspect partition once, in shared fetch rounds, and answer its positions from the
     running maximum of the headers (``resume_points``); a share of partitions at a time."""
@@ -655,7 +682,7 @@ def _read_whole_and_decide(
             by_tp[pos.target].append(key)
     records = {tp: ctx.bounds[tp].end - ctx.bounds[tp].start for tp in suspect}
     for share in packed(sorted(suspect), records.__getitem__, WHOLE_READ_SHARE_RECORDS):
-        for tp, log in _read_partitions(share, ctx, reads).items():
+        for tp, log in _read_partitions(share, ctx, reads, begun).items():
             keys = by_tp.get(tp, [])
             if isinstance(log, str):
                 outcome.update(dict.fromkeys(keys, log))
@@ -686,10 +713,14 @@ def _decide_read_whole(
     return {key: _ordered_decision(undecided[key], answers, log, restored, note, reads, header) for key in keys}
 
 
-def _read_partitions(tps: Sequence[TP], ctx: _Context, reads: _Reads) -> dict[TP, PartitionLog | str]:
-    """Every record of each partition from its log start to its end when the plan began."""
-    logs: dict[TP, PartitionLog | str] = {tp: PartitionLog() for tp in tps}
-    starts = {tp: ctx.bounds[tp].start for tp in tps if ctx.bounds[tp].start < ctx.bounds[tp].end}
+def _read_partitions(
+    tps: Sequence[TP], ctx: _Context, reads: _Reads, begun: dict[TP, _Begun]
+) -> dict[TP, PartitionLog | str]:
+    """Every record of each partition from its log start to its end when the plan began (on from
+    where ``begun`` left off, taking it)."""
+    first = {tp: begun.pop(tp, (PartitionLog(), ctx.bounds[tp].start)) for tp in tps}
+    logs: dict[TP, PartitionLog | str] = {tp: log for tp, (log, _) in first.items()}
+    starts = {tp: start for tp, (_, start) in first.items() if start < ctx.bounds[tp].end}
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
         if isinstance(outcome, AtEnd):
