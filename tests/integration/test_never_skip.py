@@ -127,9 +127,34 @@ def test_a_partition_with_more_positions_than_a_search_pays_for_is_read_once_who
     entries, stats, topic = plan_layout(source_groups, target, copy(range(N)))
     assert judged(source_groups, brokers, topic, entries).holds
     assert all(e.exact and e.max_duplicates == 0 for e in entries)
-    assert stats.fetch_rounds["header (whole partitions)"] == 1 and stats.fetch_rounds["header (probes)"] == 1
+    # The probe that priced the whole read read all 60 records (one small batch): it was the read.
+    assert stats.fetch_rounds["header (probes)"] == 1 and stats.fetch_rounds["header (whole partitions)"] == 0
+    assert stats.records_read["header (probes)"] == N
     assert "header" not in stats.rounds_per_partition or not stats.rounds_per_partition["header"]
     assert all("read whole: about" in (e.reason or "") for e in entries if e.status == "mapped")
+
+
+def test_a_whole_read_goes_on_from_the_probe_that_priced_it(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster
+) -> None:
+    """Records of about 1 KB restored in three writes (several producer batches), a group at every
+    offset: the 16 KB probe gets the first batch, which prices the whole read and is its first
+    window; the read goes on from there. Every record is read once and every entry is exact."""
+    topic = unique("probed")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = produce(source, topic, 0, N, headers=[("pad", b"x" * 1000)])
+    names = [unique(f"probed-c{c}") for c in range(N + 1)]
+    for c, name in enumerate(names):
+        commit(source, name, {TP(topic, 0): c})
+    snap = take_snapshot(source, SnapshotOptions(groups="|".join(names), evidence_records=3))
+    for low in (0, 20, 40):
+        restore(target, topic, 0, records, keep=lambda r, low=low: low <= r.offset < low + 20, target_start=low)
+    entries, stats = translate(snap.groups, target, PlanOptions())
+    assert sorted((e.source_offset, e.target_offset, e.exact) for e in entries) == [(c, c, True) for c in range(N + 1)]
+    assert stats.fetch_rounds["header (probes)"] == 1 and stats.fetch_rounds["header (whole partitions)"] >= 1
+    assert 0 < stats.records_read["header (probes)"] < N
+    assert stats.records_read["header (probes)"] + stats.records_read["header (whole partitions)"] == N
 
 
 def test_what_the_full_read_answers_on_a_repeated_chunk(
