@@ -26,6 +26,7 @@ sample of groups. Memory is each step's resident growth above the process's leve
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import random
@@ -54,8 +55,10 @@ from offset_restore.translate.plan import PlanOptions, translate
 from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from bench.apply_bench import one_consumer_per_group
+from bench.deployed_estimate import estimate
+from bench.deployed_estimate import lines as estimate_lines
 from bench.plan_bench import HEADER, PartitionData, mm2, per_search_baselines, score, stamp
-from bench.workflow_run import RunFigures, import_baseline_mb, measure
+from bench.workflow_run import RunFigures, import_baseline_mb, import_seconds, measure
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 12
@@ -420,6 +423,15 @@ def _workflow_lines(workflow: RunFigures) -> list[str]:
         shared = "*" if name in workflow.overlapping else ""
         peak = "n/a" if growth is None else f"{baseline_mb + growth:,.0f} MB{shared}"
         lines.append(f"| {name} | {workflow.invocations[name]} | {workflow.seconds[name]:.1f} | {peak} | {limit} MB |")
+    import_s = import_seconds()
+    saved = {
+        "group_partitions": workflow.group_partitions,
+        "transitions": workflow.transitions,
+        "import_s": import_s,
+        "invocations": workflow.saved,
+    }
+    (RESULTS / f"workflow-invocations-{workflow.group_partitions}.json").write_text(json.dumps(saved, indent=1))
+    lines += estimate_lines(estimate(workflow.saved, workflow.transitions, import_s), workflow.group_partitions)
     lines += [
         "",
         f"Billing figures of this run: {workflow.transitions:,} state transitions, "

@@ -58,6 +58,9 @@ class RunFigures:
     peak_growth_mb: dict[str, float] = field(default_factory=dict)
     overlapping: set[str] = field(default_factory=set)
     durations: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    saved: list[dict[str, Any]] = field(default_factory=list)
+    """Each invocation as ``bench.deployed_estimate`` reads it: own time (moto's left out), moto's
+    time, AWS requests by operation and S3 bytes, Kafka requests."""
 
     def critical_path_s(self) -> float:
         """The run's length if every invocation had its own CPU, as on Lambda: the states one after
@@ -121,8 +124,26 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
             figures.peak_growth_mb[short] = max(figures.peak_growth_mb.get(short, 0.0), invocation.peak_growth_mb)
         if not invocation.alone:
             figures.overlapping.add(short)
+        figures.saved.append(
+            {
+                "function": short,
+                "own_seconds": invocation.own_seconds,
+                "moto_seconds": invocation.aws_seconds if invocation.alone else invocation.aws_cpu_seconds,
+                "aws_calls": dict(invocation.aws_calls),
+                "kafka_requests": invocation.kafka_requests,
+            }
+        )
     figures.transitions += figures.invocations["Translate"] * CHILD_STATES_PER_TRANSLATE
     return figures
+
+
+def import_seconds() -> float:
+    """How long a fresh interpreter takes to import every handler (a cold Lambda's Init phase)."""
+    modules = sorted({h.rsplit(".", 1)[0] for h in FUNCTIONS.values()})
+    code = f"import importlib, time\nt = time.perf_counter()\nfor m in {modules!r}: importlib.import_module(m)\n"
+    code += "print(time.perf_counter() - t)\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[-1])
 
 
 def import_baseline_mb() -> float:

@@ -17,7 +17,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,7 @@ from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from offset_restore_handlers.wiring import TASK_HANDLERS, arn_placeholder
 
 from offset_restore.devtools import process_memory
+from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.stores.keys import restore_object
 
 ASL = Path(__file__).resolve().parents[3] / "infra" / "statemachine" / "offset_restore.asl.json"
@@ -43,9 +44,10 @@ REGION: Any = "eu-west-1"
 logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
 
 
-@dataclass(frozen=True)
+@dataclass
 class Invocation:
-    """One task invocation, for the benchmarks' cost model and memory figures."""
+    """One task invocation, for the benchmarks' cost model and memory figures (filled in as the
+    invocation runs)."""
 
     function: str
     seconds: float
@@ -56,6 +58,21 @@ class Invocation:
     """Resident memory gained above the process's level when the invocation began (Linux only)."""
     alone: bool
     """No other invocation overlapped it (a Map runs several at once; then the growth is shared)."""
+    aws_seconds: float = 0.0
+    """Wall time spent inside AWS requests (moto's work here, in the handler's thread)."""
+    aws_cpu_seconds: float = 0.0
+    """The thread's CPU time inside AWS requests: moto's share of ``cpu_seconds``."""
+    aws_calls: Counter[str] = field(default_factory=Counter)
+    """AWS requests by ``service.Operation``, and S3 bytes moved (``s3.Bytes``)."""
+    kafka_requests: int = 0
+    """Kafka requests the handler's clusters sent."""
+
+    @property
+    def own_seconds(self) -> float:
+        """The handler's own time, moto's left out: wall time when it ran alone, else thread CPU time."""
+        if self.alone:
+            return max(0.0, self.seconds - self.aws_seconds)
+        return max(0.0, self.cpu_seconds - self.aws_cpu_seconds)
 
 
 INVOCATIONS: list[Invocation] = []
@@ -81,6 +98,7 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
         alone = _window["open"] == 1
     started, cpu_started = time.perf_counter(), time.thread_time()
     _in_handler.active = True
+    _in_handler.record = record = Invocation(str(self.function_name), 0.0, 0.0, None, alone)
     try:
         result = handler(payload, _Context(function_name=str(self.function_name)))
         return json.dumps(result), False, ""
@@ -99,7 +117,8 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
             alone = alone and _window["started"] == started_before and _window["open"] == 1
             _window["open"] -= 1
             growth = None if peak is None else max(0.0, peak - _window["base"])
-        INVOCATIONS.append(Invocation(str(self.function_name), seconds, cpu_seconds, growth, alone))
+        record.seconds, record.cpu_seconds, record.peak_growth_mb, record.alone = seconds, cpu_seconds, growth, alone
+        INVOCATIONS.append(record)
 
 
 def _count_aws_call(client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
@@ -120,13 +139,39 @@ def _count_aws_call(client: Any, operation: str, params: dict[str, Any], answer:
 
 
 def _counting_api_call(original: Any) -> Any:
+    """Count each AWS request a handler makes, and time it: the benchmarks separate the handlers'
+    own time from moto's, and estimate the deployed run from the counts (``bench/estimate.py``)."""
+
     def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
+        if not getattr(_in_handler, "active", False):
+            return original(client, operation, params)
+        started, cpu_started = time.perf_counter(), time.thread_time()
         answer = original(client, operation, params)
-        if getattr(_in_handler, "active", False):
-            _count_aws_call(client, operation, params, answer)
+        record: Invocation = _in_handler.record
+        record.aws_seconds += time.perf_counter() - started
+        record.aws_cpu_seconds += time.thread_time() - cpu_started
+        _count_aws_call(client, operation, params, answer)
+        service = client.meta.service_model.service_name
+        record.aws_calls[f"{service}.{operation}"] += 1
+        if service == "s3":
+            body = params.get("Body")
+            sent = len(body) if isinstance(body, bytes | str) else 0
+            record.aws_calls["s3.Bytes"] += sent + int(answer.get("ContentLength", 0) or 0)
         return answer
 
     return call
+
+
+def _counting_kafka_close(original: Any) -> Any:
+    """Add a handler's Kafka requests to its invocation when it closes its cluster connection."""
+
+    def close(cluster: KafkaCluster) -> None:
+        if getattr(_in_handler, "active", False):
+            _in_handler.record.kafka_requests += sum(cluster.requests_sent.values())
+            cluster.requests_sent.clear()
+        original(cluster)
+
+    return close
 
 
 def _plain_dynamodb_results(original: Any) -> Any:
@@ -266,6 +311,7 @@ def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflo
         (LambdaFunction, "_invoke_lambda", _invoke_in_process),
         (retrier_decl, "time", _FastRetries()),
         (BaseClient, "_make_api_call", _counting_api_call(vars(BaseClient)["_make_api_call"])),
+        (KafkaCluster, "close", _counting_kafka_close(vars(KafkaCluster)["close"])),
     ]
     try:
         for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN"):
