@@ -17,7 +17,8 @@ what a deployment would keep and replaces what it would not:
    (SNS, CloudWatch, Step Functions from a handler) 50 ms.
 4. **Each Kafka request at 2 ms** (MSK in the handler's region, another zone: an assumption; the local
    brokers answer in well under a millisecond, so this is added on top). Requests a reader pipelines
-   count as if sent one after another: an upper bound.
+   count as if sent one after another, and the local brokers' own time is already inside the own
+   time that step 2 scales: both make the estimate longer than the truth, never shorter.
 5. **A cold start for every invocation**: the handlers' import time measured in a fresh interpreter
    plus 250 ms for the environment itself (an assumption; the Init phase is described in
    [cold-start]); environments kept warm between invocations would save this.

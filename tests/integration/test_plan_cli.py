@@ -181,6 +181,17 @@ def test_a_corrupt_snapshot_says_where(setup: dict[str, str], tmp_path: Path) ->
     assert not (tmp_path / "plan.json").exists()
 
 
+def test_a_corrupt_snapshot_is_refused_before_any_kafka_request(setup: dict[str, str], tmp_path: Path) -> None:
+    """The whole snapshot is read and checked before the target is contacted: with nothing listening
+    at the bootstrap address, the refusal still names the snapshot (exit 2), not the connection."""
+    items = next(Path(setup["snaps"]).rglob("items-00000.jsonl.gz"))
+    items.write_bytes(items.read_bytes()[:10])
+    unreachable = {**setup, "target": f"127.0.0.1:{free_port()}"}
+    status, _, err = run(*plan_args(unreachable, tmp_path / "plan.json", "--connect-timeout", "1"))
+    assert status == 2 and "items-00000.jsonl.gz" in err and "cannot reach Kafka" not in err, err
+    assert not (tmp_path / "plan.json").exists()
+
+
 def test_an_existing_plan_is_never_overwritten(setup: dict[str, str], tmp_path: Path) -> None:
     (tmp_path / "plan.json").write_text("{}")
     status, _, err = run(*plan_args(setup, tmp_path / "plan.json"))

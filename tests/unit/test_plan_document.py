@@ -7,6 +7,7 @@ import csv
 from datetime import UTC, datetime
 
 import pytest
+from offset_restore.translate import document as document_module
 from offset_restore.translate.document import PROBLEMS_KEPT, PlanDocument
 from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
 
@@ -47,17 +48,28 @@ def empty_plan() -> Plan:
 
 
 @pytest.mark.parametrize("count", [0, 1, 37])
-def test_the_streamed_document_is_the_whole_document_byte_for_byte(count: int) -> None:
+@pytest.mark.parametrize("spool", [document_module.SPOOL_BYTES, 100], ids=["in memory", "spilled to disk"])
+def test_the_streamed_document_is_the_whole_document_byte_for_byte(
+    count: int, spool: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(document_module, "SPOOL_BYTES", spool)
     entries = [entry(n, "unmapped" if n % 5 == 4 else "mapped") for n in range(count)]
-    document = PlanDocument(csv=True)
-    for e in entries:
-        document.add(e)
-    plan, content = document.finish(empty_plan())
-    whole = empty_plan().model_copy(update={"entries": entries, "summary": PlanSummary.of(entries)})
-    assert content.read() == whole.model_dump_json(indent=2).encode()
-    assert plan.summary == whole.summary and plan.entries == []
-    assert document.csv_file().read().decode().splitlines() == whole.csv_lines()
+    with PlanDocument(csv=True) as document:
+        for e in entries:
+            document.add(e)
+        plan, content = document.finish(empty_plan())
+        whole = empty_plan().model_copy(update={"entries": entries, "summary": PlanSummary.of(entries)})
+        assert content.read() == whole.model_dump_json(indent=2).encode()
+        assert plan.summary == whole.summary and plan.entries == []
+        assert document.csv_file().read().decode().splitlines() == whole.csv_lines()
     assert Plan.model_validate_json(whole.model_dump_json(indent=2)).entries == entries
+
+
+def test_a_csv_without_mapped_entries_is_empty() -> None:
+    """Empty, not a lone newline: the file holds one line per offset to write and nothing else."""
+    with PlanDocument(csv=True) as document:
+        document.add(entry(1, "unmapped"))
+        assert document.csv_file().read() == b""
 
 
 def test_the_first_problems_are_kept_and_all_are_counted() -> None:

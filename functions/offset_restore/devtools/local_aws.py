@@ -140,7 +140,7 @@ def _count_aws_call(client: Any, operation: str, params: dict[str, Any], answer:
 
 def _counting_api_call(original: Any) -> Any:
     """Count each AWS request a handler makes, and time it: the benchmarks separate the handlers'
-    own time from moto's, and estimate the deployed run from the counts (``bench/estimate.py``)."""
+    own time from moto's, and estimate the deployed run from the counts (``bench/deployed_estimate.py``)."""
 
     def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
         if not getattr(_in_handler, "active", False):

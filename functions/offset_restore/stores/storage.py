@@ -133,13 +133,13 @@ class S3Store:
             raise self._fail("write", key, error) from None
 
     def put_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
-        """``put`` from a file, in parts when large (boto3's managed upload): no copy in memory."""
-        from boto3.exceptions import S3UploadFailedError
+        """``put`` from a (seekable) file, streamed in one PutObject: no copy in memory, and the same
+        permissions as ``put`` (a multipart upload to a KMS-encrypted bucket also needs kms:Decrypt)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
         try:
-            self.client.upload_fileobj(data, self.bucket, self._key(key), ExtraArgs={"ContentType": content_type})
-        except (ClientError, BotoCoreError, S3UploadFailedError) as error:
+            self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
+        except (ClientError, BotoCoreError) as error:
             raise self._fail("write", key, error) from None
 
     def get(self, key: str) -> bytes:

@@ -26,7 +26,7 @@ _EMPTY_ENTRIES = b'"entries": []'
 
 class PlanDocument:
     """Collects entries (``add``), then gives the whole document (``finish``) and, on request, the
-    ``--csv`` lines beside it."""
+    ``--csv`` lines beside it. A context manager: its temporary files are closed on the way out."""
 
     def __init__(self, *, csv: bool = False) -> None:
         # The files outlive this call (they are the object's state): closed by ``finish`` and the caller.
@@ -37,6 +37,14 @@ class PlanDocument:
         self.problems: list[PlanEntry] = []
         """The first ``PROBLEMS_KEPT`` pending or unmapped entries."""
         self.problem_count = 0
+
+    def __enter__(self) -> PlanDocument:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._entries.close()
+        if self._csv is not None:
+            self._csv.close()
 
     def add(self, entry: PlanEntry) -> None:
         text = entry.model_dump_json(indent=2).replace("\n", "\n    ")
@@ -54,7 +62,7 @@ class PlanDocument:
 
     def finish(self, plan: Plan) -> tuple[Plan, IO[bytes]]:
         """``plan`` (given without entries) with the summary counted, and a file at its start holding
-        the whole document."""
+        the whole document (the caller closes it)."""
         plan = plan.model_copy(update={"entries": [], "summary": self._tally.result()})
         head, marker, tail = plan.model_dump_json(indent=2).encode().partition(_EMPTY_ENTRIES)
         assert marker, "a plan document always has its entries field"
@@ -65,7 +73,6 @@ class PlanDocument:
             shutil.copyfileobj(self._entries, document)
             document.write(b"\n  ")
         document.write(b"]" + tail)
-        self._entries.close()
         document.seek(0)
         return plan, document
 

@@ -48,7 +48,9 @@ __all__ = [
     "Position",
     "TargetCluster",
     "TranslateStats",
+    "collect_positions",
     "decide",
+    "decide_positions",
     "parse_offset_header",
     "plan_entries",
     "translate",
@@ -254,15 +256,30 @@ def decide(
     checkpoints: CheckpointReader | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[dict[PositionKey, Decision], TranslateStats]:
-    """A decision for every distinct position of ``groups`` (iterated once); reads the target.
+    """A decision for every distinct position of ``groups`` (iterated once); reads the target."""
+    return decide_positions(
+        collect_positions(groups, options), target, options, checkpoints=checkpoints, progress=progress
+    )
+
+
+def decide_positions(
+    positions: dict[PositionKey, Position],
+    target: TargetCluster,
+    options: PlanOptions,
+    *,
+    checkpoints: CheckpointReader | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict[PositionKey, Decision], TranslateStats]:
+    """A decision for every position (``collect_positions``; the dict is consumed); reads the target.
 
     Apart from ``plan_entries`` so that a plan of hundreds of thousands of group-partitions can read
-    its snapshot twice from the store and write entries as they are made: memory then holds one
-    compact ``Position`` and one ``Decision`` per distinct position, not every group's document.
+    its snapshot from the store once for its positions (before any Kafka request) and once for its
+    entries, written as they are made: memory then holds one compact ``Position`` and one
+    ``Decision`` per distinct position, not every group's document.
     """
     stats = TranslateStats()
     report = progress or (lambda phase, done, total: None)
-    positions, decisions = _positions(groups, target.topic_partitions(), options)
+    decisions = _missing_on_target(positions, target.topic_partitions())
     stats.positions = len(positions) + len(decisions)
     context = _Context(
         target=target,
@@ -297,14 +314,11 @@ def decide(
     return decisions, stats
 
 
-def _positions(
-    groups: Iterable[GroupSnapshot], topics: Mapping[str, int], options: PlanOptions
-) -> tuple[dict[PositionKey, Position], dict[PositionKey, Decision]]:
-    """The distinct positions to translate, and the decisions already known (no such target topic
-    or partition). One ``TP`` pair per partition, whose topic string every key shares: at 240,000
-    distinct positions the copies each group document brings would cost tens of MB."""
+def collect_positions(groups: Iterable[GroupSnapshot], options: PlanOptions) -> dict[PositionKey, Position]:
+    """The distinct positions of ``groups`` (iterated once), without a Kafka request. One ``TP`` pair
+    per partition, whose topic string every key shares: at 240,000 distinct positions the copies
+    each group document brings would cost tens of MB."""
     positions: dict[PositionKey, Position] = {}
-    decisions: dict[PositionKey, Decision] = {}
     pairs: dict[tuple[str, int], tuple[TP, TP]] = {}
     for group in groups:
         for p in group.partitions:
@@ -312,22 +326,31 @@ def _positions(
             if pair is None:
                 source, name = TP(p.topic, p.partition), options.topic_map.get(p.topic, p.topic)
                 pair = pairs[(p.topic, p.partition)] = (source, source if name == p.topic else TP(name, p.partition))
-            source, target = pair
-            key = (source.topic, source.partition, p.committed_offset)
-            if key in positions or key in decisions:
-                continue
-            count = topics.get(target.topic)
-            if count is None:
-                decisions[key] = Decision("unmapped", reason=f"topic {target.topic} does not exist on the target")
-            elif p.partition >= count:
-                decisions[key] = Decision(
-                    "unmapped",
-                    reason=f"partition {p.partition} does not exist on target topic {target.topic} "
-                    f"(it has {count} partitions)",
-                )
-            else:
-                positions[key] = _position(p, source, target)
-    return positions, decisions
+            key = (pair[0].topic, pair[0].partition, p.committed_offset)
+            if key not in positions:
+                positions[key] = _position(p, *pair)
+    return positions
+
+
+def _missing_on_target(
+    positions: dict[PositionKey, Position], topics: Mapping[str, int]
+) -> dict[PositionKey, Decision]:
+    """Unmapped decisions for the positions whose target topic or partition does not exist (taken out
+    of ``positions``)."""
+    decisions: dict[PositionKey, Decision] = {}
+    for key, pos in positions.items():
+        count = topics.get(pos.target.topic)
+        if count is None:
+            decisions[key] = Decision("unmapped", reason=f"topic {pos.target.topic} does not exist on the target")
+        elif pos.target.partition >= count:
+            decisions[key] = Decision(
+                "unmapped",
+                reason=f"partition {pos.target.partition} does not exist on target topic {pos.target.topic} "
+                f"(it has {count} partitions)",
+            )
+    for key in decisions:
+        del positions[key]
+    return decisions
 
 
 def plan_entries(
@@ -661,9 +684,11 @@ def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: Sea
     return replace(decision, anchor=(record.offset, record.key, stamp))
 
 
-WHOLE_READ_SHARE_RECORDS = 250_000
-"""Partitions read whole are read and decided in shares of about this many records, so that memory
-holds one share's records (a fetch round of many partitions can otherwise bring a whole topic)."""
+WHOLE_READ_SHARE_RECORDS = 4_000_000
+WHOLE_READ_SHARE_PARTITIONS = 64
+"""Partitions read whole are read and decided in shares of at most 64 partitions and about 4 million
+records: memory holds one share's logs (24 bytes a record) and one round's answers (1 MiB a
+partition), where a round over every dense partition could bring a whole topic at once."""
 
 
 def _read_whole_and_decide(
@@ -680,8 +705,9 @@ def _read_whole_and_decide(
     for key, pos in undecided.items():
         if pos.target in suspect:
             by_tp[pos.target].append(key)
-    records = {tp: ctx.bounds[tp].end - ctx.bounds[tp].start for tp in suspect}
-    for share in packed(sorted(suspect), records.__getitem__, WHOLE_READ_SHARE_RECORDS):
+    least = WHOLE_READ_SHARE_RECORDS // WHOLE_READ_SHARE_PARTITIONS
+    weight = {tp: max(least, ctx.bounds[tp].end - ctx.bounds[tp].start) for tp in suspect}
+    for share in packed(sorted(suspect), weight.__getitem__, WHOLE_READ_SHARE_RECORDS):
         for tp, log in _read_partitions(share, ctx, reads, begun).items():
             keys = by_tp.get(tp, [])
             if isinstance(log, str):

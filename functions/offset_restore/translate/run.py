@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -22,7 +22,15 @@ from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
-from offset_restore.translate.plan import STRATEGIES, PlanOptions, Strategy, decide, plan_entries, translate
+from offset_restore.translate.plan import (
+    STRATEGIES,
+    PlanOptions,
+    Strategy,
+    collect_positions,
+    decide_positions,
+    plan_entries,
+    translate,
+)
 from offset_restore.workflow.work_items import WorkItem
 
 __all__ = [
@@ -131,9 +139,10 @@ def run_plan(
 ) -> PlanResult:
     """Everything is checked before the first Kafka request; the plan is written only when complete.
 
-    The snapshot's groups are read from the store twice (positions, then entries) and the entries
-    written as they are made (``PlanDocument``), so memory holds one compact position per distinct
-    committed offset and not the groups' documents or the plan's (docs/benchmarks.md, plan memory).
+    The snapshot's groups are read from the store twice (positions, before the first Kafka request,
+    then entries) and the entries written as they are made (``PlanDocument``), so memory holds one
+    compact position per distinct committed offset and not the groups' documents or the plan's
+    (docs/benchmarks.md, plan memory).
     """
     restore_id = restore_id or new_restore_id()
     validate_or_refuse(restore_id)
@@ -144,39 +153,36 @@ def run_plan(
     plan_store.check_writable()
     repository, key, manifest = find_snapshot(choice)
     selected = StoredGroups(repository, key, manifest, group_filter)
-    if csv_path:
-        refuse_unsafe_csv(selected, options.topic_map)
+    checked = _checked_for_csv(selected, options.topic_map) if csv_path else selected
+    positions = collect_positions(checked, options)  # every items file read and checked: no Kafka yet
     started = time.perf_counter()
     with connect(connection) as target:
-        decisions, stats = decide(selected, target, options, checkpoints=checkpoints, progress=progress)
+        decisions, stats = decide_positions(positions, target, options, checkpoints=checkpoints, progress=progress)
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
-    document = PlanDocument(csv=bool(csv_path))
-    for entry in plan_entries(selected, decisions, options):
-        document.add(entry)
-    plan, content = document.finish(
-        Plan(
-            restore_id=restore_id,
-            snapshot_id=manifest.snapshot_id,
-            created_at=datetime.now(UTC),
-            source=_ClusterRef(cluster=manifest.cluster),
-            target=_ClusterRef(
-                cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id
-            ),
-            entries=[],
-            strategies=list(options.strategies),
-            offset_header=options.offset_header,
-            topic_map=dict(options.topic_map),
-            order_check=options.order_check if "header" in options.strategies else None,
-            out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
-        )
+    header = Plan(
+        restore_id=restore_id,
+        snapshot_id=manifest.snapshot_id,
+        created_at=datetime.now(UTC),
+        source=_ClusterRef(cluster=manifest.cluster),
+        target=_ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id),
+        entries=[],
+        strategies=list(options.strategies),
+        offset_header=options.offset_header,
+        topic_map=dict(options.topic_map),
+        order_check=options.order_check if "header" in options.strategies else None,
+        out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
     )
-    with content:
-        plan_store.put_file(plan_key, content, "application/json")
-    if csv_path:
-        csv_store, csv_key = _split(csv_path)
-        csv_store.put_file(csv_key, document.csv_file(), "text/csv")
+    with PlanDocument(csv=bool(csv_path)) as document:
+        for entry in plan_entries(selected, decisions, options):
+            document.add(entry)
+        plan, content = document.finish(header)
+        with content:
+            plan_store.put_file(plan_key, content, "application/json")
+        if csv_path:
+            csv_store, csv_key = _split(csv_path)
+            csv_store.put_file(csv_key, document.csv_file(), "text/csv")
     medians = {name: _median(list(per.values())) for name, per in stats.rounds_per_partition.items() if per}
     return PlanResult(
         restore_id=restore_id,
@@ -193,6 +199,12 @@ def run_plan(
         out_of_order=plan.out_of_order,
         problems=document.problems,
     )
+
+
+def _checked_for_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> Iterator[GroupSnapshot]:
+    for group in groups:
+        refuse_unsafe_csv([group], topic_map)
+        yield group
 
 
 def refuse_unsafe_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> None:
