@@ -9,7 +9,8 @@ what a deployment would keep and replaces what it would not:
    for Map iterations that overlapped, moto's share taken out of each).
 2. **Lambda's CPU share**: a function gets CPU in proportion to its memory, one vCPU at 1,769 MB
    ([Lambda: memory and computing power][lambda-memory]); this machine's core counts as one vCPU, so
-   own time is scaled by 1,769 / memory for functions set below it (1,024 MB: x1.73; 512 MB: x3.46).
+   own time is scaled by 1,769 / memory for functions set below it (``wiring.MEMORY_MB``; 1,024 MB
+   would be x1.73, 512 MB x3.46).
 3. **Each AWS request at a cited latency**, counted in the run: DynamoDB 10 ms a request (it is
    "single-digit millisecond" [dynamodb]); S3 50 ms a request plus its bytes at 50 MB/s (small S3
    requests have "median latencies ... in the range of tens of milliseconds" [s3-latency]; the
@@ -47,9 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.workflow_run import KAFKA_FUNCTIONS, MAP_CONCURRENCY
+from offset_restore_handlers.wiring import MEMORY_MB, ONE_VCPU_MB
 
-ONE_VCPU_MB = 1769
+from bench.workflow_run import MAP_CONCURRENCY
+
 DYNAMODB_REQUEST_S = 0.010
 S3_REQUEST_S = 0.050
 S3_BYTES_PER_S = 50e6
@@ -57,11 +59,6 @@ OTHER_REQUEST_S = 0.050
 KAFKA_REQUEST_S = 0.002
 ENVIRONMENT_START_S = 0.250
 STATE_TRANSITION_S = 0.100
-
-
-def memory_mb(function: str) -> int:
-    """The stack's setting (infra/functions.py): 1,024 MB for what talks to Kafka, 512 MB else."""
-    return 1024 if function in KAFKA_FUNCTIONS else 512
 
 
 def aws_seconds(calls: dict[str, int]) -> float:
@@ -106,7 +103,7 @@ def estimate(invocations: list[dict[str, Any]], transitions: int, import_s: floa
     result = Estimate(cold_start_s=import_s + ENVIRONMENT_START_S, transitions=transitions)
     for invocation in invocations:
         name = invocation["function"]
-        own = invocation["own_seconds"] * max(1.0, ONE_VCPU_MB / memory_mb(name))
+        own = invocation["own_seconds"] * max(1.0, ONE_VCPU_MB / MEMORY_MB[name])
         calls = invocation["aws_calls"]
         waits = aws_seconds(calls) + invocation["kafka_requests"] * KAFKA_REQUEST_S
         result.own[name] += invocation["own_seconds"]

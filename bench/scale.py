@@ -53,6 +53,7 @@ from offset_restore.stores.storage import S3Store
 from offset_restore.translate.model import Plan
 from offset_restore.translate.plan import PlanOptions, translate
 from offset_restore.translate.run import SnapshotChoice, run_plan
+from offset_restore_handlers.wiring import MEMORY_MB
 
 from bench.apply_bench import one_consumer_per_group
 from bench.deployed_estimate import estimate
@@ -419,7 +420,7 @@ def _workflow_lines(workflow: RunFigures) -> list[str]:
     ]
     for name in sorted(workflow.invocations):
         growth = workflow.peak_growth_mb.get(name)
-        limit = 1024 if name in ("Translate", "CheckEmpty", "Commit", "Snapshot") else 512
+        limit = MEMORY_MB[name]
         shared = "*" if name in workflow.overlapping else ""
         peak = "n/a" if growth is None else f"{baseline_mb + growth:,.0f} MB{shared}"
         lines.append(f"| {name} | {workflow.invocations[name]} | {workflow.seconds[name]:.1f} | {peak} | {limit} MB |")

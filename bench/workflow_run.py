@@ -5,7 +5,7 @@ bill and a memory setting depend on, read from the run itself.
   of the distributed Translate Map (each child enters one state; moto keeps children out of the
   parent's history);
 - Lambda invocations and GB-seconds: each handler's duration here times the memory the stack gives
-  it (1,024 MB for the functions that talk to Kafka, 512 MB for the others). The duration is the wall
+  it (``offset_restore_handlers.wiring.MEMORY_MB``). The duration is the wall
   time of an invocation that ran alone, and the thread's CPU time of one that overlapped others in a
   Map (ten handlers sharing two cores and one interpreter mostly wait for each other);
 - AWS requests the handlers made, by operation, and DynamoDB items written and read;
@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from offset_restore.devtools.local_aws import ASL, AWS_CALLS, FUNCTIONS, INVOCATIONS, Workflow
+from offset_restore_handlers.wiring import MEMORY_MB
 
-KAFKA_FUNCTIONS = ("Translate", "CheckEmpty", "Commit", "Snapshot")
 _STATES = json.loads(ASL.read_text())["States"]
 MAP_CONCURRENCY = {"Translate": _STATES["Translate"]["MaxConcurrency"], "Commit": _STATES["Commit"]["MaxConcurrency"]}
 CHILD_STATES_PER_TRANSLATE = 1
@@ -119,7 +119,7 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
         duration = invocation.seconds if invocation.alone else invocation.cpu_seconds
         figures.seconds[short] += duration
         figures.durations[short].append(duration)
-        figures.gb_seconds += duration * (1.0 if short in KAFKA_FUNCTIONS else 0.5)
+        figures.gb_seconds += duration * MEMORY_MB[short] / 1024
         if invocation.peak_growth_mb is not None:
             figures.peak_growth_mb[short] = max(figures.peak_growth_mb.get(short, 0.0), invocation.peak_growth_mb)
         if not invocation.alone:

@@ -15,7 +15,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
-from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
+from offset_restore_handlers.wiring import MEMORY_MB, SNAPSHOT_HANDLER, TASK_HANDLERS
 
 from infra.bundling import LocalPipBundling
 from infra.config import ClusterConfig, EnvironmentConfig
@@ -126,7 +126,7 @@ class Functions:
             architecture=lambda_.Architecture.X86_64,
             handler=handler,
             code=self.code,
-            memory_size=1024 if needs_kafka else 512,
+            memory_size=MEMORY_MB[name],
             timeout=Duration.minutes(15) if needs_kafka or name == "Prepare" else Duration.minutes(2),
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,

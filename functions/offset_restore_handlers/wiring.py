@@ -8,7 +8,7 @@ the two lists agree. No handler imports this module, so the Lambda asset does no
 
 from __future__ import annotations
 
-__all__ = ["SNAPSHOT_HANDLER", "TASK_HANDLERS", "arn_placeholder"]
+__all__ = ["MEMORY_MB", "SNAPSHOT_HANDLER", "TASK_HANDLERS", "arn_placeholder"]
 
 TASK_HANDLERS: dict[str, str] = {
     "Validate": "offset_restore_handlers.validate.handler",
@@ -24,6 +24,28 @@ TASK_HANDLERS: dict[str, str] = {
 
 SNAPSHOT_HANDLER = "offset_restore_handlers.snapshot.handler"
 """The scheduled snapshot: a function of the deployment, not a state of the workflow."""
+
+
+ONE_VCPU_MB = 1769
+"""Lambda gives a function CPU in proportion to its memory, one whole vCPU at 1,769 MB
+(https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html)."""
+
+MEMORY_MB: dict[str, int] = {
+    "Validate": 512,
+    "Lock": 512,
+    "Prepare": ONE_VCPU_MB,
+    "Translate": ONE_VCPU_MB,
+    "Summarize": ONE_VCPU_MB,
+    "CheckEmpty": ONE_VCPU_MB,
+    "Commit": ONE_VCPU_MB,
+    "Report": ONE_VCPU_MB,
+    "Snapshot": ONE_VCPU_MB,
+}
+"""Each function's memory. The functions whose work grows with the restore get a whole vCPU: their
+work is CPU in Python (decoding records, building documents), and at 1,024 or 512 MB it ran 1.7x or
+3.5x longer — the deployed estimate at 120,000 group-partitions (docs/benchmarks.md) went from 178 s
+to under 60 s with these and the Maps' widths. Their peak memory stays far below (issue 8's bound of
+512 MB holds); the setting buys CPU, and a shorter run costs about the same GB-seconds."""
 
 
 def arn_placeholder(name: str) -> str:
