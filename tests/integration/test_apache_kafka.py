@@ -235,7 +235,11 @@ def test_a_wrong_scram_password_or_an_untrusted_ca_is_named_not_only_a_timeout(
         "--sasl-password-env", "KAFKA_PASSWORD", "--output", str(tmp_path / "snaps"), "--connect-timeout", "10",
     ]  # fmt: skip
     status, _, err = run_cli(*base, "--ssl-cafile", settings.ssl_cafile)
-    assert status != 0 and "SaslAuthenticationFailedError" in err and "invalid credentials" in err, err
+    # kafka-python names the broker's refusal when it reads it before the connection ends; on a loaded
+    # machine it sometimes sees only the close (every attempt "socket disconnected", seen in CI), and
+    # then the error says what a bare close during SASL means.
+    named = "SaslAuthenticationFailedError" in err and "invalid credentials" in err
+    assert status != 0 and "cannot reach" in err and (named or "check the username and the password" in err), err
     assert "not-the-password" not in err
     status, _, err = run_cli(*base)
     assert status != 0 and "CERTIFICATE_VERIFY_FAILED" in err, err

@@ -84,10 +84,18 @@ def _connection_errors() -> Iterator[list[str]]:
             logger.setLevel(level)
 
 
+def _names_a_cause(lost: Sequence[str]) -> bool:
+    """Whether a collected cause says more than that the socket closed."""
+    return any(words in text for text in lost for words in _TELLING)
+
+
+_TELLING = ("Authentication", "SSL", "Handshake")
+
+
 def _telling(lost: Sequence[str]) -> str:
     """The most telling of the collected causes: an authentication or TLS failure over a bare
     disconnect."""
-    for words in ("Authentication", "SSL", "Handshake"):
+    for words in _TELLING:
         found = [text.strip() for text in lost if words in text]
         if found:
             return found[-1]
@@ -158,6 +166,11 @@ class KafkaCluster:
             ) from None
         except _UNREACHABLE as error:
             said = f"; the broker's connection ended with: {_telling(lost)}" if lost else ""
+            if lost and "SASL" in settings.security_protocol and not _names_a_cause(lost):
+                said += (
+                    "; a broker that refuses SASL credentials ends the connection, and kafka-python may see the "
+                    "close before the refusal: check the username and the password"
+                )
             raise ClusterUnreachableError(
                 f"cannot reach Kafka at {settings.bootstrap_servers} "
                 f"within {settings.connect_timeout_s:g} s ({type(error).__name__}){said}"
