@@ -32,7 +32,7 @@ from offset_restore.kafka.rounds import (
 )
 from offset_restore.packing import packed
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
-from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, default_cluster_name
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.model import Method, PlanEntry
 from offset_restore.translate.restore_order import ObservedPartition, disorder_in
@@ -49,7 +49,6 @@ __all__ = [
     "TargetCluster",
     "TranslateStats",
     "collect_positions",
-    "decide",
     "decide_positions",
     "parse_offset_header",
     "plan_entries",
@@ -141,7 +140,7 @@ def pack_evidence(records: Sequence[EvidenceRecord]) -> bytes | tuple[Evidence, 
             return b"".join(_PACKED.pack(e.offset, e.timestamp, bytes.fromhex(e.fingerprint)) for e in records)
         except struct.error:  # an offset or timestamp beyond 64 bits
             pass
-    return tuple(Evidence(e.offset, e.timestamp, e.fingerprint) for e in records)  # given back as they were
+    return tuple(map(_evidence, records))  # given back as they were
 
 
 def unpack_evidence(packed: bytes | tuple[Evidence, ...]) -> tuple[Evidence, ...]:
@@ -244,22 +243,9 @@ def translate(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[list[PlanEntry], TranslateStats]:
     """Plan entries for every group-partition of ``groups``; reads the target, writes nothing."""
-    decisions, stats = decide(groups, target, options, checkpoints=checkpoints, progress=progress)
+    positions = collect_positions(groups, options)
+    decisions, stats = decide_positions(positions, target, options, checkpoints=checkpoints, progress=progress)
     return list(plan_entries(groups, decisions, options)), stats
-
-
-def decide(
-    groups: Iterable[GroupSnapshot],
-    target: TargetCluster,
-    options: PlanOptions,
-    *,
-    checkpoints: CheckpointReader | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-) -> tuple[dict[PositionKey, Decision], TranslateStats]:
-    """A decision for every distinct position of ``groups`` (iterated once); reads the target."""
-    return decide_positions(
-        collect_positions(groups, options), target, options, checkpoints=checkpoints, progress=progress
-    )
 
 
 def decide_positions(
@@ -415,7 +401,7 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
     )
 
 
-def _evidence(record: RecordEvidence) -> Evidence:
+def _evidence(record: EvidenceRecord) -> Evidence:
     return Evidence(record.offset, record.timestamp, record.fingerprint)
 
 

@@ -202,13 +202,8 @@ def run_plan(
 
 
 def _checked_for_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> Iterator[GroupSnapshot]:
-    for group in groups:
-        refuse_unsafe_csv([group], topic_map)
-        yield group
-
-
-def refuse_unsafe_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> None:
-    """Refuse ``--csv`` before anything is read or written when a name cannot be carried safely."""
+    """``groups`` as they stream by, ``--csv`` refused at the first name it cannot carry safely
+    (before anything is written: the check runs in the pass that precedes the first Kafka request)."""
     for group in groups:
         names = [("group", group.group)] + [("topic", topic_map.get(p.topic, p.topic)) for p in group.partitions]
         for kind, name in names:
@@ -219,6 +214,7 @@ def refuse_unsafe_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, s
                     "--from-file would split into other groups' lines; leave out --csv (the plan holds every "
                     "entry) or leave the group out with --groups"
                 )
+        yield group
 
 
 def validate_or_refuse(restore_id: str) -> None:
