@@ -63,7 +63,7 @@ class Invocation:
     aws_cpu_seconds: float = 0.0
     """The thread's CPU time inside AWS requests: moto's share of ``cpu_seconds``."""
     aws_calls: Counter[str] = field(default_factory=Counter)
-    """AWS requests by ``service.Operation``, and S3 bytes moved (``s3.Bytes``)."""
+    """AWS requests by ``service.Operation``, DynamoDB items and S3 bytes (``_count_aws_call``)."""
     kafka_requests: int = 0
     """Kafka requests the handler's clusters sent."""
 
@@ -77,7 +77,7 @@ class Invocation:
 
 INVOCATIONS: list[Invocation] = []
 AWS_CALLS: Counter[str] = Counter()
-"""AWS requests made by handlers, by ``service.Operation``; ``dynamodb.ItemsWritten``/``ItemsRead`` count items."""
+"""AWS requests made by handlers, every invocation's ``aws_calls`` added when it ends."""
 
 _in_handler = threading.local()
 _window = {"open": 0, "started": 0, "base": 0.0}
@@ -119,23 +119,33 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
             growth = None if peak is None else max(0.0, peak - _window["base"])
         record.seconds, record.cpu_seconds, record.peak_growth_mb, record.alone = seconds, cpu_seconds, growth, alone
         INVOCATIONS.append(record)
+        AWS_CALLS.update(record.aws_calls)
 
 
-def _count_aws_call(client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]) -> None:
+def _count_aws_call(
+    counts: Counter[str], client: Any, operation: str, params: dict[str, Any], answer: dict[str, Any]
+) -> None:
+    """One request into ``counts``: by ``service.Operation``, with DynamoDB items written and read
+    (``dynamodb.ItemsWritten``/``ItemsRead``) and S3 bytes moved (``s3.Bytes``)."""
     service = client.meta.service_model.service_name
-    AWS_CALLS[f"{service}.{operation}"] += 1
+    counts[f"{service}.{operation}"] += 1
+    if service == "s3":
+        body = params.get("Body")
+        counts["s3.Bytes"] += (len(body) if isinstance(body, bytes | str) else 0) + int(
+            answer.get("ContentLength", 0) or 0
+        )
     if service != "dynamodb":
         return
     if operation == "BatchWriteItem":
-        AWS_CALLS["dynamodb.ItemsWritten"] += sum(len(v) for v in params.get("RequestItems", {}).values())
+        counts["dynamodb.ItemsWritten"] += sum(len(v) for v in params.get("RequestItems", {}).values())
     elif operation in ("PutItem", "UpdateItem", "DeleteItem"):
-        AWS_CALLS["dynamodb.ItemsWritten"] += 1
+        counts["dynamodb.ItemsWritten"] += 1
     elif operation == "BatchGetItem":
-        AWS_CALLS["dynamodb.ItemsRead"] += sum(len(v) for v in answer.get("Responses", {}).values())
+        counts["dynamodb.ItemsRead"] += sum(len(v) for v in answer.get("Responses", {}).values())
     elif operation in ("Query", "Scan"):
-        AWS_CALLS["dynamodb.ItemsRead"] += int(answer.get("Count", 0))
+        counts["dynamodb.ItemsRead"] += int(answer.get("Count", 0))
     elif operation == "GetItem":
-        AWS_CALLS["dynamodb.ItemsRead"] += "Item" in answer
+        counts["dynamodb.ItemsRead"] += "Item" in answer
 
 
 def _counting_api_call(original: Any) -> Any:
@@ -150,13 +160,7 @@ def _counting_api_call(original: Any) -> Any:
         record: Invocation = _in_handler.record
         record.aws_seconds += time.perf_counter() - started
         record.aws_cpu_seconds += time.thread_time() - cpu_started
-        _count_aws_call(client, operation, params, answer)
-        service = client.meta.service_model.service_name
-        record.aws_calls[f"{service}.{operation}"] += 1
-        if service == "s3":
-            body = params.get("Body")
-            sent = len(body) if isinstance(body, bytes | str) else 0
-            record.aws_calls["s3.Bytes"] += sent + int(answer.get("ContentLength", 0) or 0)
+        _count_aws_call(record.aws_calls, client, operation, params, answer)
         return answer
 
     return call

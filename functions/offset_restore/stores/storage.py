@@ -7,6 +7,7 @@ given) so that tests and Lambda handlers decide how it is built.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 from pathlib import Path
@@ -47,24 +48,17 @@ class LocalStore:
         return self.root.joinpath(*key.split("/"))
 
     def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
-        path = self._path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(f".{path.name}.tmp")
-            temporary.write_bytes(data)
-            temporary.replace(path)  # a reader never sees half a file
-        except OSError as error:
-            raise StorageError(f"cannot write {path}: {error.strerror}") from None
+        self.put_file(key, io.BytesIO(data), content_type)
 
     def put_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
-        """``put`` for a document too large to hold as one bytes object: copied from a file."""
+        """``put`` from a file (a document too large to hold as one bytes object)."""
         path = self._path(key)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f".{path.name}.tmp")
             with temporary.open("wb") as out:
                 shutil.copyfileobj(data, out)
-            temporary.replace(path)
+            temporary.replace(path)  # a reader never sees half a file
         except OSError as error:
             raise StorageError(f"cannot write {path}: {error.strerror}") from None
 
