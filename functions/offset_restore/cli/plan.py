@@ -95,6 +95,12 @@ def register(commands: Commands) -> None:
         metavar="TABLE",
         help="DynamoDB table with restore-progress checkpoints (for the checkpoint strategy)",
     )
+    plan.add_argument(
+        "--mm2-checkpoints-topic",
+        metavar="TOPIC",
+        help="MirrorMaker 2's checkpoint topic on the target, for the mm2 strategy (default: the target's only "
+        "<source alias>.checkpoints.internal; none: the strategy steps aside)",
+    )
     plan.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     plan.set_defaults(run=run)
 
@@ -108,6 +114,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         topic_map=parse_topic_map(args.topic_map),
         target_cluster=args.target_cluster,
         order_check=args.order_check,
+        mm2_checkpoints_topic=args.mm2_checkpoints_topic,
         timestamp_margin_ms=args.timestamp_margin_ms,
     )
     checkpoints = None
@@ -151,6 +158,11 @@ def plan_summary(result: PlanResult) -> str:
         f"fetch rounds {result.fetch_rounds or '{}'}",
         f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),
     ]
+    if result.fresher_from_mm2:
+        lines.append(
+            f"  from MirrorMaker 2 {result.fresher_from_mm2:,} group-partitions resume from a checkpoint newer than "
+            "the snapshot (the fresher wins; each entry says so)"
+        )
     for partition, why in list(result.out_of_order.items())[:10]:
         lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")
     if len(result.out_of_order) > 10:

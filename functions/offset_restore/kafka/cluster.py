@@ -35,7 +35,7 @@ from offset_restore.kafka.model import (
     LogBounds,
     PartitionFetch,
 )
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
+from offset_restore.kafka.rounds import read_whole
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
@@ -568,21 +568,11 @@ class KafkaCluster:
 
     def read_partition(self, tp: TP) -> list[FetchedRecord]:
         """Every record of one partition, from its log start to its high watermark: for the demo and
-        tests (a restore reads what a position needs, never this). A fetch reads from one segment at
-        a time, so it takes as many rounds as the log has segments; a failed fetch is an error."""
-        records: list[FetchedRecord] = []
-
-        def take(_: TP, outcome: Served | AtEnd) -> int | None:
-            if isinstance(outcome, AtEnd):
-                return None
-            records.extend(outcome.answer.records)
-            return outcome.answer.read_to
-
-        rounds = FetchRounds(fetch_from(self), partition_bytes=1 << 20)
-        failed = read_forward(rounds, {tp: self.log_bounds([tp])[tp].start}, take)
+        tests (a restore reads what a position needs, never this); a failed fetch is an error."""
+        records, failed = read_whole(self, {tp: self.log_bounds([tp])[tp].start})
         if failed:
             raise ClusterError(f"reading {tp.topic}/{tp.partition} failed: {failed[tp].reason}")
-        return records
+        return records[tp]
 
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         """Log start and end of many partitions in three requests per leader.

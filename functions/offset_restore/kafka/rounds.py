@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import TP, PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 
 __all__ = [
     "MAX_PARTITION_BYTES",
@@ -44,6 +44,7 @@ __all__ = [
     "Unserved",
     "fetch_from",
     "read_forward",
+    "read_whole",
 ]
 
 Fetch = Callable[[Mapping[TP, int], Mapping[TP, int] | None, Mapping[TP, int]], Mapping[TP, PartitionFetch]]
@@ -220,3 +221,20 @@ def read_forward(
         if after_round is not None:
             after_round()
     return failed
+
+
+def read_whole(source: Source, start: Mapping[TP, int]) -> tuple[dict[TP, list[FetchedRecord]], dict[TP, Failed]]:
+    """Every record of each partition from ``start`` to its high watermark, in shared rounds of 1 MB
+    a partition (a fetch reads one segment at a time: a round per segment), and the partitions that
+    failed. For small topics read whole (MirrorMaker 2's checkpoints) and the demo's proof; a restore
+    reads what a position needs, never this."""
+    records: dict[TP, list[FetchedRecord]] = {tp: [] for tp in start}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        records[tp].extend(outcome.answer.records)
+        return outcome.answer.read_to
+
+    failed = read_forward(FetchRounds(fetch_from(source), partition_bytes=1 << 20), start, take)
+    return records, failed

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id"]
 
-Method = Literal["header", "fingerprint", "checkpoint", "timestamp", "earliest", "end"]
+Method = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
 
 

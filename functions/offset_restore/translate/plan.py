@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from offset_restore.errors import BadInputError
+from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import (
     POINT_READ_BYTES,
@@ -34,6 +35,7 @@ from offset_restore.packing import packed
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic
 from offset_restore.translate.model import Method, PlanEntry
 from offset_restore.translate.restore_order import ObservedPartition, disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
@@ -55,9 +57,9 @@ __all__ = [
     "translate",
 ]
 
-Strategy = Literal["header", "fingerprint", "checkpoint", "timestamp"]
+Strategy = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp"]
 OrderCheck = Literal["windows", "full"]
-STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "timestamp")
+STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "mm2", "timestamp")
 FINGERPRINT_SCAN_LIMIT = 5_000
 WHOLE_READ_BYTES = 1024 * 1024
 """Bytes per partition per fetch when a partition is read whole."""
@@ -100,6 +102,9 @@ class PlanOptions:
     does not rest on the order of records not read, at the cost of reading everything)."""
     timestamp_margin_ms: int = 1_000
     """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
+    mm2_checkpoints_topic: str | None = None
+    """MirrorMaker 2's checkpoint topic on the target, for the mm2 strategy (default: the target's only
+    ``*.checkpoints.internal``)."""
     whole_when_cheaper: bool = True
     """With ``windows``: read a partition whole, instead of searching it, when that costs fewer bytes
     than a window per position (hundreds of groups on one partition). Off only in tests of the
@@ -214,6 +219,8 @@ class _Context:
     bounds: dict[TP, LogBounds]
     checkpoints: CheckpointReader | None
     stats: TranslateStats
+    mm2: MirrorCheckpoints | str | None = None
+    """MirrorMaker 2's checkpoints (read when the mm2 strategy first needs them), or why there are none."""
     timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
 
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
@@ -254,6 +261,7 @@ def decide_positions(
     options: PlanOptions,
     *,
     checkpoints: CheckpointReader | None = None,
+    mm2: MirrorCheckpoints | str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[dict[PositionKey, Decision], TranslateStats]:
     """A decision for every position (``collect_positions``; the dict is consumed); reads the target.
@@ -274,6 +282,7 @@ def decide_positions(
         bounds=target.log_bounds({pos.target for pos in positions.values()}),
         checkpoints=checkpoints,
         stats=stats,
+        mm2=mm2,
     )
     declined: dict[PositionKey, list[str]] = defaultdict(list)
     undecided = positions
@@ -282,6 +291,7 @@ def decide_positions(
         "header": _by_header,
         "fingerprint": _by_fingerprint,
         "checkpoint": _by_checkpoint,
+        "mm2": _by_mm2,
         "timestamp": _by_timestamp,
     }
     for number, name in enumerate(options.strategies, start=1):
@@ -849,6 +859,79 @@ def _checkpoint_decision(pos: Position, reader: CheckpointReader, cluster: str) 
     )
 
 
+# -- mm2 -------------------------------------------------------------------------------------------
+
+
+def load_mirror_checkpoints(target: TargetCluster, options: PlanOptions) -> MirrorCheckpoints | str:
+    """MirrorMaker 2's checkpoints on the target, or why there are none to use."""
+    topics = target.topic_partitions()
+    try:
+        topic = choose_topic(topics, options.mm2_checkpoints_topic)
+    except ValueError as error:
+        return f"{error} with --mm2-checkpoints-topic"
+    if topic is None:
+        return "no MirrorMaker 2 checkpoint topic (*.checkpoints.internal) on the target"
+    if topic not in topics:
+        return f"the MirrorMaker 2 checkpoint topic {topic} does not exist on the target"
+    try:
+        return MirrorCheckpoints(topic, read_checkpoints(target, topic))
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
+
+
+def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """MM2's translation as a lower bound (translate/mm2.py), made exact by finding the snapshot's
+    evidence in the records from there on; where the evidence is not found, the bound stands."""
+    if ctx.mm2 is None:
+        ctx.mm2 = load_mirror_checkpoints(ctx.target, ctx.options)
+    table = ctx.mm2
+    if isinstance(table, str):
+        return dict.fromkeys(undecided, table)
+    outcome: dict[PositionKey, Decision | str] = {}
+    floors: dict[PositionKey, Floor] = {}
+    starts: dict[PositionKey, int] = {}
+    for key, pos in undecided.items():
+        floor = table.floor(pos.target, pos.committed)
+        bounds = ctx.bounds.get(pos.target)
+        if floor is None or bounds is None:
+            outcome[key] = f"no checkpoint of {pos.target} in {table.topic} at or below source offset {pos.committed}"
+        elif pos.next is None and not pos.packed_before:
+            outcome[key] = _mm2_bound(pos, floor, bounds, "the snapshot has no evidence to make it exact")
+        else:
+            floors[key] = floor
+            starts[key] = min(max(bounds.start, floor.downstream - len(pos.before)), max(bounds.start, bounds.end - 1))
+    for key, window in _scan_windows(starts, undecided, ctx, "mm2").items():
+        pos = undecided[key]
+        found = _match(pos, window, ctx.options.offset_header)
+        if isinstance(found, Decision) and found.exact and found.target_offset is not None:
+            outcome[key] = replace(found, method="mm2", reason=_refined(floors[key], found.target_offset))
+        else:
+            why = found if isinstance(found, str) else found.reason or "the evidence was not found exactly once"
+            outcome[key] = _mm2_bound(pos, floors[key], ctx.bounds[pos.target], why)
+    return outcome
+
+
+def _refined(floor: Floor, offset: int) -> str:
+    return (
+        f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream}) made exact by the "
+        f"snapshot's evidence, found at {offset}"
+    )
+
+
+def _mm2_bound(pos: Position, floor: Floor, bounds: LogBounds, why: str) -> Decision:
+    """MM2's translation as it is: at or before the record, by how much not provable."""
+    offset = min(max(floor.downstream, bounds.start), bounds.end)
+    return Decision(
+        "mapped",
+        offset,
+        "mm2",
+        False,
+        None,
+        f"MirrorMaker 2's translation of source offset {floor.upstream} (a lower bound: MM2 resumes up to about "
+        f"offset.lag.max records early) for {pos.committed}; {why}",
+    )
+
+
 # -- timestamp ------------------------------------------------------------------------------------
 
 MAX_TIMESTAMP_PASSES = 3
@@ -1017,14 +1100,14 @@ def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> di
             outcome[key] = "no target record is as recent as the evidence"
         else:
             scans[key] = result.found.offset
-    windows = _scan_windows(scans, undecided, ctx)
+    windows = _scan_windows(scans, undecided, ctx, "fingerprint")
     for key, window in windows.items():
         outcome[key] = _match(undecided[key], window, ctx.options.offset_header)
     return outcome
 
 
 def _scan_windows(
-    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context
+    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context, strategy: str
 ) -> dict[PositionKey, list[FetchedRecord] | str]:
     """Records from each start until past the newest evidence timestamp (bounded). Positions on one
     partition take turns: a round reads one window per partition."""
@@ -1049,7 +1132,7 @@ def _scan_windows(
                     windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records share the evidence's time range"
                 elif cursor[key] < 0 or cursor[key] >= max(outcome.end, 0):
                     windows[key] = collected[key]
-    ctx.record("fingerprint", rounds.rounds, rounds.fetches, rounds.records, {})
+    ctx.record(strategy, rounds.rounds, rounds.fetches, rounds.records, {})
     return windows
 
 

@@ -20,6 +20,7 @@ from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository, S
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument
+from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, with_fresher_notes
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.plan import (
@@ -28,6 +29,7 @@ from offset_restore.translate.plan import (
     Strategy,
     collect_positions,
     decide_positions,
+    load_mirror_checkpoints,
     plan_entries,
     translate,
 )
@@ -122,6 +124,8 @@ class PlanResult(BaseModel):
     """Target partitions found out of order (read whole), with why, as in the plan."""
     problems: list[PlanEntry]
     """The first pending or unmapped entries (the plan holds them all: ``summary`` counts them)."""
+    fresher_from_mm2: int = 0
+    """Group-partitions resumed from a MirrorMaker 2 checkpoint newer than the snapshot (translate/mm2.py)."""
 
 
 def run_plan(
@@ -152,12 +156,19 @@ def run_plan(
         raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
     plan_store.check_writable()
     repository, key, manifest = find_snapshot(choice)
-    selected = StoredGroups(repository, key, manifest, group_filter)
+    selected: Iterable[GroupSnapshot] = StoredGroups(repository, key, manifest, group_filter)
     checked = _checked_for_csv(selected, options.topic_map) if csv_path else selected
     positions = collect_positions(checked, options)  # every items file read and checked: no Kafka yet
     started = time.perf_counter()
+    fresher: dict[tuple[str, str, int], Fresher] = {}
     with connect(connection) as target:
-        decisions, stats = decide_positions(positions, target, options, checkpoints=checkpoints, progress=progress)
+        mm2 = load_mirror_checkpoints(target, options) if "mm2" in options.strategies else None
+        if isinstance(mm2, MirrorCheckpoints):
+            selected = _Fresher(selected, mm2, manifest.completed_at, options.topic_map, fresher)
+            positions = collect_positions(selected, options)
+        decisions, stats = decide_positions(
+            positions, target, options, checkpoints=checkpoints, mm2=mm2, progress=progress
+        )
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
@@ -175,7 +186,7 @@ def run_plan(
         out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
     )
     with PlanDocument(csv=bool(csv_path)) as document:
-        for entry in plan_entries(selected, decisions, options):
+        for entry in with_fresher_notes(plan_entries(selected, decisions, options), fresher):
             document.add(entry)
         plan, content = document.finish(header)
         with content:
@@ -198,7 +209,26 @@ def run_plan(
         median_rounds_per_partition=medians,
         out_of_order=plan.out_of_order,
         problems=document.problems,
+        fresher_from_mm2=len(fresher),
     )
+
+
+class _Fresher:
+    """The snapshot's groups as ``fresher_groups`` gives them, each time they are iterated (the plan
+    reads them twice: positions, then entries)."""
+
+    def __init__(
+        self,
+        groups: Iterable[GroupSnapshot],
+        table: MirrorCheckpoints,
+        completed: datetime,
+        topic_map: Mapping[str, str],
+        found: dict[tuple[str, str, int], Fresher],
+    ) -> None:
+        self.groups, self.table, self.completed, self.topic_map, self.found = groups, table, completed, topic_map, found
+
+    def __iter__(self) -> Iterator[GroupSnapshot]:
+        return fresher_groups(self.groups, self.table, self.completed, self.topic_map, self.found)
 
 
 def _checked_for_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> Iterator[GroupSnapshot]:

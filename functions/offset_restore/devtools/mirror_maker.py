@@ -1,0 +1,154 @@
+"""Run the real MirrorMaker 2 (Apache Kafka 4.1's ``connect-mirror``, dedicated mode) between two
+harness brokers: for the comparison (``make compare``) and the tests of the ``mm2`` strategy.
+
+One flow, ``source -> target``, with group offset sync on, as an MSK user running MM2 for DR would
+configure it: every topic and group, the identity replication policy (topics keep their names on the
+target, so a group's offsets carry over without a topic map), checkpoints and group syncs every
+second (60 s by default: a test would wait minutes), topic and group refresh every 2 s (600 s by
+default: a group created after MM2 starts would not be seen). ``offset.lag.max`` is the setting the
+comparison varies: 100 (MM2's default) or 0 (a sync for every record).
+
+MM2 logs "Kafka MirrorMaker started" before its connectors are configured, so readiness is not a log
+line: callers wait for what they need on the target (``wait_for``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from offset_restore.devtools.apache_broker import JVM, ApacheBroker, end_process, kafka_classpath
+from offset_restore.errors import OffsetRestoreError
+
+__all__ = ["MirrorMaker"]
+
+MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
+HEAP = ("-Xms64m", "-Xmx512m")
+LOG4J = """name=mm2
+appender.file.type=Console
+appender.file.name=OUT
+appender.file.target=SYSTEM_OUT
+appender.file.layout.type=PatternLayout
+appender.file.layout.pattern=[%d] %p %m (%c)%n
+rootLogger.level=WARN
+rootLogger.appenderRef.out.ref=OUT
+logger.mirror.name=org.apache.kafka.connect.mirror
+logger.mirror.level=INFO
+"""
+"""MirrorMaker's own INFO lines (what it synced, what it skipped) and everyone's warnings, to its log."""
+PROPERTIES = """clusters = {source}, {target}
+{source}.bootstrap.servers = {source_servers}
+{target}.bootstrap.servers = {target_servers}
+{source}->{target}.enabled = true
+{source}->{target}.topics = .*
+{source}->{target}.groups = .*
+{target}->{source}.enabled = false
+emit.heartbeats.enabled = false
+replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy
+emit.checkpoints.enabled = true
+emit.checkpoints.interval.seconds = 1
+sync.group.offsets.enabled = true
+sync.group.offsets.interval.seconds = 1
+refresh.topics.interval.seconds = 2
+refresh.groups.interval.seconds = 2
+offset.lag.max = {lag_max}
+sync.topic.acls.enabled = false
+sync.topic.configs.enabled = false
+replication.factor = 1
+checkpoints.topic.replication.factor = 1
+heartbeats.topic.replication.factor = 1
+offset-syncs.topic.replication.factor = 1
+offset.storage.replication.factor = 1
+status.storage.replication.factor = 1
+config.storage.replication.factor = 1
+offset.storage.partitions = 1
+status.storage.partitions = 1
+{target}.offset.flush.interval.ms = 1000
+"""
+
+
+@dataclass
+class MirrorMaker:
+    """One dedicated MirrorMaker 2 process replicating ``source`` to ``target``."""
+
+    source: ApacheBroker
+    target: ApacheBroker
+    lag_max: int = 100
+    source_alias: str = "source"
+    target_alias: str = "target"
+    config: Mapping[str, str] = field(default_factory=dict)
+    """Extra or overriding ``mm2.properties`` lines."""
+    folder: Path | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def checkpoints_topic(self) -> str:
+        """Where MM2 writes its checkpoints, on the target (``<source alias>.checkpoints.internal``)."""
+        return f"{self.source_alias}.checkpoints.internal"
+
+    @property
+    def log_file(self) -> Path:
+        assert self.folder is not None
+        return self.folder / "mm2.log"
+
+    def log(self) -> str:
+        return self.log_file.read_text(errors="replace") if self.folder else ""
+
+    def start(self) -> MirrorMaker:
+        classpath = kafka_classpath()
+        self.folder = Path(tempfile.mkdtemp(prefix="mm2-"))
+        (self.folder / "log4j2.properties").write_text(LOG4J)
+        text = PROPERTIES.format(
+            source=self.source_alias,
+            target=self.target_alias,
+            source_servers=self.source.bootstrap_servers,
+            target_servers=self.target.bootstrap_servers,
+            lag_max=self.lag_max,
+        )
+        properties = self.folder / "mm2.properties"
+        properties.write_text(text + "".join(f"{key} = {value}\n" for key, value in self.config.items()))
+        command = [
+            "java", *HEAP, *JVM, f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
+            "-cp", classpath, MAIN_CLASS, str(properties),
+        ]  # fmt: skip
+        with self.log_file.open("wb") as log:
+            self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
+        atexit.register(self.stop)
+        return self
+
+    def wait_for(self, what: str, ready: Callable[[], bool], timeout_s: float = 120.0) -> None:
+        """Poll ``ready`` until it holds; a MirrorMaker that exits, or a timeout, is reported with its log."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                raise OffsetRestoreError(f"MirrorMaker 2 exited while waiting for {what}:\n{self.log()[-4000:]}")
+            if ready():
+                return
+            time.sleep(0.5)
+        raise OffsetRestoreError(f"MirrorMaker 2 did not reach {what} in {timeout_s} s:\n{self.log()[-4000:]}")
+
+    def stop(self) -> None:
+        """MM2 stops its connectors and commits on SIGTERM (the failover, as a clean stop)."""
+        process, self.process = self.process, None
+        end_process(process)
+
+    def remove(self) -> None:
+        self.stop()
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+            self.folder = None
+
+    def __enter__(self) -> MirrorMaker:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.remove()

@@ -1,0 +1,144 @@
+"""MirrorMaker 2's checkpoints as a source of positions (the ``mm2`` strategy, docs/translation.md).
+
+Two uses, both keeping the rule that a group never resumes past a record on the target:
+- **A lower bound per position.** Every checkpoint of a partition, whichever group it belongs to,
+  says "source offset u is at or after target offset d". For a position ``c`` the greatest ``d`` among
+  checkpoints with ``u <= c`` is therefore a lower bound of where ``c``'s record is; the strategy
+  (translate/plan.py) then reads forward from there for the snapshot's evidence to make it exact.
+- **The fresher observation wins.** A checkpoint MM2 emitted after the snapshot completed saw the
+  group later than the snapshot did: the group-partition resumes from the checkpoint's source offset
+  instead (fewer duplicates when the group moved on; earlier, so still safe, when it was reset back),
+  and the plan entry says so. Such a position has no snapshot evidence: it is exact only through
+  headers, otherwise MM2's bound stands.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from offset_restore.kafka.mirror_checkpoints import CHECKPOINTS_SUFFIX, MirrorCheckpoint
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot
+from offset_restore.translate.model import PlanEntry
+
+__all__ = ["Floor", "Fresher", "MirrorCheckpoints", "choose_topic", "fresher_groups", "with_fresher_notes"]
+
+
+@dataclass(frozen=True, slots=True)
+class Floor:
+    upstream: int
+    """The greatest checkpointed source offset at or below the position."""
+    downstream: int
+    """The greatest translation among checkpoints at or below the position: the lower bound."""
+
+
+class MirrorCheckpoints:
+    """The checkpoints of one MM2 flow, by target partition and by group-partition."""
+
+    def __init__(self, topic: str, checkpoints: Iterable[MirrorCheckpoint]) -> None:
+        self.topic = topic
+        self.by_group: dict[tuple[str, TP], MirrorCheckpoint] = {}
+        pairs: dict[TP, dict[int, int]] = defaultdict(dict)
+        for c in checkpoints:
+            self.by_group[(c.group, c.tp)] = c
+            known = pairs[c.tp].get(c.upstream, -1)
+            pairs[c.tp][c.upstream] = max(known, c.downstream)
+        self._upstreams: dict[TP, list[int]] = {}
+        self._bounds: dict[TP, list[int]] = {}
+        for tp, by_upstream in pairs.items():
+            ups = sorted(by_upstream)
+            running, bounds = -1, []
+            for u in ups:  # a lower bound of u is one of every later position too
+                running = max(running, by_upstream[u])
+                bounds.append(running)
+            self._upstreams[tp], self._bounds[tp] = ups, bounds
+
+    def __len__(self) -> int:
+        return len(self.by_group)
+
+    def floor(self, tp: TP, committed: int) -> Floor | None:
+        ups = self._upstreams.get(tp)
+        if not ups:
+            return None
+        at = bisect.bisect_right(ups, committed) - 1
+        return Floor(ups[at], self._bounds[tp][at]) if at >= 0 else None
+
+
+def choose_topic(topics: Iterable[str], asked: str | None) -> str | None:
+    """The checkpoint topic to read: the one asked for, or the target's only ``*.checkpoints.internal``;
+    None when there is none. Several, none asked: ``ValueError`` naming them."""
+    if asked:
+        return asked
+    found = sorted(t for t in topics if t.endswith(CHECKPOINTS_SUFFIX))
+    if len(found) > 1:
+        raise ValueError(f"the target has several MirrorMaker 2 checkpoint topics ({', '.join(found)}): name one")
+    return found[0] if found else None
+
+
+@dataclass(frozen=True, slots=True)
+class Fresher:
+    snapshot_offset: int
+    checkpoint: MirrorCheckpoint
+
+
+def fresher_groups(
+    groups: Iterable[GroupSnapshot],
+    table: MirrorCheckpoints,
+    snapshot_completed: datetime,
+    topic_map: Mapping[str, str],
+    found: dict[tuple[str, str, int], Fresher] | None = None,
+) -> Iterator[GroupSnapshot]:
+    """``groups`` with each group-partition whose MM2 checkpoint was emitted after the snapshot
+    completed (and names another offset) moved to the checkpoint's source offset, without evidence
+    (the snapshot's was of the older offset). What moved is recorded in ``found``."""
+    completed_ms = int(snapshot_completed.timestamp() * 1000)
+    for group in groups:
+        partitions = [_fresher(group.group, p, table, completed_ms, topic_map, found) for p in group.partitions]
+        yield (
+            group
+            if all(a is b for a, b in zip(partitions, group.partitions, strict=True))
+            else group.model_copy(update={"partitions": partitions})
+        )
+
+
+def _fresher(
+    group: str,
+    p: PartitionSnapshot,
+    table: MirrorCheckpoints,
+    completed_ms: int,
+    topic_map: Mapping[str, str],
+    found: dict[tuple[str, str, int], Fresher] | None,
+) -> PartitionSnapshot:
+    checkpoint = table.by_group.get((group, TP(topic_map.get(p.topic, p.topic), p.partition)))
+    if checkpoint is None or checkpoint.emitted_ms <= completed_ms or checkpoint.upstream == p.committed_offset:
+        return p
+    if found is not None:
+        found[(group, p.topic, p.partition)] = Fresher(p.committed_offset, checkpoint)
+    return PartitionSnapshot(
+        topic=p.topic,
+        partition=p.partition,
+        committed_offset=checkpoint.upstream,
+        metadata=checkpoint.metadata or None,
+        log_start=p.log_start,
+        evidence_complete=False,
+    )
+
+
+def with_fresher_notes(
+    entries: Iterable[PlanEntry], found: Mapping[tuple[str, str, int], Fresher]
+) -> Iterator[PlanEntry]:
+    """Entries whose position came from a fresher checkpoint, saying so in their reason."""
+    for entry in entries:
+        fresher = found.get((entry.group, entry.topic, entry.partition))
+        if fresher is not None:
+            note = (
+                f"MirrorMaker 2's checkpoint (source offset {fresher.checkpoint.upstream}, emitted "
+                f"{datetime.fromtimestamp(fresher.checkpoint.emitted_ms / 1000, UTC):%Y-%m-%dT%H:%M:%SZ}) is "
+                f"fresher than the snapshot (source offset {fresher.snapshot_offset}): it wins"
+            )
+            entry.reason = f"{note}; {entry.reason}" if entry.reason else note
+        yield entry

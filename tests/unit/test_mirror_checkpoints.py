@@ -1,0 +1,109 @@
+"""MirrorMaker 2's checkpoints (kafka/mirror_checkpoints.py, translate/mm2.py): decoding the bytes MM2
+4.1.1 wrote in a real run, and the pure rules built on them."""
+
+from __future__ import annotations
+
+import struct
+from datetime import UTC, datetime
+
+import pytest
+from offset_restore.kafka.mirror_checkpoints import MirrorCheckpoint, decode_checkpoint, latest_checkpoints
+from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, fresher_groups
+
+# As MirrorMaker 2 (connect-mirror 4.1.1, IdentityReplicationPolicy) wrote them to
+# source.checkpoints.internal: group g1, orders/0, upstream 250 -> downstream 203, no metadata.
+REAL_KEY = b"\x00\x02g1\x00\x06orders\x00\x00\x00\x00"
+REAL_VALUE = b"\x00\x00" + (250).to_bytes(8, "big") + (203).to_bytes(8, "big") + b"\x00\x00"
+
+
+def record(key: bytes | None, value: bytes | None, offset: int = 0, timestamp: int = 1_000) -> FetchedRecord:
+    return FetchedRecord(offset, timestamp, key, value, ())
+
+
+def encoded(group: str, topic: str, partition: int, upstream: int, downstream: int, metadata: str = "") -> tuple:
+    def string(text: str) -> bytes:
+        return struct.pack(">h", len(text.encode())) + text.encode()
+
+    key = string(group) + string(topic) + struct.pack(">i", partition)
+    return key, struct.pack(">hqq", 0, upstream, downstream) + string(metadata)
+
+
+def test_a_real_checkpoint_decodes() -> None:
+    c = decode_checkpoint(record(REAL_KEY, REAL_VALUE, timestamp=1796091318953))
+    assert c == MirrorCheckpoint("g1", TP("orders", 0), 250, 203, "", 1796091318953)
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "why"),
+    [
+        (None, REAL_VALUE, "no key"),
+        (REAL_KEY[:-2], REAL_VALUE, "unpack"),
+        (REAL_KEY, b"\x00\x01" + REAL_VALUE[2:], "version 1"),
+        (b"\x00\x40g1", REAL_VALUE, "past the end"),
+    ],
+)
+def test_what_is_not_a_checkpoint_is_named_with_its_offset(key: bytes | None, value: bytes, why: str) -> None:
+    with pytest.raises(ValueError, match=f"t.checkpoints.internal offset 7 is not a MirrorMaker 2 checkpoint: .*{why}"):
+        list(latest_checkpoints([record(key, value, offset=7)], "t.checkpoints.internal"))
+
+
+def test_the_last_checkpoint_of_a_group_partition_counts_and_untranslatable_ones_are_left_out() -> None:
+    records = [
+        record(*encoded("g", "t", 0, 10, 5), offset=0),
+        record(*encoded("g", "t", 0, 50, 40), offset=1),
+        record(*encoded("h", "t", 0, 3, -1), offset=2),
+    ]
+    assert [(c.group, c.upstream, c.downstream) for c in latest_checkpoints(records, "x")] == [("g", 50, 40)]
+
+
+def checkpoint(group: str, upstream: int, downstream: int, emitted_ms: int = 0) -> MirrorCheckpoint:
+    return MirrorCheckpoint(group, TP("t", 0), upstream, downstream, "", emitted_ms)
+
+
+def test_the_floor_is_the_greatest_translation_at_or_below_the_position() -> None:
+    # Two groups' checkpoints: any translation of an offset at or below c is at or before c's record.
+    table = MirrorCheckpoints("x", [checkpoint("a", 100, 90), checkpoint("b", 120, 95), checkpoint("c", 130, 93)])
+    assert table.floor(TP("t", 0), 99) is None
+    assert table.floor(TP("t", 0), 100) == Floor(100, 90)
+    assert table.floor(TP("t", 0), 125) == Floor(120, 95)
+    assert table.floor(TP("t", 0), 500) == Floor(130, 95)  # 93 is lower than a bound already known
+    assert table.floor(TP("t", 1), 500) is None
+
+
+def test_the_checkpoint_topic_is_the_only_one_or_the_one_named() -> None:
+    assert choose_topic(["orders", "a.checkpoints.internal"], None) == "a.checkpoints.internal"
+    assert choose_topic(["orders"], None) is None
+    assert choose_topic(["a.checkpoints.internal", "b.checkpoints.internal"], "b.checkpoints.internal") == (
+        "b.checkpoints.internal"
+    )
+    with pytest.raises(ValueError, match="several MirrorMaker 2 checkpoint topics"):
+        choose_topic(["a.checkpoints.internal", "b.checkpoints.internal"], None)
+
+
+def test_a_checkpoint_emitted_after_the_snapshot_wins_and_is_recorded() -> None:
+    completed = datetime(2026, 12, 1, tzinfo=UTC)
+    at = int(completed.timestamp() * 1000)
+    evidence = RecordEvidence(offset=40, timestamp=1, fingerprint="0" * 32)
+    group = GroupSnapshot(
+        group="g",
+        state="Empty",
+        partitions=[
+            PartitionSnapshot(topic="t", partition=p, committed_offset=40, next=evidence, log_start=0) for p in range(3)
+        ],
+    )
+    table = MirrorCheckpoints(
+        "x",
+        [
+            MirrorCheckpoint("g", TP("t", 0), 60, 50, "m", at + 1),  # later: wins
+            MirrorCheckpoint("g", TP("t", 1), 70, 60, "", at),  # not after the snapshot: the snapshot stands
+            MirrorCheckpoint("g", TP("t", 2), 40, 30, "", at + 5),  # the same offset: nothing to change
+        ],
+    )
+    found: dict = {}
+    (moved,) = fresher_groups([group], table, completed, {}, found)
+    assert [p.committed_offset for p in moved.partitions] == [60, 40, 40]
+    assert moved.partitions[0].next is None and moved.partitions[0].metadata == "m"
+    assert moved.partitions[1] is group.partitions[1]
+    assert list(found) == [("g", "t", 0)] and found[("g", "t", 0)].snapshot_offset == 40
