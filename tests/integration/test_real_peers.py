@@ -4,11 +4,14 @@ runs it) reading the CSV ``offset-restore plan --csv`` writes."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
+from offset_restore.devtools.mirror_maker import MirrorMaker
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP
 from offset_restore.translate.model import Plan
 
@@ -66,3 +69,99 @@ def test_kafka_consumer_groups_from_file_puts_every_group_where_the_plan_does(
     committed = target.committed_offsets(groups)
     landed = {(group, tp): c.offset for group, found in committed.items() for tp, c in found.items()}
     assert landed == planned, done.stdout
+
+
+# -- MirrorMaker 2 ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def replica() -> Iterator[ApacheBroker]:
+    """A cluster of its own for MirrorMaker 2 to replicate into (its checkpoint topic would otherwise
+    be seen by every other test's plan on the shared target)."""
+    with ApacheBroker(unique("replica")) as broker:
+        yield broker
+
+
+def next_record_on(cluster: KafkaCluster, topic: str, partition: int, source_offset: int) -> int:
+    """The truth: the target offset of the copy of the source record at ``source_offset`` (``produce``
+    writes ``value <topic>/<p>/<offset>``), or the log end when the group had read everything."""
+    records = cluster.read_partition(TP(topic, partition))
+    wanted = f"value {topic}/{partition}/{source_offset}".encode()
+    return next((r.offset for r in records if r.value == wanted), records[-1].offset + 1)
+
+
+def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkpoint_wins(
+    brokers: Brokers, source: KafkaCluster, replica: ApacheBroker, tmp_path: Path
+) -> None:
+    """The real MirrorMaker 2 (offset.lag.max 100) replicates a topic that lost its first 50 records
+    on one partition before the copy, and syncs three groups. MM2 alone resumes them early; the
+    ``mm2`` strategy alone (its checkpoints refined by the snapshot's evidence) puts the groups the
+    snapshot saw exactly on their next record; a group that moved after the snapshot resumes from
+    MM2's newer checkpoint, which says so, never past its record. Apply then writes the plan over
+    MM2's offsets."""
+    assert isinstance(brokers.source, ApacheBroker)
+    topic, prefix = unique("mm2"), unique("mm2-g")
+    source.create_topics({topic: 2})
+    for p in range(2):
+        produce(source, topic, p, 600)
+    source.delete_records({TP(topic, 0): 50})
+    mid, end, moved = f"{prefix}-mid", f"{prefix}-end", f"{prefix}-moved"
+    placed = {mid: {0: 250, 1: 333}, end: {0: 600, 1: 600}, moved: {0: 120, 1: 10}}
+    for group, offsets in placed.items():
+        commit(source, group, {TP(topic, p): o for p, o in offsets.items()})
+    snaps, plan = tmp_path / "snaps", tmp_path / "plan.json"
+    status, out, err = run_cli(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", f"{prefix}.*",
+        "--output", str(snaps),
+    )  # fmt: skip
+    assert status == 0, out + err
+    placed[moved] = {0: 480, 1: 590}  # after the snapshot: only MM2 sees it
+    commit(source, moved, {TP(topic, p): o for p, o in placed[moved].items()})
+
+    alias = unique("src").replace("-", "")
+    flow = {f"{alias}->target.topics": topic, f"{alias}->target.groups": f"{prefix}.*"}
+    with (
+        MirrorMaker(brokers.source, replica, lag_max=100, source_alias=alias, config=flow) as mm2,
+        KafkaCluster(replica.settings()) as mirror,
+    ):
+
+        def checkpointed() -> bool:
+            if mm2.checkpoints_topic not in mirror.topic_partitions():
+                return False
+            seen = {(c.group, c.tp.partition): c.upstream for c in read_checkpoints(mirror, mm2.checkpoints_topic)}
+            return seen == {(g, p): o for g, offsets in placed.items() for p, o in offsets.items()}
+
+        mm2.wait_for("a checkpoint of every group at its source offset", checkpointed)
+        mm2.stop()  # the failover: the source is gone, the replica holds what MM2 wrote
+        truth = {
+            (g, p): next_record_on(mirror, topic, p, o) for g, offsets in placed.items() for p, o in offsets.items()
+        }
+        synced = {(g, tp.partition): c.offset for g, found in mirror.committed_offsets(list(placed)).items()
+                  for tp, c in found.items()}  # fmt: skip
+        assert all(synced[key] <= truth[key] for key in truth), (synced, truth)
+        assert synced[(mid, 0)] < truth[(mid, 0)], "MM2 at offset.lag.max 100 was expected to resume early"
+
+        status, out, err = run_cli(
+            "plan", "--snapshot", str(snaps), "--bootstrap-servers", replica.bootstrap_servers, "--output", str(plan),
+            "--strategies", "mm2",
+        )  # fmt: skip
+        assert status == 0, out + err
+        assert "1 group-partitions" not in out and "from MirrorMaker 2 2 group-partitions" in out, out
+        entries = {(e.group, e.partition): e for e in Plan.model_validate_json(plan.read_text()).entries}
+        for group in (mid, end):
+            for p in range(2):
+                e = entries[(group, p)]
+                assert (e.method, e.exact, e.target_offset) == ("mm2", True, truth[(group, p)]), e
+        for p in range(2):
+            e = entries[(moved, p)]
+            assert e.source_offset == placed[moved][p] and "fresher than the snapshot" in (e.reason or ""), e
+            assert next_record_on(mirror, topic, p, (120, 10)[p]) < (e.target_offset or 0) <= truth[(moved, p)], e
+
+        status, out, err = run_cli("apply", "--plan", str(plan), "--bootstrap-servers", replica.bootstrap_servers)
+        assert status == 0, out + err
+        landed = {(g, tp.partition): c.offset for g, found in mirror.committed_offsets(list(placed)).items()
+                  for tp, c in found.items()}  # fmt: skip
+        assert landed == {key: e.target_offset for key, e in entries.items()}
+        applied = Plan.model_validate_json(plan.read_text()).entries
+        previous = {(e.group, e.partition): e.previous_target_offset for e in applied}
+        assert previous == synced, "apply records MM2's offsets as the previous ones (rollback puts them back)"

@@ -22,7 +22,9 @@ def record(key: bytes | None, value: bytes | None, offset: int = 0, timestamp: i
     return FetchedRecord(offset, timestamp, key, value, ())
 
 
-def encoded(group: str, topic: str, partition: int, upstream: int, downstream: int, metadata: str = "") -> tuple:
+def encoded(
+    group: str, topic: str, partition: int, upstream: int, downstream: int, metadata: str = ""
+) -> tuple[bytes, bytes]:
     def string(text: str) -> bytes:
         return struct.pack(">h", len(text.encode())) + text.encode()
 

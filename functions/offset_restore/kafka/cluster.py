@@ -303,6 +303,12 @@ class KafkaCluster:
         if new:
             self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms, retry=False)
 
+    def delete_records(self, before: Mapping[TP, int]) -> None:
+        """Move each partition's log start to the offset given (a retention loss, for tests and the
+        comparison; a restore never deletes records)."""
+        asked = {KafkaTopicPartition(tp.topic, tp.partition): offset for tp, offset in before.items()}
+        self._call("deleting records", self._admin.delete_records, asked, timeout_ms=self._request_ms, retry=False)
+
     # -- groups -----------------------------------------------------------------------------------
 
     def list_group_ids(self) -> list[str]:

@@ -904,7 +904,10 @@ def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Posit
         pos = undecided[key]
         found = _match(pos, window, ctx.options.offset_header)
         if isinstance(found, Decision) and found.exact and found.target_offset is not None:
-            outcome[key] = replace(found, method="mm2", reason=_refined(floors[key], found.target_offset))
+            refined = _refined(floors[key], found.target_offset)
+            outcome[key] = replace(
+                found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined
+            )
         else:
             why = found if isinstance(found, str) else found.reason or "the evidence was not found exactly once"
             outcome[key] = _mm2_bound(pos, floors[key], ctx.bounds[pos.target], why)
