@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
-from offset_restore.devtools.mirror_maker import MirrorMaker
+from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP
@@ -119,9 +119,9 @@ def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkp
     commit(source, moved, {TP(topic, p): o for p, o in placed[moved].items()})
 
     alias = unique("src").replace("-", "")
-    flow = {f"{alias}->target.topics": topic, f"{alias}->target.groups": f"{prefix}.*"}
+    only = {f"{alias}->target.topics": topic, f"{alias}->target.groups": f"{prefix}.*"}
     with (
-        MirrorMaker(brokers.source, replica, lag_max=100, source_alias=alias, config=flow) as mm2,
+        MirrorMaker(brokers.source, [Flow(replica, lag_max=100)], alias, only) as mm2,
         KafkaCluster(replica.settings()) as mirror,
     ):
 

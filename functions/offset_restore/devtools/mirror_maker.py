@@ -1,12 +1,13 @@
-"""Run the real MirrorMaker 2 (Apache Kafka 4.1's ``connect-mirror``, dedicated mode) between two
-harness brokers: for the comparison (``make compare``) and the tests of the ``mm2`` strategy.
+"""Run the real MirrorMaker 2 (Apache Kafka 4.1's ``connect-mirror``, dedicated mode) from one harness
+broker to one or more others: for the comparison (``make compare``) and the tests of the ``mm2`` strategy.
 
-One flow, ``source -> target``, with group offset sync on, as an MSK user running MM2 for DR would
+Each flow, ``source -> replica``, has group offset sync on, as an MSK user running MM2 for DR would
 configure it: every topic and group, the identity replication policy (topics keep their names on the
 target, so a group's offsets carry over without a topic map), checkpoints and group syncs every
 second (60 s by default: a test would wait minutes), topic and group refresh every 2 s (600 s by
 default: a group created after MM2 starts would not be seen). ``offset.lag.max`` is the setting the
-comparison varies: 100 (MM2's default) or 0 (a sync for every record).
+comparison varies per flow: 100 (MM2's default) or 0 (a sync for every record). Several flows run in
+one process (one JVM on a 2-core machine), all seeing the same source at the same moments.
 
 MM2 logs "Kafka MirrorMaker started" before its connectors are configured, so readiness is not a log
 line: callers wait for what they need on the target (``wait_for``).
@@ -19,7 +20,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -27,7 +28,7 @@ from types import TracebackType
 from offset_restore.devtools.apache_broker import JVM, ApacheBroker, end_process, kafka_classpath
 from offset_restore.errors import OffsetRestoreError
 
-__all__ = ["MirrorMaker"]
+__all__ = ["Flow", "MirrorMaker", "properties"]
 
 MAIN_CLASS = "org.apache.kafka.connect.mirror.MirrorMaker"
 HEAP = ("-Xms64m", "-Xmx512m")
@@ -43,14 +44,7 @@ logger.mirror.name=org.apache.kafka.connect.mirror
 logger.mirror.level=INFO
 """
 """MirrorMaker's own INFO lines (what it synced, what it skipped) and everyone's warnings, to its log."""
-PROPERTIES = """clusters = {source}, {target}
-{source}.bootstrap.servers = {source_servers}
-{target}.bootstrap.servers = {target_servers}
-{source}->{target}.enabled = true
-{source}->{target}.topics = .*
-{source}->{target}.groups = .*
-{target}->{source}.enabled = false
-emit.heartbeats.enabled = false
+COMMON = """emit.heartbeats.enabled = false
 replication.policy.class = org.apache.kafka.connect.mirror.IdentityReplicationPolicy
 emit.checkpoints.enabled = true
 emit.checkpoints.interval.seconds = 1
@@ -58,7 +52,6 @@ sync.group.offsets.enabled = true
 sync.group.offsets.interval.seconds = 1
 refresh.topics.interval.seconds = 2
 refresh.groups.interval.seconds = 2
-offset.lag.max = {lag_max}
 sync.topic.acls.enabled = false
 sync.topic.configs.enabled = false
 replication.factor = 1
@@ -70,27 +63,52 @@ status.storage.replication.factor = 1
 config.storage.replication.factor = 1
 offset.storage.partitions = 1
 status.storage.partitions = 1
-{target}.offset.flush.interval.ms = 1000
 """
+
+
+@dataclass(frozen=True)
+class Flow:
+    """One replica MM2 writes: its cluster, alias and ``offset.lag.max``."""
+
+    target: ApacheBroker
+    lag_max: int = 100
+    alias: str = "target"
+
+
+def properties(source: ApacheBroker, source_alias: str, flows: Sequence[Flow]) -> str:
+    """``mm2.properties`` for ``source -> each flow's target``: per-flow settings (``A->B.offset.lag.max``)
+    override the global ones, and each target's worker flushes its offsets every second (the syncs
+    still in flight go out at that flush; 60 s by default)."""
+    lines = [f"clusters = {', '.join([source_alias, *(f.alias for f in flows)])}"]
+    lines.append(f"{source_alias}.bootstrap.servers = {source.bootstrap_servers}")
+    for f in flows:
+        lines += [
+            f"{f.alias}.bootstrap.servers = {f.target.bootstrap_servers}",
+            f"{source_alias}->{f.alias}.enabled = true",
+            f"{source_alias}->{f.alias}.topics = .*",
+            f"{source_alias}->{f.alias}.groups = .*",
+            f"{source_alias}->{f.alias}.offset.lag.max = {f.lag_max}",
+            f"{f.alias}->{source_alias}.enabled = false",
+            f"{f.alias}.offset.flush.interval.ms = 1000",
+        ]
+    return "\n".join(lines) + "\n" + COMMON
 
 
 @dataclass
 class MirrorMaker:
-    """One dedicated MirrorMaker 2 process replicating ``source`` to ``target``."""
+    """One dedicated MirrorMaker 2 process replicating ``source`` to one replica or several."""
 
     source: ApacheBroker
-    target: ApacheBroker
-    lag_max: int = 100
+    flows: Sequence[Flow]
     source_alias: str = "source"
-    target_alias: str = "target"
     config: Mapping[str, str] = field(default_factory=dict)
-    """Extra or overriding ``mm2.properties`` lines."""
+    """Extra or overriding ``mm2.properties`` lines (e.g. ``source->target.topics``)."""
     folder: Path | None = None
     process: subprocess.Popen[bytes] | None = None
 
     @property
     def checkpoints_topic(self) -> str:
-        """Where MM2 writes its checkpoints, on the target (``<source alias>.checkpoints.internal``)."""
+        """Where MM2 writes its checkpoints, on each replica (``<source alias>.checkpoints.internal``)."""
         return f"{self.source_alias}.checkpoints.internal"
 
     @property
@@ -105,18 +123,12 @@ class MirrorMaker:
         classpath = kafka_classpath()
         self.folder = Path(tempfile.mkdtemp(prefix="mm2-"))
         (self.folder / "log4j2.properties").write_text(LOG4J)
-        text = PROPERTIES.format(
-            source=self.source_alias,
-            target=self.target_alias,
-            source_servers=self.source.bootstrap_servers,
-            target_servers=self.target.bootstrap_servers,
-            lag_max=self.lag_max,
-        )
-        properties = self.folder / "mm2.properties"
-        properties.write_text(text + "".join(f"{key} = {value}\n" for key, value in self.config.items()))
+        text = properties(self.source, self.source_alias, self.flows)
+        settings = self.folder / "mm2.properties"
+        settings.write_text(text + "".join(f"{key} = {value}\n" for key, value in self.config.items()))
         command = [
             "java", *HEAP, *JVM, f"-Dlog4j2.configurationFile={self.folder / 'log4j2.properties'}",
-            "-cp", classpath, MAIN_CLASS, str(properties),
+            "-cp", classpath, MAIN_CLASS, str(settings),
         ]  # fmt: skip
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(command, stdout=log, stderr=log, start_new_session=True)
