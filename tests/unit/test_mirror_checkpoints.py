@@ -10,7 +10,8 @@ import pytest
 from offset_restore.kafka.mirror_checkpoints import MirrorCheckpoint, decode_checkpoint, latest_checkpoints
 from offset_restore.kafka.model import TP, FetchedRecord
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
-from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, fresher_groups
+from offset_restore.translate.mm2 import Floor, Fresher, MirrorCheckpoints, choose_topic, fresher_groups, with_fresher
+from offset_restore.translate.model import PlanEntry
 
 # As MirrorMaker 2 (connect-mirror 4.1.1, IdentityReplicationPolicy) wrote them to
 # source.checkpoints.internal: group g1, orders/0, upstream 250 -> downstream 203, no metadata.
@@ -84,7 +85,7 @@ def test_the_checkpoint_topic_is_the_only_one_or_the_one_named() -> None:
         choose_topic(["a.checkpoints.internal", "b.checkpoints.internal"], None)
 
 
-def test_a_checkpoint_emitted_after_the_snapshot_wins_and_is_recorded() -> None:
+def test_a_checkpoint_emitted_after_the_snapshot_is_recorded_and_a_rewind_moves_the_position() -> None:
     completed = datetime(2026, 12, 1, tzinfo=UTC)
     at = int(completed.timestamp() * 1000)
     evidence = RecordEvidence(offset=40, timestamp=1, fingerprint="0" * 32)
@@ -92,20 +93,41 @@ def test_a_checkpoint_emitted_after_the_snapshot_wins_and_is_recorded() -> None:
         group="g",
         state="Empty",
         partitions=[
-            PartitionSnapshot(topic="t", partition=p, committed_offset=40, next=evidence, log_start=0) for p in range(3)
+            PartitionSnapshot(topic="t", partition=p, committed_offset=40, next=evidence, log_start=0) for p in range(4)
         ],
     )
     table = MirrorCheckpoints(
         "x",
         [
-            MirrorCheckpoint("g", TP("t", 0), 60, 50, "m", at + 1),  # later: wins
+            MirrorCheckpoint("g", TP("t", 0), 60, 50, "m", at + 1),  # later, moved on: settled on the entry
             MirrorCheckpoint("g", TP("t", 1), 70, 60, "", at),  # not after the snapshot: the snapshot stands
             MirrorCheckpoint("g", TP("t", 2), 40, 30, "", at + 5),  # the same offset: nothing to change
+            MirrorCheckpoint("g", TP("t", 3), 20, 15, "r", at + 5),  # rewound after the snapshot: from there
         ],
     )
     found: dict = {}
     (moved,) = fresher_groups([group], table, completed, {}, found)
-    assert [p.committed_offset for p in moved.partitions] == [60, 40, 40]
-    assert moved.partitions[0].next is None and moved.partitions[0].metadata == "m"
-    assert moved.partitions[1] is group.partitions[1]
-    assert list(found) == [("g", "t", 0)] and found[("g", "t", 0)].snapshot_offset == 40
+    assert [p.committed_offset for p in moved.partitions] == [40, 40, 40, 20]
+    assert moved.partitions[3].next is None and moved.partitions[3].metadata == "r"
+    assert moved.partitions[0] is group.partitions[0] and moved.partitions[1] is group.partitions[1]
+    assert sorted(found) == [("g", "t", 0), ("g", "t", 3)] and found[("g", "t", 0)].snapshot_offset == 40
+
+
+def entry(target_offset: int) -> PlanEntry:
+    return PlanEntry(
+        group="g", topic="t", partition=0, target_topic="t", source_offset=40, target_offset=target_offset,
+        method="fingerprint", exact=True, max_duplicates=0, status="mapped", expected_fingerprint="f",
+        anchor_offset=target_offset,
+    )  # fmt: skip
+
+
+def test_a_group_that_moved_on_resumes_at_the_later_of_the_two_lower_bounds() -> None:
+    newer = Fresher(40, MirrorCheckpoint("g", TP("t", 0), 60, 50, "", 0))
+    (ahead,) = with_fresher([entry(35)], {("g", "t", 0): newer})  # MM2's translation is further
+    assert (ahead.source_offset, ahead.target_offset, ahead.method, ahead.exact, ahead.anchor_offset) == (
+        60, 50, "mm2", False, None
+    )  # fmt: skip
+    assert "moved on, it resumes at MM2's translation 50" in (ahead.reason or "")
+    (kept,) = with_fresher([entry(55)], {("g", "t", 0): newer})  # the snapshot's exact position is further
+    assert (kept.target_offset, kept.method, kept.exact) == (55, "fingerprint", True)
+    assert "not past the snapshot's position" in (kept.reason or "")

@@ -160,8 +160,8 @@ def plan_summary(result: PlanResult) -> str:
     ]
     if result.fresher_from_mm2:
         lines.append(
-            f"  from MirrorMaker 2 {result.fresher_from_mm2:,} group-partitions resume from a checkpoint newer than "
-            "the snapshot (the fresher wins; each entry says so)"
+            f"  from MirrorMaker 2 {result.fresher_from_mm2:,} group-partitions have a checkpoint newer than the "
+            "snapshot (the fresher wins; each entry says how)"
         )
     for partition, why in list(result.out_of_order.items())[:10]:
         lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")

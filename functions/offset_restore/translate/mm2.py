@@ -6,10 +6,13 @@ Two uses, both keeping the rule that a group never resumes past a record on the 
   checkpoints with ``u <= c`` is therefore a lower bound of where ``c``'s record is; the strategy
   (translate/plan.py) then reads forward from there for the snapshot's evidence to make it exact.
 - **The fresher observation wins.** A checkpoint MM2 emitted after the snapshot completed saw the
-  group later than the snapshot did: the group-partition resumes from the checkpoint's source offset
-  instead (fewer duplicates when the group moved on; earlier, so still safe, when it was reset back),
-  and the plan entry says so. Such a position has no snapshot evidence: it is exact only through
-  headers, otherwise MM2's bound stands.
+  group later than the snapshot did. When it names a greater source offset, the group moved on: both
+  the snapshot's position and MM2's translation are lower bounds of where it is, so the later of the
+  two target offsets is taken, or MM2's when no strategy placed the snapshot's position (MM2
+  translates a group far behind its newest sync to a sync far below: its translation is not always
+  the later). When it names a smaller one, the group was rewound: it resumes from the checkpoint's
+  source offset (earlier: safe). Either way the entry says so. MM2 emits a checkpoint only when its
+  translation moves, so a checkpoint's source offset can trail the group: it still is a lower bound.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from offset_restore.kafka.model import TP
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot
 from offset_restore.translate.model import PlanEntry
 
-__all__ = ["Floor", "Fresher", "MirrorCheckpoints", "choose_topic", "fresher_groups", "with_fresher_notes"]
+__all__ = ["Floor", "Fresher", "MirrorCheckpoints", "choose_topic", "fresher_groups", "with_fresher"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,9 +95,9 @@ def fresher_groups(
     topic_map: Mapping[str, str],
     found: dict[tuple[str, str, int], Fresher] | None = None,
 ) -> Iterator[GroupSnapshot]:
-    """``groups`` with each group-partition whose MM2 checkpoint was emitted after the snapshot
-    completed (and names another offset) moved to the checkpoint's source offset, without evidence
-    (the snapshot's was of the older offset). What moved is recorded in ``found``."""
+    """``groups`` with each group-partition that MM2 saw rewound after the snapshot completed moved to
+    the checkpoint's source offset, without evidence (the snapshot's was of another offset). Every
+    group-partition with a newer checkpoint at another offset is recorded in ``found``."""
     completed_ms = int(snapshot_completed.timestamp() * 1000)
     for group in groups:
         partitions = [_fresher(group.group, p, table, completed_ms, topic_map, found) for p in group.partitions]
@@ -113,11 +116,15 @@ def _fresher(
     topic_map: Mapping[str, str],
     found: dict[tuple[str, str, int], Fresher] | None,
 ) -> PartitionSnapshot:
+    """The partition as the plan should place it: moved to the checkpoint's offset only when the
+    group was rewound after the snapshot (a forward move is settled on the entry: ``with_fresher``)."""
     checkpoint = table.by_group.get((group, TP(topic_map.get(p.topic, p.topic), p.partition)))
     if checkpoint is None or checkpoint.emitted_ms <= completed_ms or checkpoint.upstream == p.committed_offset:
         return p
     if found is not None:
         found[(group, p.topic, p.partition)] = Fresher(p.committed_offset, checkpoint)
+    if checkpoint.upstream > p.committed_offset:
+        return p
     return PartitionSnapshot(
         topic=p.topic,
         partition=p.partition,
@@ -128,17 +135,29 @@ def _fresher(
     )
 
 
-def with_fresher_notes(
-    entries: Iterable[PlanEntry], found: Mapping[tuple[str, str, int], Fresher]
-) -> Iterator[PlanEntry]:
-    """Entries whose position came from a fresher checkpoint, saying so in their reason."""
+def with_fresher(entries: Iterable[PlanEntry], found: Mapping[tuple[str, str, int], Fresher]) -> Iterator[PlanEntry]:
+    """Entries with a newer MM2 checkpoint settled (module docstring), each saying so in its reason."""
     for entry in entries:
         fresher = found.get((entry.group, entry.topic, entry.partition))
         if fresher is not None:
-            note = (
-                f"MirrorMaker 2's checkpoint (source offset {fresher.checkpoint.upstream}, emitted "
-                f"{datetime.fromtimestamp(fresher.checkpoint.emitted_ms / 1000, UTC):%Y-%m-%dT%H:%M:%SZ}) is "
-                f"fresher than the snapshot (source offset {fresher.snapshot_offset}): it wins"
-            )
-            entry.reason = f"{note}; {entry.reason}" if entry.reason else note
+            _settle(entry, fresher)
         yield entry
+
+
+def _settle(entry: PlanEntry, fresher: Fresher) -> None:
+    c = fresher.checkpoint
+    seen = (
+        f"MirrorMaker 2's checkpoint of {datetime.fromtimestamp(c.emitted_ms / 1000, UTC):%Y-%m-%dT%H:%M:%SZ}, after "
+        f"the snapshot, has the group at source offset {c.upstream} (the snapshot: {fresher.snapshot_offset})"
+    )
+    if c.upstream < fresher.snapshot_offset:
+        note = f"{seen}: rewound since, it resumes from there"
+    elif entry.status == "unmapped" or (entry.status == "mapped" and (entry.target_offset or 0) < c.downstream):
+        was = f"snapshot's: {entry.target_offset}" if entry.status == "mapped" else "the snapshot's was not placed"
+        note = f"{seen}: moved on, it resumes at MM2's translation {c.downstream} ({was})"
+        entry.status, entry.source_offset, entry.target_offset, entry.method = "mapped", c.upstream, c.downstream, "mm2"
+        entry.exact, entry.max_duplicates, entry.metadata = False, None, c.metadata or entry.metadata
+        entry.expected_fingerprint = entry.anchor_offset = entry.anchor_source_offset = entry.anchor_timestamp = None
+    else:
+        note = f"{seen}: moved on, but MM2's translation {c.downstream} is not past the snapshot's position"
+    entry.reason = f"{note}; {entry.reason}" if entry.reason else note

@@ -20,7 +20,7 @@ from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository, S
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument
-from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, with_fresher_notes
+from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, with_fresher
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.plan import (
@@ -186,7 +186,7 @@ def run_plan(
         out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
     )
     with PlanDocument(csv=bool(csv_path)) as document:
-        for entry in with_fresher_notes(plan_entries(selected, decisions, options), fresher):
+        for entry in with_fresher(plan_entries(selected, decisions, options), fresher):
             document.add(entry)
         plan, content = document.finish(header)
         with content:
