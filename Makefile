@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck audit kafka unit demo bench figures clean
+.PHONY: install test lint typecheck audit kafka unit demo bench compare figures clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -55,6 +55,14 @@ bench: $(STAMP)
 	$(PY) -m bench.handler_memory --groups $(SCALE)
 	$(PY) -m bench.bytes_bench --broker $(BROKER)
 	$(PY) -m bench.plan_memory --groups 20000 --broker $(BROKER)
+	$(PY) -m bench.compare
+
+# Side by side with the real tools, on Apache Kafka 4.1 (Java 17+ and Maven): MirrorMaker 2's offset sync
+# (offset.lag.max 100 and 0), offset-restore on MM2's replica and on a restore copy, kafka-consumer-groups
+# applying offset-restore's CSV; every group-partition against its final source offset
+# (bench/results/compare.md and compare.svg, in the README).
+compare: $(STAMP)
+	$(PY) -m bench.compare
 
 figures: $(STAMP)
 	$(PY) -m bench.reliability

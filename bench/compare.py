@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import io
+import json
 import os
 import platform
 import random
@@ -241,22 +242,23 @@ def placement(replica: ApacheBroker, partitions: int) -> dict[int, list[int]]:
 
 def outcomes(tool: Tool, truth: dict[Key, int], placed: dict[int, list[int]]) -> dict[str, Any]:
     """Exact / duplicates / skipped per group-partition: the committed offset against the target
-    offset of the first record whose source offset is at least the truth (records in order)."""
+    offset of the first record whose source offset is at least the truth (records in order). A
+    group-partition left without an offset resumes by ``auto.offset.reset``: with ``latest``, Kafka's
+    default, it skips every record from its position to the end (``latest_skips``)."""
     exact = early = late = missing = 0
-    duplicates = skipped = worst_dup = worst_skip = 0
+    duplicates = skipped = worst_dup = worst_skip = latest_skips = 0
     for (group, p), c in truth.items():
         sources = placed[p]
         want = bisect.bisect_left(sources, c)
         got = tool.committed.get((group, p))
         if got is None:
-            missing += 1
+            missing, latest_skips = missing + 1, latest_skips + len(sources) - want
         elif got == want:
             exact += 1
         elif got < want:
             early, duplicates, worst_dup = early + 1, duplicates + want - got, max(worst_dup, want - got)
         else:
             late, skipped, worst_skip = late + 1, skipped + got - want, max(worst_skip, got - want)
-    extra = sum(1 for key in tool.committed if key not in truth and key[0] in {g for g, _ in truth})
     return {
         "exact": exact,
         "early": early,
@@ -266,26 +268,30 @@ def outcomes(tool: Tool, truth: dict[Key, int], placed: dict[int, list[int]]) ->
         "skipped": skipped,
         "worst_skip": worst_skip,
         "missing": missing,
-        "extra": extra,
+        "latest_skips": latest_skips,
     }
 
 
 # -- offset-restore -------------------------------------------------------------------------------
 
 
-def plan_with_cli(name: str, snapshots: Path, target: ApacheBroker, work: Path) -> tuple[Tool, Path, Path]:
-    """``offset-restore plan`` as an operator runs it (default strategies, a CSV beside the plan); the
-    tool's time so far is the plan's, its methods counted from the plan."""
+def plan_with_cli(name: str, snapshots: Path, target: ApacheBroker, work: Path, *more: str) -> tuple[Tool, Path, Path]:
+    """``offset-restore plan`` as an operator runs it (default strategies unless ``more`` says, a CSV
+    beside the plan); the tool's time so far is the plan's, its methods counted and its mapped
+    offsets taken from the plan (what apply would write)."""
     plan, csv = work / f"{name}.json", work / f"{name}.csv"
     started = time.perf_counter()
     run_cli("plan", "--snapshot", str(snapshots), "--bootstrap-servers", target.bootstrap_servers,
-            "--output", str(plan), "--csv", str(csv))  # fmt: skip
+            "--output", str(plan), "--csv", str(csv), *more)  # fmt: skip
     seconds = time.perf_counter() - started
     methods: dict[str, int] = {}
+    planned: dict[Key, int] = {}
     for e in Plan.model_validate_json(plan.read_text()).entries:
         how = f"{e.method or e.status}{' exact' if e.exact else ''}"
         methods[how] = methods.get(how, 0) + 1
-    return Tool(name, {}, seconds, methods=methods), plan, csv
+        if e.status == "mapped" and e.target_offset is not None:
+            planned[(e.group, e.partition)] = e.target_offset
+    return Tool(name, planned, seconds, note=f"plan {seconds:.1f} s", methods=methods), plan, csv
 
 
 def applied(tool: Tool, plan: Path, target: ApacheBroker, groups: list[str]) -> Tool:
@@ -364,12 +370,14 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
         facts["mm2_log"] = mm2.log()
 
         tools = [
-            Tool("MirrorMaker 2 offset sync, offset.lag.max=100", committed_on(lag100, groups), facts["mm2_synced_s"]),
-            Tool("MirrorMaker 2 offset sync, offset.lag.max=0", committed_on(lag0, groups), facts["mm2_synced_s"]),
+            Tool("MirrorMaker 2 offset sync, offset.lag.max=100", committed_on(lag100, groups), 0.0),
+            Tool("MirrorMaker 2 offset sync, offset.lag.max=0", committed_on(lag0, groups), 0.0),
         ]
+        mm2_only, _, _ = plan_with_cli("mm2-only", snapshots, lag100, work, "--strategies", "mm2")
+        mm2_only.name = "offset-restore's mm2 strategy alone on MM2's replica (lag 100), its plan"
         on_mm2, plan, _ = plan_with_cli("on-mm2", snapshots, lag100, work)
         on_mm2.name = "offset-restore on MM2's replica (lag 100): snapshot + MM2 checkpoints"
-        tools.append(applied(on_mm2, plan, lag100, groups))
+        tools += [mm2_only, applied(on_mm2, plan, lag100, groups)]
         on_copy, plan, csv = plan_with_cli("on-copy", snapshots, copy_broker, work)
         on_copy.name = "offset-restore on a restore copy (offset header): snapshot only"
         # Kafka's own tool first, on groups not yet on the copy: what it commits is its own work.
@@ -378,54 +386,84 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
         tools.append(kcg)
         places = {"lag100": placement(lag100, args.partitions), "lag0": placement(lag0, args.partitions)}
         places["copy"] = placement(copy_broker, args.partitions)
-        where = ["lag100", "lag0", "lag100", "copy", "copy"]
-        facts["group_partitions"] = len(truth)
-        facts["live_group_partitions"] = sum(len(by_p) for by_p in live.values())
-        return [(t, outcomes(t, truth, places[w])) for t, w in zip(tools, where, strict=True)], facts
+        where = ["lag100", "lag0", "lag100", "lag100", "copy", "copy"]
+        moved = {(g, p) for g, by_p in live.items() for p in by_p}
+        facts["group_partitions"], facts["live_group_partitions"] = len(truth), len(moved)
+        facts["details"] = {
+            f"{g}/{p}": {"truth": c, "want": {w: bisect.bisect_left(places[w][p], c) for w in places}}
+            | {t.name: t.committed.get((g, p)) for t in tools}
+            for (g, p), c in sorted(truth.items())
+        }
+        subsets = {
+            "seen": {k: c for k, c in truth.items() if k not in moved},
+            "moved": {k: c for k, c in truth.items() if k in moved},
+            "all": truth,
+        }
+        return [
+            (t, {name: outcomes(t, part, places[w]) for name, part in subsets.items()})
+            for t, w in zip(tools, where, strict=True)
+        ], facts
 
 
 # -- the report -----------------------------------------------------------------------------------
 
 
 def table(results: list[tuple[Tool, dict[str, Any]]], facts: dict[str, Any], args: argparse.Namespace) -> list[str]:
+    seen = facts["group_partitions"] - facts["live_group_partitions"]
     lines = [
         f"# Side by side with MirrorMaker 2 and kafka-consumer-groups (Apache Kafka {KAFKA_VERSION}, "
         f"{datetime.now(UTC):%Y-%m-%d})",
         "",
-        f"Command: `make compare` (`python -m bench.compare --partitions {args.partitions} --records {args.records}`). "
-        f"Machine: {platform.machine()}, {_cpus()} cores, Python {platform.python_version()}; brokers, MirrorMaker 2 "
-        f"and kafka-consumer-groups from Maven Central's {KAFKA_VERSION} jars, each broker its own single-node "
-        "KRaft cluster on this machine.",
+        f"Command: `make compare` (`python -m bench.compare --partitions {args.partitions} --records "
+        f"{args.records}`). Machine: {platform.machine()}, {_cpus()} cores, Python {platform.python_version()}; "
+        f"brokers, MirrorMaker 2 and kafka-consumer-groups from Maven Central's {KAFKA_VERSION} jars, each broker "
+        "its own single-node KRaft cluster on this machine.",
         "",
-        f"{facts['group_partitions']:,} group-partitions ({facts['live_group_partitions']:,} of them live groups "
-        f"still committing until the source stopped) over {args.partitions} partitions of {args.records:,} "
-        "records; the first 1% of every other partition lost before the copy. The truth: each group's final "
-        "offset on the source. Exact: the group reads next the copy of that record; duplicates: records it "
-        "reads again; skipped: records it never reads.",
+        f"{facts['group_partitions']:,} group-partitions over {args.partitions} partitions of {args.records:,} "
+        "records, the first 1% of every other partition lost before the copy. The truth: each group's final "
+        "offset on the source. Exact: the group reads next the copy of that record; early: it reads records "
+        "again (duplicates); late: it never reads some (skipped); not committed: the tool wrote nothing, so the "
+        "group resumes by `auto.offset.reset` (with `latest`, Kafka's default, it skips to the end).",
         "",
-        "| tool | exact | early (records read twice, worst) | late (records skipped, worst) | not committed "
-        "| time | how |",
+        f"## The {seen:,} group-partitions whose final position the snapshot saw",
+        "",
+        *_rows(results, "seen"),
+        "",
+        f"## The {facts['live_group_partitions']:,} live group-partitions, still moving after the snapshot",
+        "",
+        "Consumers kept committing for "
+        f"{args.live_after_s:.0f} s after offset-restore's scheduled snapshot, until the source stopped: no "
+        "snapshot saw their final positions; MirrorMaker 2 synced them until the end.",
+        "",
+        *_rows(results, "moved"),
+        "",
+        f"Time at the failover: MirrorMaker 2 has nothing left to do if it kept up (it replicated all "
+        f"{args.partitions * args.records:,} records in {facts['mm2_replicated_s']:.1f} s and synced offsets "
+        f"all along; its offsets settled {facts['mm2_synced_s']:.1f} s after it started); offset-restore plans "
+        f"and applies then (its snapshot, taken while MM2 ran, took {facts['snapshot_s']:.1f} s); "
+        "kafka-consumer-groups applies offset-restore's CSV (the plan's time included, a JVM start too).",
+        "",
+        "![where each tool resumes every group-partition](compare.svg)",
+    ]
+    return lines
+
+
+def _rows(results: list[tuple[Tool, dict[str, Any]]], subset: str) -> list[str]:
+    lines = [
+        "| tool | exact | early (records read twice; worst) | late (records skipped; worst) "
+        "| not committed (records skipped with `latest`) | time at the failover | how |",
         "|---|---|---|---|---|---|---|",
     ]
-    for tool, o in results:
+    for tool, by_subset in results:
+        o = by_subset[subset]
         how = tool.note or ""
         if tool.methods:
             how += ("; " if how else "") + ", ".join(f"{n} {m}" for m, n in sorted(tool.methods.items()))
         lines.append(
-            f"| {tool.name} | {o['exact']:,} | {o['early']:,} ({o['duplicates']:,}, {o['worst_dup']:,}) | "
-            f"{o['late']:,} ({o['skipped']:,}, {o['worst_skip']:,}) | {o['missing']:,} | {tool.seconds:.1f} s | {how} |"
+            f"| {tool.name} | {o['exact']:,} | {o['early']:,} ({o['duplicates']:,}; {o['worst_dup']:,}) | "
+            f"{o['late']:,} ({o['skipped']:,}; {o['worst_skip']:,}) | {o['missing']:,} ({o['latest_skips']:,}) | "
+            f"{tool.seconds:.1f} s | {how} |"
         )
-    lines += [
-        "",
-        f"Times: MirrorMaker 2 from its start until every replica held a checkpoint of every group's final "
-        f"offset (it replicated every record in {facts['mm2_replicated_s']:.1f} s; it had synced offsets all "
-        f"along); offset-restore's plan and apply after the failover (its snapshot, taken while MM2 ran, "
-        f"{facts['snapshot_s']:.1f} s); kafka-consumer-groups on offset-restore's CSV (the plan's time "
-        "included). Writing the data took "
-        f"{facts['write_s']:.0f} s.",
-        "",
-        "![duplicates and skips per tool](compare.svg)",
-    ]
     return lines
 
 
@@ -449,8 +487,9 @@ def main(argv: list[str] | None = None) -> int:
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("\n".join(lines) + "\n")
-    output.with_suffix(".svg").write_text(svg([(t.name, o) for t, o in results]))
+    output.with_suffix(".svg").write_text(svg([(t.name, o["all"]) for t, o in results]))
     output.with_suffix(".mm2.log").write_text(facts["mm2_log"])
+    output.with_suffix(".json").write_text(json.dumps(facts["details"], indent=1) + "\n")
     return 0
 
 

@@ -11,9 +11,10 @@ __all__ = ["svg"]
 
 COLOURS = {"exact": "#2e7d32", "early": "#f9a825", "late": "#c62828", "missing": "#9e9e9e"}
 LABELS = {"exact": "exact", "early": "early (duplicates)", "late": "late (skipped)", "missing": "not committed"}
+"""Not committed: the group resumes by auto.offset.reset (``latest``, the default, skips to the end)."""
 
 
-def svg(rows: list[tuple[str, dict[str, Any]]], width: int = 900) -> str:
+def svg(rows: list[tuple[str, dict[str, Any]]], width: int = 1000) -> str:
     bar_left, bar_width, row_h = 360, 300, 34
     height = 70 + row_h * len(rows)
     parts = [
@@ -36,6 +37,8 @@ def svg(rows: list[tuple[str, dict[str, Any]]], width: int = 900) -> str:
                 parts.append(f'<rect x="{x:.1f}" y="{y}" width="{w:.1f}" height="20" fill="{COLOURS[key]}"/>')
             x += w
         detail = f"{o['duplicates']:,} read twice, {o['skipped']:,} skipped"
+        if o["missing"]:
+            detail += f", {o['missing']:,} not committed"
         parts.append(f'<text x="{bar_left + bar_width + 10}" y="{y + 15}">{detail}</text>')
     parts.append("</svg>")
     return "\n".join(parts) + "\n"
