@@ -74,6 +74,8 @@ class Tool:
     seconds: float
     note: str = ""
     methods: dict[str, int] = field(default_factory=dict)
+    label: str = ""
+    """A short name for the chart."""
 
 
 def run_cli(*argv: str) -> str:
@@ -323,6 +325,7 @@ def consumer_groups_tool(csv: Path, target: ApacheBroker, groups: list[str], sec
         committed_on(target, groups),
         seconds_before + seconds,
         note=f"kafka-consumer-groups itself: {seconds:.1f} s (a JVM start included)",
+        label="kafka-consumer-groups + the plan's CSV",
     )
 
 
@@ -370,16 +373,26 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
         facts["mm2_log"] = mm2.log()
 
         tools = [
-            Tool("MirrorMaker 2 offset sync, offset.lag.max=100", committed_on(lag100, groups), 0.0),
-            Tool("MirrorMaker 2 offset sync, offset.lag.max=0", committed_on(lag0, groups), 0.0),
+            Tool(
+                "MirrorMaker 2 offset sync, offset.lag.max=100",
+                committed_on(lag100, groups),
+                0.0,
+                label="MM2, lag.max 100",
+            ),
+            Tool(
+                "MirrorMaker 2 offset sync, offset.lag.max=0", committed_on(lag0, groups), 0.0, label="MM2, lag.max 0"
+            ),
         ]
         mm2_only, _, _ = plan_with_cli("mm2-only", snapshots, lag100, work, "--strategies", "mm2")
         mm2_only.name = "offset-restore's mm2 strategy alone on MM2's replica (lag 100), its plan"
+        mm2_only.label = "offset-restore, mm2 alone (MM2 replica)"
         on_mm2, plan, _ = plan_with_cli("on-mm2", snapshots, lag100, work)
         on_mm2.name = "offset-restore on MM2's replica (lag 100): snapshot + MM2 checkpoints"
+        on_mm2.label = "offset-restore (MM2 replica)"
         tools += [mm2_only, applied(on_mm2, plan, lag100, groups)]
         on_copy, plan, csv = plan_with_cli("on-copy", snapshots, copy_broker, work)
         on_copy.name = "offset-restore on a restore copy (offset header): snapshot only"
+        on_copy.label = "offset-restore (restore copy)"
         # Kafka's own tool first, on groups not yet on the copy: what it commits is its own work.
         kcg = consumer_groups_tool(csv, copy_broker, groups, on_copy.seconds)
         tools.append(applied(on_copy, plan, copy_broker, groups))
@@ -487,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
     output = Path(args.output)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text("\n".join(lines) + "\n")
-    output.with_suffix(".svg").write_text(svg([(t.name, o["all"]) for t, o in results]))
+    output.with_suffix(".svg").write_text(svg([(t.label or t.name, o["all"]) for t, o in results]))
     output.with_suffix(".mm2.log").write_text(facts["mm2_log"])
     output.with_suffix(".json").write_text(json.dumps(facts["details"], indent=1) + "\n")
     return 0

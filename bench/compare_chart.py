@@ -10,12 +10,17 @@ from typing import Any
 __all__ = ["svg"]
 
 COLOURS = {"exact": "#2e7d32", "early": "#f9a825", "late": "#c62828", "missing": "#9e9e9e"}
-LABELS = {"exact": "exact", "early": "early (duplicates)", "late": "late (skipped)", "missing": "not committed"}
+LABELS = {
+    "exact": "exact",
+    "early": "early (duplicates)",
+    "late": "late (skipped)",
+    "missing": "not committed (latest: skips to the end)",
+}
 """Not committed: the group resumes by auto.offset.reset (``latest``, the default, skips to the end)."""
 
 
 def svg(rows: list[tuple[str, dict[str, Any]]], width: int = 1000) -> str:
-    bar_left, bar_width, row_h = 360, 300, 34
+    bar_left, bar_width, row_h = 280, 360, 34
     height = 70 + row_h * len(rows)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" font-family="sans-serif" '
@@ -23,7 +28,7 @@ def svg(rows: list[tuple[str, dict[str, Any]]], width: int = 1000) -> str:
         '<text x="10" y="20" font-size="14" font-weight="bold">Where each tool resumes every group-partition</text>',
     ]
     for i, key in enumerate(COLOURS):
-        lx = 10 + i * 170
+        lx = 10 + i * 190
         parts.append(f'<rect x="{lx}" y="32" width="12" height="12" fill="{COLOURS[key]}"/>')
         parts.append(f'<text x="{lx + 16}" y="42">{LABELS[key]}</text>')
     for i, (name, o) in enumerate(rows):

@@ -1132,7 +1132,7 @@ def _scan_windows(
             elif isinstance(outcome, Served):
                 cursor[key] = _extend_window(collected[key], positions[key], outcome.answer)
                 if len(collected[key]) > FINGERPRINT_SCAN_LIMIT:
-                    windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records share the evidence's time range"
+                    windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records before the evidence's time"
                 elif cursor[key] < 0 or cursor[key] >= max(outcome.end, 0):
                     windows[key] = collected[key]
     ctx.record(strategy, rounds.rounds, rounds.fetches, rounds.records, {})
