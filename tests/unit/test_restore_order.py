@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
+from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.plan import PlanOptions, translate
 from offset_restore.translate.restore_order import ObservedPartition, find_disorder
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, resume_points
@@ -234,3 +235,57 @@ def test_fingerprint_match_beside_a_copy_of_the_next_record_is_not_exact() -> No
     (entry,) = entries
     assert (entry.target_offset, entry.exact, entry.max_duplicates) == (20, False, None)
     assert "copies of the evidence records" in (entry.reason or "")
+
+
+# -- the mm2 strategy: MM2's translation as a lower bound --------------------------------------------
+
+
+def mm2_plan(n: int, c: int, downstream: int, upstream: int | None = None, evidence: bool = True) -> PlanEntry:
+    """One group at ``c`` on a headerless copy of ``n`` source records (target offset = source offset),
+    MM2 having checkpointed source offset ``upstream`` (default ``c``) to ``downstream``."""
+    from offset_restore.kafka.mirror_checkpoints import MirrorCheckpoint
+    from offset_restore.translate.mm2 import MirrorCheckpoints
+    from offset_restore.translate.plan import collect_positions, decide_positions, plan_entries
+
+    target = SmallWindows([Slot(s, None) for s in range(n)], per_fetch=500)
+    (group,) = snapshot(n, [c])
+    if not evidence:
+        group = group.model_copy(
+            update={"partitions": [group.partitions[0].model_copy(update={"next": None, "before": []})]}
+        )
+    table = MirrorCheckpoints(
+        "x", [MirrorCheckpoint("other", TOPIC, upstream if upstream is not None else c, downstream, "", 0)]
+    )
+    options = PlanOptions(strategies=("mm2",))
+    decisions, _ = decide_positions(collect_positions([group], options), target, options, mm2=table)
+    (entry,) = plan_entries([group], decisions, options)
+    return entry
+
+
+def test_mm2_near_the_evidence_is_made_exact() -> None:
+    e = mm2_plan(1_000, 700, downstream=650)
+    assert (e.method, e.exact, e.target_offset) == ("mm2", True, 700), e
+
+
+def test_mm2_far_below_the_evidence_is_made_exact_by_the_evidences_time() -> None:
+    # MM2 translates a group far behind its newest sync to a sync far below: more than a scan's worth.
+    e = mm2_plan(12_000, 11_000, downstream=1)
+    assert (e.method, e.exact, e.target_offset) == ("mm2", True, 11_000), e
+
+
+def test_mm2_past_the_evidence_is_not_believed() -> None:
+    # A translation past the record (MM2 wrong, or a checkpoint of another group at a later offset
+    # misfiled): the group resumes at the evidence, the earlier, and nothing is claimed.
+    e = mm2_plan(1_000, 700, downstream=720, upstream=690)
+    assert (e.method, e.exact, e.target_offset, e.max_duplicates) == ("mm2", False, 700, None), e
+    assert "is past the snapshot's evidence" in (e.reason or "")
+
+
+def test_mm2_without_evidence_is_its_bound_not_exact() -> None:
+    e = mm2_plan(1_000, 700, downstream=650, evidence=False)
+    assert (e.method, e.exact, e.target_offset, e.max_duplicates) == ("mm2", False, 650, None), e
+
+
+def test_mm2_declines_a_position_below_every_checkpoint() -> None:
+    e = mm2_plan(1_000, 100, downstream=650, upstream=600)
+    assert e.status == "unmapped" and "no checkpoint of t/0 in x at or below source offset 100" in (e.reason or ""), e

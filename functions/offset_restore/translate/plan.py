@@ -900,25 +900,48 @@ def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Posit
         else:
             floors[key] = floor
             starts[key] = min(max(bounds.start, floor.downstream - len(pos.before)), max(bounds.start, bounds.end - 1))
+    missed: dict[PositionKey, str] = {}
     for key, window in _scan_windows(starts, undecided, ctx, "mm2").items():
-        pos = undecided[key]
-        found = _match(pos, window, ctx.options.offset_header)
+        found = _match(undecided[key], window, ctx.options.offset_header)
         if isinstance(found, Decision) and found.exact and found.target_offset is not None:
-            refined = _refined(floors[key], found.target_offset)
-            outcome[key] = replace(
-                found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined
-            )
+            outcome[key] = _refined_decision(found, floors[key])
         else:
-            why = found if isinstance(found, str) else found.reason or "the evidence was not found exactly once"
+            missed[key] = found if isinstance(found, str) else found.reason or "the evidence was not found exactly once"
+    searched = _searched_by_time({key: undecided[key] for key in missed}, ctx)
+    for key, why in missed.items():
+        by_time, pos = searched.get(key), undecided[key]
+        if isinstance(by_time, Decision) and by_time.exact and by_time.target_offset is not None:
+            outcome[key] = _refined_decision(by_time, floors[key])
+        else:
             outcome[key] = _mm2_bound(pos, floors[key], ctx.bounds[pos.target], why)
     return outcome
 
 
-def _refined(floor: Floor, offset: int) -> str:
-    return (
+def _searched_by_time(positions: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+    """The fingerprint strategy's search (by the evidence's time) for the positions whose evidence was
+    not near MM2's translation (MM2 translates a group far behind its newest sync to a sync far
+    below), unless that strategy already ran before this one and failed on them."""
+    order = ctx.options.strategies
+    if not positions or ("fingerprint" in order and order.index("fingerprint") < order.index("mm2")):
+        return {}
+    return _by_fingerprint(positions, ctx)
+
+
+def _refined_decision(found: Decision, floor: Floor) -> Decision:
+    """The evidence's place, exact, when it is at or after MM2's translation. Before it, MM2 and the
+    evidence disagree: the earlier of the two is taken (the evidence's), claiming nothing."""
+    offset = found.target_offset or 0
+    if offset < floor.downstream:
+        why = (
+            f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream}) is past the "
+            f"snapshot's evidence, found at {offset}: resumes at the evidence, not exact"
+        )
+        return replace(found, method="mm2", exact=False, max_duplicates=None, reason=why)
+    refined = (
         f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream}) made exact by the "
         f"snapshot's evidence, found at {offset}"
     )
+    return replace(found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined)
 
 
 def _mm2_bound(pos: Position, floor: Floor, bounds: LogBounds, why: str) -> Decision:
