@@ -167,3 +167,66 @@ def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkp
         applied = Plan.model_validate_json(plan.read_text()).entries
         previous = {(e.group, e.partition): e.previous_target_offset for e in applied}
         assert previous == synced, "apply records MM2's offsets as the previous ones (rollback puts them back)"
+
+
+# -- kafka-consumer-groups --export as a snapshot ---------------------------------------------------
+
+
+def test_a_kafka_consumer_groups_export_is_a_snapshot_the_plan_places_exactly(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """What an operator saved with the real ``--reset-offsets --to-current --dry-run --export`` before
+    losing the source: ``snapshot --from-export`` (no cluster read) gives the plan the same mapped
+    offsets on a restore with headers as a snapshot of the live source; a one-group export needs
+    ``--export-group``; refusals write nothing."""
+    assert isinstance(brokers.source, ApacheBroker)
+    topic = unique("export")
+    source.create_topics({topic: 2})
+    target.create_topics({topic: 2})
+    records = {p: produce(source, topic, p, 30) for p in range(2)}
+    groups = [unique("export-g") for _ in range(2)]
+    commit(source, groups[0], {TP(topic, 0): 12, TP(topic, 1): 30})
+    commit(source, groups[1], {TP(topic, 1): 5})
+    for p in range(2):
+        restore(target, topic, p, records[p], keep=lambda r: r.offset >= 4)
+    selected = [flag for group in groups for flag in ("--group", group)]
+    exported = java_tool(
+        CONSUMER_GROUP_COMMAND,
+        ["--bootstrap-server", brokers.source.bootstrap_servers, *selected, "--all-topics", "--reset-offsets",
+         "--to-current", "--dry-run", "--export"],
+        log4j=brokers.source.log4j,
+    )  # fmt: skip
+    assert exported.returncode == 0 and "Error" not in exported.stdout, exported.stdout + exported.stderr
+    export = tmp_path / "offsets.csv"
+    export.write_text(exported.stdout)
+
+    def plan_of(*snapshot_args: str) -> dict[tuple[str, int], int | None]:
+        snaps, plan = tmp_path / unique("snaps"), tmp_path / f"{unique('plan')}.json"
+        status, out, err = run_cli("snapshot", *snapshot_args, "--output", str(snaps))
+        assert status == 0, out + err
+        status, out, err = run_cli(
+            "plan", "--snapshot", str(snaps), "--bootstrap-servers", brokers.target.bootstrap_servers,
+            "--output", str(plan),
+        )  # fmt: skip
+        assert status == 0, out + err
+        return {(e.group, e.partition): e.target_offset for e in Plan.model_validate_json(plan.read_text()).entries}
+
+    from_export = plan_of("--from-export", str(export), "--cluster", "gone")
+    live = plan_of("--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", "|".join(groups))
+    assert from_export == live == {(groups[0], 0): 8, (groups[0], 1): 26, (groups[1], 1): 1}
+
+    one_group = tmp_path / "one.csv"
+    one_group.write_text(f"{topic},1,5\n")
+    assert plan_of("--from-export", str(one_group), "--export-group", groups[1], "--cluster", "gone") == {
+        (groups[1], 1): 1
+    }
+    for refused, message in [
+        (["--from-export", str(one_group), "--cluster", "gone"], "name the group with --export-group"),
+        (["--from-export", str(export)], "--from-export needs --cluster"),
+        (["--from-export", str(export), "--cluster", "x", "--bootstrap-servers", "127.0.0.1:1"], "reads no cluster"),
+        (["--cluster", "x"], "--bootstrap-servers is required (or --from-export FILE)"),
+    ]:
+        empty = tmp_path / unique("refused")
+        status, out, err = run_cli("snapshot", *refused, "--output", str(empty))
+        assert status == 2 and message in err, (refused, out, err)
+        assert not empty.exists() or not any(empty.iterdir()), "a refusal writes nothing"

@@ -48,10 +48,12 @@ def write_result(args: argparse.Namespace, out: TextIO, err: TextIO, document: s
         out.write(summary)
 
 
-def add_connection(parser: argparse.ArgumentParser) -> None:
+def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
+    """The connection options; ``required=False`` for a command that may read no cluster (it then
+    checks ``--bootstrap-servers`` itself)."""
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--bootstrap-servers", required=True, metavar="HOST:PORT[,...]", help="brokers of the cluster to read"
+        "--bootstrap-servers", required=required, metavar="HOST:PORT[,...]", help="brokers of the cluster to read"
     )
     group.add_argument(
         "--security-protocol",

@@ -19,7 +19,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions
-from offset_restore.snapshot.run import SnapshotResult, run_snapshot
+from offset_restore.snapshot.run import SnapshotResult, run_snapshot, run_snapshot_from_export
 from offset_restore.stores.storage import open_location
 
 __all__ = ["register", "run", "snapshot_summary"]
@@ -32,7 +32,7 @@ def register(commands: Commands) -> None:
         description="Record consumer group positions of a cluster (or of a restored __consumer_offsets "
         "copy) to a folder or s3://bucket/prefix.",
     )
-    add_connection(snap)
+    add_connection(snap, required=False)
     snap.add_argument("--output", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
     snap.add_argument("--groups", metavar="REGEX", help="groups to include (whole-name match; default: all)")
     snap.add_argument(
@@ -72,13 +72,23 @@ def register(commands: Commands) -> None:
         metavar="TIME",
         help="with --from-offsets-topic: the last commits at or before TIME (ISO-8601)",
     )
+    snap.add_argument(
+        "--from-export",
+        metavar="FILE",
+        help="read positions from a kafka-consumer-groups --export file instead (no cluster is read: leave out "
+        "--bootstrap-servers, give --cluster)",
+    )
+    snap.add_argument(
+        "--export-group",
+        metavar="GROUP",
+        help="with --from-export: the group of a one-group export (topic,partition,offset lines)",
+    )
     snap.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     snap.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.as_of and not args.from_offsets_topic:
-        raise BadInputError("--as-of goes with --from-offsets-topic")
+    _check_sources(args)
     try:
         options = SnapshotOptions(
             groups=args.groups,
@@ -91,8 +101,12 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     except ValueError as error:
         raise BadInputError(str(error)) from None
-    connection = connection_settings(args)
     store = open_location(args.output)
+    if args.from_export:
+        result = run_snapshot_from_export(args.from_export, store, options, group=args.export_group)
+        write_result(args, out, err, result.model_dump_json(indent=2), snapshot_summary(result))
+        return 0
+    connection = connection_settings(args)
     progress = ProgressLine(err)
     try:
         result = run_snapshot(
@@ -102,6 +116,18 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         progress.finish()
     write_result(args, out, err, result.model_dump_json(indent=2), snapshot_summary(result))
     return 0
+
+
+def _check_sources(args: argparse.Namespace) -> None:
+    """One source of positions: the cluster (live or a restored __consumer_offsets), or an export."""
+    if args.as_of and not args.from_offsets_topic:
+        raise BadInputError("--as-of goes with --from-offsets-topic")
+    if args.export_group and not args.from_export:
+        raise BadInputError("--export-group goes with --from-export")
+    if args.from_export and (args.bootstrap_servers or args.from_offsets_topic):
+        raise BadInputError("--from-export reads no cluster: leave out --bootstrap-servers and --from-offsets-topic")
+    if not args.from_export and not args.bootstrap_servers:
+        raise BadInputError("--bootstrap-servers is required (or --from-export FILE)")
 
 
 def snapshot_summary(result: SnapshotResult) -> str:

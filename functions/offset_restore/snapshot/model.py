@@ -136,7 +136,7 @@ class SnapshotManifest(_Document):
     cluster: str
     created_at: datetime
     completed_at: datetime
-    source: Literal["cluster", "offsets-topic"] = "cluster"
+    source: Literal["cluster", "offsets-topic", "export"] = "cluster"
     as_of: datetime | None = None
     filters: dict[str, str | None] = Field(default_factory=dict)
     evidence_records: int = 0

@@ -21,6 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Literal
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
@@ -235,6 +236,7 @@ def snapshot_from_commits(
     snapshot_id: str | None,
     created_at: datetime,
     as_of: datetime | None,
+    source: Literal["offsets-topic", "export"] = "offsets-topic",
 ) -> tuple[SnapshotManifest, list[GroupSnapshot]]:
     """Groups as the backup saw them; no state, log bounds or evidence (the source is gone)."""
     by_group: dict[str, list[OffsetCommit]] = {}
@@ -263,7 +265,7 @@ def snapshot_from_commits(
         cluster=cluster,
         created_at=created_at,
         completed_at=datetime.now(UTC),
-        source="offsets-topic",
+        source=source,
         as_of=as_of,
     )
     return manifest, groups

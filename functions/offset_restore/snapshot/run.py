@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -13,6 +14,7 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
 from offset_restore.kafka.rounds import fetch_from
+from offset_restore.snapshot.export import parse_export
 from offset_restore.snapshot.live import (
     Progress,
     Snapshot,
@@ -26,7 +28,7 @@ from offset_restore.snapshot.offsets_topic import OffsetsTopicReader, snapshot_f
 from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import BlobStore
 
-__all__ = ["SnapshotResult", "run_snapshot"]
+__all__ = ["SnapshotResult", "run_snapshot", "run_snapshot_from_export"]
 
 
 class SnapshotResult(BaseModel):
@@ -83,6 +85,51 @@ def run_snapshot(
         duration_s=round(time.perf_counter() - started, 3),
         requests=requests,
         timings=snapshot.timings,
+        notes=manifest.notes,
+    )
+
+
+def run_snapshot_from_export(
+    path: str, store: BlobStore, options: SnapshotOptions, *, group: str | None = None
+) -> SnapshotResult:
+    """A snapshot of the positions in a ``kafka-consumer-groups --export`` file (snapshot/export.py):
+    no cluster is asked (the source may be gone), so there is no evidence, and ``--cluster`` names it."""
+    if not options.cluster:
+        raise BadInputError("--from-export needs --cluster: the name of the cluster the export was taken from")
+    group_filter, topic_filter = options.group_filter(), options.topic_filter()
+    repository = SnapshotRepository(store)
+    if options.snapshot_id:
+        repository.check_new(options.snapshot_id, options.cluster)
+    else:
+        store.check_writable()
+    started, created_at = time.perf_counter(), datetime.now(UTC)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise BadInputError(f"--from-export {path}: {error}") from None
+    commits = parse_export(text, group=group, source=path)
+    manifest, groups = snapshot_from_commits(
+        commits, group_filter=group_filter, topic_filter=topic_filter, cluster=options.cluster,
+        snapshot_id=options.snapshot_id, created_at=created_at, as_of=None, source="export",
+    )  # fmt: skip
+    note = (
+        f"from {Path(path).name}, a kafka-consumer-groups export: no evidence (the header, checkpoint and mm2 "
+        "strategies place it)"
+    )
+    manifest = manifest.model_copy(
+        update={"counts": count_groups(groups), "filters": options.filters(), "notes": [note]}
+    )
+    manifest_key = repository.write(Snapshot(manifest=manifest, groups=groups))
+    return SnapshotResult(
+        snapshot_id=manifest.snapshot_id,
+        cluster=manifest.cluster,
+        source=manifest.source,
+        location=store.description,
+        manifest=manifest_key,
+        counts=manifest.counts,
+        duration_s=round(time.perf_counter() - started, 3),
+        requests={},
+        timings={},
         notes=manifest.notes,
     )
 

@@ -1,0 +1,64 @@
+"""Positions from ``kafka-consumer-groups --export`` (Apache Kafka's ``ConsumerGroupCommand``): what
+an operator saved with ``--reset-offsets --to-current --dry-run --export`` before the source was lost
+becomes a snapshot without evidence (docs/cli.md, *snapshot*).
+
+The format is the tool's (``CsvUtils``, Jackson's CSV mapper, no header): ``topic,partition,offset``
+when the export named one group, ``group,topic,partition,offset`` for several or ``--all-groups``.
+Fields holding a comma or a quote come quoted, as Python's ``csv`` reads them. Anything else — a line
+of another shape, a number that is not one, a group-partition twice, the tool's ``Error:`` lines,
+which it prints on stdout — stops the snapshot with the line named: a guess would move a group.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.offsets_topic import OffsetCommit
+
+__all__ = ["parse_export"]
+
+
+def parse_export(text: str, *, group: str | None, source: str) -> list[OffsetCommit]:
+    """Every line of an export as a commit; ``group`` names the group of a one-group (3-column) export."""
+    commits: list[OffsetCommit] = []
+    seen: set[tuple[str, str, int]] = set()
+    for number, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        if not row or row == [""]:
+            continue  # the tool ends its output with an empty line
+        commit = _commit(row, group, f"{source} line {number}")
+        key = (commit.group, commit.topic, commit.partition)
+        if key in seen:
+            raise BadInputError(f"{source} line {number}: {commit.group} {commit.topic}/{commit.partition} twice")
+        seen.add(key)
+        commits.append(commit)
+    if not commits:
+        raise BadInputError(f"{source} holds no offsets (an export of kafka-consumer-groups is expected)")
+    return commits
+
+
+def _commit(row: list[str], group: str | None, where: str) -> OffsetCommit:
+    if len(row) == 3:
+        if group is None:
+            raise BadInputError(
+                f"{where} has 3 columns (topic,partition,offset: an export of one group): name the group with "
+                "--export-group"
+            )
+        topic, partition, offset = row
+    elif len(row) == 4:
+        if group is not None:
+            raise BadInputError(f"{where} has 4 columns (group,topic,partition,offset): leave out --export-group")
+        group, topic, partition, offset = row
+    else:
+        shown = ",".join(row)[:120]
+        raise BadInputError(f"{where} is not group,topic,partition,offset nor topic,partition,offset: {shown!r}")
+    if not group or not topic:
+        raise BadInputError(f"{where} has an empty group or topic")
+    return OffsetCommit(group, topic, _number(partition, "partition", where), _number(offset, "offset", where), None, 0)
+
+
+def _number(text: str, what: str, where: str) -> int:
+    if not text.strip().isdigit():
+        raise BadInputError(f"{where}: {what} {text!r} is not a number at or above 0")
+    return int(text.strip())
