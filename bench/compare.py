@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import io
+import itertools
 import json
 import os
 import platform
@@ -150,12 +151,12 @@ def live_groups(source: ApacheBroker, args: argparse.Namespace) -> Iterator[dict
     def move(cluster: KafkaCluster) -> None:
         step = max(1, n // 2_000)
         while not stop.is_set():
-            for offsets in state.values():
-                for p in offsets:
-                    offsets[p] = min(n, offsets[p] + step)
-            cluster.alter_offsets_many(
-                {g: {TP(TOPIC, p): CommittedOffset(o, None) for p, o in by_p.items()} for g, by_p in state.items()}
+            moved = {g: {p: min(n, o + step) for p, o in by_p.items()} for g, by_p in state.items()}
+            errors = cluster.alter_offsets_many(
+                {g: {TP(TOPIC, p): CommittedOffset(o, None) for p, o in by_p.items()} for g, by_p in moved.items()}
             )
+            for g, by_tp in errors.items():  # the truth is what was committed
+                state[g].update({tp.partition: moved[g][tp.partition] for tp, error in by_tp.items() if not error})
             stop.wait(0.3)
 
     with KafkaCluster(source.settings()) as cluster:
@@ -233,34 +234,60 @@ def committed_on(replica: ApacheBroker, groups: list[str]) -> dict[Key, int]:
 # -- truth and outcomes ------------------------------------------------------------------------------
 
 
-def placement(replica: ApacheBroker, partitions: int) -> dict[int, list[int]]:
-    """For each partition, the source offset of the record at each target offset (read whole, once)."""
+@dataclass
+class Placed:
+    """One target partition as read whole: each record's target offset and the source offset its key
+    names, and the log end."""
+
+    offsets: list[int]
+    sources: list[int]
+    end: int
+
+    def want(self, c: int) -> int:
+        """The truth: the target offset of the first record whose source offset is at least ``c``."""
+        i = bisect.bisect_left(self.sources, c)
+        return self.offsets[i] if i < len(self.offsets) else self.end
+
+    def records_between(self, low: int, high: int) -> int:
+        return bisect.bisect_left(self.offsets, high) - bisect.bisect_left(self.offsets, low)
+
+
+def placement(replica: ApacheBroker, partitions: int) -> dict[int, Placed]:
+    """Every target partition read whole, once. The source offsets must grow with the target's: a
+    copy with repeated or reordered records (an MM2 task restarted mid-copy) would need another
+    truth, so the run stops and says so."""
+    placed = {}
     with KafkaCluster(replica.settings()) as cluster:
-        return {
-            p: [int(r.key.split(b":")[1]) for r in cluster.read_partition(TP(TOPIC, p)) if r.key]
-            for p in range(partitions)
-        }
+        for p in range(partitions):
+            tp = TP(TOPIC, p)
+            records = [r for r in cluster.read_partition(tp) if r.key]
+            sources = [int(r.key.split(b":")[1]) for r in records if r.key]
+            if any(b <= a for a, b in itertools.pairwise(sources)):
+                raise SystemExit(f"{replica.name} {TOPIC}/{p} holds records out of source order: no single truth")
+            placed[p] = Placed([r.offset for r in records], sources, cluster.log_bounds([tp])[tp].end)
+    return placed
 
 
-def outcomes(tool: Tool, truth: dict[Key, int], placed: dict[int, list[int]]) -> dict[str, Any]:
+def outcomes(tool: Tool, truth: dict[Key, int], placed: dict[int, Placed]) -> dict[str, Any]:
     """Exact / duplicates / skipped per group-partition: the committed offset against the target
-    offset of the first record whose source offset is at least the truth (records in order). A
-    group-partition left without an offset resumes by ``auto.offset.reset``: with ``latest``, Kafka's
-    default, it skips every record from its position to the end (``latest_skips``)."""
+    offset of the first record whose source offset is at least the truth. A group-partition left
+    without an offset resumes by ``auto.offset.reset``: with ``latest``, Kafka's default, it skips
+    every record from its position to the end (``latest_skips``)."""
     exact = early = late = missing = 0
     duplicates = skipped = worst_dup = worst_skip = latest_skips = 0
     for (group, p), c in truth.items():
-        sources = placed[p]
-        want = bisect.bisect_left(sources, c)
-        got = tool.committed.get((group, p))
+        log = placed[p]
+        want, got = log.want(c), tool.committed.get((group, p))
         if got is None:
-            missing, latest_skips = missing + 1, latest_skips + len(sources) - want
+            missing, latest_skips = missing + 1, latest_skips + log.records_between(want, log.end)
         elif got == want:
             exact += 1
         elif got < want:
-            early, duplicates, worst_dup = early + 1, duplicates + want - got, max(worst_dup, want - got)
+            n = log.records_between(got, want)
+            early, duplicates, worst_dup = early + 1, duplicates + n, max(worst_dup, n)
         else:
-            late, skipped, worst_skip = late + 1, skipped + got - want, max(worst_skip, got - want)
+            n = log.records_between(want, got)
+            late, skipped, worst_skip = late + 1, skipped + n, max(worst_skip, n)
     return {
         "exact": exact,
         "early": early,
@@ -299,7 +326,9 @@ def plan_with_cli(name: str, snapshots: Path, target: ApacheBroker, work: Path, 
 def applied(tool: Tool, plan: Path, target: ApacheBroker, groups: list[str]) -> Tool:
     """``offset-restore apply``, timed onto the tool's plan time; what the target then holds."""
     started = time.perf_counter()
-    run_cli("apply", "--plan", str(plan), "--bootstrap-servers", target.bootstrap_servers)
+    # --allow-rewind: MM2 synced offsets to its replica first; without it apply keeps a group that is
+    # already further (a safety for groups that consumed on the target), and the row would show MM2's.
+    run_cli("apply", "--plan", str(plan), "--bootstrap-servers", target.bootstrap_servers, "--allow-rewind")
     took = time.perf_counter() - started
     tool.note = f"plan {tool.seconds:.1f} s + apply {took:.1f} s"
     tool.seconds += took
@@ -403,7 +432,7 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
         moved = {(g, p) for g, by_p in live.items() for p in by_p}
         facts["group_partitions"], facts["live_group_partitions"] = len(truth), len(moved)
         facts["details"] = {
-            f"{g}/{p}": {"truth": c, "want": {w: bisect.bisect_left(places[w][p], c) for w in places}}
+            f"{g}/{p}": {"truth": c, "want": {w: places[w][p].want(c) for w in places}}
             | {t.name: t.committed.get((g, p)) for t in tools}
             for (g, p), c in sorted(truth.items())
         }

@@ -28,6 +28,8 @@ def test_both_shapes_and_quoted_names_are_read() -> None:
             "e.csv line 3 is not",
         ),
         ("g,orders,x,1\n", None, "e.csv line 1: partition 'x' is not a number"),
+        ("g,orders,\u00b2,1\n", None, "e.csv line 1: partition '\u00b2' is not a number"),
+        ("g,orders,2147483648,1\n", None, "e.csv line 1: partition '2147483648' is out of range"),
         ("g,orders,0,-1\n", None, "e.csv line 1: offset '-1' is not a number at or above 0"),
         ("g,orders,0,1\ng,orders,0,2\n", None, "e.csv line 2: g orders/0 twice"),
         ("\n", None, "e.csv holds no offsets"),

@@ -289,3 +289,8 @@ def test_mm2_without_evidence_is_its_bound_not_exact() -> None:
 def test_mm2_declines_a_position_below_every_checkpoint() -> None:
     e = mm2_plan(1_000, 100, downstream=650, upstream=600)
     assert e.status == "unmapped" and "no checkpoint of t/0 in x at or below source offset 100" in (e.reason or ""), e
+
+
+def test_mm2_checkpoints_past_the_log_end_describe_another_log_and_are_not_trusted() -> None:
+    e = mm2_plan(1_000, 700, downstream=1_500, upstream=600)
+    assert e.status == "unmapped" and "translates past the target's log end 1000" in (e.reason or ""), e

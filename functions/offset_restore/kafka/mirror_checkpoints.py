@@ -15,6 +15,7 @@ checkpoints are kept out here).
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -58,9 +59,7 @@ def decode_checkpoint(record: FetchedRecord) -> MirrorCheckpoint:
     if record.key is None or record.value is None:
         raise ValueError("no key or no value")
     try:
-        group, at = _string(record.key, 0)
-        topic, at = _string(record.key, at)
-        (partition,) = _INT32.unpack_from(record.key, at)
+        group, tp = _key(record.key)
         (version,) = _INT16.unpack_from(record.value, 0)
         if version != 0:
             raise ValueError(f"checkpoint version {version} (this reads version 0)")
@@ -68,15 +67,25 @@ def decode_checkpoint(record: FetchedRecord) -> MirrorCheckpoint:
         metadata, _ = _string(record.value, 18)
     except (struct.error, UnicodeDecodeError) as error:
         raise ValueError(str(error)) from None
-    return MirrorCheckpoint(group, TP(topic, partition), upstream, downstream, metadata, record.timestamp)
+    return MirrorCheckpoint(group, tp, upstream, downstream, metadata, record.timestamp)
+
+
+def _key(data: bytes) -> tuple[str, TP]:
+    group, at = _string(data, 0)
+    topic, at = _string(data, at)
+    return group, TP(topic, _INT32.unpack_from(data, at)[0])
 
 
 def latest_checkpoints(records: Iterable[FetchedRecord], topic: str) -> Iterator[MirrorCheckpoint]:
     """The last checkpoint of each group-partition (MM2 appends a new one whenever a group moves),
-    without the untranslatable ones (downstream -1). A record that does not decode is an error naming
-    it: a wrong topic named as MM2's would otherwise give positions nobody wrote."""
+    without the untranslatable ones (downstream -1) and those a tombstone removed. A record that does
+    not decode is an error naming it: a wrong topic named as MM2's would give positions nobody wrote."""
     latest: dict[tuple[str, TP], MirrorCheckpoint] = {}
     for record in records:
+        if record.value is None and record.key is not None:  # a tombstone: an operator purged the key
+            with contextlib.suppress(ValueError, struct.error, UnicodeDecodeError):
+                latest.pop(_key(record.key), None)
+            continue
         try:
             checkpoint = decode_checkpoint(record)
         except ValueError as error:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.offsets_topic import OffsetCommit
@@ -59,6 +60,9 @@ def _commit(row: list[str], group: str | None, where: str) -> OffsetCommit:
 
 
 def _number(text: str, what: str, where: str) -> int:
-    if not text.strip().isdigit():
+    if not re.fullmatch(r"[0-9]{1,19}", text.strip()):
         raise BadInputError(f"{where}: {what} {text!r} is not a number at or above 0")
-    return int(text.strip())
+    number = int(text.strip())
+    if number > (2**31 - 1 if what == "partition" else 2**63 - 1):
+        raise BadInputError(f"{where}: {what} {text!r} is out of range")
+    return number

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from offset_restore.kafka.mirror_checkpoints import CHECKPOINTS_SUFFIX, MirrorCheckpoint
-from offset_restore.kafka.model import TP
+from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot
 from offset_restore.translate.model import PlanEntry
 
-__all__ = ["Floor", "Fresher", "MirrorCheckpoints", "choose_topic", "fresher_groups", "with_fresher"]
+__all__ = ["FRESHER_MARGIN_MS", "Floor", "Fresher", "MirrorCheckpoints", "choose_topic", "fresher_groups", "settle"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +63,12 @@ class MirrorCheckpoints:
     def __len__(self) -> int:
         return len(self.by_group)
 
+    def beyond(self, tp: TP, end: int) -> bool:
+        """Whether a checkpoint of ``tp`` translates past ``end``: then MM2's checkpoints describe
+        another log (a target topic recreated since; MM2 never rewinds a checkpoint)."""
+        bounds = self._bounds.get(tp) or [-1]
+        return bounds[-1] > end
+
     def floor(self, tp: TP, committed: int) -> Floor | None:
         ups = self._upstreams.get(tp)
         if not ups:
@@ -80,6 +86,12 @@ def choose_topic(topics: Iterable[str], asked: str | None) -> str | None:
     if len(found) > 1:
         raise ValueError(f"the target has several MirrorMaker 2 checkpoint topics ({', '.join(found)}): name one")
     return found[0] if found else None
+
+
+FRESHER_MARGIN_MS = 10_000
+"""A checkpoint that moves a group forward counts as newer than the snapshot only when emitted this
+much after the snapshot completed: MM2 reads the group's offsets just after stamping the checkpoint,
+but on another host's clock."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,13 +129,16 @@ def _fresher(
     found: dict[tuple[str, str, int], Fresher] | None,
 ) -> PartitionSnapshot:
     """The partition as the plan should place it: moved to the checkpoint's offset only when the
-    group was rewound after the snapshot (a forward move is settled on the entry: ``with_fresher``)."""
+    group was rewound after the snapshot (a forward move is settled on the entry: ``settle``)."""
     checkpoint = table.by_group.get((group, TP(topic_map.get(p.topic, p.topic), p.partition)))
-    if checkpoint is None or checkpoint.emitted_ms <= completed_ms or checkpoint.upstream == p.committed_offset:
+    if checkpoint is None or checkpoint.upstream == p.committed_offset or checkpoint.emitted_ms <= completed_ms:
+        return p
+    forward = checkpoint.upstream > p.committed_offset
+    if forward and checkpoint.emitted_ms <= completed_ms + FRESHER_MARGIN_MS:
         return p
     if found is not None:
         found[(group, p.topic, p.partition)] = Fresher(p.committed_offset, checkpoint)
-    if checkpoint.upstream > p.committed_offset:
+    if forward:
         return p
     return PartitionSnapshot(
         topic=p.topic,
@@ -135,16 +150,10 @@ def _fresher(
     )
 
 
-def with_fresher(entries: Iterable[PlanEntry], found: Mapping[tuple[str, str, int], Fresher]) -> Iterator[PlanEntry]:
-    """Entries with a newer MM2 checkpoint settled (module docstring), each saying so in its reason."""
-    for entry in entries:
-        fresher = found.get((entry.group, entry.topic, entry.partition))
-        if fresher is not None:
-            _settle(entry, fresher)
-        yield entry
-
-
-def _settle(entry: PlanEntry, fresher: Fresher) -> None:
+def settle(entry: PlanEntry, fresher: Fresher, bounds: LogBounds | None) -> PlanEntry:
+    """An entry with a newer MM2 checkpoint (module docstring), saying so in its reason. ``bounds``:
+    the target partition's log (None: it does not exist, and the entry stays as it is). Called before
+    the topic-map collision guard, which then still sees every entry of the group."""
     c = fresher.checkpoint
     seen = (
         f"MirrorMaker 2's checkpoint of {datetime.fromtimestamp(c.emitted_ms / 1000, UTC):%Y-%m-%dT%H:%M:%SZ}, after "
@@ -152,12 +161,16 @@ def _settle(entry: PlanEntry, fresher: Fresher) -> None:
     )
     if c.upstream < fresher.snapshot_offset:
         note = f"{seen}: rewound since, it resumes from there"
-    elif entry.status == "unmapped" or (entry.status == "mapped" and (entry.target_offset or 0) < c.downstream):
+    elif bounds is None or c.downstream > bounds.end:
+        note = f"{seen}: moved on, but its translation {c.downstream} is not on the target's log: not used"
+    elif entry.status in ("mapped", "unmapped") and (entry.target_offset or 0) < max(c.downstream, bounds.start):
         was = f"snapshot's: {entry.target_offset}" if entry.status == "mapped" else "the snapshot's was not placed"
-        note = f"{seen}: moved on, it resumes at MM2's translation {c.downstream} ({was})"
-        entry.status, entry.source_offset, entry.target_offset, entry.method = "mapped", c.upstream, c.downstream, "mm2"
+        offset = max(c.downstream, bounds.start)
+        note = f"{seen}: moved on, it resumes at MM2's translation {offset} ({was})"
+        entry.status, entry.source_offset, entry.target_offset, entry.method = "mapped", c.upstream, offset, "mm2"
         entry.exact, entry.max_duplicates, entry.metadata = False, None, c.metadata or entry.metadata
         entry.expected_fingerprint = entry.anchor_offset = entry.anchor_source_offset = entry.anchor_timestamp = None
     else:
-        note = f"{seen}: moved on, but MM2's translation {c.downstream} is not past the snapshot's position"
+        note = f"{seen}: moved on, but MM2's translation {c.downstream} is not past the snapshot's {entry.status} entry"
     entry.reason = f"{note}; {entry.reason}" if entry.reason else note
+    return entry

@@ -350,11 +350,16 @@ def _missing_on_target(
 
 
 def plan_entries(
-    groups: Iterable[GroupSnapshot], decisions: Mapping[PositionKey, Decision], options: PlanOptions
+    groups: Iterable[GroupSnapshot],
+    decisions: Mapping[PositionKey, Decision],
+    options: PlanOptions,
+    settle: Callable[[PlanEntry], PlanEntry] | None = None,
 ) -> Iterator[PlanEntry]:
-    """Each group-partition's entry, group by group, in the snapshot's order."""
+    """Each group-partition's entry, group by group, in the snapshot's order; ``settle`` may change an
+    entry (a newer MM2 checkpoint, translate/mm2.py) before the collision guard sees the group."""
     for group in groups:
-        yield from _without_collisions([_entry(group.group, p, decisions, options) for p in group.partitions])
+        entries = [_entry(group.group, p, decisions, options) for p in group.partitions]
+        yield from _without_collisions([settle(e) for e in entries] if settle else entries)
 
 
 def _entry(
@@ -880,8 +885,10 @@ def load_mirror_checkpoints(target: TargetCluster, options: PlanOptions) -> Mirr
 
 
 def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
-    """MM2's translation as a lower bound (translate/mm2.py), made exact by finding the snapshot's
-    evidence in the records from there on; where the evidence is not found, the bound stands."""
+    """MM2's translation as a lower bound (translate/mm2.py), made exact by the fingerprint strategy's
+    search for the snapshot's evidence (from the evidence's time, so copies of it anywhere near are
+    seen); where the evidence is not found exactly once, the earlier of MM2's bound and what the
+    search found stands, not exact."""
     if ctx.mm2 is None:
         ctx.mm2 = load_mirror_checkpoints(ctx.target, ctx.options)
     table = ctx.mm2
@@ -889,72 +896,77 @@ def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Posit
         return dict.fromkeys(undecided, table)
     outcome: dict[PositionKey, Decision | str] = {}
     floors: dict[PositionKey, Floor] = {}
-    starts: dict[PositionKey, int] = {}
     for key, pos in undecided.items():
-        floor = table.floor(pos.target, pos.committed)
-        bounds = ctx.bounds.get(pos.target)
+        floor, bounds = table.floor(pos.target, pos.committed), ctx.bounds.get(pos.target)
         if floor is None or bounds is None:
             outcome[key] = f"no checkpoint of {pos.target} in {table.topic} at or below source offset {pos.committed}"
-        elif pos.next is None and not pos.packed_before:
-            outcome[key] = _mm2_bound(pos, floor, bounds, "the snapshot has no evidence to make it exact")
+        elif table.beyond(pos.target, bounds.end):
+            outcome[key] = (
+                f"a checkpoint of {pos.target} in {table.topic} translates past the target's log end {bounds.end}: "
+                "MM2's checkpoints do not describe this log (a recreated topic?); not trusted"
+            )
         else:
             floors[key] = floor
-            starts[key] = min(max(bounds.start, floor.downstream - len(pos.before)), max(bounds.start, bounds.end - 1))
-    missed: dict[PositionKey, str] = {}
-    for key, window in _scan_windows(starts, undecided, ctx, "mm2").items():
-        found = _match(undecided[key], window, ctx.options.offset_header)
-        if isinstance(found, Decision) and found.exact and found.target_offset is not None:
-            outcome[key] = _refined_decision(found, floors[key])
-        else:
-            missed[key] = found if isinstance(found, str) else found.reason or "the evidence was not found exactly once"
-    searched = _searched_by_time({key: undecided[key] for key in missed}, ctx)
-    for key, why in missed.items():
-        by_time, pos = searched.get(key), undecided[key]
-        if isinstance(by_time, Decision) and by_time.exact and by_time.target_offset is not None:
-            outcome[key] = _refined_decision(by_time, floors[key])
-        else:
-            outcome[key] = _mm2_bound(pos, floors[key], ctx.bounds[pos.target], why)
+    searched = _searched_by_time({key: undecided[key] for key in floors}, ctx)
+    for key, floor in floors.items():
+        pos = undecided[key]
+        outcome[key] = _mm2_decision(pos, floor, ctx.bounds[pos.target], searched.get(key))
     return outcome
 
 
 def _searched_by_time(positions: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
-    """The fingerprint strategy's search (by the evidence's time) for the positions whose evidence was
-    not near MM2's translation (MM2 translates a group far behind its newest sync to a sync far
-    below), unless that strategy already ran before this one and failed on them."""
+    """The fingerprint strategy's search for the positions with evidence, unless that strategy
+    already ran before this one and could not place them."""
     order = ctx.options.strategies
-    if not positions or ("fingerprint" in order and order.index("fingerprint") < order.index("mm2")):
-        return {}
-    return _by_fingerprint(positions, ctx)
+    if "fingerprint" in order and order.index("fingerprint") < order.index("mm2"):
+        return dict.fromkeys(positions, "the fingerprint strategy, before this one, could not place it")
+    with_evidence = {key: pos for key, pos in positions.items() if pos.next is not None or pos.packed_before}
+    found = _by_fingerprint(with_evidence, ctx) if with_evidence else {}
+    return {key: found.get(key, "the snapshot has no evidence to make it exact") for key in positions}
 
 
-def _refined_decision(found: Decision, floor: Floor) -> Decision:
-    """The evidence's place, exact, when it is at or after MM2's translation. Before it, MM2 and the
-    evidence disagree: the earlier of the two is taken (the evidence's), claiming nothing."""
-    offset = found.target_offset or 0
-    if offset < floor.downstream:
-        why = (
-            f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream}) is past the "
-            f"snapshot's evidence, found at {offset}: resumes at the evidence, not exact"
-        )
-        return replace(found, method="mm2", exact=False, max_duplicates=None, reason=why)
-    refined = (
-        f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream}) made exact by the "
-        f"snapshot's evidence, found at {offset}"
+def _mm2_decision(pos: Position, floor: Floor, bounds: LogBounds, found: Decision | str | None) -> Decision:
+    """Exact when the evidence was found exactly once at or after MM2's translation; otherwise the
+    earlier of the two (MM2 wrong, or the evidence repeated), claiming nothing."""
+    bound = _mm2_bound(pos, floor, bounds, found if isinstance(found, str) else "")
+    if not isinstance(found, Decision) or found.target_offset is None:
+        return bound
+    offset = found.target_offset
+    translated = f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream})"
+    if found.exact and offset >= floor.downstream:
+        refined = f"{translated} made exact by the snapshot's evidence, found at {offset}"
+        return replace(found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined)
+    if offset >= (bound.target_offset or 0):
+        return replace(bound, reason=f"{bound.reason}{found.reason or 'the evidence is not exact there'}")
+    why = (
+        "is past the snapshot's evidence"
+        if found.exact
+        else f"is past where the evidence search resumes ({found.reason})"
     )
-    return replace(found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined)
+    return replace(
+        found,
+        method="mm2",
+        exact=False,
+        max_duplicates=None,
+        reason=f"{translated} {why}, found at {offset}: resumes there, not exact",
+    )
+
+
+def mm2_bound_offset(downstream: int, bounds: LogBounds) -> int:
+    """MM2's translation within the target's log (a translation below the log start resumes at it)."""
+    return min(max(downstream, bounds.start), bounds.end)
 
 
 def _mm2_bound(pos: Position, floor: Floor, bounds: LogBounds, why: str) -> Decision:
     """MM2's translation as it is: at or before the record, by how much not provable."""
-    offset = min(max(floor.downstream, bounds.start), bounds.end)
     return Decision(
         "mapped",
-        offset,
+        mm2_bound_offset(floor.downstream, bounds),
         "mm2",
         False,
         None,
         f"MirrorMaker 2's translation of source offset {floor.upstream} (a lower bound: MM2 resumes up to about "
-        f"offset.lag.max records early) for {pos.committed}; {why}",
+        f"offset.lag.max records early, more for groups far behind) for {pos.committed}; {why}",
     )
 
 
@@ -1126,14 +1138,14 @@ def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> di
             outcome[key] = "no target record is as recent as the evidence"
         else:
             scans[key] = result.found.offset
-    windows = _scan_windows(scans, undecided, ctx, "fingerprint")
+    windows = _scan_windows(scans, undecided, ctx)
     for key, window in windows.items():
         outcome[key] = _match(undecided[key], window, ctx.options.offset_header)
     return outcome
 
 
 def _scan_windows(
-    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context, strategy: str
+    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context
 ) -> dict[PositionKey, list[FetchedRecord] | str]:
     """Records from each start until past the newest evidence timestamp (bounded). Positions on one
     partition take turns: a round reads one window per partition."""
@@ -1158,7 +1170,7 @@ def _scan_windows(
                     windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records before the evidence's time"
                 elif cursor[key] < 0 or cursor[key] >= max(outcome.end, 0):
                     windows[key] = collected[key]
-    ctx.record(strategy, rounds.rounds, rounds.fetches, rounds.records, {})
+    ctx.record("fingerprint", rounds.rounds, rounds.fetches, rounds.records, {})
     return windows
 
 

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ValidationError
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress, Snapshot
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, default_cluster_name, validate_name
@@ -20,7 +21,7 @@ from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository, S
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument
-from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, with_fresher
+from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.plan import (
@@ -169,6 +170,7 @@ def run_plan(
         decisions, stats = decide_positions(
             positions, target, options, checkpoints=checkpoints, mm2=mm2, progress=progress
         )
+        fresh_bounds = _bounds_of(target, fresher, options.topic_map)
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
@@ -186,7 +188,7 @@ def run_plan(
         out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
     )
     with PlanDocument(csv=bool(csv_path)) as document:
-        for entry in with_fresher(plan_entries(selected, decisions, options), fresher):
+        for entry in plan_entries(selected, decisions, options, _settler(fresher, fresh_bounds)):
             document.add(entry)
         plan, content = document.finish(header)
         with content:
@@ -211,6 +213,28 @@ def run_plan(
         problems=document.problems,
         fresher_from_mm2=len(fresher),
     )
+
+
+def _bounds_of(
+    target: KafkaCluster, fresher: Mapping[tuple[str, str, int], Fresher], topic_map: Mapping[str, str]
+) -> dict[TP, LogBounds]:
+    """The target logs of the group-partitions with a newer MM2 checkpoint (those that exist)."""
+    topics = target.topic_partitions()
+    wanted = {TP(topic_map.get(t, t), p) for _, t, p in fresher}
+    return target.log_bounds(tp for tp in wanted if tp.partition < topics.get(tp.topic, 0)) if wanted else {}
+
+
+def _settler(
+    fresher: Mapping[tuple[str, str, int], Fresher], bounds: Mapping[TP, LogBounds]
+) -> Callable[[PlanEntry], PlanEntry] | None:
+    if not fresher:
+        return None
+
+    def settled(entry: PlanEntry) -> PlanEntry:
+        newer = fresher.get((entry.group, entry.topic, entry.partition))
+        return entry if newer is None else settle(entry, newer, bounds.get(TP(entry.target_topic, entry.partition)))
+
+    return settled
 
 
 class _Fresher:
