@@ -519,7 +519,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=100_000, help="records per partition (default 100,000)")
     parser.add_argument("--groups", type=int, default=24, help="groups at fixed lags (default 24)")
     parser.add_argument("--live", type=int, default=3, help="live groups, committing until the source stops")
-    parser.add_argument("--live-after-s", type=float, default=5.0, help="how long they run after the snapshot")
+    parser.add_argument(
+        "--live-after-s",
+        type=float,
+        default=15.0,
+        help="how long they run after the snapshot (longer than the 10 s a newer MM2 checkpoint must clear)",
+    )
     parser.add_argument("--seed", type=int, default=19)
     parser.add_argument("--output", default=str(RESULTS / "compare.md"))
     args = parser.parse_args(argv)
