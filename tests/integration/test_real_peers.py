@@ -17,12 +17,22 @@ from offset_restore.kafka.model import TP
 from offset_restore.translate.mm2 import FRESHER_MARGIN_MS
 from offset_restore.translate.model import Plan
 
-from tests.helpers import TEST_BROKER, Brokers, commit, produce, restore, unique
+from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run as run_cli
 
 pytestmark = pytest.mark.skipif(TEST_BROKER != "apache", reason="runs Apache Kafka's own tools")
 
 CONSUMER_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+
+
+def on_both(
+    source: KafkaCluster, target: KafkaCluster, prefix: str, partitions: int, count: int
+) -> tuple[str, dict[int, list[Produced]]]:
+    """A new topic on both clusters, ``count`` records a partition on the source (restored by the test)."""
+    topic = unique(prefix)
+    source.create_topics({topic: partitions})
+    target.create_topics({topic: partitions})
+    return topic, {p: produce(source, topic, p, count) for p in range(partitions)}
 
 
 def test_kafka_consumer_groups_from_file_puts_every_group_where_the_plan_does(
@@ -32,10 +42,7 @@ def test_kafka_consumer_groups_from_file_puts_every_group_where_the_plan_does(
     restore that lost the first 7 records of each partition. ``--reset-offsets --from-file plan.csv
     --execute`` must commit exactly the plan's mapped offsets (what ``apply`` writes) and nothing else."""
     assert isinstance(brokers.target, ApacheBroker)
-    topic = unique("peer")
-    source.create_topics({topic: 3})
-    target.create_topics({topic: 3})
-    records = {p: produce(source, topic, p, 40) for p in range(3)}
+    topic, records = on_both(source, target, "peer", 3, 40)
     groups = [unique("peer-g") for _ in range(4)]
     placed = [{0: 3, 1: 20, 2: 39}, {0: 40, 1: 40, 2: 40}, {0: 10, 2: 25}, {1: 7}]
     for group, offsets in zip(groups, placed, strict=True):
@@ -183,10 +190,7 @@ def test_a_kafka_consumer_groups_export_is_a_snapshot_the_plan_places_exactly(
     offsets on a restore with headers as a snapshot of the live source; a one-group export needs
     ``--export-group``; refusals write nothing."""
     assert isinstance(brokers.source, ApacheBroker)
-    topic = unique("export")
-    source.create_topics({topic: 2})
-    target.create_topics({topic: 2})
-    records = {p: produce(source, topic, p, 30) for p in range(2)}
+    topic, records = on_both(source, target, "export", 2, 30)
     groups = [unique("export-g") for _ in range(2)]
     commit(source, groups[0], {TP(topic, 0): 12, TP(topic, 1): 30})
     commit(source, groups[1], {TP(topic, 1): 5})

@@ -25,7 +25,6 @@ import hashlib
 import logging
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -37,10 +36,11 @@ from pathlib import Path
 from types import TracebackType
 
 from offset_restore.devtools.local_broker import free_port
+from offset_restore.devtools.processes import end_process
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.connection import ConnectionSettings
 
-__all__ = ["ApacheBroker", "end_process", "java_tool", "kafka_classpath"]
+__all__ = ["ApacheBroker", "java_tool", "kafka_classpath"]
 
 POM = Path(__file__).with_name("apache_kafka.pom.xml")
 HEAP = ("-Xms64m", "-Xmx384m")
@@ -148,20 +148,6 @@ def java_tool(
     as its script would, and return what it printed."""
     command = ["java", heap, *JVM, f"-Dlog4j2.configurationFile={log4j}", "-cp", kafka_classpath(), main_class]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout_s, check=False)
-
-
-def end_process(process: subprocess.Popen[bytes] | None) -> None:
-    """SIGTERM to a JVM's process group (Kafka and MirrorMaker shut down cleanly on it), SIGKILL after 30 s."""
-    if process is None or process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
 
 
 def _throwaway_tls(folder: Path) -> Path:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from offset_restore.devtools.processes import end_process
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.connection import ConnectionSettings
 
@@ -100,15 +100,7 @@ class LocalBroker:
 
     def stop(self) -> None:
         process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        end_process(process, grace_s=5, group=False)
 
     def __enter__(self) -> LocalBroker:
         return self.start()

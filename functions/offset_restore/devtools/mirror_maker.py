@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from offset_restore.devtools.apache_broker import JVM, ApacheBroker, end_process, kafka_classpath
+from offset_restore.devtools.apache_broker import JVM, ApacheBroker, kafka_classpath
+from offset_restore.devtools.processes import end_process
 from offset_restore.errors import OffsetRestoreError
 
 __all__ = ["Flow", "MirrorMaker", "properties"]

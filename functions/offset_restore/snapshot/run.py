@@ -23,7 +23,7 @@ from offset_restore.snapshot.live import (
     count_groups,
     stream_snapshot,
 )
-from offset_restore.snapshot.model import SnapshotCounts, default_cluster_name
+from offset_restore.snapshot.model import SnapshotCounts, SnapshotManifest, default_cluster_name
 from offset_restore.snapshot.offsets_topic import OffsetsTopicReader, snapshot_from_commits
 from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import BlobStore
@@ -74,17 +74,27 @@ def run_snapshot(
         repository = SnapshotRepository(store)
         manifest_key = repository.write(snapshot)
         requests = dict(sorted(cluster.requests_sent.items()))
-    manifest = snapshot.manifest
+    return _result(snapshot.manifest, manifest_key, store, started, requests, snapshot.timings)
+
+
+def _result(
+    manifest: SnapshotManifest,
+    key: str,
+    store: BlobStore,
+    started: float,
+    requests: dict[str, int],
+    timings: dict[str, float],
+) -> SnapshotResult:
     return SnapshotResult(
         snapshot_id=manifest.snapshot_id,
         cluster=manifest.cluster,
         source=manifest.source,
         location=store.description,
-        manifest=manifest_key,
+        manifest=key,
         counts=manifest.counts,
         duration_s=round(time.perf_counter() - started, 3),
         requests=requests,
-        timings=snapshot.timings,
+        timings=timings,
         notes=manifest.notes,
     )
 
@@ -120,18 +130,7 @@ def run_snapshot_from_export(
         update={"counts": count_groups(groups), "filters": options.filters(), "notes": [note]}
     )
     manifest_key = repository.write(Snapshot(manifest=manifest, groups=groups))
-    return SnapshotResult(
-        snapshot_id=manifest.snapshot_id,
-        cluster=manifest.cluster,
-        source=manifest.source,
-        location=store.description,
-        manifest=manifest_key,
-        counts=manifest.counts,
-        duration_s=round(time.perf_counter() - started, 3),
-        requests={},
-        timings={},
-        notes=manifest.notes,
-    )
+    return _result(manifest, manifest_key, store, started, {}, {})
 
 
 def _from_offsets_topic(
