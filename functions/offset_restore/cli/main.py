@@ -8,8 +8,10 @@ to stderr. Progress appears on stderr only when it is a terminal.
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Sequence
+from importlib import metadata
 from typing import TextIO
 
 from offset_restore.cli import apply, demo, plan, report, rollback, snapshot, snapshots, start, status, unlock
@@ -23,11 +25,30 @@ COMMANDS = (snapshot, plan, apply, rollback, unlock, start, status, report, snap
 """In the order ``--help`` lists them: the restore's path first, then the deployed workflow's."""
 
 
+EXIT_STATUS = """exit status (every command):
+  0    done
+  1    failed: a cluster or AWS unreachable, a broker error, a group that failed or did not verify
+  2    bad usage or bad input: nothing was read or written where that could be checked first
+  3    done in part: pending or unmapped entries, groups skipped, a lock still held
+  130  interrupted (Ctrl-C)"""
+
+
+def version() -> str:
+    """The installed distribution's version (a source checkout without metadata says so)."""
+    try:
+        return metadata.version("offset-restore")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> StrictParser:
     parser = StrictParser(
         prog="offset-restore",
         description="Carry Kafka consumer groups to the right offsets on a restored or replica cluster.",
+        epilog=EXIT_STATUS,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"offset-restore {version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=StrictParser)
     for command in COMMANDS:
         command.register(commands)
