@@ -328,7 +328,9 @@ def applied(tool: Tool, plan: Path, target: ApacheBroker, groups: list[str]) -> 
     started = time.perf_counter()
     # --allow-rewind: MM2 synced offsets to its replica first; without it apply keeps a group that is
     # already further (a safety for groups that consumed on the target), and the row would show MM2's.
-    run_cli("apply", "--plan", str(plan), "--bootstrap-servers", target.bootstrap_servers, "--allow-rewind")
+    run_cli(
+        "apply", "--plan", str(plan), "--bootstrap-servers", target.bootstrap_servers, "--allow-rewind", "--execute"
+    )
     took = time.perf_counter() - started
     tool.note = f"plan {tool.seconds:.1f} s + apply {took:.1f} s"
     tool.seconds += took

@@ -178,7 +178,7 @@ def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     plan = str(tmp_path / "plan.json")
     run_plan(SnapshotChoice("s3://offset-restore"), brokers.target_settings, plan, PlanOptions(target_cluster="dr"))
-    cli = ["apply", "--plan", plan, "--bootstrap-servers", brokers.target.bootstrap_servers]
+    cli = ["apply", "--plan", plan, "--bootstrap-servers", brokers.target.bootstrap_servers, "--execute"]
     cli += ["--lock-table", "offset-restore", "--target-cluster", "dr", "--wait-timeout", "5"]
     run_input = {"groups": f"{a}|{b}", "mode": "apply", "wait": {"timeout_seconds": 30, "interval_seconds": 1}}
 

@@ -176,7 +176,7 @@ def restored_planned_and_applied(
         "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
     )
     assert status == 0, out + err
-    status, out2, err2 = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2")
+    status, out2, err2 = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2", "--execute")
     assert status == 0, out2 + err2
     with KafkaCluster(settings) as cluster:
         assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15

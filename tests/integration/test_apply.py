@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -68,7 +69,7 @@ class Restored:
             self.brokers.target.bootstrap_servers,
             "--poll-interval",
             "0.2",
-            *extra,
+            *(extra if "--dry-run" in extra or "--preview" in extra else ("--execute", *extra)),
         )
 
     def offsets(self, name: str) -> dict[int, int]:
@@ -164,12 +165,33 @@ def test_rewind_with_the_flag_then_rollback_restores_and_deletes(
     assert {e.status for e in s.plan().entries} == {"mapped"}
 
 
-def test_dry_run_changes_nothing(scene: Callable[..., Restored]) -> None:
-    s = scene({"a": {0: 50}})
+def test_without_execute_apply_previews_every_change_and_writes_nothing(scene: Callable[..., Restored]) -> None:
+    """As kafka-consumer-groups without --execute: every offset that would change, with how it was
+    found, the counts, and the command to write; nothing on the target or in the plan changes."""
+    s = scene({"a": {0: 50, 1: 60}, "there": {0: 30}})
+    commit(s.target, s.groups["there"], {TP(s.topic, 0): 20})  # already where the plan puts it
     before = s.plan_path.read_text()
-    status, out, _ = s.apply("--dry-run")
-    assert status == 0 and f"{s.groups['a']} {s.topic}/0: none -> 40" in out
-    assert s.offsets("a") == {} and s.plan_path.read_text() == before
+    for flags in ((), ("--dry-run",)):
+        status, out, _ = run("apply", "--plan", str(s.plan_path), "--bootstrap-servers",
+                             s.brokers.target.bootstrap_servers, *flags)  # fmt: skip
+        assert status == 0, out
+        assert f"{s.groups['a']} {s.topic}/0: none -> 40 (header, exact)" in out, out
+        assert "would write 2 offsets in 1 groups; 1 already in place; 0 not rewound" in out, out
+        assert "run again with --execute to write" in out and f"{s.groups['there']} " not in out
+        assert s.offsets("a") == {} and s.plan_path.read_text() == before
+    status, _, err = s.apply("--dry-run", "--execute")
+    assert status == 2 and "--execute writes and --dry-run previews: give one" in err
+
+
+def test_a_preview_names_an_active_group_at_once_instead_of_waiting(scene: Callable[..., Restored]) -> None:
+    s = scene({"busy": {0: 50}})
+    with active_member(s.brokers.target.bootstrap_servers, s.groups["busy"], s.topic):
+        started = time.monotonic()
+        status, out, _ = run("apply", "--plan", str(s.plan_path), "--bootstrap-servers",
+                             s.brokers.target.bootstrap_servers, "--wait-timeout", "60")  # fmt: skip
+        took = time.monotonic() - started
+    assert status == 0 and f"not now: {s.groups['busy']}" in out, out
+    assert "--execute waits up to 60 s" in out and took < 30, (took, out)
 
 
 def test_pending_groups_wait_whole_and_unmapped_entries_are_not_written(scene: Callable[..., Restored]) -> None:
@@ -185,16 +207,21 @@ def test_bad_plans_are_refused(scene: Callable[..., Restored], tmp_path: Path) -
     document = json.loads(s.plan_path.read_text())
     other = tmp_path / "other.json"
     other.write_text(json.dumps({**document, "target": {"cluster": "some-other-cluster"}}))
-    status, _, err = run("apply", "--plan", str(other), "--bootstrap-servers", s.brokers.target.bootstrap_servers)
+    status, _, err = run(
+        "apply", "--plan", str(other), "--bootstrap-servers", s.brokers.target.bootstrap_servers, "--execute"
+    )
     assert status == 2 and "the plan is for target cluster some-other-cluster" in err
     document["entries"][0]["partition"] = -1
     broken = tmp_path / "broken.json"
     broken.write_text(json.dumps(document))
-    status, _, err = run("apply", "--plan", str(broken), "--bootstrap-servers", s.brokers.target.bootstrap_servers)
+    status, _, err = run(
+        "apply", "--plan", str(broken), "--bootstrap-servers", s.brokers.target.bootstrap_servers, "--execute"
+    )
     assert status == 2 and "is invalid at entries.0.partition" in err
     status, _, err = run(
-        "apply", "--plan", str(s.plan_path), "--bootstrap-servers", "127.0.0.1:9", "--connect-timeout", "1"
-    )
+        "apply", "--plan", str(s.plan_path), "--bootstrap-servers", "127.0.0.1:9", "--connect-timeout", "1",
+        "--execute",
+    )  # fmt: skip
     assert status == 1 and "cannot reach Kafka" in err
     assert s.offsets("a") == {}
 
@@ -296,7 +323,9 @@ def test_edited_plans_are_refused_before_anything_is_written(
     s = scene({"a": {0: 50, 1: 60}})
     path = edited(s, tmp_path, change)
     before = path.read_text()
-    status, _, err = run("apply", "--plan", str(path), "--bootstrap-servers", s.brokers.target.bootstrap_servers)
+    status, _, err = run(
+        "apply", "--plan", str(path), "--bootstrap-servers", s.brokers.target.bootstrap_servers, "--execute"
+    )
     assert status == 2 and message in err, err
     assert s.offsets("a") == {} and path.read_text() == before
 
@@ -319,6 +348,7 @@ def test_a_plan_is_refused_on_other_brokers_that_carry_its_name(
         "prod-dr",
         "--wait-timeout",
         "0",
+        "--execute",
     )
     assert status == 2 and f"these brokers report cluster id {source.cluster_id}" in err, err
     # The group on those brokers (the source, where it was committed at 50) is untouched.

@@ -169,7 +169,9 @@ def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkp
             assert e.source_offset == placed[moved][p] and "after the snapshot" in (e.reason or ""), e
             assert next_record_on(mirror, topic, p, (120, 10)[p]) < (e.target_offset or 0) <= truth[(moved, p)], e
 
-        status, out, err = run_cli("apply", "--plan", str(plan), "--bootstrap-servers", replica.bootstrap_servers)
+        status, out, err = run_cli(
+            "apply", "--plan", str(plan), "--bootstrap-servers", replica.bootstrap_servers, "--execute"
+        )
         assert status == 0, out + err
         landed = {(g, tp.partition): c.offset for g, found in mirror.committed_offsets(list(placed)).items()
                   for tp, c in found.items()}  # fmt: skip

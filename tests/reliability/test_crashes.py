@@ -88,7 +88,10 @@ class Planned:
         return done.returncode
 
     def cli(self, command: str) -> tuple[int, str]:
-        return run(command, "--plan", self.plan_path, "--bootstrap-servers", self.brokers.target.bootstrap_servers)
+        writes = ["--execute"] if command == "apply" else []
+        return run(
+            command, "--plan", self.plan_path, "--bootstrap-servers", self.brokers.target.bootstrap_servers, *writes
+        )
 
     def mixed(self) -> list[str]:
         """Groups holding neither all their planned offsets nor all their previous ones."""

@@ -125,7 +125,15 @@ def test_no_secret_reaches_logs_errors_reports_or_documents(
             "|".join(scene.groups.values()),
             "--json",
         ],
-        ["apply", "--plan", str(scene.plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers, "--json"],
+        [
+            "apply",
+            "--plan",
+            str(scene.plan_path),
+            "--bootstrap-servers",
+            brokers.target.bootstrap_servers,
+            "--json",
+            "--execute",
+        ],
     ):
         status, output = cli(*command)
         assert status == 0, output

@@ -107,6 +107,11 @@ class ApplyReport:
     verified: int = 0
     verify_failed: list[str] = field(default_factory=list)
     dry_run_lines: list[str] = field(default_factory=list)
+    """A preview's changes, one line each (``_describe``)."""
+    would_write: int = 0
+    would_write_groups: int = 0
+    in_place: int = 0
+    """In a preview: offsets already at their mapped value on the target."""
     waited_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     polls: int = 0
@@ -371,12 +376,7 @@ def _offsets_to_write(
             continue
         offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
     if options.dry_run:
-        for entry in entries:
-            was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
-            report.dry_run_lines.append(
-                f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
-                + (" (skipped: would rewind)" if entry.status == "skipped" else "")
-            )
+        _describe(group, entries, offsets, report)
         return {}
     if unchanged:
         report.groups_unchanged.append(group)
@@ -385,6 +385,28 @@ def _offsets_to_write(
             if entry.reason == NO_ANSWER:
                 entry.reason = None
     return offsets
+
+
+def _describe(group: str, entries: list[PlanEntry], offsets: Mapping[TP, CommittedOffset], report: ApplyReport) -> None:
+    """A preview of one group: a line per offset that would change (what it is now, what it would be,
+    how it was found), counts of those and of the offsets already in place."""
+    report.would_write += len(offsets)
+    report.would_write_groups += bool(offsets)
+    for entry in entries:
+        was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
+        where = f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
+        if entry.status == "skipped":
+            report.dry_run_lines.append(f"{where} (not rewound: the group is past it; --allow-rewind moves it)")
+        elif TP(entry.target_topic, entry.partition) in offsets:
+            report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
+        else:
+            report.in_place += 1
+
+
+def _precision(entry: PlanEntry) -> str:
+    if entry.exact:
+        return "exact"
+    return f"<={entry.max_duplicates} duplicates" if entry.max_duplicates is not None else "duplicates not bounded"
 
 
 def _commit_in_batches(

@@ -1,5 +1,6 @@
-"""``offset-restore apply``: commit a plan's offsets to the target, group by group, only while
-groups are empty; and the summary apply and rollback print."""
+"""``offset-restore apply``: with ``--execute``, commit a plan's offsets to the target, group by group,
+only while groups are empty; without it, preview every change (kafka-consumer-groups' convention: a
+command typed at 3 am writes nothing by mistake); and the summary apply and rollback print."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from offset_restore.cli.arguments import (
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
+from offset_restore.errors import BadInputError
 from offset_restore.translate.model import Plan
 
 __all__ = ["register", "run", "write_apply_report"]
@@ -27,8 +29,10 @@ def register(commands: Commands) -> None:
     apply = commands.add_parser(
         "apply",
         help="commit a plan's offsets to the target, group by group, only while groups are empty",
-        description="Wait until every group of the plan is empty on the target, then commit its mapped "
-        "offsets, recording the offsets it replaces in the plan, and verify them.",
+        description="Without --execute: a preview (as kafka-consumer-groups without --execute) that reads the "
+        "target, waits for nobody and prints every offset that would change. With --execute: wait until every "
+        "group of the plan is empty on the target, then commit its mapped offsets, recording the offsets it "
+        "replaces in the plan, and verify them.",
     )
     add_connection(apply)
     apply.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the plan file (updated in place)")
@@ -57,7 +61,10 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="also move groups that are already past the mapped offset on the target",
     )
-    apply.add_argument("--dry-run", action="store_true", help="print current -> new offsets; change nothing")
+    apply.add_argument(
+        "--execute", action="store_true", help="write the offsets (without it: a preview that changes nothing)"
+    )
+    apply.add_argument("--dry-run", action="store_true", help="a preview, said explicitly (the default)")
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
     apply.add_argument(
         "--lock-table",
@@ -71,12 +78,15 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.execute and args.dry_run:
+        raise BadInputError("--execute writes and --dry-run previews: give one")
+    preview = not args.execute
     options = ApplyOptions(
-        wait_timeout_s=args.wait_timeout,
+        wait_timeout_s=0 if preview else args.wait_timeout,  # a preview names the active groups, never waits
         poll_interval_s=args.poll_interval,
         on_wait_timeout=args.on_wait_timeout,
         allow_rewind=args.allow_rewind,
-        dry_run=args.dry_run,
+        dry_run=preview,
     )
     plan_file = PlanFile(args.plan)
     connection = connection_settings(args)
@@ -88,7 +98,35 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     finally:
         progress.finish()
-    return write_apply_report(args, plan, report, out, err, "Apply" if not args.dry_run else "Dry run")
+    if preview:
+        return write_preview(args, plan, report, out, err)
+    return write_apply_report(args, plan, report, out, err, "Apply")
+
+
+def write_preview(args: argparse.Namespace, plan: Plan, report: ApplyReport, out: TextIO, err: TextIO) -> int:
+    """Every change, then what ``--execute`` would do; exit 0 (a preview that ran is done)."""
+    lines = [
+        f"Preview of plan {plan.restore_id} on {plan.target.cluster} (nothing written)",
+        *(f"  {line}" for line in report.dry_run_lines),
+        *(f"  not now: {g}: {why}" for g, why in sorted(report.groups_skipped.items())),
+        f"would write {report.would_write:,} offsets in {report.would_write_groups:,} groups; "
+        f"{report.in_place:,} already in place; {report.rewinds_skipped:,} not rewound; "
+        f"{len(report.groups_skipped):,} groups not writable now (--execute waits up to {args.wait_timeout:g} s for "
+        "active ones)",
+        "run again with --execute to write",
+    ]
+    document = {
+        "restore_id": plan.restore_id,
+        "preview": True,
+        "changes": report.dry_run_lines,
+        "would_write": report.would_write,
+        "would_write_groups": report.would_write_groups,
+        "in_place": report.in_place,
+        "rewinds_skipped": report.rewinds_skipped,
+        "not_now": report.groups_skipped,
+    }
+    write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
+    return 0
 
 
 def write_apply_report(
@@ -106,7 +144,6 @@ def write_apply_report(
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
     lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
     lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
-    lines += [f"  {line}" for line in report.dry_run_lines]
     document = {
         "restore_id": plan.restore_id,
         "groups_committed": report.groups_committed,
@@ -117,7 +154,6 @@ def write_apply_report(
         "rewinds_skipped": report.rewinds_skipped,
         "verified": report.verified,
         "verify_failed": report.verify_failed,
-        "dry_run": report.dry_run_lines,
     }
     write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
     if report.groups_failed or report.verify_failed:
