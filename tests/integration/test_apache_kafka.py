@@ -213,7 +213,7 @@ def test_a_cluster_whose_id_starts_with_an_underscore_is_snapshotted_planned_and
         plan = tmp_path / "plan.json"
         assert Plan.model_validate_json(plan.read_text()).target.cluster == "cluster-_" + "Q" * 21
         # The way back works on such a cluster too: the group had no offset on the restored topic.
-        status, out, err = run_cli("rollback", "--plan", str(plan), *flags)
+        status, out, err = run_cli("rollback", "--plan", str(plan), *flags, "--execute")
         assert status == 0, out + err
         with KafkaCluster(broker.settings()) as cluster:
             assert TP(restored, 0) not in cluster.committed_offsets([group]).get(group, {})

@@ -156,8 +156,18 @@ def test_rewind_with_the_flag_then_rollback_restores_and_deletes(
     commit(target, s.groups["ahead"], {TP(s.topic, 0): 70, TP(s.topic, 1): 5})
     status, _, _ = s.apply("--allow-rewind")
     assert status == 0 and s.offsets("ahead") == {0: 20, 1: 20} and s.offsets("fresh") == {0: 40}
+    applied = s.plan_path.read_text()
+    status, out, _ = run("rollback", "--plan", str(s.plan_path), "--bootstrap-servers",
+                         s.brokers.target.bootstrap_servers)  # fmt: skip
+    assert status == 0, out  # without --execute: a preview of each change, nothing written
+    assert f"{s.groups['ahead']} {s.topic}/0: 20 -> 70 (put back)" in out, out
+    assert f"{s.groups['fresh']} {s.topic}/0: 40 -> none (apply created it)" in out, out
+    assert f"{s.groups['fresh']}: the whole group would be deleted" in out, out
+    assert "would write 3 offsets in 2 groups" in out and "run again with --execute to write" in out, out
+    assert s.offsets("ahead") == {0: 20, 1: 20} and s.offsets("fresh") == {0: 40}
+    assert s.plan_path.read_text() == applied
     status, out, _ = run(
-        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers
+        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers, "--execute"
     )
     assert status == 0, out
     assert s.offsets("ahead") == {0: 70, 1: 5}
@@ -259,7 +269,7 @@ def test_rollback_is_not_blocked_by_entries_that_no_longer_fit(
     status, _, err = s.apply()
     assert status == 2 and "lie outside the target's logs now" in err
     status, out, err = run(
-        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers
+        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers, "--execute"
     )
     assert status == 0, out + err
     assert s.offsets("idle") == {0: 3}
@@ -394,7 +404,12 @@ def test_a_group_that_moves_on_during_apply_is_not_rewound(
 
 def rollback(s: Restored, *extra: str) -> tuple[int, str, str]:
     return run(
-        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers, *extra
+        "rollback",
+        "--plan",
+        str(s.plan_path),
+        "--bootstrap-servers",
+        s.brokers.target.bootstrap_servers,
+        *(extra if "--dry-run" in extra else ("--execute", *extra)),
     )
 
 

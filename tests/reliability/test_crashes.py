@@ -88,7 +88,7 @@ class Planned:
         return done.returncode
 
     def cli(self, command: str) -> tuple[int, str]:
-        writes = ["--execute"] if command == "apply" else []
+        writes = ["--execute"]  # apply and rollback write only with it
         return run(
             command, "--plan", self.plan_path, "--bootstrap-servers", self.brokers.target.bootstrap_servers, *writes
         )

@@ -49,6 +49,8 @@ class _Undo:
     remove: list[TP] = field(default_factory=list)
     entries: list[PlanEntry] = field(default_factory=list)
     delete_group: bool = False
+    in_place: int = 0
+    """Partitions already at their previous offset (never written, or put back before)."""
 
 
 def rollback_plan(
@@ -78,10 +80,15 @@ def rollback_plan(
         decided = _undo_of(by_group[group], current.get(group, {}), options.allow_rewind)
         if isinstance(decided, str):
             report.groups_skipped[group] = decided
-        elif decided.entries:
+            continue
+        report.in_place += decided.in_place
+        if decided.entries:
             undo[group] = decided
         else:
             report.groups_unchanged.append(group)
+    if options.dry_run:
+        _describe(undo, current, report)
+        return report
     for work in undo.values():  # on record before the first write: an interrupted rollback shows
         for entry in work.entries:
             entry.status, entry.reason = "mapped", f"rollback started {datetime.now(UTC).isoformat()}"
@@ -101,6 +108,7 @@ def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_
         actual = now.get(tp)
         previous = entry.previous_target_offset
         if (actual.offset if actual else None) == previous:
+            work.in_place += 1
             continue  # never written, or already put back
         if actual is not None and actual.offset != entry.target_offset and not allow_rewind:
             return (
@@ -115,6 +123,27 @@ def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_
     # Delete the group only when apply created every offset it holds; otherwise remove only those.
     work.delete_group = bool(work.remove) and not work.restore and set(now) <= set(work.remove)
     return work
+
+
+def _describe(
+    undo: Mapping[str, _Undo], current: Mapping[str, Mapping[TP, CommittedOffset]], report: ApplyReport
+) -> None:
+    """A preview: a line per offset the rollback would put back or remove, and the groups it would delete."""
+    for group, work in sorted(undo.items()):
+        now = current.get(group, {})
+
+        def was(tp: TP, now: Mapping[TP, CommittedOffset] = now) -> str:
+            return str(now[tp].offset) if tp in now else "none"
+
+        lines = [
+            f"{group} {tp.topic}/{tp.partition}: {was(tp)} -> {c.offset} (put back)" for tp, c in work.restore.items()
+        ]
+        lines += [f"{group} {tp.topic}/{tp.partition}: {was(tp)} -> none (apply created it)" for tp in work.remove]
+        if work.delete_group:
+            lines.append(f"{group}: the whole group would be deleted (apply created every offset it holds)")
+        report.dry_run_lines += lines
+        report.would_write += len(work.restore) + len(work.remove)
+        report.would_write_groups += 1
 
 
 def _execute(undo: Mapping[str, _Undo], target: RollbackTarget, report: ApplyReport) -> None:

@@ -180,10 +180,12 @@ def run_rollback(
     wait: ApplyOptions | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> tuple[Plan, ApplyReport]:
-    """``wait``: how long to wait for active groups (default: not at all) and ``allow_rewind``."""
+    """``wait``: how long to wait for active groups (default: not at all), ``allow_rewind`` and
+    ``dry_run`` (a preview takes no lock and saves nothing)."""
     plan_file = PlanFile(plan_location)
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
-    with plan_file.locked(), _locked(lock):
+    writes = not options.dry_run
+    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None):
         plan = plan_file.load()
         with connect(connection) as target:
             check_plan_fits(plan, target, target_name, mapped_must_fit=False)

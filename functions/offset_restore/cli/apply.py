@@ -13,13 +13,14 @@ from offset_restore.apply.run import PlanFile, run_apply
 from offset_restore.cli.arguments import (
     Commands,
     add_connection,
+    add_execute,
     connection_settings,
+    previewing,
     seconds,
     target_lock,
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
-from offset_restore.errors import BadInputError
 from offset_restore.translate.model import Plan
 
 __all__ = ["register", "run", "write_apply_report"]
@@ -61,10 +62,7 @@ def register(commands: Commands) -> None:
         action="store_true",
         help="also move groups that are already past the mapped offset on the target",
     )
-    apply.add_argument(
-        "--execute", action="store_true", help="write the offsets (without it: a preview that changes nothing)"
-    )
-    apply.add_argument("--dry-run", action="store_true", help="a preview, said explicitly (the default)")
+    add_execute(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
     apply.add_argument(
         "--lock-table",
@@ -78,9 +76,7 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    if args.execute and args.dry_run:
-        raise BadInputError("--execute writes and --dry-run previews: give one")
-    preview = not args.execute
+    preview = previewing(args)
     options = ApplyOptions(
         wait_timeout_s=0 if preview else args.wait_timeout,  # a preview names the active groups, never waits
         poll_interval_s=args.poll_interval,

@@ -48,6 +48,22 @@ def write_result(args: argparse.Namespace, out: TextIO, err: TextIO, document: s
         out.write(summary)
 
 
+def add_execute(parser: argparse.ArgumentParser) -> None:
+    """kafka-consumer-groups' convention for a command that writes offsets: only with ``--execute``;
+    without it (or with ``--dry-run``, said explicitly) a preview that writes nothing."""
+    parser.add_argument(
+        "--execute", action="store_true", help="write (without it: a preview of every change; nothing is written)"
+    )
+    parser.add_argument("--dry-run", action="store_true", help="a preview, said explicitly (the default)")
+
+
+def previewing(args: argparse.Namespace) -> bool:
+    """Whether this run only previews (``add_execute``); both flags at once are refused."""
+    if args.execute and args.dry_run:
+        raise BadInputError("--execute writes and --dry-run previews: give one")
+    return not args.execute
+
+
 def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     """The connection options; ``required=False`` for a command that may read no cluster (it then
     checks ``--bootstrap-servers`` itself)."""

@@ -7,8 +7,16 @@ from typing import TextIO
 
 from offset_restore.apply.commit import ApplyOptions
 from offset_restore.apply.run import PlanFile, run_rollback
-from offset_restore.cli.apply import write_apply_report
-from offset_restore.cli.arguments import Commands, add_connection, connection_settings, seconds, target_lock
+from offset_restore.cli.apply import write_apply_report, write_preview
+from offset_restore.cli.arguments import (
+    Commands,
+    add_connection,
+    add_execute,
+    connection_settings,
+    previewing,
+    seconds,
+    target_lock,
+)
 
 __all__ = ["register", "run"]
 
@@ -38,19 +46,24 @@ def register(commands: Commands) -> None:
         help="also roll back groups whose offsets moved past what apply wrote (their consumers ran on the "
         "target); without it such groups are left alone and reported",
     )
+    add_execute(rollback)
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rollback.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    preview = previewing(args)
     plan_file = PlanFile(args.plan)
     connection = connection_settings(args)
     lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
     wait = ApplyOptions(
-        wait_timeout_s=args.wait_timeout,
+        wait_timeout_s=0 if preview else args.wait_timeout,
         poll_interval_s=args.poll_interval,
         on_wait_timeout="commit_empty",
         allow_rewind=args.allow_rewind,
+        dry_run=preview,
     )
     plan, report = run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock, wait=wait)
+    if preview:
+        return write_preview(args, plan, report, out, err)
     return write_apply_report(args, plan, report, out, err, "Rollback")
