@@ -1,4 +1,5 @@
-"""``offset-restore rollback``: put back the target offsets an apply replaced."""
+"""``offset-restore rollback``: with ``--execute``, put back the target offsets an apply replaced;
+without it, preview every change (as ``apply``)."""
 
 from __future__ import annotations
 
