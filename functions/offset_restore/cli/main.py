@@ -9,6 +9,7 @@ to stderr. Progress appears on stderr only when it is a terminal.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Sequence
 from importlib import metadata
@@ -66,8 +67,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
     try:
         return int(args.run(args, out, err))
     except OffsetRestoreError as error:
-        err.write(f"offset-restore {args.command}: error: {error}\n")
-        return error.exit_status
+        return _failed(args, out, err, str(error), error.exit_status)
     except KeyboardInterrupt:
-        err.write(f"offset-restore {args.command}: interrupted\n")
-        return 130
+        return _failed(args, out, err, "interrupted", 130)
+
+
+def _failed(args: argparse.Namespace, out: TextIO, err: TextIO, message: str, status: int) -> int:
+    """The error on stderr in one line; with ``--json`` also as the one JSON document on stdout (a
+    script reading stdout learns what went wrong, not only that nothing came)."""
+    err.write(f"offset-restore {args.command}: {'error: ' if status != 130 else ''}{message}\n")
+    if getattr(args, "json", False):
+        out.write(json.dumps({"command": args.command, "error": message, "exit_status": status}, indent=2) + "\n")
+    return status
