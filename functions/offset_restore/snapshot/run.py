@@ -58,12 +58,7 @@ def run_snapshot(
 
     Bad filters, ids or an unusable location fail before any Kafka request or write.
     """
-    options.group_filter()
-    options.topic_filter()
-    if options.cluster and options.snapshot_id:
-        SnapshotRepository(store).check_new(options.snapshot_id, options.cluster)
-    else:
-        store.check_writable()
+    _check_before_reading(store, options)
     started = time.perf_counter()
     with connect(connection) as cluster:
         snapshot: Snapshot | SnapshotStream
@@ -75,6 +70,16 @@ def run_snapshot(
         manifest_key = repository.write(snapshot)
         requests = dict(sorted(cluster.requests_sent.items()))
     return _result(snapshot.manifest, manifest_key, store, started, requests, snapshot.timings)
+
+
+def _check_before_reading(store: BlobStore, options: SnapshotOptions) -> None:
+    """The filters compile and the destination takes this snapshot (a new id, a writable location)."""
+    options.group_filter()
+    options.topic_filter()
+    if options.cluster and options.snapshot_id:
+        SnapshotRepository(store).check_new(options.snapshot_id, options.cluster)
+    else:
+        store.check_writable()
 
 
 def _result(
@@ -106,12 +111,7 @@ def run_snapshot_from_export(
     no cluster is asked (the source may be gone), so there is no evidence, and ``--cluster`` names it."""
     if not options.cluster:
         raise BadInputError("--from-export needs --cluster: the name of the cluster the export was taken from")
-    group_filter, topic_filter = options.group_filter(), options.topic_filter()
-    repository = SnapshotRepository(store)
-    if options.snapshot_id:
-        repository.check_new(options.snapshot_id, options.cluster)
-    else:
-        store.check_writable()
+    _check_before_reading(store, options)
     started, created_at = time.perf_counter(), datetime.now(UTC)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -119,7 +119,7 @@ def run_snapshot_from_export(
         raise BadInputError(f"--from-export {path}: {error}") from None
     commits = parse_export(text, group=group, source=path)
     manifest, groups = snapshot_from_commits(
-        commits, group_filter=group_filter, topic_filter=topic_filter, cluster=options.cluster,
+        commits, group_filter=options.group_filter(), topic_filter=options.topic_filter(), cluster=options.cluster,
         snapshot_id=options.snapshot_id, created_at=created_at, as_of=None, source="export",
     )  # fmt: skip
     note = (
@@ -129,7 +129,7 @@ def run_snapshot_from_export(
     manifest = manifest.model_copy(
         update={"counts": count_groups(groups), "filters": options.filters(), "notes": [note]}
     )
-    manifest_key = repository.write(Snapshot(manifest=manifest, groups=groups))
+    manifest_key = SnapshotRepository(store).write(Snapshot(manifest=manifest, groups=groups))
     return _result(manifest, manifest_key, store, started, {}, {})
 
 
