@@ -160,3 +160,10 @@ def test_a_translation_off_the_targets_log_is_not_used_and_one_below_it_resumes_
     assert gone.status == "unmapped"
     start = settle(entry(None, "unmapped"), NEWER, LogBounds(70, 100))  # translated below the log start
     assert (start.status, start.target_offset) == ("mapped", 70)
+
+
+def test_a_table_says_whether_any_checkpoint_is_newer_than_a_moment() -> None:
+    moment = datetime(2026, 12, 1, tzinfo=UTC)
+    at = int(moment.timestamp() * 1000)
+    assert not MirrorCheckpoints("x", [checkpoint("a", 1, 1, at)]).newer_than(moment)
+    assert MirrorCheckpoints("x", [checkpoint("a", 1, 1, at), checkpoint("b", 2, 2, at + 1)]).newer_than(moment)

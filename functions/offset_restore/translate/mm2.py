@@ -28,7 +28,16 @@ from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot
 from offset_restore.translate.model import PlanEntry
 
-__all__ = ["FRESHER_MARGIN_MS", "Floor", "Fresher", "MirrorCheckpoints", "choose_topic", "fresher_groups", "settle"]
+__all__ = [
+    "FRESHER_MARGIN_MS",
+    "Floor",
+    "Fresher",
+    "MirrorCheckpoints",
+    "choose_topic",
+    "fresher_groups",
+    "settle",
+    "within_log",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +69,10 @@ class MirrorCheckpoints:
                 bounds.append(running)
             self._upstreams[tp], self._bounds[tp] = ups, bounds
 
-    def __len__(self) -> int:
-        return len(self.by_group)
+    def newer_than(self, moment: datetime) -> bool:
+        """Whether any checkpoint was emitted after ``moment`` (else none can be fresher than a snapshot
+        completed then, and the plan need not read the snapshot again for them)."""
+        return any(c.emitted_ms > moment.timestamp() * 1000 for c in self.by_group.values())
 
     def beyond(self, tp: TP, end: int) -> bool:
         """Whether a checkpoint of ``tp`` translates past ``end``: then MM2's checkpoints describe
@@ -75,6 +86,12 @@ class MirrorCheckpoints:
             return None
         at = bisect.bisect_right(ups, committed) - 1
         return Floor(ups[at], self._bounds[tp][at]) if at >= 0 else None
+
+
+def within_log(downstream: int, bounds: LogBounds) -> int:
+    """MM2's translation within the target's log (a translation below the log start resumes at it);
+    callers decline a translation past the end first (``beyond``)."""
+    return min(max(downstream, bounds.start), bounds.end)
 
 
 def choose_topic(topics: Iterable[str], asked: str | None) -> str | None:
@@ -163,9 +180,9 @@ def settle(entry: PlanEntry, fresher: Fresher, bounds: LogBounds | None) -> Plan
         note = f"{seen}: rewound since, it resumes from there"
     elif bounds is None or c.downstream > bounds.end:
         note = f"{seen}: moved on, but its translation {c.downstream} is not on the target's log: not used"
-    elif entry.status in ("mapped", "unmapped") and (entry.target_offset or 0) < max(c.downstream, bounds.start):
+    elif entry.status in ("mapped", "unmapped") and (entry.target_offset or 0) < within_log(c.downstream, bounds):
         was = f"snapshot's: {entry.target_offset}" if entry.status == "mapped" else "the snapshot's was not placed"
-        offset = max(c.downstream, bounds.start)
+        offset = within_log(c.downstream, bounds)
         note = f"{seen}: moved on, it resumes at MM2's translation {offset} ({was})"
         entry.status, entry.source_offset, entry.target_offset, entry.method = "mapped", c.upstream, offset, "mm2"
         entry.exact, entry.max_duplicates, entry.metadata = False, None, c.metadata or entry.metadata

@@ -35,7 +35,7 @@ from offset_restore.packing import packed
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
-from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic
+from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
 from offset_restore.translate.restore_order import ObservedPartition, disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
@@ -928,16 +928,15 @@ def _searched_by_time(positions: dict[PositionKey, Position], ctx: _Context) -> 
 def _mm2_decision(pos: Position, floor: Floor, bounds: LogBounds, found: Decision | str | None) -> Decision:
     """Exact when the evidence was found exactly once at or after MM2's translation; otherwise the
     earlier of the two (MM2 wrong, or the evidence repeated), claiming nothing."""
-    bound = _mm2_bound(pos, floor, bounds, found if isinstance(found, str) else "")
     if not isinstance(found, Decision) or found.target_offset is None:
-        return bound
+        return _mm2_bound(pos, floor, bounds, found if isinstance(found, str) else "the evidence was not placed")
     offset = found.target_offset
     translated = f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream})"
     if found.exact and offset >= floor.downstream:
         refined = f"{translated} made exact by the snapshot's evidence, found at {offset}"
         return replace(found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined)
-    if offset >= (bound.target_offset or 0):
-        return replace(bound, reason=f"{bound.reason}{found.reason or 'the evidence is not exact there'}")
+    if offset >= within_log(floor.downstream, bounds):
+        return _mm2_bound(pos, floor, bounds, found.reason or "the evidence is not exact there")
     why = (
         "is past the snapshot's evidence"
         if found.exact
@@ -952,16 +951,11 @@ def _mm2_decision(pos: Position, floor: Floor, bounds: LogBounds, found: Decisio
     )
 
 
-def mm2_bound_offset(downstream: int, bounds: LogBounds) -> int:
-    """MM2's translation within the target's log (a translation below the log start resumes at it)."""
-    return min(max(downstream, bounds.start), bounds.end)
-
-
 def _mm2_bound(pos: Position, floor: Floor, bounds: LogBounds, why: str) -> Decision:
     """MM2's translation as it is: at or before the record, by how much not provable."""
     return Decision(
         "mapped",
-        mm2_bound_offset(floor.downstream, bounds),
+        within_log(floor.downstream, bounds),
         "mm2",
         False,
         None,

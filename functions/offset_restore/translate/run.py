@@ -164,7 +164,7 @@ def run_plan(
     fresher: dict[tuple[str, str, int], Fresher] = {}
     with connect(connection) as target:
         mm2 = load_mirror_checkpoints(target, options) if "mm2" in options.strategies else None
-        if isinstance(mm2, MirrorCheckpoints):
+        if isinstance(mm2, MirrorCheckpoints) and mm2.newer_than(manifest.completed_at):
             selected = _Fresher(selected, mm2, manifest.completed_at, options.topic_map, fresher)
             positions = collect_positions(selected, options)
         decisions, stats = decide_positions(
@@ -218,10 +218,13 @@ def run_plan(
 def _bounds_of(
     target: KafkaCluster, fresher: Mapping[tuple[str, str, int], Fresher], topic_map: Mapping[str, str]
 ) -> dict[TP, LogBounds]:
-    """The target logs of the group-partitions with a newer MM2 checkpoint (those that exist)."""
+    """The target logs of the group-partitions with a newer MM2 checkpoint (those that exist); no
+    request when there are none (the usual plan)."""
+    if not fresher:
+        return {}
     topics = target.topic_partitions()
     wanted = {TP(topic_map.get(t, t), p) for _, t, p in fresher}
-    return target.log_bounds(tp for tp in wanted if tp.partition < topics.get(tp.topic, 0)) if wanted else {}
+    return target.log_bounds(tp for tp in wanted if tp.partition < topics.get(tp.topic, 0))
 
 
 def _settler(
