@@ -1,4 +1,5 @@
-"""Commit one batch of a restore's groups on the target (previous offsets saved first), and verify it.
+"""Commit one batch of a restore's groups on the target (previous offsets saved first), and verify it;
+or, in the workflow's rollback mode, put back the previous offsets a run's commits saved.
 
 A retry of the same batch within one execution (a Lambda or Map retry) returns the first answer
 (powertools Idempotency, records in the project's table); a new execution commits again, which
@@ -17,8 +18,10 @@ from aws_lambda_powertools.utilities.idempotency import (
     idempotent_function,
 )
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.apply.steps import commit_groups
+from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.steps import commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.keys import COMMIT_IDEMPOTENCY_PK
 from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
@@ -61,8 +64,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             )
         return result.output()
 
-    answer = commit_batch(batch=request.model_dump(mode="json"))
+    if request.rollback:  # not cached: a rollback reads the target's offsets now, so a retry is safe
+        answer = roll_back(settings, request, dynamodb)
+    else:
+        answer = commit_batch(batch=request.model_dump(mode="json"))
     metrics.add_metric(name="GroupsCommitted", unit=MetricUnit.Count, value=len(answer["committed"]))
     metrics.add_metric(name="GroupsSkipped", unit=MetricUnit.Count, value=len(answer["skipped"]))
     metrics.add_metric(name="PartitionsVerified", unit=MetricUnit.Count, value=answer["verified"])
     return answer
+
+
+def roll_back(settings: ApplySettings, request: BatchRequest, dynamodb: Any) -> dict[str, Any]:
+    """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
+    named, not waited for — run the rollback again once they are empty."""
+    groups = NameFilter.parse(request.groups_regex, request.exclude_groups, "groups")
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=request.allow_rewind)
+    with KafkaCluster(settings.target.connection(read_secret)) as target:
+        _, report = rollback_run(request.restore_id, target, MappingStore(settings.table, dynamodb), options, groups)
+    return step_result(report).output()

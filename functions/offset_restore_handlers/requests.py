@@ -29,17 +29,24 @@ class ApplyRequest(BaseModel):
 
 
 class BatchRequest(ApplyRequest):
-    """Either the groups themselves, or the number of a commit batch of the workflow."""
+    """Either the groups themselves, or the number of a commit batch of the workflow; or, with
+    ``rollback``, the run's groups that match ``groups_regex`` (and not ``exclude_groups``)."""
 
     groups: list[str] | None = Field(default=None, min_length=1)
     batch: int | None = Field(default=None, ge=0)
     allow_rewind: bool = False
     execution: str | None = None
     """The execution's id: a retry within one execution is recognised, a new execution is not."""
+    rollback: bool = False
+    groups_regex: str | None = None
+    exclude_groups: str | None = None
 
     @model_validator(mode="after")
     def _one_selection(self) -> BatchRequest:
-        if (self.groups is None) == (self.batch is None):
+        if self.rollback:
+            if self.groups is not None or self.batch is not None:
+                raise ValueError("a rollback selects groups with groups_regex, not groups or batch")
+        elif (self.groups is None) == (self.batch is None):
             raise ValueError("give either groups or batch")
         return self
 

@@ -15,14 +15,17 @@ from pydantic import ValidationError
 from offset_restore.apply.commit import ApplyOptions, ApplyReport, apply_plan, check_plan_fits
 from offset_restore.apply.locks import LockLostError, TargetLock
 from offset_restore.apply.rollback import rollback_plan
+from offset_restore.apply.steps import rollback_run
 from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress
+from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import BlobStore, LocalStore, open_location, read_versioned, write_if_unchanged
 from offset_restore.translate.model import Plan
 
-__all__ = ["PlanFile", "run_apply", "run_rollback"]
+__all__ = ["PlanFile", "rollback_workflow_run", "run_apply", "run_rollback"]
 
 log = logging.getLogger(__name__)
 
@@ -191,3 +194,19 @@ def run_rollback(
             check_plan_fits(plan, target, target_name, mapped_must_fit=False)
             report = rollback_plan(plan, target, plan_file.save, wait=options)
     return plan, report
+
+
+def rollback_workflow_run(
+    restore_id: str,
+    mappings: MappingStore,
+    connection: ConnectionSettings,
+    *,
+    lock: TargetLock | None = None,
+    wait: ApplyOptions,
+    groups: NameFilter | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> tuple[Plan, ApplyReport]:
+    """``run_rollback`` for a run the deployed workflow applied: the previous offsets come from the
+    mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none)."""
+    with _locked(None if wait.dry_run else lock), connect(connection) as target:
+        return rollback_run(restore_id, target, mappings, wait, groups)

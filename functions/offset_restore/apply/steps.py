@@ -1,5 +1,6 @@
 """Apply in AWS, one state-machine step at a time, with the mappings in DynamoDB instead of a plan
-file: which groups are still active, commit a batch of groups, verify a batch."""
+file: which groups are still active, commit a batch of groups, verify a batch, and roll a run back
+from the previous offsets its commits saved there."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from offset_restore.apply.commit import (
     apply_plan,
     check_entries_fit,
 )
+from offset_restore.apply.rollback import RollbackTarget, rollback_plan
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
@@ -30,7 +34,7 @@ from offset_restore.workflow.commit_index import (
     writable_and_waiting,
 )
 
-__all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups"]
+__all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "rollback_run", "step_result"]
 
 
 NAMES_IN_OUTPUT = 20
@@ -149,7 +153,8 @@ def check_empty(
     )
 
 
-def _result(report: ApplyReport) -> CommitResult:
+def step_result(report: ApplyReport) -> CommitResult:
+    """What a commit or rollback step returns, from its report."""
     return CommitResult(
         committed=report.groups_committed,
         unchanged=report.groups_unchanged,
@@ -192,4 +197,39 @@ def commit_groups(
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
-    return _result(report)
+    return step_result(report)
+
+
+def rollback_run(
+    restore_id: str,
+    target: RollbackTarget,
+    mappings: MappingStore,
+    options: ApplyOptions,
+    groups: NameFilter | None = None,
+) -> tuple[Plan, ApplyReport]:
+    """Roll back what a workflow run committed (or the ``groups`` of it): the previous offsets its
+    Commit steps saved in DynamoDB before each write are put back under the same rules as a plan
+    file's rollback (apply/rollback.py: only empty groups, never progress made since, never an offset
+    the run did not write), and the entries saved as they change — so a run applied from the console
+    or by an alarm can be undone as surely as one applied from a plan file. A preview
+    (``options.dry_run``) saves nothing."""
+    wanted, seen = groups or NameFilter(), 0
+    written: list[PlanEntry] = []
+    for entry in mappings.iter_entries(restore_id):  # one page at a time; only what was written is kept
+        seen += 1
+        if entry.previous_recorded and wanted(entry.group):
+            written.append(entry)
+    if not seen:
+        raise BadInputError(f"no mappings for restore {restore_id} in table {mappings.table}: nothing to roll back")
+    before = {id(e): _state(e) for e in written}
+
+    def save(plan: Plan) -> None:  # only the entries the rollback changed
+        mappings.save(restore_id, [e for e in plan.entries if _state(e) != before[id(e)]])
+        before.update({id(e): _state(e) for e in plan.entries})
+
+    plan = _plan(restore_id, target.cluster_id, written)
+    return plan, rollback_plan(plan, target, save, wait=options)
+
+
+def _state(entry: PlanEntry) -> tuple[object, ...]:
+    return entry.status, entry.reason, entry.verified, entry.previous_recorded

@@ -14,7 +14,7 @@ from typing import Any, TextIO, TypeAlias
 from pydantic import ValidationError
 
 from offset_restore.apply.locks import TargetLock
-from offset_restore.cli.operations import stack_outputs
+from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
 from offset_restore.snapshot.model import parse_time
@@ -25,7 +25,6 @@ __all__ = [
     "StrictParser",
     "add_connection",
     "connection_settings",
-    "from_stack",
     "iso_time",
     "margin_ms",
     "non_negative",
@@ -201,27 +200,6 @@ def target_lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
     import os
     import socket
 
-    import boto3
-
     owner = f"cli:{socket.gethostname()}:{os.getpid()}"
     # A short expiry, renewed by the run's heartbeat: a run that died frees the target in two minutes.
-    return TargetLock(args.lock_table, boto3.client("dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)
-
-
-def from_stack(args: argparse.Namespace, wanted: dict[str, str]) -> None:
-    """Fill the options ``wanted`` (option -> stack output) from ``--stack``; refuse a mix of both, or
-    neither, by name."""
-    given = [option for option in wanted if getattr(args, option) is not None]
-    if args.stack is None:
-        missing = [option for option in wanted if getattr(args, option) is None]
-        if missing:
-            names = " and ".join("--" + option.replace("_", "-") for option in missing)
-            raise BadInputError(f"give --stack ENV, or {names}")
-        return
-    if given:
-        raise BadInputError(f"--stack names the deployment: drop --{given[0].replace('_', '-')}")
-    import boto3
-
-    outputs = stack_outputs(boto3.client("cloudformation"), args.stack)
-    for option, output in wanted.items():
-        setattr(args, option, outputs[output])
+    return TargetLock(args.lock_table, aws_client(args, "dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)

@@ -17,6 +17,7 @@ from typing import TextIO
 
 from offset_restore.cli import apply, demo, plan, report, rollback, snapshot, snapshots, start, status, unlock
 from offset_restore.cli.arguments import StrictParser
+from offset_restore.cli.aws import describe_aws_error
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.log_safety import keep_secrets_out_of_logs
 
@@ -70,6 +71,11 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         return _failed(args, out, err, str(error), error.exit_status)
     except KeyboardInterrupt:
         return _failed(args, out, err, "interrupted", 130)
+    except Exception as error:
+        described = describe_aws_error(error)  # AWS configuration and refusals: one line, not a traceback
+        if described is None:
+            raise
+        return _failed(args, out, err, *described)
 
 
 def _failed(args: argparse.Namespace, out: TextIO, err: TextIO, message: str, status: int) -> int:

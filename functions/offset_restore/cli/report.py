@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import TextIO
 
 from offset_restore.cli.arguments import Commands
+from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.cli.operations import fetch_report
 
 __all__ = ["register", "run"]
@@ -15,16 +16,16 @@ __all__ = ["register", "run"]
 def register(commands: Commands) -> None:
     report = commands.add_parser("report", help="download a run's report (HTML, Markdown, JSON)")
     report.add_argument("--restore-id", required=True, metavar="ID")
-    report.add_argument("--bucket", required=True, metavar="BUCKET", help="the deployment's bucket")
+    add_deployment(report, "the deployed environment (offset-restore-ENV): its bucket from the stack's outputs")
+    report.add_argument("--bucket", metavar="BUCKET", help="the deployment's bucket (or --stack)")
     report.add_argument("--output", default=".", metavar="FOLDER", help="where to put the files (default: .)")
     report.add_argument("--open", action="store_true", help="open report.html in a browser")
     report.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    import boto3
-
-    paths = fetch_report(boto3.client("s3"), args.bucket, args.restore_id, Path(args.output))
+    from_stack(args, {"bucket": "BucketName"})
+    paths = fetch_report(aws_client(args, "s3"), args.bucket, args.restore_id, Path(args.output))
     out.write("\n".join(str(p) for p in paths) + "\n")
     if args.open:
         import webbrowser

@@ -1,13 +1,17 @@
 """``offset-restore rollback``: with ``--execute``, put back the target offsets an apply replaced;
-without it, preview every change (as ``apply``)."""
+without it, preview every change (as ``apply``).
+
+The previous offsets come from the applied plan file (``--plan``), or, for a run the deployed
+workflow applied (from the console or an alarm), from the mappings its commits saved in DynamoDB
+(``--restore-id ID --stack ENV``)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import TextIO
 
-from offset_restore.apply.commit import ApplyOptions
-from offset_restore.apply.run import PlanFile, run_rollback
+from offset_restore.apply.commit import ApplyOptions, ApplyReport
+from offset_restore.apply.run import PlanFile, rollback_workflow_run, run_rollback
 from offset_restore.cli.apply import write_apply_report, write_preview
 from offset_restore.cli.arguments import (
     Commands,
@@ -18,18 +22,42 @@ from offset_restore.cli.arguments import (
     seconds,
     target_lock,
 )
+from offset_restore.cli.aws import add_deployment, aws_client, from_stack
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.filters import NameFilter
+from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.model import Plan
+from offset_restore.workflow.runs import RunRecord
 
 __all__ = ["register", "run"]
 
 
 def register(commands: Commands) -> None:
-    rollback = commands.add_parser("rollback", help="put back the target offsets an apply replaced")
+    rollback = commands.add_parser(
+        "rollback",
+        help="put back the target offsets an apply replaced",
+        description="Put back the target offsets an apply replaced: those of a plan file (--plan), or those a "
+        "deployed workflow run committed (--restore-id ID --stack ENV). Without --execute, a preview.",
+    )
     add_connection(rollback)
-    rollback.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the applied plan (updated in place)")
+    source = rollback.add_argument_group("what to roll back (one of)")
+    source.add_argument("--plan", metavar="PLAN_LOCATION", help="the applied plan (updated in place)")
+    source.add_argument(
+        "--restore-id",
+        metavar="ID",
+        help="a run of the deployed workflow: its previous offsets from the deployment's table (with --stack, "
+        "or --lock-table and --target-cluster)",
+    )
+    rollback.add_argument("--groups", metavar="REGEX", help="with --restore-id: only these groups of the run")
     rollback.add_argument(
         "--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster"
     )
     rollback.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock")
+    add_deployment(
+        rollback,
+        "with --restore-id: the deployed environment (offset-restore-ENV); its table and target cluster are read "
+        "from the stack's outputs",
+    )
     rollback.add_argument(
         "--wait-timeout",
         type=seconds(0, 7 * 86_400),
@@ -54,9 +82,8 @@ def register(commands: Commands) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     preview = previewing(args)
-    plan_file = PlanFile(args.plan)
-    connection = connection_settings(args)
-    lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
+    if (args.plan is None) == (args.restore_id is None):
+        raise BadInputError("give --plan PLAN_LOCATION (an applied plan file) or --restore-id ID (a workflow run)")
     wait = ApplyOptions(
         wait_timeout_s=0 if preview else args.wait_timeout,
         poll_interval_s=args.poll_interval,
@@ -64,7 +91,32 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         allow_rewind=args.allow_rewind,
         dry_run=preview,
     )
-    plan, report = run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock, wait=wait)
+    plan, report = _of_workflow_run(args, wait) if args.restore_id else _of_plan_file(args, wait)
     if preview:
         return write_preview(args, plan, report, out, err)
     return write_apply_report(args, plan, report, out, err, "Rollback")
+
+
+def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions) -> tuple[Plan, ApplyReport]:
+    if args.stack or args.groups:
+        raise BadInputError(f"{'--stack' if args.stack else '--groups'} goes with --restore-id, not --plan")
+    plan_file = PlanFile(args.plan)
+    connection = connection_settings(args)
+    lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
+    return run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock, wait=wait)
+
+
+def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions) -> tuple[Plan, ApplyReport]:
+    from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
+    groups = NameFilter.parse(args.groups, None, "groups")
+    dynamodb = aws_client(args, "dynamodb")
+    recorded = RunRecord(args.lock_table, dynamodb).resolved(args.restore_id).get("target_cluster")
+    if recorded is not None and recorded != args.target_cluster:
+        raise BadInputError(
+            f"restore {args.restore_id} was applied to cluster {recorded}, not {args.target_cluster}: nothing written"
+        )
+    mappings = MappingStore(args.lock_table, dynamodb)
+    lock = target_lock(args, args.target_cluster)
+    return rollback_workflow_run(
+        args.restore_id, mappings, connection_settings(args), lock=lock, wait=wait, groups=groups
+    )

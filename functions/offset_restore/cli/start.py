@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cli.arguments import Commands, from_stack
+from offset_restore.cli.arguments import Commands
+from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.cli.operations import follow, start_run
 from offset_restore.errors import BadInputError
 
@@ -16,9 +17,7 @@ __all__ = ["register", "run"]
 
 def register(commands: Commands) -> None:
     start = commands.add_parser("start", help="start a run of a deployed state machine and follow it until it ends")
-    start.add_argument(
-        "--stack", metavar="ENV", help="the deployed environment: its state machine from the stack's outputs"
-    )
+    add_deployment(start, "the deployed environment (offset-restore-ENV): its state machine from the stack's outputs")
     start.add_argument("--state-machine", metavar="ARN", help="the deployed workflow (or --stack)")
     start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")
     start.add_argument("--mode", choices=["plan", "apply"], help="plan only, or plan and commit")
@@ -30,8 +29,6 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    import boto3
-
     from_stack(args, {"state_machine": "StateMachineArn"})
     run_input: dict[str, object] = {}
     if args.input:
@@ -45,7 +42,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for key in ("mode", "groups", "restore_id"):
         if getattr(args, key) is not None:
             run_input[key] = getattr(args, key)
-    sfn = boto3.client("stepfunctions")
+    sfn = aws_client(args, "stepfunctions")
     execution = start_run(sfn, args.state_machine, run_input, args.restore_id)
     err.write(f"started {execution}\n")
     if args.no_follow:

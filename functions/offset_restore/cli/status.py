@@ -7,6 +7,7 @@ import json
 from typing import TextIO
 
 from offset_restore.cli.arguments import Commands
+from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.cli.operations import run_status
 from offset_restore.stores.mapping_store import MappingStore
 
@@ -16,15 +17,15 @@ __all__ = ["register", "run"]
 def register(commands: Commands) -> None:
     status = commands.add_parser("status", help="a run's mappings: counts per status and what needs attention")
     status.add_argument("--restore-id", required=True, metavar="ID")
-    status.add_argument("--table", required=True, metavar="TABLE", help="the deployment's DynamoDB table")
+    add_deployment(status, "the deployed environment (offset-restore-ENV): its table from the stack's outputs")
+    status.add_argument("--table", metavar="TABLE", help="the deployment's DynamoDB table (or --stack)")
     status.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     status.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    import boto3
-
-    status = run_status(MappingStore(args.table, boto3.client("dynamodb")), args.restore_id)
+    from_stack(args, {"table": "LockTableName"})
+    status = run_status(MappingStore(args.table, aws_client(args, "dynamodb")), args.restore_id)
     if args.json:
         out.write(json.dumps(status, indent=2) + "\n")
         return 0

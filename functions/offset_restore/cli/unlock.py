@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from offset_restore.apply.locks import TargetLock
-from offset_restore.cli.arguments import Commands, from_stack
+from offset_restore.cli.arguments import Commands
+from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
 
 __all__ = ["register", "run"]
@@ -21,11 +22,10 @@ def register(commands: Commands) -> None:
         "the lock if that owner still holds it (the one you were shown), so a crashed run does not block the "
         "target until its lock expires.",
     )
-    unlock.add_argument(
-        "--stack",
-        metavar="ENV",
-        help="the deployed environment (offset-restore-ENV): its lock table and target cluster are read from "
-        "the stack's outputs; or give both of the next two",
+    add_deployment(
+        unlock,
+        "the deployed environment (offset-restore-ENV): its lock table and target cluster are read from the "
+        "stack's outputs; or give --lock-table and --target-cluster",
     )
     unlock.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table holding the lock")
     unlock.add_argument("--target-cluster", metavar="NAME", help="the target cluster's name in the lock")
@@ -34,10 +34,8 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    import boto3
-
     from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
-    lock = TargetLock(args.lock_table, boto3.client("dynamodb"), args.target_cluster, owner="unlock")
+    lock = TargetLock(args.lock_table, aws_client(args, "dynamodb"), args.target_cluster, owner="unlock")
     held = lock.holder()
     if held is None:
         out.write(f"target cluster {args.target_cluster} is not locked\n")

@@ -59,7 +59,8 @@ class RunInput(BaseModel):
     order_check: OrderCheck = "windows"
     """How the header strategy checks the restore's order (docs/translation.md): ``windows`` or ``full``."""
     timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
-    mode: Literal["plan", "apply"] = "plan"
+    mode: Literal["plan", "apply", "rollback"] = "plan"
+    """``rollback`` puts back the previous offsets the commits of the run ``restore_id`` saved."""
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
     allow_rewind: bool = False
@@ -107,6 +108,8 @@ def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> Run
     values = {k: v for k, v in event.items() if k != "execution_name" and v is not None}
     for key, value in defaults.items():
         values.setdefault(key, value)
+    if values.get("mode") == "rollback":
+        _rollback_input(event, values)
     if "restore_id" not in values and event.get("execution_name"):
         values["restore_id"] = event["execution_name"]
     try:
@@ -114,6 +117,16 @@ def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> Run
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors())
         raise BadInputError(f"invalid execution input: {problems}") from None
+
+
+def _rollback_input(event: Mapping[str, Any], values: dict[str, Any]) -> None:
+    """A rollback names the run it undoes (an execution's own name names no applied run), and covers
+    every group that run wrote unless the input narrows it: the default exclusion of internal groups
+    does not apply (a group the run wrote is rolled back, whatever its name)."""
+    if not event.get("restore_id"):
+        raise BadInputError("invalid execution input: mode rollback needs restore_id: the run whose commits to undo")
+    if "exclude_groups" not in event:
+        values["exclude_groups"] = None
 
 
 def prepare_work(
