@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -40,9 +41,9 @@ def applied(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workfl
     return a, b, topic
 
 
-def deployed_stack(name: str = "offset-restore-dr1") -> None:
+def deployed_stack(workflow: Workflow, name: str = "offset-restore-dr1") -> None:
     """The stack's outputs as infra/stack.py declares them, pointing at the local workflow."""
-    outputs = {"LockTableName": TABLE, "TargetClusterName": "dr", "StateMachineArn": "arn:sm", "BucketName": TABLE}
+    outputs = {"LockTableName": TABLE, "TargetClusterName": "dr", "StateMachineArn": workflow.arn, "BucketName": TABLE}
     body = {
         "Resources": {"Topic": {"Type": "AWS::SNS::Topic"}},
         "Outputs": {key: {"Value": value} for key, value in outputs.items()},
@@ -90,10 +91,13 @@ def test_a_workflow_rollback_leaves_active_and_moved_groups_and_needs_a_restore_
 
 
 def test_the_cli_rolls_back_a_workflow_run_by_its_stack(
-    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
 ) -> None:
+    folder = tmp_path / "report"
     a, b, _ = applied(brokers, source, target, workflow, "applied-3")
-    deployed_stack()
+    deployed_stack(workflow)
+    status, out, err = run("start", "--stack", "dr1", "--mode", "plan", "--groups", a, "--restore-id", "drill-1")
+    assert status == 0 and out == "SUCCEEDED\n", err  # the state machine found by the stack's name
     servers = brokers.target.bootstrap_servers
     common = ("rollback", "--restore-id", "applied-3", "--stack", "dr1", "--bootstrap-servers", servers)
     status, out, err = run(*common)
@@ -109,12 +113,14 @@ def test_the_cli_rolls_back_a_workflow_run_by_its_stack(
     assert json.loads(out)["groups_committed"] == [b] and b not in target.list_group_ids()
     status, out, _ = run("status", "--restore-id", "applied-3", "--stack", "dr1", "--json")
     assert status == 0 and json.loads(out)["statuses"] == {"mapped": 3}
+    status, out, _ = run("report", "--restore-id", "drill-1", "--stack", "dr1", "--output", str(folder))
+    assert status == 0 and json.loads((folder / "report.json").read_text())["outcome"] == "planned"
 
 
 def test_a_cli_rollback_of_a_workflow_run_refuses_what_it_cannot_do(
     brokers: Brokers, target: KafkaCluster, workflow: Workflow
 ) -> None:
-    deployed_stack()
+    deployed_stack(workflow)
     servers = brokers.target.bootstrap_servers
     status, _, err = run("rollback", "--restore-id", "never-ran", "--stack", "dr1", "--bootstrap-servers", servers)
     assert status == 2 and "no mappings for restore never-ran" in err and "nothing to roll back" in err
