@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from offset_restore.devtools.apache_broker import ApacheBroker, kafka_classpath
+from offset_restore.devtools.apache_broker import ApacheBroker, java_tool, kafka_classpath
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
@@ -198,6 +198,33 @@ def test_sasl_ssl_with_scram_snapshot_plan_and_apply_with_the_flags_a_user_gives
     ]  # fmt: skip
     _, _, output = restored_planned_and_applied(settings, flags, tmp_path)
     assert settings.sasl_password.get_secret_value() not in output
+
+
+def test_a_client_properties_file_works_as_it_does_for_kafka_consumer_groups(
+    secure: ApacheBroker, tmp_path: Path
+) -> None:
+    """One SCRAM client.properties as an MSK user keeps it (the password inside, a PEM truststore,
+    Java-only tuning): snapshot, plan and apply through ``--command-config`` alone, and Apache Kafka's own
+    kafka-consumer-groups reads the same file and sees the offset apply wrote."""
+    settings = secure.settings()
+    assert settings.sasl_username and settings.sasl_password and settings.ssl_cafile
+    secret = settings.sasl_password.get_secret_value()
+    config = tmp_path / "client.properties"
+    config.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        f'  username="{settings.sasl_username}" password="{secret}";\n'
+        f"ssl.truststore.type=PEM\nssl.truststore.location={settings.ssl_cafile}\nreconnect.backoff.ms=100\n"
+    )
+    flags = ["--bootstrap-servers", secure.bootstrap_servers, "--command-config", str(config)]
+    group, restored, output = restored_planned_and_applied(settings, flags, tmp_path)
+    assert secret not in output and "not used by offset-restore (Java client settings): reconnect.backoff.ms" in output
+    describe = ["--bootstrap-server", secure.bootstrap_servers, "--command-config", str(config), "--describe"]
+    described = java_tool(
+        "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand", [*describe, "--group", group], log4j=secure.log4j
+    )
+    assert described.returncode == 0, described.stdout + described.stderr
+    assert any(line.split()[:4] == [group, restored, "0", "15"] for line in described.stdout.splitlines()), described
 
 
 def test_a_cluster_whose_id_starts_with_an_underscore_is_snapshotted_planned_and_applied(tmp_path: Path) -> None:

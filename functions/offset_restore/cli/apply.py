@@ -85,7 +85,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         dry_run=preview,
     )
     plan_file = PlanFile(args.plan)
-    connection = connection_settings(args)
+    connection = connection_settings(args, err)
     lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
     progress = ProgressLine(err)
     try:

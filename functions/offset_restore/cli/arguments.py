@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TextIO, TypeAlias
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from offset_restore.apply.locks import TargetLock
 from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
+from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
 from offset_restore.snapshot.model import parse_time
 
@@ -71,10 +73,15 @@ def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) ->
         "--bootstrap-servers", required=required, metavar="HOST:PORT[,...]", help="brokers of the cluster to read"
     )
     group.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="Kafka client properties (security.protocol, sasl.mechanism, sasl.jaas.config, "
+        "ssl.truststore.*), as kafka-consumer-groups --command-config reads them; the options below override it",
+    )
+    group.add_argument(
         "--security-protocol",
         choices=["PLAINTEXT", "SSL", "SASL_SSL"],
-        default="PLAINTEXT",
-        help="default: %(default)s",
+        help="default: the --command-config file's, else PLAINTEXT",
     )
     group.add_argument(
         "--sasl-mechanism",
@@ -110,15 +117,28 @@ def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) ->
     )
 
 
-def connection_settings(args: argparse.Namespace) -> ConnectionSettings:
+def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> ConnectionSettings:
+    """The options over the ``--command-config`` file (its unused keys named on ``err``)."""
+    values: dict[str, Any] = {}
+    if args.command_config:
+        properties = read_client_properties(args.command_config)
+        values.update(properties.values)
+        for warning in properties.warnings:
+            (err or sys.stderr).write(f"warning: {warning}\n")
+    given = {
+        "bootstrap_servers": args.bootstrap_servers,
+        "security_protocol": args.security_protocol,
+        "sasl_mechanism": args.sasl_mechanism,
+        "sasl_username": args.sasl_username,
+        "sasl_password": password_from_env(args.sasl_password_env),
+        "ssl_cafile": args.ssl_cafile,
+    }
+    values.update({key: value for key, value in given.items() if value is not None})
+    if "bootstrap_servers" not in values:
+        raise BadInputError("give --bootstrap-servers (or bootstrap.servers in the --command-config file)")
     try:
         return ConnectionSettings(
-            bootstrap_servers=args.bootstrap_servers,
-            security_protocol=args.security_protocol,
-            sasl_mechanism=args.sasl_mechanism,
-            sasl_username=args.sasl_username,
-            sasl_password=password_from_env(args.sasl_password_env),
-            ssl_cafile=args.ssl_cafile,
+            **values,
             connect_timeout_s=args.connect_timeout,
             request_timeout_s=max(args.connect_timeout, 5.0),
             fetch_max_bytes=args.fetch_max_bytes,

@@ -91,22 +91,22 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         allow_rewind=args.allow_rewind,
         dry_run=preview,
     )
-    plan, report = _of_workflow_run(args, wait) if args.restore_id else _of_plan_file(args, wait)
+    plan, report = _of_workflow_run(args, wait, err) if args.restore_id else _of_plan_file(args, wait, err)
     if preview:
         return write_preview(args, plan, report, out, err)
     return write_apply_report(args, plan, report, out, err, "Rollback")
 
 
-def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions) -> tuple[Plan, ApplyReport]:
+def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:
     if args.stack or args.groups:
         raise BadInputError(f"{'--stack' if args.stack else '--groups'} goes with --restore-id, not --plan")
     plan_file = PlanFile(args.plan)
-    connection = connection_settings(args)
+    connection = connection_settings(args, err)
     lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
     return run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock, wait=wait)
 
 
-def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions) -> tuple[Plan, ApplyReport]:
+def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:
     from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
     groups = NameFilter.parse(args.groups, None, "groups")
     dynamodb = aws_client(args, "dynamodb")
@@ -118,5 +118,5 @@ def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions) -> tuple[Plan
     mappings = MappingStore(args.lock_table, dynamodb)
     lock = target_lock(args, args.target_cluster)
     return rollback_workflow_run(
-        args.restore_id, mappings, connection_settings(args), lock=lock, wait=wait, groups=groups
+        args.restore_id, mappings, connection_settings(args, err), lock=lock, wait=wait, groups=groups
     )

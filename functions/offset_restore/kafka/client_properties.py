@@ -1,0 +1,182 @@
+"""Kafka client properties (``--command-config FILE``, as ``kafka-consumer-groups --command-config``
+reads them), turned into this project's connection settings, so an MSK user's existing
+``client.properties`` works unchanged.
+
+Pure: the file's text in, the settings' fields and the warnings out. What the Java client does and
+this one cannot is refused by name (a client certificate, a SASL mechanism kafka-python lacks here);
+what only tunes the Java client is ignored with a warning, never silently.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from offset_restore.errors import BadInputError
+
+__all__ = ["ClientProperties", "parse_properties", "read_client_properties"]
+
+_IAM_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"
+_IAM_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
+_PASSWORD_MODULES = (
+    "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "org.apache.kafka.common.security.plain.PlainLoginModule",
+)
+_JAAS_OPTION = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))')
+_UNSUPPORTED = {
+    "ssl.keystore.location": "client certificates (mutual TLS) are not supported: use SCRAM or IAM",
+    "ssl.keystore.certificate.chain": "client certificates (mutual TLS) are not supported: use SCRAM or IAM",
+    "sasl.oauthbearer.token.endpoint.url": "OAUTHBEARER is not supported: use SCRAM or IAM",
+}
+
+
+@dataclass
+class ClientProperties:
+    """The connection fields a properties file gives (``ConnectionSettings``' names), and what it
+    said that is not used."""
+
+    values: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_client_properties(path: str) -> ClientProperties:
+    try:
+        with open(path, encoding="latin-1") as handle:  # java.util.Properties' own encoding
+            text = handle.read()
+    except OSError as error:
+        raise BadInputError(f"--command-config {path}: {error.strerror or error}") from None
+    return client_properties(parse_properties(text, path), path)
+
+
+def parse_properties(text: str, path: str = "properties") -> dict[str, str]:
+    """``java.util.Properties``' format: ``key=value``, ``key: value`` or ``key value``; ``#`` and ``!``
+    comments; a line ending in an odd number of backslashes continues; the usual escapes."""
+    found: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2:
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split(logical)
+        found[key] = value
+        logical = ""
+    if logical:
+        key, value = _split(logical)
+        found[key] = value
+    return found
+
+
+def _split(line: str) -> tuple[str, str]:
+    match = re.match(r"((?:[^\\=:\s]|\\.)*)\s*[=:\s]?\s*(.*)$", line, re.DOTALL)
+    assert match is not None  # the pattern matches every string
+    return _unescape(match.group(1)), _unescape(match.group(2))
+
+
+def _unescape(text: str) -> str:
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code.startswith("u"):
+            return chr(int(code[1:], 16))
+        return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(code, code)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
+
+
+def client_properties(props: dict[str, str], path: str) -> ClientProperties:
+    """Map the properties onto the connection settings; refuse what cannot work, name what is unused."""
+    result = ClientProperties()
+    where = f"--command-config {path}"
+    for key, why in _UNSUPPORTED.items():
+        if props.get(key):
+            raise BadInputError(f"{where}: {key}: {why}")
+    _security(props, result, where)
+    _sasl(props, result, where)
+    _trust(props, result)
+    if props.get("bootstrap.servers"):
+        result.values["bootstrap_servers"] = props["bootstrap.servers"]
+    if props.get("client.id"):
+        result.values["client_id"] = props["client.id"]
+    used = {"security.protocol", "sasl.mechanism", "sasl.jaas.config", "bootstrap.servers", "client.id"}
+    used |= {"ssl.truststore.location", "ssl.truststore.type"}
+    if props.get("sasl.client.callback.handler.class") == _IAM_HANDLER:  # what makes the Java client sign
+        used.add("sasl.client.callback.handler.class")
+    ignored = sorted(k for k in props if k not in used and k not in _UNSUPPORTED)
+    if ignored:
+        result.warnings.append(f"{where}: not used by offset-restore (Java client settings): {', '.join(ignored)}")
+    return result
+
+
+def _security(props: dict[str, str], result: ClientProperties, where: str) -> None:
+    protocol = props.get("security.protocol", "").upper()
+    if not protocol:
+        return
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_SSL"):
+        raise BadInputError(f"{where}: security.protocol {protocol} is not supported (PLAINTEXT, SSL or SASL_SSL)")
+    result.values["security_protocol"] = protocol
+
+
+def _sasl(props: dict[str, str], result: ClientProperties, where: str) -> None:
+    mechanism = props.get("sasl.mechanism", "").upper()
+    module, options = _jaas(props.get("sasl.jaas.config", ""), where)
+    if not mechanism and module == _IAM_MODULE:
+        mechanism = "AWS_MSK_IAM"
+    if not mechanism:
+        return
+    if mechanism not in ("AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"):
+        raise BadInputError(
+            f"{where}: sasl.mechanism {mechanism} is not supported (AWS_MSK_IAM, SCRAM-SHA-512 or PLAIN; MSK's "
+            "SCRAM is SCRAM-SHA-512)"
+        )
+    result.values["sasl_mechanism"] = mechanism
+    if mechanism == "AWS_MSK_IAM":
+        if options.get("awsProfileName"):
+            result.warnings.append(
+                f"{where}: awsProfileName is not used: IAM signs with the default AWS credentials (set AWS_PROFILE)"
+            )
+        return
+    if module not in _PASSWORD_MODULES or not options.get("username") or "password" not in options:
+        raise BadInputError(
+            f"{where}: sasl.mechanism {mechanism} needs sasl.jaas.config with a username and a password "
+            f'({_PASSWORD_MODULES[0]} required username="..." password="...";)'
+        )
+    result.values["sasl_username"] = options["username"]
+    result.values["sasl_password"] = options["password"]
+
+
+def _jaas(config: str, where: str) -> tuple[str, dict[str, str]]:
+    """``Module required key="value" ...;`` -> the module and its options (values unquoted)."""
+    config = config.strip()
+    if not config:
+        return "", {}
+    match = re.match(r"([A-Za-z0-9_.$]+)\s+(required|requisite|sufficient|optional)\b(.*?);?\s*$", config, re.DOTALL)
+    if match is None:
+        raise BadInputError(f"{where}: sasl.jaas.config is not 'LoginModule required key=\"value\" ...;'")
+    options = {}
+    for option in _JAAS_OPTION.finditer(match.group(3)):
+        quoted, bare = option.group(2), option.group(3)
+        options[option.group(1)] = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else bare
+    return match.group(1), options
+
+
+def _trust(props: dict[str, str], result: ClientProperties) -> None:
+    """A PEM truststore is the CA file; a JKS or PKCS12 one (what MSK's guides copy from the JVM's
+    ``cacerts``) cannot be read here: the system's CA certificates are used — MSK's brokers present
+    certificates of Amazon's public CA — and a private CA needs ``--ssl-cafile`` (PEM)."""
+    location = props.get("ssl.truststore.location")
+    if not location:
+        return
+    kind = props.get("ssl.truststore.type", "JKS").upper()
+    if kind == "PEM":
+        result.values["ssl_cafile"] = location
+        return
+    result.warnings.append(
+        f"ssl.truststore.location {location} ({kind}) is not read: the system's CA certificates are used "
+        "(enough for MSK); for a private CA give --ssl-cafile PEM_FILE "
+        "(keytool -exportcert -rfc -keystore FILE -alias ALIAS > ca.pem)"
+    )
