@@ -139,14 +139,29 @@ def test_a_member_that_joins_after_the_check_makes_the_broker_refuse(
     assert s.offsets("racer") == {} and {e.status for e in plan_file.load().entries} == {"mapped"}
 
 
-def test_no_rewind_without_the_flag(scene: Callable[..., Restored], target: KafkaCluster) -> None:
-    s = scene({"ahead": {0: 30, 1: 30}})
-    commit(target, s.groups["ahead"], {TP(s.topic, 0): 70, TP(s.topic, 1): 5})
+def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """A group started on the target with auto.offset.reset=latest sits past its mapped position: apply
+    does not rewind it silently or skip it silently — the preview and the run show the offsets it
+    skips and the command that rewinds it; --allow-rewind GROUP_REGEX rewinds only the groups named."""
+    s = scene({"ahead": {0: 30, 1: 30}, "also": {0: 30}})
+    ahead, also = s.groups["ahead"], s.groups["also"]
+    commit(target, ahead, {TP(s.topic, 0): 70, TP(s.topic, 1): 5})
+    commit(target, also, {TP(s.topic, 0): 45})
+    status, out, _ = s.apply("--dry-run")
+    assert status == 0 and f"{ahead} {s.topic}/0: 70 -> 20 (ahead: the group is at 70 on the target" in out
+    assert "it skips 50 offsets (20 to 69) unless rewound" in out and f"ahead: {ahead} skips 50 offsets" in out
     status, out, _ = s.apply()
-    assert status == 3 and "1 partitions not rewound" in out
-    assert s.offsets("ahead") == {0: 70, 1: 20}
-    entry = next(e for e in s.plan().entries if e.partition == 0)
-    assert entry.status == "skipped" and "already at 70" in (entry.reason or "")
+    assert status == 3 and "2 partitions not rewound" in out
+    assert f"ahead: {ahead} skips 50 offsets on the target unless rewound" in out
+    assert f"ahead: {also} skips 25 offsets" in out and f"--allow-rewind '{ahead}|{also}' --execute" in out
+    assert s.offsets("ahead") == {0: 70, 1: 20} and s.offsets("also") == {0: 45}
+    entry = next(e for e in s.plan().entries if e.partition == 0 and e.group == ahead)
+    assert entry.status == "skipped" and "the group is at 70 on the target" in (entry.reason or "")
+    status, out, _ = s.apply("--allow-rewind", ahead)  # only the group named
+    assert status == 3 and s.offsets("ahead") == {0: 20, 1: 20} and s.offsets("also") == {0: 45}
+    assert f"ahead: {also} skips 25 offsets" in out and f"ahead: {ahead}" not in out
 
 
 def test_rewind_with_the_flag_then_rollback_restores_and_deletes(

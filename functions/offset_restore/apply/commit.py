@@ -9,7 +9,9 @@ The order of work keeps every promise of §6:
    and save the plan — before anything is written, so a crash can never lose them;
 4. per group, re-check that it is still empty and commit all its partitions in one admin
    OffsetCommit (the broker rejects it whole if a member joined meanwhile); partitions where the
-   group is already past the mapped offset are skipped unless ``allow_rewind``;
+   group is already past the mapped offset (its consumers started on the target, e.g. with
+   ``auto.offset.reset=latest``) are skipped — a decision for the operator, shown with the offsets
+   the group would skip — unless ``allow_rewind`` names the group;
 5. read the offsets back, and fetch the record at each new offset whose fingerprint is known.
 """
 
@@ -26,9 +28,10 @@ from typing import Literal, Protocol
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds
 from offset_restore.kafka.rounds import FetchRounds, Served, Source, Unserved, fetch_from
+from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import default_cluster_name
-from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.translate.model import WRITABLE, Plan, PlanEntry
 from offset_restore.translate.plan import parse_offset_header
 
 __all__ = [
@@ -83,7 +86,14 @@ class ApplyOptions:
     poll_interval_s: float = 5.0
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
     allow_rewind: bool = False
+    """Every group may be moved back (the workflow's ``allow_rewind``)."""
+    rewind_groups: NameFilter | None = None
+    """Only these may (``--allow-rewind GROUP_REGEX``): a decision the operator makes per group."""
     dry_run: bool = False
+
+    def rewinds(self, group: str) -> bool:
+        """Whether ``group`` may be moved back past where it is on the target."""
+        return self.allow_rewind or (self.rewind_groups is not None and self.rewind_groups(group))
 
     def __post_init__(self) -> None:
         # A nan wait would poll without pause; an infinite one never ends. Refused from any caller.
@@ -104,6 +114,8 @@ class ApplyReport:
     groups_failed: dict[str, str] = field(default_factory=dict)
     offsets_committed: int = 0
     rewinds_skipped: int = 0
+    ahead: dict[str, int] = field(default_factory=dict)
+    """Groups not rewound, with the offsets they skip on the target past the mapped position."""
     verified: int = 0
     verify_failed: list[str] = field(default_factory=list)
     dry_run_lines: list[str] = field(default_factory=list)
@@ -144,7 +156,7 @@ def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *,
             f"{target.cluster_id}; plan again against this cluster"
         )
     if mapped_must_fit:
-        check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
+        check_entries_fit([e for e in plan.entries if e.status in WRITABLE], target)
 
 
 def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None:
@@ -189,7 +201,7 @@ def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, 
         if pending:
             waiting[group] = f"{len(pending)} partitions still pending (the restore has not reached them)"
             continue
-        mapped = [e for e in entries if e.status == "mapped"]
+        mapped = [e for e in entries if e.status in WRITABLE]
         if mapped:
             writable[group] = mapped
     return writable, waiting
@@ -324,7 +336,7 @@ def _commit_saving_progress(
     try:
         progress_saved = _Throttled(lambda: save(plan), every_s=PROGRESS_SAVE_S)
         _commit_in_batches(
-            commits, writable, target, report, show, before_commit, current, options.allow_rewind, progress_saved
+            commits, writable, target, report, show, before_commit, current, options.rewinds, progress_saved
         )
     except OffsetRestoreError as error:
         # Keep what is known (committed groups, groups without an answer) before giving up.
@@ -359,6 +371,8 @@ def _offsets_to_write(
         tp = TP(entry.target_topic, entry.partition)
         assert entry.target_offset is not None
         before = now.get(tp)
+        if entry.status == "skipped":  # left ahead by an earlier run: decided again
+            entry.status = "mapped"
         if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
             entry.previous_target_offset = before.offset if before else None
             entry.previous_metadata = before.metadata if before else None
@@ -366,13 +380,16 @@ def _offsets_to_write(
         if before is not None and before.offset == entry.target_offset:
             continue  # already there: nothing to write
         unchanged = False
-        if before is not None and before.offset > entry.target_offset and not options.allow_rewind:
+        if before is not None and before.offset > entry.target_offset and not options.rewinds(group):
+            skipped = before.offset - entry.target_offset
             entry.status = "skipped"
             entry.reason = (
-                f"the group is already at {before.offset} on the target, past the mapped "
-                f"{entry.target_offset}: not rewound (use --allow-rewind)"
+                f"ahead: the group is at {before.offset} on the target, past the mapped {entry.target_offset}; "
+                f"not rewound, it skips {skipped:,} offsets ({entry.target_offset} to {before.offset - 1}) "
+                f"unless rewound (--allow-rewind '{group}')"
             )
             report.rewinds_skipped += 1
+            report.ahead[group] = report.ahead.get(group, 0) + skipped
             continue
         offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
     if options.dry_run:
@@ -396,7 +413,7 @@ def _describe(group: str, entries: list[PlanEntry], offsets: Mapping[TP, Committ
         was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
         where = f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
         if entry.status == "skipped":
-            report.dry_run_lines.append(f"{where} (not rewound: the group is past it; --allow-rewind moves it)")
+            report.dry_run_lines.append(f"{where} ({entry.reason})")
         elif TP(entry.target_topic, entry.partition) in offsets:
             report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
         else:
@@ -417,7 +434,7 @@ def _commit_in_batches(
     show: Progress,
     before_commit: Callable[[Sequence[str]], None] | None,
     read_at_start: Mapping[str, Mapping[TP, CommittedOffset]],
-    allow_moved: bool,
+    allow_moved: Callable[[str], bool],
     after_batch: Callable[[], None] = lambda: None,
 ) -> None:
     """Per batch: re-check that each group is still empty and that its offsets are still those read
@@ -431,8 +448,9 @@ def _commit_in_batches(
         for group in batch:
             if group not in ready:
                 report.groups_skipped[group] = f"a member joined before the write ({states[group].state})"
-        if ready and not allow_moved:
-            moved = _moved_on(ready, writable, target.committed_offsets(ready), read_at_start)
+        checked = [g for g in ready if not allow_moved(g)]
+        if checked:
+            moved = _moved_on(checked, writable, target.committed_offsets(checked), read_at_start)
             report.groups_skipped.update(moved)
             ready = [g for g in ready if g not in moved]
         answers: Mapping[str, dict[TP, str | None]] = {}

@@ -77,7 +77,7 @@ def rollback_plan(
     current = target.committed_offsets(ready) if ready else {}
     undo: dict[str, _Undo] = {}
     for group in ready:
-        decided = _undo_of(by_group[group], current.get(group, {}), options.allow_rewind)
+        decided = _undo_of(by_group[group], current.get(group, {}), options.rewinds(group))
         if isinstance(decided, str):
             report.groups_skipped[group] = decided
             continue

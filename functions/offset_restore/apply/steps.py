@@ -25,7 +25,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
+from offset_restore.translate.model import WRITABLE, ClusterRef, Plan, PlanEntry
 from offset_restore.workflow.commit_index import (
     COMMIT_BATCH_GROUPS,
     commit_candidates,
@@ -194,7 +194,7 @@ def commit_groups(
     # With the restore's offset header, the records next to each mapped offset are checked by the source
     # offset they carry as well as by their timestamp, just before the write (and in verification).
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
-    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
+    check_entries_fit([e for e in plan.entries if e.status in WRITABLE], target)
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
     return step_result(report)

@@ -6,16 +6,19 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from typing import TextIO
 
 from offset_restore.apply.commit import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
 from offset_restore.apply.run import PlanFile, run_apply
 from offset_restore.cli.arguments import (
     Commands,
+    add_allow_rewind,
     add_connection,
     add_execute,
     connection_settings,
     previewing,
+    rewind_groups,
     seconds,
     target_lock,
     write_result,
@@ -57,10 +60,11 @@ def register(commands: Commands) -> None:
         default="fail",
         help="when groups stay active: write nothing, or commit the empty ones (default: fail)",
     )
-    apply.add_argument(
-        "--allow-rewind",
-        action="store_true",
-        help="also move groups that are already past the mapped offset on the target",
+    add_allow_rewind(
+        apply,
+        "also move back the groups matching GROUP_REGEX (alone: every group) that are already past the mapped "
+        "offset on the target (their consumers started there, e.g. with auto.offset.reset=latest); without it such "
+        "partitions are left, and the offsets each group skips are shown",
     )
     add_execute(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
@@ -81,7 +85,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         wait_timeout_s=0 if preview else args.wait_timeout,  # a preview names the active groups, never waits
         poll_interval_s=args.poll_interval,
         on_wait_timeout=args.on_wait_timeout,
-        allow_rewind=args.allow_rewind,
+        rewind_groups=rewind_groups(args),
         dry_run=preview,
     )
     plan_file = PlanFile(args.plan)
@@ -109,6 +113,7 @@ def write_preview(args: argparse.Namespace, plan: Plan, report: ApplyReport, out
         f"{report.in_place:,} already in place; {report.rewinds_skipped:,} not rewound; "
         f"{len(report.groups_skipped):,} groups not writable now (--execute waits up to {args.wait_timeout:g} s for "
         "active ones)",
+        *_ahead_lines(args, report),
         "run again with --execute to write",
     ]
     document = {
@@ -119,6 +124,7 @@ def write_preview(args: argparse.Namespace, plan: Plan, report: ApplyReport, out
         "would_write_groups": report.would_write_groups,
         "in_place": report.in_place,
         "rewinds_skipped": report.rewinds_skipped,
+        "ahead": report.ahead,
         "not_now": report.groups_skipped,
     }
     write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
@@ -138,6 +144,7 @@ def write_apply_report(
     lines.append(f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify")
     lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
+    lines += _ahead_lines(args, report)
     lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
     lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
     document = {
@@ -148,6 +155,7 @@ def write_apply_report(
         "groups_failed": report.groups_failed,
         "offsets_committed": report.offsets_committed,
         "rewinds_skipped": report.rewinds_skipped,
+        "ahead": report.ahead,
         "verified": report.verified,
         "verify_failed": report.verify_failed,
     }
@@ -155,3 +163,15 @@ def write_apply_report(
     if report.groups_failed or report.verify_failed:
         return 1
     return 3 if report.done_in_part else 0
+
+
+def _ahead_lines(args: argparse.Namespace, report: ApplyReport) -> list[str]:
+    """Groups ahead of their mapped position on the target (started there, e.g. with
+    ``auto.offset.reset=latest``): not rewound, so each skips records — the operator's decision, with
+    the command that makes it."""
+    if not report.ahead:
+        return []
+    names = sorted(report.ahead)
+    lines = [f"  ahead: {g} skips {report.ahead[g]:,} offsets on the target unless rewound" for g in names[:20]]
+    regex = "|".join(re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", g) for g in names) if len(names) <= 20 else ".*"
+    return [*lines, f"  to rewind them: offset-restore apply --plan {args.plan} ... --allow-rewind '{regex}' --execute"]

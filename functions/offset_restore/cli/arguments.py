@@ -19,17 +19,20 @@ from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
+from offset_restore.snapshot.filters import NameFilter, compile_pattern
 from offset_restore.snapshot.model import parse_time
 
 __all__ = [
     "LOCK_TTL_S",
     "Commands",
     "StrictParser",
+    "add_allow_rewind",
     "add_connection",
     "connection_settings",
     "iso_time",
     "margin_ms",
     "non_negative",
+    "rewind_groups",
     "seconds",
     "target_lock",
     "write_result",
@@ -63,6 +66,19 @@ def previewing(args: argparse.Namespace) -> bool:
     if args.execute and args.dry_run:
         raise BadInputError("--execute writes and --dry-run previews: give one")
     return not args.execute
+
+
+def add_allow_rewind(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--allow-rewind [GROUP_REGEX]``: moving a group back past where it is on the target is a
+    decision made per group (by name); alone, the option covers every group."""
+    parser.add_argument("--allow-rewind", nargs="?", const=".*", metavar="GROUP_REGEX", help=what)
+
+
+def rewind_groups(args: argparse.Namespace) -> NameFilter | None:
+    """The groups ``--allow-rewind`` names, or None when it was not given."""
+    if args.allow_rewind is None:
+        return None
+    return NameFilter(compile_pattern(args.allow_rewind, "--allow-rewind"))
 
 
 def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

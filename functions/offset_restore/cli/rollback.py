@@ -15,10 +15,12 @@ from offset_restore.apply.run import PlanFile, rollback_workflow_run, run_rollba
 from offset_restore.cli.apply import write_apply_report, write_preview
 from offset_restore.cli.arguments import (
     Commands,
+    add_allow_rewind,
     add_connection,
     add_execute,
     connection_settings,
     previewing,
+    rewind_groups,
     seconds,
     target_lock,
 )
@@ -69,11 +71,10 @@ def register(commands: Commands) -> None:
     rollback.add_argument(
         "--poll-interval", type=seconds(0.1, 3600), default=5.0, metavar="SECONDS", help="how often to look again"
     )
-    rollback.add_argument(
-        "--allow-rewind",
-        action="store_true",
-        help="also roll back groups whose offsets moved past what apply wrote (their consumers ran on the "
-        "target); without it such groups are left alone and reported",
+    add_allow_rewind(
+        rollback,
+        "also roll back the groups matching GROUP_REGEX (alone: every group) whose offsets moved past what apply "
+        "wrote (their consumers ran on the target); without it such groups are left alone and reported",
     )
     add_execute(rollback)
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
@@ -88,7 +89,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         wait_timeout_s=0 if preview else args.wait_timeout,
         poll_interval_s=args.poll_interval,
         on_wait_timeout="commit_empty",
-        allow_rewind=args.allow_rewind,
+        rewind_groups=rewind_groups(args),
         dry_run=preview,
     )
     plan, report = _of_workflow_run(args, wait, err) if args.restore_id else _of_plan_file(args, wait, err)

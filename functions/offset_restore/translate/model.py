@@ -10,10 +10,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id"]
+__all__ = ["WRITABLE", "Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id"]
 
 Method = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
+WRITABLE: tuple[Status, ...] = ("mapped", "skipped")
+"""What an apply writes: ``mapped``, and ``skipped`` — a group ahead of its mapped position on the
+target, left for the operator's decision: each apply decides again, so the one the operator runs
+with ``--allow-rewind GROUP`` writes it."""
 
 
 def new_restore_id(now: datetime | None = None) -> str:

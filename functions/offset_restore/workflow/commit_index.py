@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from offset_restore.errors import BadInputError
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import PlanEntry
+from offset_restore.translate.model import WRITABLE, PlanEntry
 
 __all__ = [
     "COMMIT_BATCH_GROUPS",
@@ -65,12 +65,12 @@ class IndexBuilder:
     def candidates(self) -> list[str]:
         """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
         numbers keep their meaning while batches commit)."""
-        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {"mapped", "committed"})
+        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {*WRITABLE, "committed"})
 
     def writable_and_waiting(self) -> tuple[list[str], list[str]]:
         """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
         waiting = {g for g, s in self.statuses.items() if "pending" in s}
-        writable = {g for g, s in self.statuses.items() if g not in waiting and "mapped" in s}
+        writable = {g for g, s in self.statuses.items() if g not in waiting and s & set(WRITABLE)}
         return sorted(writable), sorted(waiting)
 
     def write(self, store: BlobStore) -> int:
