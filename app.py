@@ -45,8 +45,16 @@ def build_app(context: dict[str, Any] | None = None) -> cdk.App:
         try:
             config = EnvironmentConfig.model_validate(raw, context={"name": name})
         except ValidationError as error:
-            raise SystemExit(f"environment {name} in cdk.json is invalid:\n{error}") from None
-        stack = OffsetRestoreStack(app, f"offset-restore-{name}", env_name=name, config=config)
+            raise SystemExit(f"environment {name} in cdk.json is invalid (docs/deploy.md):\n{error}") from None
+        # Bound to its account and region: deploying with another profile's credentials fails instead of
+        # creating the environment in the wrong account or region.
+        stack = OffsetRestoreStack(
+            app,
+            f"offset-restore-{name}",
+            env_name=name,
+            config=config,
+            env=cdk.Environment(account=config.account, region=config.region),
+        )
         cdk.Tags.of(stack).add("project", "offset-restore")
         cdk.Tags.of(stack).add("environment", name)
     return app

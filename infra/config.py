@@ -1,16 +1,82 @@
 """Per-environment settings from ``cdk.json`` context (``environments.<name>``), validated up front
-so that a typo fails the synth with the field named, not a deploy."""
+so that a typo fails the synth with the field named, not a deploy.
+
+Beyond the fields' shapes, what cannot work once deployed is refused here too (docs/deploy.md):
+brokers only reachable inside a VPC for a function outside any, an auth mode MSK does not serve on
+the port given, a cluster ARN and broker hosts in different regions, a VPC of another region."""
 
 from __future__ import annotations
 
+import ipaddress
 import re
+from collections.abc import Sequence
 from typing import Literal
 
+from offset_restore.kafka.msk_iam import msk_host_region, signing_region
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-__all__ = ["ClusterConfig", "EnvironmentConfig"]
+__all__ = ["MSK_PORTS", "MSK_PUBLIC_PORTS", "ClusterConfig", "EnvironmentConfig", "NetworkConfig"]
 
 _MSK_ARN = re.compile(r"arn:aws[a-z-]*:kafka:[a-z0-9-]+:\d{12}:cluster/[^/]+/[^/]+")
+Auth = Literal["iam", "scram", "tls", "plaintext"]
+MSK_PORTS: dict[int, Auth] = {9098: "iam", 9096: "scram", 9094: "tls", 9092: "plaintext"}
+"""The port an MSK broker serves each client authentication on, inside its VPC."""
+MSK_PUBLIC_PORTS: dict[int, Auth] = {9198: "iam", 9196: "scram", 9194: "tls"}
+"""The same on the public endpoints (``b-N-public.…``) of a cluster with public access turned on."""
+_PRIVATE = [ipaddress.ip_network(n) for n in ("10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16")]
+
+
+def _host_port(server: str) -> tuple[str, int | None]:
+    host, _, port = server.strip().rpartition(":")
+    return (host, int(port)) if port.isdigit() else (server.strip(), None)
+
+
+def _is_private(host: str) -> bool:
+    """An address only a VPC (or a network peered with it) reaches: RFC 1918, or an MSK broker name."""
+    if msk_host_region(host):  # MSK broker names resolve to the cluster's private addresses
+        return not _is_msk_public(host)
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return any(address in network for network in _PRIVATE)
+
+
+def _is_msk_public(host: str) -> bool:
+    return host.split(".", 1)[0].endswith("-public")
+
+
+def _refuse_endpoints_without_routes(vpc_id: str | None, create: bool, route_table_ids: Sequence[str]) -> None:
+    if create and not route_table_ids:
+        raise ValueError(
+            f"network {vpc_id}: createVpcEndpoints needs routeTableIds (the route tables of its subnets, "
+            "where the S3 and DynamoDB gateway endpoints are routes)"
+        )
+
+
+class NetworkConfig(BaseModel):
+    """Where a cluster's functions run: its VPC's subnets and security groups (the groups must allow
+    egress to the brokers' port and HTTPS to the endpoints below), and whether this stack creates the
+    VPC endpoints those functions need (S3 and DynamoDB gateways, Secrets Manager for SCRAM)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+    vpc_id: str = Field(alias="vpcId", pattern=r"^vpc-[0-9a-f]+$")
+    availability_zones: tuple[str, ...] = Field(alias="availabilityZones", min_length=1)
+    subnet_ids: tuple[str, ...] = Field(alias="subnetIds", min_length=1)
+    security_group_ids: tuple[str, ...] = Field(alias="securityGroupIds", min_length=1)
+    route_table_ids: tuple[str, ...] = Field(default=(), alias="routeTableIds")
+    """The route tables of ``subnetIds``: a gateway endpoint is a route in them."""
+    create_vpc_endpoints: bool = Field(default=False, alias="createVpcEndpoints")
+
+    @model_validator(mode="after")
+    def _endpoints_have_route_tables(self) -> NetworkConfig:
+        _refuse_endpoints_without_routes(self.vpc_id, self.create_vpc_endpoints, self.route_table_ids)
+        return self
+
+    def outside(self, region: str) -> list[str]:
+        """The availability zones of this network that are not in ``region``."""
+        return [zone for zone in self.availability_zones if not zone.startswith(region)]
 
 
 class ClusterConfig(BaseModel):
@@ -20,8 +86,15 @@ class ClusterConfig(BaseModel):
     bootstrap_servers: str = Field(alias="bootstrapServers", min_length=1)
     arn: str | None = None
     """The MSK cluster ARN: IAM permissions are scoped to it, its topics and its groups."""
-    auth: Literal["iam", "scram", "tls", "plaintext"] = "iam"
+    auth: Auth = "iam"
     scram_secret_arn: str | None = Field(default=None, alias="scramSecretArn")
+    scram_secret_key_arn: str | None = Field(
+        default=None, alias="scramSecretKeyArn", pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+$"
+    )
+    """The customer-managed KMS key of the SCRAM secret (MSK accepts no other): the functions may decrypt
+    with it; without it, the key's own policy must allow their roles."""
+    network: NetworkConfig | None = None
+    """The VPC of the functions that talk to this cluster; the environment's vpcId/... if not set."""
 
     @field_validator("arn")
     @classmethod
@@ -36,6 +109,43 @@ class ClusterConfig(BaseModel):
             raise ValueError(f"cluster {self.name}: auth 'iam' needs the cluster 'arn' to scope permissions")
         if self.auth == "scram" and not self.scram_secret_arn:
             raise ValueError(f"cluster {self.name}: auth 'scram' needs 'scramSecretArn'")
+        return self
+
+    @property
+    def hosts(self) -> list[str]:
+        return [_host_port(server)[0] for server in self.bootstrap_servers.split(",")]
+
+    @property
+    def is_private(self) -> bool:
+        return any(_is_private(host) for host in self.hosts)
+
+    @model_validator(mode="after")
+    def _port_serves_auth(self) -> ClusterConfig:
+        """MSK serves each authentication on its own port: another auth on it fails only at the handshake."""
+        if not (self.arn or any(msk_host_region(host) for host in self.hosts)):
+            return self  # not MSK: a self-managed broker may serve any auth on any port
+        for server in self.bootstrap_servers.split(","):
+            host, port = _host_port(server)
+            ports = MSK_PUBLIC_PORTS if _is_msk_public(host) else MSK_PORTS
+            if port in ports and ports[port] != self.auth:
+                right = [p for p, auth in ports.items() if auth == self.auth]
+                fix = f"use port {right[0]} for '{self.auth}'" if right else f"'{self.auth}' has no port there"
+                raise ValueError(
+                    f"cluster {self.name}: MSK serves auth '{ports[port]}' on port {port}, not '{self.auth}': "
+                    f"set auth '{ports[port]}', or {fix}"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _arn_and_hosts_agree(self) -> ClusterConfig:
+        arn_region = signing_region("", self.arn)
+        for host in self.hosts:
+            host_region = msk_host_region(host)
+            if arn_region and host_region and host_region != arn_region:
+                raise ValueError(
+                    f"cluster {self.name}: broker {host} is in {host_region} but the arn names {arn_region}: "
+                    "the arn and bootstrapServers must be of the same cluster"
+                )
         return self
 
     def resource_arns(self, kind: Literal["topic", "group"]) -> list[str]:
@@ -69,12 +179,17 @@ class EnvironmentConfig(BaseModel):
     region: str = Field(pattern=r"^[a-z]{2}(-[a-z]+)+-\d$")
     source: ClusterConfig
     target: ClusterConfig
-    vpc_id: str | None = Field(default=None, alias="vpcId")
+    vpc_id: str | None = Field(default=None, alias="vpcId", pattern=r"^vpc-[0-9a-f]+$")
     availability_zones: list[str] = Field(default_factory=list, alias="availabilityZones")
     subnet_ids: list[str] = Field(default_factory=list, alias="subnetIds")
     security_group_ids: list[str] = Field(default_factory=list, alias="securityGroupIds")
+    route_table_ids: list[str] = Field(default_factory=list, alias="routeTableIds")
+    create_vpc_endpoints: bool = Field(default=False, alias="createVpcEndpoints")
+    """vpcId ... createVpcEndpoints: the network of a cluster that sets none of its own (see NetworkConfig)."""
     snapshot_schedule: str | None = Field(default="rate(1 hour)", alias="snapshotSchedule")
     snapshot_retention_days: int = Field(default=90, ge=1, alias="snapshotRetentionDays")
+    snapshot_max_age_minutes: int = Field(default=120, ge=1, alias="snapshotMaxAgeMinutes")
+    """The recovery point objective: an alarm fires when the newest snapshot is older."""
     log_retention_days: int = Field(default=30, alias="logRetentionDays")
     failover_alarm_names: list[str] = Field(default_factory=list, alias="failoverAlarmNames")
     """CloudWatch alarms whose ALARM state starts a run (a failover)."""
@@ -101,4 +216,37 @@ class EnvironmentConfig(BaseModel):
     def _network_is_complete(self) -> EnvironmentConfig:
         if self.vpc_id and not (self.subnet_ids and self.security_group_ids and self.availability_zones):
             raise ValueError("vpcId needs subnetIds, securityGroupIds and availabilityZones")
+        _refuse_endpoints_without_routes(self.vpc_id, self.create_vpc_endpoints, self.route_table_ids)
         return self
+
+    @model_validator(mode="after")
+    def _clusters_are_reachable(self) -> EnvironmentConfig:
+        """A function outside any VPC reaches no private broker: it would hang until its timeout."""
+        for cluster in (self.source, self.target):
+            network = self.network_for(cluster)
+            if network is None and cluster.is_private:
+                raise ValueError(
+                    f"cluster {cluster.name}: its brokers ({cluster.bootstrap_servers}) are only reachable in a VPC; "
+                    f"put the functions in the cluster's VPC: set network (vpcId, subnetIds, securityGroupIds) "
+                    f"for cluster {cluster.name}"
+                )
+            if network is not None and (zones := network.outside(self.region)):
+                raise ValueError(
+                    f"cluster {cluster.name}: network {network.vpc_id} (zones {', '.join(zones)}) is not in the "
+                    f"stack's region {self.region}; a VPC is used only in its own region: give a VPC in "
+                    f"{self.region} peered with the cluster's"
+                )
+        return self
+
+    def default_network(self) -> NetworkConfig | None:
+        """The environment-level vpcId/subnetIds/... (the network of both clusters before per-cluster ones)."""
+        if not self.vpc_id:
+            return None
+        fields = ("vpc_id", "availability_zones", "subnet_ids", "security_group_ids", "route_table_ids")
+        return NetworkConfig.model_validate(
+            {**{name: getattr(self, name) for name in fields}, "create_vpc_endpoints": self.create_vpc_endpoints}
+        )
+
+    def network_for(self, cluster: ClusterConfig) -> NetworkConfig | None:
+        """The network of the functions that talk to ``cluster``: its own, else the environment's."""
+        return cluster.network or self.default_network()

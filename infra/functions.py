@@ -1,5 +1,6 @@
 """Functions: the one code asset, a function per handler (each with its own role and log group), and
-what each may touch — the bucket and table as its step needs, the Kafka cluster it reads or writes.
+what each may touch — the bucket and table as its step needs, the Kafka cluster it reads or writes —
+and where it runs: in the network of that cluster (infra/network.py), or outside any VPC.
 
 Which handler a function runs comes from ``offset_restore_handlers.wiring``, the list the state
 machine's placeholders and the local runner also follow; what differs per function (its settings
@@ -11,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from aws_cdk import BundlingOptions, DockerImage, Duration, RemovalPolicy, Stack
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -19,6 +19,7 @@ from offset_restore_handlers.wiring import MEMORY_MB, SNAPSHOT_HANDLER, TASK_HAN
 
 from infra.bundling import LocalPipBundling
 from infra.config import ClusterConfig, EnvironmentConfig
+from infra.network import Networks
 from infra.retention import retention
 from infra.storage import Storage
 
@@ -36,6 +37,7 @@ class Functions:
 
     def __init__(self, stack: Stack, config: EnvironmentConfig, storage: Storage) -> None:
         self.stack, self.config = stack, config
+        self.networks = Networks(stack, config)
         self.code = lambda_.Code.from_asset(
             str(FUNCTIONS_DIR),
             exclude=["**/__pycache__", "*.egg-info"],
@@ -71,6 +73,7 @@ class Functions:
         )
         self._grant_kafka(self.tasks["CheckEmpty"], config.target, ("kafka-cluster:DescribeGroup",))
         self._grant_kafka(self.tasks["Commit"], config.target, KAFKA_READ + KAFKA_WRITE)
+        self.endpoints = self.networks.add_endpoints()
 
     def _grant_storage(self, storage: Storage) -> None:
         tasks, bucket, table = self.tasks, storage.bucket, storage.table
@@ -88,28 +91,13 @@ class Functions:
             table.grant_read_data(tasks[name])
         storage.topic.grant_publish(tasks["Report"])
 
-    def _network(self) -> dict[str, object]:
-        c = self.config
-        if not c.vpc_id:
-            return {}
-        if not hasattr(self, "_vpc"):
-            self._vpc = ec2.Vpc.from_vpc_attributes(
-                self.stack,
-                "Vpc",
-                vpc_id=c.vpc_id,
-                availability_zones=c.availability_zones,
-                private_subnet_ids=c.subnet_ids,
-            )
-            self._subnets = [ec2.Subnet.from_subnet_id(self.stack, f"Subnet{i}", s) for i, s in enumerate(c.subnet_ids)]
-            self._groups = [
-                ec2.SecurityGroup.from_security_group_id(self.stack, f"Sg{i}", g)
-                for i, g in enumerate(c.security_group_ids)
-            ]
-        return {
-            "vpc": self._vpc,
-            "vpc_subnets": ec2.SubnetSelection(subnets=self._subnets),
-            "security_groups": self._groups,
-        }
+    def _network(self, environment: dict[str, str]) -> dict[str, object]:
+        """The network of the cluster the function talks to: the snapshot reads only the source, the
+        workflow's Kafka functions only the target; the others run outside any VPC."""
+        for prefix, cluster in (("SOURCE", self.config.source), ("TARGET", self.config.target)):
+            if f"{prefix}_BOOTSTRAP_SERVERS" in environment:
+                return self.networks.function_options(cluster)
+        return {}
 
     def _function(self, name: str, handler: str, environment: dict[str, str]) -> lambda_.Function:
         log_group = logs.LogGroup(
@@ -135,15 +123,12 @@ class Functions:
                 "POWERTOOLS_SERVICE_NAME": "offset-restore",
                 "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
             },
-            **(self._network() if needs_kafka else {}),  # type: ignore[arg-type]
+            **self._network(environment),  # type: ignore[arg-type]
         )
 
     def _grant_kafka(self, function: lambda_.Function, cluster: ClusterConfig, actions: tuple[str, ...]) -> None:
         """MSK IAM actions scoped to the cluster's own ARNs (its topics and its groups)."""
-        if cluster.scram_secret_arn:
-            function.add_to_role_policy(
-                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[cluster.scram_secret_arn])
-            )
+        self._grant_scram(function, cluster)
         if cluster.auth != "iam" or not cluster.arn:
             return
         function.add_to_role_policy(
@@ -160,4 +145,22 @@ class Functions:
         if group_actions:
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=group_actions, resources=cluster.resource_arns("group"))
+            )
+
+    @staticmethod
+    def _grant_scram(function: lambda_.Function, cluster: ClusterConfig) -> None:
+        """The SCRAM secret, and its key for decryption through Secrets Manager (of the secret's region) only."""
+        if not cluster.scram_secret_arn:
+            return
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[cluster.scram_secret_arn])
+        )
+        if cluster.scram_secret_key_arn:
+            region = cluster.scram_secret_arn.split(":")[3]
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["kms:Decrypt"],
+                    resources=[cluster.scram_secret_key_arn],
+                    conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}},
+                )
             )

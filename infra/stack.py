@@ -13,7 +13,7 @@ test pins the logical ids of the resources that hold state.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnOutput, Stack, Validations
+from aws_cdk import Acknowledgment, CfnOutput, Environment, Stack, Token, Validations
 from constructs import Construct
 
 from infra.config import EnvironmentConfig
@@ -27,15 +27,31 @@ __all__ = ["ASL_FILE", "FUNCTIONS_DIR", "KAFKA_READ", "KAFKA_WRITE", "OffsetRest
 
 
 class OffsetRestoreStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, env_name: str, config: EnvironmentConfig) -> None:
-        super().__init__(scope, construct_id)
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        env_name: str,
+        config: EnvironmentConfig,
+        env: Environment | None = None,
+    ) -> None:
+        super().__init__(scope, construct_id, env=env)
         self.config = config
         self.storage = Storage(self, env_name, config)
         self.functions = Functions(self, config, self.storage)
         self.state_machine = state_machine(self, env_name, config, self.functions.tasks)
         self._outputs(config)
         add_triggers(self, config, self.state_machine, self.functions.tasks["Lock"], self.functions.snapshot)
-        add_monitoring(self, env_name, self.state_machine, self.storage.topic, self.functions.tasks.values())
+        add_monitoring(
+            self,
+            env_name,
+            config,
+            self.state_machine,
+            self.storage.topic,
+            self.functions.tasks.values(),
+            self.functions.snapshot,
+        )
         self._acknowledge(config)
 
     def _outputs(self, config: EnvironmentConfig) -> None:
@@ -76,8 +92,10 @@ class OffsetRestoreStack(Stack):
             "AwsSolutions-IAM5[Action::s3:DeleteObject*]": "CDK's write grant, limited to this deployment's bucket",
             "AwsSolutions-IAM5[Action::s3:Abort*]": "CDK's write grant (multipart uploads), limited to this bucket",
         }
+        region = "<AWS::Region>" if Token.is_unresolved(self.region) else self.region
+        account = "<AWS::AccountId>" if Token.is_unresolved(self.account) else self.account
         reasons[
-            "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:<AWS::Region>:<AWS::AccountId>:"
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:{region}:{account}:"
             f"execution:offset-restore-{self.node.id.removeprefix('offset-restore-')}/*]"
         ] = "the child executions of this state machine's own distributed Map"
         for name, fn in self.functions.tasks.items():

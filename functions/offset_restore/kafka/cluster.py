@@ -25,7 +25,7 @@ from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import NewTopic, OffsetSpec
 
 from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
-from offset_restore.kafka import internals, protocol
+from offset_restore.kafka import internals, msk_iam, protocol
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import (
     TP,
@@ -39,6 +39,8 @@ from offset_restore.kafka.rounds import read_whole
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
+
+msk_iam.register()  # AWS_MSK_IAM signs for the broker's own region, not the process's
 
 log = logging.getLogger(__name__)
 
