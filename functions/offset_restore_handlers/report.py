@@ -39,6 +39,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     text = (
         f"offset-restore {restore_id}: {outcome}. {summary.entries} group-partitions, "
         f"{summary.mapped} mapped ({summary.exact} exact), {summary.pending} pending, {summary.unmapped} unmapped."
+        + (f" Snapshot {run['work'].get('snapshot_id')}: {report.snapshot_age.phrase}." if report.snapshot_age else "")
         + (f" Error: {request.error.get('Error')}: {request.error.get('Cause')}" if request.error else "")
         + f" Report: s3://{store.bucket}/restores/{restore_id}/report.html"
     )
@@ -49,6 +50,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     metrics.add_metric(name="Unmapped", unit=MetricUnit.Count, value=summary.unmapped)
     if summary.mapped:
         metrics.add_metric(name="ExactRatio", unit=MetricUnit.Percent, value=100 * summary.exact / summary.mapped)
+    if report.snapshot_age:
+        metrics.add_metric(name="SnapshotAgeSeconds", unit=MetricUnit.Seconds, value=report.snapshot_age.seconds)
     if isinstance(request.run.get("started_at"), int | float):
         metrics.add_metric(name="RunSeconds", unit=MetricUnit.Seconds, value=time.time() - request.run["started_at"])
     return {

@@ -1,18 +1,24 @@
-"""Scheduled and on-demand snapshots of the source cluster into the deployment's bucket."""
+"""Scheduled and on-demand snapshots of the source cluster into the deployment's bucket.
+
+Every successful snapshot emits its totals (what the "no snapshot within the RPO" and "zero groups"
+alarms watch) and the lag of the groups that lag most (snapshot/health.py); a failure raises, which
+the function's Errors alarm sees.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 import boto3
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
+from offset_restore.snapshot.health import MetricBlob, group_metrics, total_metrics
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
-from offset_restore.workflow.observability import logger, metrics, tracer
+from offset_restore.workflow.observability import NAMESPACE, SERVICE, logger, metrics, tracer
 from offset_restore.workflow.settings import SnapshotSettings, read_secret
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -41,8 +47,21 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise BadInputError(f"invalid snapshot request: {error}") from None
     store = S3Store(settings.bucket, settings.prefix, boto3.client("s3"))
     result = run_snapshot(settings.source.connection(read_secret), store, options)
-    metrics.add_metric(name="SnapshotGroups", unit=MetricUnit.Count, value=result.counts.groups)
-    metrics.add_metric(name="SnapshotGroupPartitions", unit=MetricUnit.Count, value=result.counts.group_partitions)
-    metrics.add_metric(name="SnapshotSeconds", unit=MetricUnit.Seconds, value=result.duration_s)
+    for name, unit, value in total_metrics(result.counts, result.duration_s).metrics:
+        metrics.add_metric(name=name, unit=MetricUnit(unit), value=value)
+    for blob in group_metrics(result.top_lag):
+        _emit(blob)
+    if result.counts.groups == 0:
+        logger.warning("snapshot holds no consumer group", extra={"listed_groups": result.listed_groups})
     logger.info("snapshot written", extra={"snapshot_id": result.snapshot_id, "manifest": result.manifest})
     return result.model_dump(mode="json")
+
+
+def _emit(blob: MetricBlob) -> None:
+    """One EMF document per dimension combination: the handler's Metrics holds one set per flush."""
+    emf = EphemeralMetrics(namespace=NAMESPACE, service=SERVICE)
+    for name, value in blob.dimensions.items():
+        emf.add_dimension(name=name, value=value)
+    for name, unit, number in blob.metrics:
+        emf.add_metric(name=name, unit=MetricUnit(unit), value=number)
+    emf.flush_metrics()

@@ -22,7 +22,7 @@ from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot, run_snapshot_from_export
 from offset_restore.stores.storage import open_location
 
-__all__ = ["register", "run", "snapshot_summary"]
+__all__ = ["empty_reason", "register", "run", "snapshot_summary"]
 
 
 def register(commands: Commands) -> None:
@@ -104,8 +104,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     store = open_location(args.output)
     if args.from_export:
         result = run_snapshot_from_export(args.from_export, store, options, group=args.export_group)
-        write_result(args, out, err, result.model_dump_json(indent=2), snapshot_summary(result))
-        return 0
+        return _finish(args, out, err, result)
     connection = connection_settings(args)
     progress = ProgressLine(err)
     try:
@@ -114,8 +113,32 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     finally:
         progress.finish()
+    return _finish(args, out, err, result)
+
+
+def _finish(args: argparse.Namespace, out: TextIO, err: TextIO, result: SnapshotResult) -> int:
+    """0, or 3 (done in part) for a snapshot of no group: written, since an empty source is a fact
+    worth recording, but nothing could be restored from it. (A filter that matched nothing never
+    gets here: it fails with exit status 2 and writes nothing, snapshot/run.py.)"""
     write_result(args, out, err, result.model_dump_json(indent=2), snapshot_summary(result))
-    return 0
+    if result.counts.groups:
+        return 0
+    err.write(f"offset-restore snapshot: {empty_reason(result)}\n")
+    return 3
+
+
+def empty_reason(result: SnapshotResult) -> str:
+    """Why a snapshot without a filter holds no group, in one line."""
+    if result.source != "cluster":
+        why = f"the {result.source} source holds no offset commit"
+    elif result.listed_groups:
+        why = f"its {result.listed_groups:,} groups are all left out by the default --exclude-groups"
+    else:
+        why = "it has no consumer group at all"
+    return (
+        f"no group to snapshot on cluster {result.cluster}: {why}; the empty snapshot {result.snapshot_id} is "
+        "written, but a restore from it would restore nothing"
+    )
 
 
 def _check_sources(args: argparse.Namespace) -> None:
@@ -149,6 +172,7 @@ def snapshot_summary(result: SnapshotResult) -> str:
         f"  took              {result.duration_s:.2f} s, {requests:,} Kafka requests",
         f"  written to        {result.location}/{result.manifest}",
     ]
+    lines += [f"  top lag           {g.group}: {g.lag:,}" for g in result.top_lag[:3] if g.lag]
     lines += [f"  note: {note}" for note in result.notes[:10]]
     if len(result.notes) > 10:
         lines.append(f"  ... and {len(result.notes) - 10} more notes in the manifest")

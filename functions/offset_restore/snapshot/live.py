@@ -101,6 +101,11 @@ class SnapshotStream:
     manifest: SnapshotManifest
     groups: Iterator[GroupSnapshot]
     timings: dict[str, float] = field(default_factory=dict)
+    listed_groups: int = 0
+    """Groups on the cluster before the filters: said when a filter matched none of them."""
+    selected_groups: int = 0
+    selected_group_partitions: int = 0
+    """Committed group-partitions the filters kept, known before any document is made."""
 
 
 class GroupTally:
@@ -166,7 +171,8 @@ def stream_snapshot(
         timings[name] = round(time.perf_counter() - clock, 4)
         clock = time.perf_counter()
 
-    group_ids = [g for g in cluster.list_group_ids() if group_filter(g)]
+    listed = cluster.list_group_ids()
+    group_ids = [g for g in listed if group_filter(g)]
     report("groups", 0, len(group_ids))
     infos = cluster.describe_groups(group_ids) if group_ids else {}
     lap("describe_groups")
@@ -205,7 +211,11 @@ def stream_snapshot(
         ),
         groups=iter(()),
         timings=timings,
+        listed_groups=len(listed),
+        selected_groups=len(group_ids),
+        selected_group_partitions=sum(map(len, selected.values())),
     )
+    del listed
 
     def assemble() -> Iterator[GroupSnapshot]:
         tally = GroupTally()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -15,6 +15,8 @@ from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.export import parse_export
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
+from offset_restore.snapshot.health import GroupLag, LagTally
 from offset_restore.snapshot.live import (
     Progress,
     Snapshot,
@@ -28,7 +30,7 @@ from offset_restore.snapshot.offsets_topic import OffsetsTopicReader, snapshot_f
 from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import BlobStore
 
-__all__ = ["SnapshotResult", "run_snapshot", "run_snapshot_from_export"]
+__all__ = ["SnapshotResult", "check_selection", "run_snapshot", "run_snapshot_from_export"]
 
 
 class SnapshotResult(BaseModel):
@@ -42,6 +44,10 @@ class SnapshotResult(BaseModel):
     requests: dict[str, int]
     timings: dict[str, float]
     notes: list[str]
+    listed_groups: int | None = None
+    """Groups on the source before the filters (null when the source does not say: an export)."""
+    top_lag: list[GroupLag] = Field(default_factory=list)
+    """The groups that lag most, largest first (snapshot/health.py: what the metrics show per group)."""
 
 
 def run_snapshot(
@@ -56,20 +62,64 @@ def run_snapshot(
 ) -> SnapshotResult:
     """Validate everything that can be validated before connecting, then snapshot and write.
 
-    Bad filters, ids or an unusable location fail before any Kafka request or write.
+    Bad filters, ids or an unusable location fail before any Kafka request or write; filters that
+    match nothing fail after reading, before writing.
     """
     _check_before_reading(store, options)
     started = time.perf_counter()
+    tally = LagTally()
+    listed: int | None = None
     with connect(connection) as cluster:
         snapshot: Snapshot | SnapshotStream
         if offsets_topic is None:
             snapshot = stream_snapshot(cluster, options, progress=progress)
+            listed = snapshot.listed_groups
+            where = f"cluster {snapshot.manifest.cluster}"
+            check_selection(options, snapshot.selected_groups, snapshot.selected_group_partitions, listed, where)
+            snapshot.groups = tally.watch(snapshot.groups)
         else:
             snapshot = _from_offsets_topic(cluster, options, offsets_topic, as_of, progress)
+            _check_snapshot(options, snapshot, f"offsets topic {offsets_topic}", tally)
         repository = SnapshotRepository(store)
         manifest_key = repository.write(snapshot)
         requests = dict(sorted(cluster.requests_sent.items()))
-    return _result(snapshot.manifest, manifest_key, store, started, requests, snapshot.timings)
+    result = _result(snapshot.manifest, manifest_key, store, started, requests, snapshot.timings)
+    return result.model_copy(update={"listed_groups": listed, "top_lag": tally.top()})
+
+
+def check_selection(
+    options: SnapshotOptions, groups: int, group_partitions: int, listed: int | None, where: str
+) -> None:
+    """A filter that matched nothing is a mistake (a typo, a renamed group), not an empty source: it
+    fails, naming the filter, and nothing is written. Without a filter an empty selection is a fact
+    about the source, written like any snapshot (the caller says it loudly)."""
+    given = _filters_given(options)
+    if not given:
+        return
+    if groups == 0:
+        among = f"none of the {listed:,} groups on {where}" if listed is not None else f"no group in {where}"
+        raise BadInputError(f"{given} matched {among}: nothing written (patterns match whole names)")
+    if options.topics is not None and group_partitions == 0:
+        raise BadInputError(
+            f"--topics {options.topics!r} matched no topic that the {groups:,} selected groups on {where} commit on: "
+            "nothing written (patterns match whole names)"
+        )
+
+
+def _filters_given(options: SnapshotOptions) -> str:
+    """The filters the user set, as they would type them ('' when none narrows the default)."""
+    given = [("--groups", options.groups), ("--topics", options.topics)]
+    if options.exclude_groups not in (None, DEFAULT_EXCLUDE_GROUPS):
+        given.append(("--exclude-groups", options.exclude_groups))
+    return " ".join(f"{flag} {value!r}" for flag, value in given if value is not None)
+
+
+def _check_snapshot(options: SnapshotOptions, snapshot: Snapshot, where: str, tally: LagTally) -> None:
+    """``check_selection`` for a snapshot read whole (no cluster listing to count), then tally it."""
+    counts = snapshot.manifest.counts
+    check_selection(options, counts.groups, counts.group_partitions, None, where)
+    for group in snapshot.groups:
+        tally.add(group)
 
 
 def _check_before_reading(store: BlobStore, options: SnapshotOptions) -> None:
@@ -129,8 +179,11 @@ def run_snapshot_from_export(
     manifest = manifest.model_copy(
         update={"counts": count_groups(groups), "filters": options.filters(), "notes": [note]}
     )
-    manifest_key = SnapshotRepository(store).write(Snapshot(manifest=manifest, groups=groups))
-    return _result(manifest, manifest_key, store, started, {}, {})
+    snapshot, tally = Snapshot(manifest=manifest, groups=groups), LagTally()
+    _check_snapshot(options, snapshot, f"export {Path(path).name}", tally)
+    manifest_key = SnapshotRepository(store).write(snapshot)
+    result = _result(manifest, manifest_key, store, started, {}, {})
+    return result.model_copy(update={"top_lag": tally.top()})
 
 
 def _from_offsets_topic(

@@ -1,6 +1,7 @@
 """The report of a run, for machines (report.json) and people (report.md, one self-contained
 report.html): a headline, what needs attention and what to do about it, every group with its
-partitions folded, the inputs, the snapshot used and the timings."""
+partitions folded, the inputs, the snapshot used (and how old its positions were when the run
+started: the recovery point this run restored to) and the timings."""
 
 from __future__ import annotations
 
@@ -15,9 +16,11 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from offset_restore.apply.commit import NO_ANSWER, NOT_WRITTEN
+from offset_restore.snapshot.health import age_phrase, age_seconds
+from offset_restore.snapshot.model import parse_time
 from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
 
-__all__ = ["ADVICE", "Headline", "ReportBuilder", "render_report"]
+__all__ = ["ADVICE", "Headline", "ReportBuilder", "SnapshotAge", "render_report", "snapshot_age"]
 
 ADVICE = {
     "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
@@ -74,6 +77,29 @@ def effective_outcome(outcome: str, attention: Mapping[str, list[str]]) -> str:
     return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
 
 
+class SnapshotAge(NamedTuple):
+    positions_at: datetime
+    seconds: float
+    phrase: str
+    """``offsets as of 14 min before this run``"""
+
+
+def snapshot_age(run: Mapping[str, Any]) -> SnapshotAge | None:
+    """How old the snapshot's positions were when the run started: the prepare step records the
+    snapshot's ``created_at`` (when its offsets were read) in ``work``; None before that step."""
+    work = run.get("work")
+    created = work.get("snapshot_created_at") if isinstance(work, dict) else None
+    started = run.get("started_at")
+    if not isinstance(created, str) or not isinstance(started, int | float) or isinstance(started, bool):
+        return None
+    try:
+        positions_at = parse_time(created)
+    except ValueError:
+        return None
+    run_at = datetime.fromtimestamp(started, UTC)
+    return SnapshotAge(positions_at, round(age_seconds(positions_at, run_at), 1), age_phrase(positions_at, run_at))
+
+
 class Headline(dict[str, Any]):
     """groups_restored, groups, exact_ratio, records_at_risk, entries_without_bound, statuses."""
 
@@ -103,6 +129,7 @@ class ReportBuilder:
 
     def __init__(self, run: Mapping[str, Any], outcome: str) -> None:
         self.run, self.outcome = run, outcome
+        self.snapshot_age = snapshot_age(run)
         self.tally = SummaryTally()
         self.by_group: dict[str, list[_Row]] = defaultdict(list)
         self._entries = io.BytesIO()
@@ -159,6 +186,9 @@ class ReportBuilder:
             "statuses": head["statuses"],
             "attention": {s: {"groups": g, "what_to_do": ADVICE[s]} for s, g in listed.items() if g},
             "snapshot_id": snapshot,
+            "snapshot_created_at": self.snapshot_age.positions_at.isoformat() if self.snapshot_age else None,
+            "snapshot_age_seconds": self.snapshot_age.seconds if self.snapshot_age else None,
+            "snapshot_age": self.snapshot_age.phrase if self.snapshot_age else None,
             "timings": timings,
             "input": run,
         }
@@ -166,7 +196,8 @@ class ReportBuilder:
         entries = self._entries.getbuffer()
         yield "report.json", b"".join([text[:-2], b',\n  "entries": [', entries, b"\n  ]\n}" if entries else b"]\n}"])
         del entries
-        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings)
+        age = self.snapshot_age.phrase if self.snapshot_age else None
+        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings, age)
         yield "report.md", _markdown(view).encode()
         yield "report.html", _html(view).encode()
 
@@ -189,6 +220,7 @@ class _View:
     by_group: Mapping[str, list[_Row]]
     snapshot: str | None
     timings: dict[str, str]
+    snapshot_age: str | None = None
 
 
 def _title(status: str) -> str:
@@ -217,7 +249,9 @@ def _markdown(view: _View) -> str:
         f"{head['records_at_risk']} records reprocessed"
         + (f" ({head['entries_without_bound']} partitions without a bound)" if head["entries_without_bound"] else ""),
         "",
-        f"Snapshot: {snapshot or '-'}; statuses: {head['statuses']}; timings: {timings}",
+        f"Snapshot: {snapshot or '-'}"
+        + (f" ({view.snapshot_age})" if view.snapshot_age else "")
+        + f"; statuses: {head['statuses']}; timings: {timings}",
     ]
     for status, groups in attention.items():
         if groups:
@@ -263,7 +297,9 @@ def _html(view: _View) -> str:
         "details{margin:.2rem 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:1rem;overflow:auto}",
         "</style></head><body>",
         f"<h1>Restore {e(str(run.get('restore_id')))}: {e(outcome)}</h1>",
-        f"<p>Snapshot {e(snapshot or '-')} &middot; finished {e(timings['finished_at'])}"
+        f"<p>Snapshot {e(snapshot or '-')}"
+        + (f" (<span id='snapshot-age'>{e(view.snapshot_age)}</span>)" if view.snapshot_age else "")
+        + f" &middot; finished {e(timings['finished_at'])}"
         + (f" &middot; {e(timings['seconds'])} s" if "seconds" in timings else "")
         + "</p>",
         "<div class='headline'>",

@@ -1,0 +1,112 @@
+"""The snapshot's alarms and dashboard in the synthesized template (infra/monitoring.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aws_cdk import App, Stack
+from aws_cdk.assertions import Template
+
+from app import build_app
+
+
+@pytest.fixture(scope="module")
+def app() -> App:
+    return build_app({"skipBundling": "true"})
+
+
+def template(app: App, env: str) -> Template:
+    stack = app.node.find_child(f"offset-restore-{env}")
+    assert isinstance(stack, Stack)
+    return Template.from_stack(stack)
+
+
+def alarms(t: Template) -> dict[str, dict[str, Any]]:
+    """Alarms by logical id prefix (the part CDK does not hash)."""
+    found = t.find_resources("AWS::CloudWatch::Alarm")
+    return {logical[:-8]: resource["Properties"] for logical, resource in found.items()}
+
+
+def context_with(**changes: Any) -> dict[str, Any]:
+    context = json.loads((Path(__file__).parents[2] / "cdk.json").read_text())["context"]
+    dev = {**context["environments"]["dev"], **changes}
+    return {**context, "environments": {"dev": dev}, "skipBundling": "true"}
+
+
+def only_dev(context: dict[str, Any]) -> Template:
+    return template(build_app(context), "dev")
+
+
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_every_alarm_notifies_the_topic(app: App, env: str) -> None:
+    found = alarms(template(app, env))
+    assert set(found) == {
+        "RunFailedAlarm",
+        "RunTimedOutAlarm",
+        "SnapshotErrorsAlarm",
+        "SnapshotAgeAlarm",
+        "SnapshotZeroGroupsAlarm",
+    }
+    for props in found.values():
+        assert len(props["AlarmActions"]) == 1 and "Ref" in props["AlarmActions"][0]
+
+
+def test_snapshot_errors_alarm_on_the_snapshot_function(app: App) -> None:
+    props = alarms(template(app, "prod"))["SnapshotErrorsAlarm"]
+    assert (props["MetricName"], props["Namespace"], props["Statistic"]) == ("Errors", "AWS/Lambda", "Sum")
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")
+    assert props["TreatMissingData"] == "notBreaching"
+    function = props["Dimensions"][0]["Value"]["Ref"]
+    assert "Snapshot" in function
+
+
+def test_no_snapshot_within_the_rpo_alarms_and_missing_data_breaches(app: App) -> None:
+    props = alarms(template(app, "prod"))["SnapshotAgeAlarm"]
+    assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("OffsetRestore", "SnapshotsTaken", "Sum")
+    assert props["Dimensions"] == [{"Name": "service", "Value": "offset-restore"}]
+    assert props["Period"] == 120 * 60  # the default RPO, snapshotMaxAgeMinutes=120
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "LessThanThreshold")
+    assert (props["EvaluationPeriods"], props["TreatMissingData"]) == (1, "breaching")
+
+
+def test_the_rpo_window_follows_the_configuration_and_is_capped_at_a_day() -> None:
+    assert alarms(only_dev(context_with(snapshotMaxAgeMinutes=45)))["SnapshotAgeAlarm"]["Period"] == 45 * 60
+    capped = alarms(only_dev(context_with(snapshotMaxAgeMinutes=3 * 24 * 60)))["SnapshotAgeAlarm"]
+    assert capped["Period"] == 24 * 60 * 60
+    assert "capped at one day" in capped["AlarmDescription"]
+
+
+def test_a_snapshot_of_zero_groups_alarms(app: App) -> None:
+    props = alarms(template(app, "dev"))["SnapshotZeroGroupsAlarm"]
+    assert (props["MetricName"], props["Statistic"]) == ("SnapshotGroups", "Minimum")
+    assert (props["Threshold"], props["ComparisonOperator"]) == (0, "LessThanOrEqualToThreshold")
+    assert props["TreatMissingData"] == "ignore"  # the state of the latest snapshot holds until the next
+
+
+def test_no_schedule_no_snapshot_alarms() -> None:
+    found = alarms(only_dev(context_with(snapshotSchedule="")))
+    assert set(found) == {"RunFailedAlarm", "RunTimedOutAlarm"}
+
+
+def test_the_dashboard_shows_snapshots_top_groups_and_alarm_states(app: App) -> None:
+    dashboards = template(app, "prod").find_resources("AWS::CloudWatch::Dashboard")
+    (dashboard,) = dashboards.values()
+    body = json.dumps(dashboard["Properties"]["DashboardBody"])
+    for needle in (
+        "SnapshotGroups",
+        "SnapshotGroupPartitions",
+        "SnapshotTotalLag",
+        "SnapshotSeconds",
+        "SnapshotAgeSeconds",
+        "GroupLag",
+        "Snapshot: errors",
+        "SnapshotAgeAlarm",
+        "SnapshotZeroGroupsAlarm",
+        "SnapshotErrorsAlarm",
+        "alarm",
+    ):
+        assert needle in body, needle
+    assert "SORT(SEARCH(" in body
