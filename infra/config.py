@@ -187,6 +187,8 @@ class EnvironmentConfig(BaseModel):
     create_vpc_endpoints: bool = Field(default=False, alias="createVpcEndpoints")
     """vpcId ... createVpcEndpoints: the network of a cluster that sets none of its own (see NetworkConfig)."""
     snapshot_schedule: str | None = Field(default="rate(1 hour)", alias="snapshotSchedule")
+    """``"none"`` for no scheduled snapshots: a JSON null never arrives (the CDK drops null context values,
+    so null would mean the hourly default)."""
     snapshot_retention_days: int = Field(default=90, ge=1, alias="snapshotRetentionDays")
     snapshot_max_age_minutes: int = Field(default=120, ge=1, alias="snapshotMaxAgeMinutes")
     """The recovery point objective: an alarm fires when the newest snapshot is older."""
@@ -199,6 +201,11 @@ class EnvironmentConfig(BaseModel):
     """A schedule for plan-only runs that report what a failover would do now."""
     notification_emails: list[str] = Field(default_factory=list, alias="notificationEmails")
     wait_timeout_seconds: int = Field(default=900, ge=0, alias="waitTimeoutSeconds")
+
+    @field_validator("snapshot_schedule", "drill_schedule")
+    @classmethod
+    def _none_is_no_schedule(cls, value: str | None) -> str | None:
+        return None if value is None or value.strip().lower() in ("", "none") else value
 
     @model_validator(mode="after")
     def _tls_outside_dev(self, info: ValidationInfo) -> EnvironmentConfig:

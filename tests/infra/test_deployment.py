@@ -328,3 +328,18 @@ def test_a_network_of_another_region_than_the_stack_is_refused() -> None:
     raw["source"]["network"]["availabilityZones"] = ["eu-west-1a", "eu-west-1b"]
     with pytest.raises(SystemExit, match=r"network vpc-0123456789abcdef0 .* is not in the stack's region eu-central-1"):
         only("prod", raw)
+
+
+def test_none_turns_a_schedule_off_and_null_cannot_be_relied_on() -> None:
+    """The CDK drops null context values (a null snapshotSchedule arrives as no key: the hourly
+    default), so "none" is how a schedule is turned off; the snapshot rule and its alarms go with it."""
+    raw = environment("dev")
+    raw["snapshotSchedule"], raw["drillSchedule"] = "none", "None"
+    config = EnvironmentConfig.model_validate(raw, context={"name": "dev"})
+    assert config.snapshot_schedule is None and config.drill_schedule is None
+    t = Template.from_stack(stack_of(only("dev", raw), "dev"))
+    assert not t.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(1 hour)"}})
+    assert not [a for a in t.find_resources("AWS::CloudWatch::Alarm").values() if "Snapshot" in json.dumps(a)]
+    raw["snapshotSchedule"] = None
+    t = Template.from_stack(stack_of(only("dev", raw), "dev"))  # what null turns into: the default
+    assert t.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(1 hour)"}})
