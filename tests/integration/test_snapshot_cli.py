@@ -88,7 +88,7 @@ def test_an_unreachable_cluster_fails_within_the_timeout_and_writes_nothing(tmp_
     port = free_port()
     status, _, err = snap(f"127.0.0.1:{port}", str(tmp_path / "out"), "--connect-timeout", "1")
     assert status == 1
-    assert f"cannot reach Kafka at 127.0.0.1:{port} within 1 s" in err
+    assert f"cannot reach Kafka: 127.0.0.1:{port}: connection refused (nothing listens on that port)" in err
     assert files_under(tmp_path / "out") == []
 
 

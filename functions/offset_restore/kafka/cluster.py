@@ -35,6 +35,7 @@ from offset_restore.kafka.model import (
     LogBounds,
     PartitionFetch,
 )
+from offset_restore.kafka.reachability import PROBE_TIMEOUT_S, refuse_if_nothing_listens
 from offset_restore.kafka.rounds import read_whole
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
@@ -140,6 +141,8 @@ class KafkaCluster:
     def _connect(self) -> KafkaAdminClient:
         """An admin client (its own connection), or an error that says why not: the cause
         kafka-python only logs (a wrong password, an untrusted certificate) is added to its timeout."""
+        settings = self.settings
+        refuse_if_nothing_listens(settings.bootstrap_servers, min(PROBE_TIMEOUT_S, settings.connect_timeout_s))
         with _connection_errors() as lost:
             return self._connect_or_explain(lost)
 
