@@ -10,6 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import S3Store
+from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, tracer
 from offset_restore.workflow.runs import RunRecord
 from offset_restore.workflow.settings import table_from_env
@@ -29,7 +30,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         run = RunInput.model_validate({k: v for k, v in request.run.items() if k in RunInput.model_fields})
     except ValidationError as error:
-        raise BadInputError(f"invalid prepare request: {error}") from None
+        raise BadInputError(f"invalid prepare request: {describe(error)}") from None
     logger.append_keys(restore_id=run.restore_id)
     s3 = boto3.client("s3")
     snapshots = SnapshotRepository(S3Store(bucket, os.environ.get("SNAPSHOT_PREFIX", ""), s3))

@@ -6,6 +6,7 @@ from typing import Any, Literal, TypeVar
 
 from aws_lambda_powertools.utilities import parser
 from offset_restore.errors import BadInputError
+from offset_restore.validation import describe
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
@@ -92,4 +93,4 @@ def parse(model: type[Model], event: dict[str, Any], step: str) -> Model:
     try:
         return parser.parse(event=event, model=model)
     except ValidationError as error:
-        raise BadInputError(f"invalid {step} request: {error}") from None
+        raise BadInputError(f"invalid {step} request: {describe(error)}") from None

@@ -18,6 +18,7 @@ from offset_restore.snapshot.health import MetricBlob, group_metrics, total_metr
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
+from offset_restore.validation import describe
 from offset_restore.workflow.observability import NAMESPACE, SERVICE, logger, metrics, tracer
 from offset_restore.workflow.settings import SnapshotSettings, read_secret
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -43,7 +44,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         request = SnapshotRequest.model_validate(event or {})
         options = SnapshotOptions(cluster=settings.source.name, **request.model_dump())
-    except (ValidationError, ValueError) as error:
+    except ValidationError as error:
+        raise BadInputError(f"invalid snapshot request: {describe(error)}") from None
+    except ValueError as error:
         raise BadInputError(f"invalid snapshot request: {error}") from None
     store = S3Store(settings.bucket, settings.prefix, boto3.client("s3"))
     result = run_snapshot(settings.source.connection(read_secret), store, options)

@@ -12,6 +12,7 @@ from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.run import translate_work_item
+from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import TranslateSettings, read_secret
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -33,7 +34,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         request = TranslateRequest.model_validate(event)
     except ValidationError as error:
-        raise BadInputError(f"invalid translate request: {error}") from None
+        raise BadInputError(f"invalid translate request: {describe(error)}") from None
     logger.append_keys(restore_id=request.restore_id)
     dynamodb = boto3.client("dynamodb")
     result = translate_work_item(

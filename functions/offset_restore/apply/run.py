@@ -24,6 +24,7 @@ from offset_restore.snapshot.live import Progress
 from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import BlobStore, LocalStore, open_location, read_versioned, write_if_unchanged
 from offset_restore.translate.model import Plan
+from offset_restore.validation import describe
 
 __all__ = ["PlanFile", "rollback_workflow_run", "run_apply", "run_rollback"]
 
@@ -54,9 +55,7 @@ class PlanFile:
         try:
             plan = Plan.model_validate_json(data)
         except ValidationError as error:
-            first = error.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise BadInputError(f"plan {self.location} is invalid at {where}: {first['msg']}") from None
+            raise BadInputError(f"plan {self.location} is not a usable plan: {describe(error)}") from None
         problems = plan.problems()
         if problems:
             more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""

@@ -21,6 +21,7 @@ from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
 from offset_restore.snapshot.model import parse_time
+from offset_restore.validation import describe
 
 __all__ = [
     "LOCK_TTL_S",
@@ -161,13 +162,7 @@ def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> 
             retries=args.retries,
         )
     except ValidationError as error:
-        raise BadInputError(first_error(error)) from None
-
-
-def first_error(error: ValidationError) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"])
-    return f"{where}: {first['msg']}" if where else str(first["msg"])
+        raise BadInputError(describe(error, limit=1)) from None
 
 
 def iso_time(value: str) -> datetime:

@@ -20,6 +20,7 @@ from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNo
 from offset_restore.snapshot.live import Snapshot, SnapshotStream
 from offset_restore.snapshot.model import GroupSnapshot, ItemsFile, SnapshotManifest
 from offset_restore.stores.storage import BlobStore
+from offset_restore.validation import describe
 
 __all__ = ["MANIFEST", "SnapshotRepository", "StoredGroups"]
 
@@ -83,7 +84,9 @@ class SnapshotRepository:
         try:
             return SnapshotManifest.model_validate_json(raw)
         except ValidationError as error:
-            raise BadInputError(f"snapshot manifest {self.store.description}/{key} is invalid: {error}") from None
+            raise BadInputError(
+                f"snapshot manifest {self.store.description}/{key} is invalid: {describe(error)}"
+            ) from None
 
     def _one_cluster(self, cluster: str | None) -> list[tuple[str, SnapshotManifest]]:
         found = self.manifests(cluster)
@@ -135,7 +138,7 @@ class SnapshotRepository:
                 try:
                     yield GroupSnapshot.model_validate(json.loads(line))
                 except (ValueError, ValidationError) as error:
-                    raise BadInputError(f"{where} line {number} is invalid: {error}") from None
+                    raise BadInputError(f"{where} line {number} is invalid: {describe(error)}") from None
 
     def load(self, manifest_key: str, manifest: SnapshotManifest) -> Snapshot:
         return Snapshot(manifest=manifest, groups=list(self.groups(manifest_key, manifest)))

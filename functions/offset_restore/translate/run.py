@@ -34,6 +34,7 @@ from offset_restore.translate.plan import (
     plan_entries,
     translate,
 )
+from offset_restore.validation import describe
 from offset_restore.workflow.work_items import WorkItem
 
 __all__ = [
@@ -317,7 +318,7 @@ def translate_work_item(
     try:
         item = WorkItem.model_validate_json(store.get(key))
     except ValidationError as error:
-        raise BadInputError(f"work item {store.description}/{key} is invalid: {error}") from None
+        raise BadInputError(f"work item {store.description}/{key} is invalid: {describe(error)}") from None
     options = PlanOptions(
         strategies=tuple(item.strategies),
         offset_header=item.offset_header,

@@ -18,6 +18,7 @@ from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+from offset_restore.validation import describe
 from offset_restore.workflow.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.workflow.runs import RunRecord
 from offset_restore.workflow.work_items import WorkItem, split_work
@@ -115,8 +116,7 @@ def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> Run
     try:
         return RunInput.model_validate(values)
     except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'input'}: {e['msg']}" for e in error.errors())
-        raise BadInputError(f"invalid execution input: {problems}") from None
+        raise BadInputError(f"invalid execution input: {describe(error, limit=10)}") from None
 
 
 def _rollback_input(event: Mapping[str, Any], values: dict[str, Any]) -> None:
