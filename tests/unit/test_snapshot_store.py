@@ -80,8 +80,11 @@ def test_latest_by_id_and_as_of(tmp_path: Path) -> None:
     assert repo.as_of(T0)[1].snapshot_id == "s0"
     with pytest.raises(SnapshotNotFoundError, match="at or before 2026-11-19"):
         repo.as_of(T0 - timedelta(days=1))
-    with pytest.raises(SnapshotNotFoundError, match="no complete snapshot with id nope"):
+    with pytest.raises(SnapshotNotFoundError, match="no complete snapshot with id nope") as unknown:
         repo.by_id("nope")
+    assert str(unknown.value).endswith("; the newest there: s2 (prod), s1 (prod), s0 (prod)")  # to copy from
+    with pytest.raises(SnapshotNotFoundError, match="it holds none"):
+        SnapshotRepository(LocalStore(tmp_path / "empty")).by_id("nope")
 
 
 def test_an_unfinished_snapshot_is_invisible_and_its_id_is_still_taken(tmp_path: Path) -> None:

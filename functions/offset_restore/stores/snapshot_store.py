@@ -117,8 +117,24 @@ class SnapshotRepository:
     def by_id(self, snapshot_id: str, cluster: str | None = None) -> tuple[str, SnapshotManifest]:
         keys = [key for key in self._keys_of(snapshot_id, cluster) if key.endswith(f"/{MANIFEST}")]
         if not keys:
-            raise SnapshotNotFoundError(f"no complete snapshot with id {snapshot_id} in {self.store.description}")
+            raise SnapshotNotFoundError(
+                f"no complete snapshot with id {snapshot_id} in {self.store.description}{self._known(cluster)}"
+            )
         return keys[0], self.manifest(keys[0])
+
+    def _known(self, cluster: str | None, shown: int = 5) -> str:
+        """The newest snapshot ids there are, for a refusal that names an id that is not (the operator
+        copies the right one instead of listing the bucket). From the keys alone — ``<cluster>/<YYYY>/
+        <MM>/<DD>/<id>/manifest.json`` sorts by day — so a bucket of months of hourly snapshots costs a
+        listing, not a read of every manifest."""
+        prefix = f"{ROOT}/{cluster}/" if cluster else f"{ROOT}/"
+        manifests = [key for key in self.store.list(prefix) if key.endswith(f"/{MANIFEST}")]
+        keys = sorted((key.removeprefix(f"{ROOT}/").split("/") for key in manifests), key=lambda p: (p[1:-2], p[-2]))
+        if not keys:
+            return ": it holds none"
+        newest = [f"{parts[-2]} ({parts[0]})" for parts in keys[::-1][:shown]]
+        more = f", and {len(keys) - shown} older (offset-restore snapshots lists them)" if len(keys) > shown else ""
+        return f"; the newest there: {', '.join(newest)}{more}"
 
     def groups(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupSnapshot]:
         """Stream the groups, checking each items file against the manifest."""
