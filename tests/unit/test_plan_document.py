@@ -7,6 +7,7 @@ import csv
 from datetime import UTC, datetime
 
 import pytest
+from offset_restore.cli.plan import problem_line
 from offset_restore.translate import document as document_module
 from offset_restore.translate.document import PROBLEMS_KEPT, PlanDocument
 from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
@@ -72,13 +73,27 @@ def test_a_csv_without_mapped_entries_is_empty() -> None:
         assert document.csv_file().read() == b""
 
 
-def test_the_first_problems_are_kept_and_all_are_counted() -> None:
+def test_the_first_kinds_of_problems_are_kept_and_all_are_counted() -> None:
     document = PlanDocument()
     for n in range(40):
-        document.add(entry(n, "pending" if n % 2 else "mapped"))
+        document.add(entry(n, "pending" if n % 2 else "mapped"))  # each with its own reason
     plan, _ = document.finish(empty_plan())
-    assert [e.partition for e in document.problems] == list(range(1, 2 * PROBLEMS_KEPT, 2))
-    assert plan.summary.pending == 20 and plan.summary.mapped == 20
+    kinds = list(document.problems.values())
+    assert [k.reason for k in kinds] == [f"no record \u00e9 {n}" for n in range(1, 2 * PROBLEMS_KEPT, 2)]
+    assert plan.summary.pending == 20 and plan.summary.mapped == 20 and document.problem_count == 20
+
+
+def test_entries_that_share_a_reason_are_one_kind_with_their_first_groups() -> None:
+    """A topic missing on the target is one line for all its group-partitions, not one per entry."""
+    document = PlanDocument()
+    for n in range(42):
+        document.add(entry(n, "unmapped").model_copy(update={"reason": "topic orders does not exist on the target"}))
+    (kind,) = document.problems.values()
+    assert (kind.status, kind.count, kind.topic) == ("unmapped", 42, "orders")
+    assert kind.groups == ["g-0", "g-1", "g-2"]
+    line = problem_line(kind)
+    assert line.startswith("  unmapped: topic orders does not exist on the target (42 group-partitions; groups g-0,")
+    assert line.endswith("restored under another name? --topic-map orders=TARGET_TOPIC")
 
 
 def test_csv_lines_hold_mapped_entries_only_and_parse_back() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from datetime import UTC, datetime
 from typing import TextIO
 
@@ -20,6 +21,7 @@ from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.translate.checkpoints import DynamoCheckpoints
+from offset_restore.translate.document import ProblemKind
 from offset_restore.translate.plan import STRATEGIES, PlanOptions
 from offset_restore.translate.run import (
     PlanResult,
@@ -199,11 +201,21 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> str:
         lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")
     if len(result.out_of_order) > 10:
         lines.append(f"  ... and {len(result.out_of_order) - 10} more partitions out of order in the plan")
-    for entry in result.problems:
-        lines.append(
-            f"  {entry.status}: {entry.group} {entry.topic}/{entry.partition} @ {entry.source_offset}: {entry.reason}"
-        )
-    more = s.pending + s.unmapped - len(result.problems)
+    lines += [problem_line(kind) for kind in result.problems]
+    more = s.pending + s.unmapped - sum(kind.count for kind in result.problems)
     if more > 0:
-        lines.append(f"  ... and {more} more in the plan")
+        lines.append(f"  ... and {more:,} more in the plan")
     return "\n".join(lines) + "\n"
+
+
+_MISSING_TOPIC = re.compile(r"topic (\S+) does not exist on the target")
+
+
+def problem_line(kind: ProblemKind) -> str:
+    """One line per kind of pending or unmapped entry, with the groups it touches and, for a topic the
+    target does not have, the option that maps it to the name it was restored under."""
+    groups = ", ".join(kind.groups) + (", ..." if kind.count > len(kind.groups) else "")
+    line = f"  {kind.status}: {kind.reason} ({kind.count:,} group-partitions; groups {groups})"
+    if _MISSING_TOPIC.search(kind.reason or ""):
+        line += f" — restored under another name? --topic-map {kind.topic}=TARGET_TOPIC"
+    return line

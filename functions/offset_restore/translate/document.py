@@ -13,13 +13,29 @@ import shutil
 from tempfile import SpooledTemporaryFile
 from typing import IO
 
+from pydantic import BaseModel
+
 from offset_restore.translate.model import Plan, PlanEntry, SummaryTally
 
-__all__ = ["PROBLEMS_KEPT", "PlanDocument"]
+__all__ = ["PROBLEMS_KEPT", "PlanDocument", "ProblemKind"]
 
 SPOOL_BYTES = 16 * 1024 * 1024
 PROBLEMS_KEPT = 10
-"""Pending and unmapped entries kept to show (all of them are in the document)."""
+"""Kinds of pending and unmapped entries kept to show (all the entries are in the document)."""
+GROUPS_NAMED = 3
+
+
+class ProblemKind(BaseModel):
+    """Pending or unmapped entries that share a status and a reason (a topic missing on the target
+    is one line for its 42 group-partitions, not 42 lines), with the first groups it touches."""
+
+    status: str
+    reason: str | None
+    topic: str
+    """The source topic of the first such entry (a missing topic's hint names it)."""
+    count: int = 0
+    groups: list[str] = []
+
 
 _EMPTY_ENTRIES = b'"entries": []'
 
@@ -34,8 +50,8 @@ class PlanDocument:
         self._csv: IO[bytes] | None = _spool() if csv else None
         self._tally = SummaryTally()
         self.count = 0
-        self.problems: list[PlanEntry] = []
-        """The first ``PROBLEMS_KEPT`` pending or unmapped entries."""
+        self.problems: dict[tuple[str, str | None], ProblemKind] = {}
+        """The first ``PROBLEMS_KEPT`` kinds of pending or unmapped entries, counted."""
         self.problem_count = 0
 
     def __enter__(self) -> PlanDocument:
@@ -53,12 +69,22 @@ class PlanDocument:
         self._tally.add(entry)
         if entry.status in ("pending", "unmapped"):
             self.problem_count += 1
-            if len(self.problems) < PROBLEMS_KEPT:
-                self.problems.append(entry)
+            self._count_problem(entry)
         if self._csv is not None:
             line = Plan.csv_line(entry)
             if line is not None:
                 self._csv.write(line.encode() + b"\n")
+
+    def _count_problem(self, entry: PlanEntry) -> None:
+        key = (entry.status, entry.reason)
+        kind = self.problems.get(key)
+        if kind is None:
+            if len(self.problems) >= PROBLEMS_KEPT:
+                return  # counted in problem_count; the document holds every entry
+            kind = self.problems[key] = ProblemKind(status=entry.status, reason=entry.reason, topic=entry.topic)
+        kind.count += 1
+        if len(kind.groups) < GROUPS_NAMED and entry.group not in kind.groups:
+            kind.groups.append(entry.group)
 
     def finish(self, plan: Plan) -> tuple[Plan, IO[bytes]]:
         """``plan`` (given without entries) with the summary counted, and a file at its start holding

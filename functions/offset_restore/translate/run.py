@@ -20,7 +20,7 @@ from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository, StoredGroups
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
-from offset_restore.translate.document import PlanDocument
+from offset_restore.translate.document import PlanDocument, ProblemKind
 from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
@@ -124,8 +124,8 @@ class PlanResult(BaseModel):
     median_rounds_per_partition: dict[str, float]
     out_of_order: dict[str, str]
     """Target partitions found out of order (read whole), with why, as in the plan."""
-    problems: list[PlanEntry]
-    """The first pending or unmapped entries (the plan holds them all: ``summary`` counts them)."""
+    problems: list[ProblemKind]
+    """The first kinds of pending or unmapped entries, counted (the plan holds them all)."""
     fresher_from_mm2: int = 0
     """Group-partitions resumed from a MirrorMaker 2 checkpoint newer than the snapshot (translate/mm2.py)."""
 
@@ -211,7 +211,7 @@ def run_plan(
         fetch_rounds=stats.fetch_rounds,
         median_rounds_per_partition=medians,
         out_of_order=plan.out_of_order,
-        problems=document.problems,
+        problems=list(document.problems.values()),
         fresher_from_mm2=len(fresher),
     )
 
