@@ -37,8 +37,10 @@ def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path,
     assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
 
 
-def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
-    """Interrupted while the workflow waits for the connected application: exit 130, brokers gone."""
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_everything_the_demo_started(tmp_path: Path, stop: signal.Signals) -> None:
+    """Interrupted while the workflow waits for the connected application (Ctrl-C, or ``kill``):
+    exit 130, brokers gone."""
     demo = subprocess.Popen(
         [sys.executable, "-m", "offset_restore", "demo", "--groups", "4", "--output", str(tmp_path)],
         stdout=subprocess.PIPE,
@@ -52,7 +54,7 @@ def test_ctrl_c_stops_everything_the_demo_started(tmp_path: Path) -> None:
         lines.append(line)
         if "WaitForEmpty" in line or time.monotonic() > deadline:
             break
-    demo.send_signal(signal.SIGINT)
+    demo.send_signal(stop)
     rest, errors = demo.communicate(timeout=60)
     assert demo.returncode == 130, "".join(lines) + rest + errors
     assert "interrupted" in errors

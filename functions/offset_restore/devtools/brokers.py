@@ -8,6 +8,7 @@ from contextlib import ExitStack, contextmanager
 
 from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.devtools.processes import terminated_as_interrupt
 
 __all__ = ["BROKER_NAMES", "KINDS", "Broker", "new_broker", "started"]
 
@@ -27,8 +28,9 @@ def new_broker(kind: str, name: str, *, port: int = 0, advertised_port: int = 0)
 
 @contextmanager
 def started(kind: str, *names: str) -> Iterator[list[Broker]]:
-    """Brokers of one kind, started together, stopped on exit (also when a start fails)."""
-    with ExitStack() as stack:
+    """Brokers of one kind, started together, stopped on exit (also when a start fails, and on
+    SIGTERM or SIGHUP as on Ctrl-C)."""
+    with terminated_as_interrupt(), ExitStack() as stack:
         brokers = [new_broker(kind, name) for name in names]
         for broker in brokers:
             stack.callback(broker.stop)

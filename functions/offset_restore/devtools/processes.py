@@ -6,8 +6,11 @@ import contextlib
 import os
 import signal
 import subprocess
+import threading
+from collections.abc import Iterator
+from types import FrameType
 
-__all__ = ["end_process"]
+__all__ = ["end_process", "terminated_as_interrupt"]
 
 
 def end_process(process: subprocess.Popen[bytes] | None, *, grace_s: float = 30, group: bool = True) -> None:
@@ -24,3 +27,24 @@ def end_process(process: subprocess.Popen[bytes] | None, *, grace_s: float = 30,
         with contextlib.suppress(ProcessLookupError):
             send(signal.SIGKILL)
         process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def terminated_as_interrupt() -> Iterator[None]:
+    """While the block runs, SIGTERM and SIGHUP (``kill``, a closed terminal, a CI job cancelled)
+    stop the process as Ctrl-C does — through every ``finally`` — instead of ending it on the spot
+    and leaving the brokers it started running. Only the main thread can take signals; elsewhere
+    this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
