@@ -39,6 +39,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(BatchRequest, event, "commit")
     logger.append_keys(restore_id=request.restore_id)
     dynamodb = boto3.client("dynamodb")
+    runs = RunRecord(settings.table, dynamodb)
     persistence = DynamoDBPersistenceLayer(
         table_name=settings.table,
         key_attr="pk",
@@ -53,6 +54,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     @idempotent_function(data_keyword_argument="batch", persistence_store=persistence, config=config)
     def commit_batch(batch: dict[str, Any]) -> dict[str, Any]:
         with KafkaCluster(settings.target.connection(read_secret)) as target:
+            runs.committed_to(request.restore_id, target.cluster_id)  # what a rollback checks its brokers by
             result = commit_groups(
                 request.restore_id,
                 request.groups if request.groups is not None else (request.batch or 0),
@@ -60,12 +62,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 MappingStore(settings.table, dynamodb),
                 allow_rewind=request.allow_rewind,
                 index=restore_folder(request.restore_id),
-                offset_header=RunRecord(settings.table, dynamodb).resolved(request.restore_id).get("offset_header"),
+                offset_header=runs.resolved(request.restore_id).get("offset_header"),
             )
         return result.output()
 
     if request.rollback:  # not cached: a rollback reads the target's offsets now, so a retry is safe
-        answer = roll_back(settings, request, dynamodb)
+        answer = roll_back(settings, request, dynamodb, runs)
     else:
         answer = commit_batch(batch=request.model_dump(mode="json"))
     metrics.add_metric(name="GroupsCommitted", unit=MetricUnit.Count, value=len(answer["committed"]))
@@ -74,11 +76,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return answer
 
 
-def roll_back(settings: ApplySettings, request: BatchRequest, dynamodb: Any) -> dict[str, Any]:
+def roll_back(settings: ApplySettings, request: BatchRequest, dynamodb: Any, runs: RunRecord) -> dict[str, Any]:
     """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
     named, not waited for — run the rollback again once they are empty."""
     groups = NameFilter.parse(request.groups_regex, request.exclude_groups, "groups")
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=request.allow_rewind)
     with KafkaCluster(settings.target.connection(read_secret)) as target:
-        _, report = rollback_run(request.restore_id, target, MappingStore(settings.table, dynamodb), options, groups)
+        mappings = MappingStore(settings.table, dynamodb)
+        cluster_id = runs.committed_cluster(request.restore_id)
+        _, report = rollback_run(request.restore_id, target, mappings, options, groups, cluster_id=cluster_id)
     return step_result(report).output()

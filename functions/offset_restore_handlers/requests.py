@@ -71,6 +71,8 @@ class LockRequest(ApplyRequest):
 
 class SummarizeRequest(ApplyRequest):
     retries_left: int = Field(default=0, ge=0)
+    allow_rewind: bool = False
+    """Whether the run rewinds groups ahead on the target: their ahead entries are then commit work."""
 
 
 class PrepareRequest(BaseModel):

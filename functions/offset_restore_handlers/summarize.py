@@ -24,5 +24,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         MappingStore(table_from_env(), boto3.client("dynamodb")),
         request.retries_left,
         index=restore_folder(request.restore_id),
+        allow_rewind=request.allow_rewind,
     )
     return result.model_dump(mode="json")

@@ -105,6 +105,9 @@ def test_the_cli_rolls_back_a_workflow_run_by_its_stack(
     assert f"{a} " in out and "10 -> 3 (put back)" in out and "-> none (apply created it)" in out
     assert f"{b}: the whole group would be deleted" in out and "run again with --execute" in out
     assert offsets(target, a) == {0: 10, 1: 0}  # a preview writes nothing
+    wrong = ("rollback", "--restore-id", "applied-3", "--stack", "dr1", "--bootstrap-servers")
+    status, _, err = run(*wrong, brokers.source.bootstrap_servers, "--execute")  # the primary, typed by mistake
+    assert status == 2 and "was committed to the cluster with id" in err and "another cluster; nothing written" in err
     status, out, err = run(*common, "--groups", a, "--execute")
     assert status == 0, err
     assert offsets(target, a) == {0: 3} and offsets(target, b) == {0: 40}  # only the groups asked for

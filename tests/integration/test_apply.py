@@ -159,9 +159,20 @@ def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(
     assert s.offsets("ahead") == {0: 70, 1: 20} and s.offsets("also") == {0: 45}
     entry = next(e for e in s.plan().entries if e.partition == 0 and e.group == ahead)
     assert entry.status == "skipped" and "the group is at 70 on the target" in (entry.reason or "")
+    # The ahead groups' consumers run on: a re-run neither waits for them nor fails on them.
+    commit(target, ahead, {TP(s.topic, 0): 80})
+    with active_member(s.brokers.target.bootstrap_servers, also, s.topic):
+        status, out, _ = s.apply("--wait-timeout", "5")
+    assert status == 3 and f"ahead: {ahead} skips 60 offsets" in out and s.offsets("also") == {0: 45}
     status, out, _ = s.apply("--allow-rewind", ahead)  # only the group named
     assert status == 3 and s.offsets("ahead") == {0: 20, 1: 20} and s.offsets("also") == {0: 45}
     assert f"ahead: {also} skips 25 offsets" in out and f"ahead: {ahead}" not in out
+    # The way back is to where the consumers were when the rewind replaced it (80), not the 70 seen first.
+    rewound = next(e for e in s.plan().entries if e.partition == 0 and e.group == ahead)
+    assert rewound.previous_target_offset == 80
+    status, out, err = rollback(s)
+    assert status in (0, 3), out + err
+    assert s.offsets("ahead") == {0: 80, 1: 5} and s.offsets("also") == {0: 45}
 
 
 def test_rewind_with_the_flag_then_rollback_restores_and_deletes(

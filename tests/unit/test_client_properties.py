@@ -89,3 +89,12 @@ def test_what_cannot_work_is_refused_by_name(tmp_path: Path, text: str, named: s
 def test_a_missing_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match=r"--command-config .*nope.properties: No such file or directory"):
         read_client_properties(str(tmp_path / "nope.properties"))
+
+
+def test_msks_scram_file_without_jaas_takes_the_credentials_from_the_options(tmp_path: Path) -> None:
+    """MSK's SCRAM guide keeps the JAAS apart (KAFKA_OPTS): the file names the mechanism only, the
+    command line gives the user and the password; without them the connection says what it needs."""
+    values, warnings = read(tmp_path, "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n")
+    assert values == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"} and warnings == []
+    with pytest.raises(ValueError, match="SCRAM-SHA-512 needs a username and a password"):
+        ConnectionSettings(bootstrap_servers="b-1:9096", **values)  # type: ignore[arg-type]

@@ -156,7 +156,7 @@ def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *,
             f"{target.cluster_id}; plan again against this cluster"
         )
     if mapped_must_fit:
-        check_entries_fit([e for e in plan.entries if e.status in WRITABLE], target)
+        check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)
 
 
 def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None:
@@ -190,7 +190,10 @@ def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None
         )
 
 
-def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, str]]:
+def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[PlanEntry]], dict[str, str]]:
+    """Per group, the entries this run writes: ``mapped`` ones, and ``skipped`` (ahead) ones only when
+    the operator rewinds that group — otherwise a re-run would wait for the ahead groups' live
+    consumers and check offsets it will not write. A group with a pending entry waits whole."""
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
     for entry in plan.entries:
         by_group[entry.group].append(entry)
@@ -201,7 +204,7 @@ def _groups_to_write(plan: Plan) -> tuple[dict[str, list[PlanEntry]], dict[str, 
         if pending:
             waiting[group] = f"{len(pending)} partitions still pending (the restore has not reached them)"
             continue
-        mapped = [e for e in entries if e.status in WRITABLE]
+        mapped = [e for e in entries if e.status == "mapped" or (e.status in WRITABLE and options.rewinds(group))]
         if mapped:
             writable[group] = mapped
     return writable, waiting
@@ -256,7 +259,11 @@ def apply_plan(
     """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point."""
     show = progress or (lambda phase, done, total: None)
     report = ApplyReport()
-    writable, waiting = _groups_to_write(plan)
+    writable, waiting = _groups_to_write(plan, options)
+    _still_ahead([e for e in plan.entries if e.status == "skipped" and not options.rewinds(e.group)], target, report)
+    revived = [e for entries in writable.values() for e in entries if e.status == "skipped"]
+    if revived:  # ahead partitions the operator now rewinds: they must fit the log as the mapped ones did
+        check_entries_fit(revived, target)
     report.groups_planned = len(writable) + len(waiting)
     report.groups_skipped.update(waiting)
     groups = sorted(writable)
@@ -381,15 +388,11 @@ def _offsets_to_write(
             continue  # already there: nothing to write
         unchanged = False
         if before is not None and before.offset > entry.target_offset and not options.rewinds(group):
-            skipped = before.offset - entry.target_offset
-            entry.status = "skipped"
-            entry.reason = (
-                f"ahead: the group is at {before.offset} on the target, past the mapped {entry.target_offset}; "
-                f"not rewound, it skips {skipped:,} offsets ({entry.target_offset} to {before.offset - 1}) "
-                f"unless rewound (--allow-rewind '{group}')"
-            )
-            report.rewinds_skipped += 1
-            report.ahead[group] = report.ahead.get(group, 0) + skipped
+            if entry.previous_target_offset == before.offset:
+                # Nothing this restore wrote is there: the consumers own the partition. Whatever it holds
+                # when the operator does rewind it is the offset to record then (rollback's way back).
+                entry.previous_recorded = False
+            _left_ahead(entry, before.offset, report)
             continue
         offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
     if options.dry_run:
@@ -404,6 +407,34 @@ def _offsets_to_write(
     return offsets
 
 
+def _left_ahead(entry: PlanEntry, at: int, report: ApplyReport) -> None:
+    """A partition the group is past on the target, not rewound: ``skipped``, with the offsets it skips."""
+    assert entry.target_offset is not None
+    skipped = at - entry.target_offset
+    entry.status = "skipped"
+    entry.reason = (
+        f"ahead: the group is at {at} on the target, past the mapped {entry.target_offset}; not rewound, it "
+        f"skips {skipped:,} offsets ({entry.target_offset} to {at - 1}) unless rewound (--allow-rewind '{entry.group}')"
+    )
+    report.rewinds_skipped += 1
+    report.ahead[entry.group] = report.ahead.get(entry.group, 0) + skipped
+    report.dry_run_lines.append(
+        f"{entry.group} {entry.target_topic}/{entry.partition}: {at} -> {entry.target_offset} ({entry.reason})"
+    )
+
+
+def _still_ahead(entries: list[PlanEntry], target: ApplyTarget, report: ApplyReport) -> None:
+    """Partitions an earlier run left ahead, not rewound now either: said again with where their
+    group is now (one offset read; their groups are neither waited for nor written)."""
+    if not entries:
+        return
+    now = target.committed_offsets(sorted({e.group for e in entries}))
+    for entry in entries:
+        at = now.get(entry.group, {}).get(TP(entry.target_topic, entry.partition))
+        if at is not None and entry.target_offset is not None and at.offset > entry.target_offset:
+            _left_ahead(entry, at.offset, report)
+
+
 def _describe(group: str, entries: list[PlanEntry], offsets: Mapping[TP, CommittedOffset], report: ApplyReport) -> None:
     """A preview of one group: a line per offset that would change (what it is now, what it would be,
     how it was found), counts of those and of the offsets already in place."""
@@ -413,8 +444,8 @@ def _describe(group: str, entries: list[PlanEntry], offsets: Mapping[TP, Committ
         was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
         where = f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
         if entry.status == "skipped":
-            report.dry_run_lines.append(f"{where} ({entry.reason})")
-        elif TP(entry.target_topic, entry.partition) in offsets:
+            continue  # said by _left_ahead
+        if TP(entry.target_topic, entry.partition) in offsets:
             report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
         else:
             report.in_place += 1

@@ -59,11 +59,12 @@ def rollback_plan(
     save: Callable[[Plan], None],
     *,
     wait: ApplyOptions | None = None,
+    before_write: Callable[[], None] = lambda: None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> ApplyReport:
     """Put back what an apply replaced; updates ``plan`` in place and saves it before the first write
-    and at the end."""
+    and at the end. ``before_write`` (the lock's check) raises when this run may no longer write."""
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     report = ApplyReport()
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
@@ -92,7 +93,9 @@ def rollback_plan(
     for work in undo.values():  # on record before the first write: an interrupted rollback shows
         for entry in work.entries:
             entry.status, entry.reason = "mapped", f"rollback started {datetime.now(UTC).isoformat()}"
+    before_write()
     save(plan)
+    before_write()
     _execute(undo, target, report)
     _verify(undo, target, report)
     plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")

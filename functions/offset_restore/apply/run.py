@@ -187,11 +187,11 @@ def run_rollback(
     plan_file = PlanFile(plan_location)
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     writes = not options.dry_run
-    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None):
+    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
         plan = plan_file.load()
         with connect(connection) as target:
             check_plan_fits(plan, target, target_name, mapped_must_fit=False)
-            report = rollback_plan(plan, target, plan_file.save, wait=options)
+            report = rollback_plan(plan, target, plan_file.save, wait=options, before_write=still_ours)
     return plan, report
 
 
@@ -203,9 +203,11 @@ def rollback_workflow_run(
     lock: TargetLock | None = None,
     wait: ApplyOptions,
     groups: NameFilter | None = None,
+    cluster_id: str | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> tuple[Plan, ApplyReport]:
     """``run_rollback`` for a run the deployed workflow applied: the previous offsets come from the
-    mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none)."""
-    with _locked(None if wait.dry_run else lock), connect(connection) as target:
-        return rollback_run(restore_id, target, mappings, wait, groups)
+    mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none),
+    on the cluster the run committed to (``cluster_id``, as recorded)."""
+    with _locked(None if wait.dry_run else lock) as still_ours, connect(connection) as target:
+        return rollback_run(restore_id, target, mappings, wait, groups, cluster_id=cluster_id, before_write=still_ours)

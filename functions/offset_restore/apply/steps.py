@@ -5,7 +5,7 @@ from the previous offsets its commits saved there."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +25,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import WRITABLE, ClusterRef, Plan, PlanEntry
+from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
 from offset_restore.workflow.commit_index import (
     COMMIT_BATCH_GROUPS,
     commit_candidates,
@@ -187,14 +187,14 @@ def commit_groups(
     else:
         everything = mappings.entries(restore_id)
         if isinstance(groups, int):
-            candidates = commit_candidates(everything)
+            candidates = commit_candidates(everything, allow_rewind)
             selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
         else:
             selected = set(groups)
     # With the restore's offset header, the records next to each mapped offset are checked by the source
     # offset they carry as well as by their timestamp, just before the write (and in verification).
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
-    check_entries_fit([e for e in plan.entries if e.status in WRITABLE], target)
+    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)  # apply_plan checks revived ones
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
     return step_result(report)
@@ -206,13 +206,23 @@ def rollback_run(
     mappings: MappingStore,
     options: ApplyOptions,
     groups: NameFilter | None = None,
+    *,
+    cluster_id: str | None = None,
+    before_write: Callable[[], None] = lambda: None,
 ) -> tuple[Plan, ApplyReport]:
     """Roll back what a workflow run committed (or the ``groups`` of it): the previous offsets its
     Commit steps saved in DynamoDB before each write are put back under the same rules as a plan
     file's rollback (apply/rollback.py: only empty groups, never progress made since, never an offset
     the run did not write), and the entries saved as they change — so a run applied from the console
     or by an alarm can be undone as surely as one applied from a plan file. A preview
-    (``options.dry_run``) saves nothing."""
+    (``options.dry_run``) saves nothing. ``cluster_id``: the cluster the run committed to, as recorded;
+    these brokers must be that cluster (names can be typed wrong, ids cannot). ``before_write``: the
+    lock's check, called before each write."""
+    if cluster_id is not None and cluster_id != target.cluster_id:
+        raise BadInputError(
+            f"restore {restore_id} was committed to the cluster with id {cluster_id}, but these brokers are "
+            f"cluster {target.cluster_id}: another cluster; nothing written"
+        )
     wanted, seen = groups or NameFilter(), 0
     written: list[PlanEntry] = []
     for entry in mappings.iter_entries(restore_id):  # one page at a time; only what was written is kept
@@ -228,7 +238,7 @@ def rollback_run(
         before.update({id(e): _state(e) for e in plan.entries})
 
     plan = _plan(restore_id, target.cluster_id, written)
-    return plan, rollback_plan(plan, target, save, wait=options)
+    return plan, rollback_plan(plan, target, save, wait=options, before_write=before_write)
 
 
 def _state(entry: PlanEntry) -> tuple[object, ...]:

@@ -111,7 +111,8 @@ def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) 
     from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
     groups = NameFilter.parse(args.groups, None, "groups")
     dynamodb = aws_client(args, "dynamodb")
-    recorded = RunRecord(args.lock_table, dynamodb).resolved(args.restore_id).get("target_cluster")
+    runs = RunRecord(args.lock_table, dynamodb)
+    recorded = runs.resolved(args.restore_id).get("target_cluster")
     if recorded is not None and recorded != args.target_cluster:
         raise BadInputError(
             f"restore {args.restore_id} was applied to cluster {recorded}, not {args.target_cluster}: nothing written"
@@ -119,5 +120,11 @@ def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) 
     mappings = MappingStore(args.lock_table, dynamodb)
     lock = target_lock(args, args.target_cluster)
     return rollback_workflow_run(
-        args.restore_id, mappings, connection_settings(args, err), lock=lock, wait=wait, groups=groups
+        args.restore_id,
+        mappings,
+        connection_settings(args, err),
+        lock=lock,
+        wait=wait,
+        groups=groups,
+        cluster_id=runs.committed_cluster(args.restore_id),
     )

@@ -140,6 +140,8 @@ def _sasl(props: dict[str, str], result: ClientProperties, where: str) -> None:
                 f"{where}: awsProfileName is not used: IAM signs with the default AWS credentials (set AWS_PROFILE)"
             )
         return
+    if not module:
+        return  # MSK's SCRAM guide keeps the JAAS in a file of its own: the options give the credentials
     if module not in _PASSWORD_MODULES or not options.get("username") or "password" not in options:
         raise BadInputError(
             f"{where}: sasl.mechanism {mechanism} needs sasl.jaas.config with a username and a password "

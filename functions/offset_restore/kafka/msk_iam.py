@@ -5,8 +5,9 @@ session (``AWS_REGION``/``AWS_DEFAULT_REGION``, the Lambda's own region). A toke
 eu-west-1 is refused by a broker in eu-central-1, so a function (or an operator's CLI) reaching a
 cluster in another region could not authenticate. The region is in every MSK broker host name
 (``b-1.NAME.ID.c3.kafka.REGION.amazonaws.com``, ``...kafka-serverless.REGION.amazonaws.com``) and
-in the cluster ARN: ``signing_region`` takes it from there and falls back to the process's region
-only for a host that names none (a custom DNS name in front of the brokers).
+in the cluster ARN: ``signing_region`` takes it from the host (or an ARN, for a caller that has one);
+the mechanism, which knows only the host, falls back to the process's region for a host that names
+none (a custom DNS name in front of the brokers: set AWS_REGION to the cluster's region then).
 """
 
 from __future__ import annotations

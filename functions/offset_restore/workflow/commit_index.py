@@ -53,9 +53,12 @@ class IndexBuilder:
     """Per group only what the index needs (its statuses and its mappings' keys), entry by entry: the
     summarize step streams 240,000 mappings through it instead of holding them."""
 
-    def __init__(self) -> None:
+    def __init__(self, allow_rewind: bool = False) -> None:
         self.statuses: dict[str, set[str]] = {}
         self.keys: dict[str, list[str]] = {}
+        # Ahead (``skipped``) entries are written only by a run that rewinds: otherwise a run would wait
+        # for their groups' live consumers and write nothing of theirs.
+        self.writes = set(WRITABLE) if allow_rewind else {"mapped"}
 
     def add(self, entry: PlanEntry, key: str | None = None) -> None:
         self.statuses.setdefault(entry.group, set()).add(entry.status)
@@ -65,12 +68,12 @@ class IndexBuilder:
     def candidates(self) -> list[str]:
         """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
         numbers keep their meaning while batches commit)."""
-        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {*WRITABLE, "committed"})
+        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {*self.writes, "committed"})
 
     def writable_and_waiting(self) -> tuple[list[str], list[str]]:
         """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
         waiting = {g for g, s in self.statuses.items() if "pending" in s}
-        writable = {g for g, s in self.statuses.items() if g not in waiting and s & set(WRITABLE)}
+        writable = {g for g, s in self.statuses.items() if g not in waiting and s & self.writes}
         return sorted(writable), sorted(waiting)
 
     def write(self, store: BlobStore) -> int:
@@ -86,19 +89,19 @@ class IndexBuilder:
         return len(batches)
 
 
-def _built(entries: Iterable[PlanEntry]) -> IndexBuilder:
-    builder = IndexBuilder()
+def _built(entries: Iterable[PlanEntry], allow_rewind: bool = False) -> IndexBuilder:
+    builder = IndexBuilder(allow_rewind)
     for entry in entries:
         builder.add(entry)
     return builder
 
 
-def commit_candidates(entries: Iterable[PlanEntry]) -> list[str]:
-    return _built(entries).candidates()
+def commit_candidates(entries: Iterable[PlanEntry], allow_rewind: bool = False) -> list[str]:
+    return _built(entries, allow_rewind).candidates()
 
 
-def writable_and_waiting(entries: Iterable[PlanEntry]) -> tuple[list[str], list[str]]:
-    return _built(entries).writable_and_waiting()
+def writable_and_waiting(entries: Iterable[PlanEntry], allow_rewind: bool = False) -> tuple[list[str], list[str]]:
+    return _built(entries, allow_rewind).writable_and_waiting()
 
 
 def read_groups(store: BlobStore) -> CommitGroups:

@@ -70,9 +70,15 @@ def _needs_attention(entry: PlanEntry | _Row) -> str:
     return entry.status
 
 
-def effective_outcome(outcome: str, attention: Mapping[str, list[str]]) -> str:
+def effective_outcome(outcome: str, attention: Mapping[str, list[str]], run: Mapping[str, Any] | None = None) -> str:
     """An apply run that left groups unwritten, unverified or refused says so in its outcome (the
-    report's title, the SNS subject), not just "applied"."""
+    report's title, the SNS subject), not just "applied"; so does a rollback that left groups as they
+    were (active, moved on since the apply, refused: its step's output names them)."""
+    if outcome == "rolled back":
+        step = (run or {}).get("rollback")
+        counts = step.get("counts", {}) if isinstance(step, dict) else {}
+        left = int(counts.get("skipped", 0)) + int(counts.get("failed", 0))
+        return f"rolled back in part ({left} groups left as they were)" if left else outcome
     serious = [s for s in ("unverified", "unanswered", "failed", "not_written", "skipped") if attention.get(s)]
     return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
 
@@ -176,7 +182,7 @@ class ReportBuilder:
                 if (status := _needs_attention(r)) in attention:
                     attention[status].add(r.group)
         listed = {status: sorted(groups) for status, groups in attention.items()}
-        self.outcome = outcome = effective_outcome(outcome, listed)
+        self.outcome = outcome = effective_outcome(outcome, listed, run)
         document = {
             "restore_id": run.get("restore_id"),
             "outcome": outcome,

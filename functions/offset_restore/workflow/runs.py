@@ -55,6 +55,35 @@ class RunRecord:
         ).get("Item", {})
         return dict(json.loads(item.get("run_input", {}).get("S", "{}")))
 
+    def committed_to(self, restore_id: str, cluster_id: str) -> None:
+        """Record the id of the cluster the restore commits to, before its first commit; a restore
+        already committed to another cluster (the same name, other brokers) is refused. A rollback
+        checks its brokers against this id: names can be typed wrong, ids cannot."""
+        recorded = conditional_write(
+            self.client.update_item,
+            TableName=self.table,
+            Key={"pk": {"S": restore_pk(restore_id)}, "sk": {"S": META_SK}},
+            UpdateExpression="SET target_cluster_id = if_not_exists(target_cluster_id, :id)",
+            # Only on a restore's record (a commit outside a workflow run has none to add it to).
+            ConditionExpression="attribute_exists(pk) AND "
+            "(attribute_not_exists(target_cluster_id) OR target_cluster_id = :id)",
+            ExpressionAttributeValues={":id": {"S": cluster_id}},
+        )
+        if not recorded and self.committed_cluster(restore_id) is not None:
+            raise BadInputError(
+                f"restore {restore_id} was committed to the cluster with id {self.committed_cluster(restore_id)}, "
+                f"but these brokers are cluster {cluster_id}: start a new restore_id for this cluster"
+            )
+
+    def committed_cluster(self, restore_id: str) -> str | None:
+        """The id of the cluster the restore committed to (None: nothing recorded)."""
+        item = self.client.get_item(
+            TableName=self.table,
+            Key={"pk": {"S": restore_pk(restore_id)}, "sk": {"S": META_SK}},
+            ConsistentRead=True,
+        ).get("Item", {})
+        return item.get("target_cluster_id", {}).get("S")
+
     def _refusal(self, restore_id: str, resolved: Mapping[str, Any]) -> str:
         first = self.resolved(restore_id)
         differences = [

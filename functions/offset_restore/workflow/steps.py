@@ -206,10 +206,16 @@ class Summary(BaseModel):
     """How many more times the workflow may wait for a running restore to reach pending entries."""
 
 
-def summarize(restore_id: str, mappings: MappingStore, retries_left: int, index: BlobStore | None = None) -> Summary:
+def summarize(
+    restore_id: str,
+    mappings: MappingStore,
+    retries_left: int,
+    index: BlobStore | None = None,
+    allow_rewind: bool = False,
+) -> Summary:
     """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
     over the mappings, none of them held."""
-    tally, builder = SummaryTally(), IndexBuilder()
+    tally, builder = SummaryTally(), IndexBuilder(allow_rewind)
     for entry in mappings.iter_entries(restore_id):
         tally.add(entry)
         builder.add(entry, entry_key(restore_id, entry)["sk"]["S"] if index is not None else None)
