@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck audit kafka unit demo bench compare figures clean
+.PHONY: install test lint typecheck audit kafka browser unit demo bench compare figures clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,7 +31,13 @@ audit: $(STAMP)
 kafka: $(STAMP)
 	$(PY) -m offset_restore.devtools.apache_broker
 
-test: lint typecheck audit kafka
+# Debian's headless Chromium, for the test that looks at report.html as a browser builds it.
+browser:
+	@command -v chromium-headless-shell >/dev/null || { \
+	  command -v apt-get >/dev/null || { echo "install Chromium's headless shell (Debian: chromium-headless-shell)"; exit 1; }; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null; }
+
+test: lint typecheck audit kafka browser
 	$(PY) -m pytest
 
 unit: $(STAMP)

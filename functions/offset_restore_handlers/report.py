@@ -37,8 +37,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         store.put(name, body, kind)
     summary, outcome = report.summary, report.outcome  # "applied, needs attention" when something was left
     text = (
-        f"offset-restore {restore_id}: {outcome}. {summary.entries} group-partitions, "
-        f"{summary.mapped} mapped ({summary.exact} exact), {summary.pending} pending, {summary.unmapped} unmapped."
+        f"offset-restore {restore_id}: {outcome}. {report.glance()}."
         + (f" Snapshot {run['work'].get('snapshot_id')}: {report.snapshot_age.phrase}." if report.snapshot_age else "")
         + (f" Error: {request.error.get('Error')}: {request.error.get('Cause')}" if request.error else "")
         + f" Report: s3://{store.bucket}/restores/{restore_id}/report.html"

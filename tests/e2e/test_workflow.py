@@ -317,6 +317,11 @@ def test_a_group_left_unwritten_is_named_in_the_table_the_report_and_the_notific
     reasons = {e["reason"] for e in report["entries"] if e["group"] == b}
     assert reasons and all(r.startswith("not written: still active on the target") for r in reasons)
     assert any("silent-1: applied, needs attention" in m for m in workflow.sns_queue), workflow.sns_queue
+    message = next(m for m in workflow.sns_queue if "silent-1" in m)
+    assert "1 of 2 groups restored, safe to start" in message
+    # b was not written; a's partition 1 resumes at the first restored record (source offsets 5..9 were lost).
+    assert "needs attention: 5 records lost before the backup, 1 active on the target (not written)" in message
+    assert report["safe_to_start"] == [a] and report["do_not_start_yet"][b]["held_by"] == "active"
     markdown = workflow.s3.get_object(Bucket="offset-restore", Key="restores/silent-1/report.md")["Body"].read()
     assert b"## Not written (1 group)" in markdown and b.encode() in markdown
 

@@ -61,7 +61,7 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
     document = json.loads(files["report.json"])
     summary = PlanSummary.of(ENTRIES)
     assert document["headline"]["groups"] == 4 and document["headline"]["groups_restored"] == 2
-    assert document["headline"]["exact_ratio"] == round(summary.exact / summary.mapped, 4)
+    assert document["headline"]["exact_ratio"] == 0.5  # of all 6 partitions: the pending and the unwritten count
     assert document["headline"]["records_at_risk"] == summary.max_duplicates_total == 7
     assert document["attention"]["pending"] == {"groups": ["audit"], "what_to_do": ADVICE["pending"]}
     assert document["snapshot_id"] == "s-9"
@@ -76,7 +76,7 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
     assert "search &mdash; 1 partition: 1 committed" in page and "billing &mdash; 2 partitions" in page
 
     markdown = files["report.md"].decode()
-    assert "**2 of 4 groups restored**" in markdown and "## Pending (1 group)" in markdown
+    assert "**2 of 4 groups restored (every partition committed)" in markdown and "## Pending (1 group)" in markdown
     assert "- audit: the restore has reached source offset 40" in markdown
 
 
@@ -89,7 +89,7 @@ def test_groups_whose_commit_got_no_answer_are_named_with_what_to_do() -> None:
     assert document["attention"]["unanswered"] == {"groups": ["ledger"], "what_to_do": ADVICE["unanswered"]}
     assert "## Unanswered (1 group)" in files["report.md"].decode()
     assert f"- ledger: {NO_ANSWER}" in files["report.md"].decode()
-    assert "Unanswered: 1 groups" in files["report.html"].decode()
+    assert "Unanswered: 1 group</h2>" in files["report.html"].decode()
 
 
 def test_report_json_holds_every_entry_as_the_plan_does_and_streams_in_one_pass() -> None:

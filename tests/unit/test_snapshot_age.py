@@ -66,7 +66,7 @@ def test_every_report_says_how_old_the_snapshot_was() -> None:
     document = json.loads(files["report.json"])
     assert document["snapshot_age"] == "offsets as of 1 h 14 min before this run"
     assert document["snapshot_age_seconds"] == 4440 and document["snapshot_created_at"] == T0.isoformat()
-    assert "Snapshot: s-9 (offsets as of 1 h 14 min before this run)" in files["report.md"].decode()
+    assert "Snapshot s-9 (offsets as of 1 h 14 min before this run)." in files["report.md"].decode()
     assert "<span id='snapshot-age'>offsets as of 1 h 14 min before this run</span>" in files["report.html"].decode()
 
 

@@ -19,6 +19,8 @@ from offset_restore.apply.commit import NO_ANSWER, NOT_WRITTEN
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.snapshot.model import parse_time
 from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
+from offset_restore.workflow.report_charts import bar_chart
+from offset_restore.workflow.report_facts import CARDS, Facts, facts_of
 
 __all__ = ["ADVICE", "Headline", "ReportBuilder", "SnapshotAge", "render_report", "snapshot_age"]
 
@@ -58,6 +60,17 @@ class _Row(NamedTuple):
     status: str
     reason: str | None
     verified: bool | None = None
+    lost: int = 0
+    """Source records between the group's position and the record it resumes at (lost before the backup)."""
+
+
+def _lost(e: PlanEntry) -> int:
+    """What the restore's offset header says is missing before the resume point: the record the group
+    resumes at carries a later source offset than its committed position (retention, a gap)."""
+    at_resume = e.anchor_offset is not None and e.anchor_offset == e.target_offset
+    if not at_resume or e.anchor_source_offset is None or e.status in ("pending", "unmapped"):
+        return 0
+    return max(0, e.anchor_source_offset - e.source_offset)
 
 
 def _needs_attention(entry: PlanEntry | _Row) -> str:
@@ -107,25 +120,44 @@ def snapshot_age(run: Mapping[str, Any]) -> SnapshotAge | None:
 
 
 class Headline(dict[str, Any]):
-    """groups_restored, groups, exact_ratio, records_at_risk, entries_without_bound, statuses."""
+    """groups_restored (every partition where the run put it), groups, partitions, exact, exact_ratio
+    (of all partitions), records_at_risk, entries_without_bound, lost_records, cards, statuses."""
 
 
-def _headline(tally: SummaryTally, by_group: Mapping[str, list[_Row]], outcome: str) -> Headline:
+def _headline(tally: SummaryTally, facts: Facts) -> Headline:
     summary = tally.result()
-    done = "committed" if outcome == "applied" else "mapped"
-    restored = sum(
-        1
-        for rows in by_group.values()
-        if all(r.status in (done, "unmapped") for r in rows) and any(r.status == done for r in rows)
-    )
     return Headline(
-        groups_restored=restored,
-        groups=len(by_group),
-        exact_ratio=round(summary.exact / summary.mapped, 4) if summary.mapped else None,
+        groups_restored=len(facts.safe),
+        groups=facts.groups,
+        partitions=facts.partitions,
+        exact=facts.outcomes["exact"],
+        exact_ratio=round(facts.outcomes["exact"] / facts.partitions, 4) if facts.partitions else None,
         records_at_risk=summary.max_duplicates_total,
         entries_without_bound=summary.entries_without_bound,
+        lost_records=facts.lost_records,
+        verified=facts.verified,
+        cards={key: facts.card(key) for key, _, _ in CARDS},
         statuses=dict(sorted(tally.statuses.items())),
     )
+
+
+def _done(outcome: str) -> str:
+    """The status a partition has once the run did its part."""
+    return "mapped" if outcome == "planned" else "committed"
+
+
+NEXT = {
+    "failed": "check the target cluster, then run again with the same restore_id",
+    "unverified": "check the group before its consumers start; roll it back if need be (offset-restore rollback "
+    "--restore-id ID --stack ENV)",
+    "pending": "run again with the same restore_id once the restore has reached its records",
+    "unmapped": "give a topic_map for a renamed topic, or reset the partition by hand",
+    "active": "stop its consumers on the target, then run again with the same restore_id",
+    "not_written": "deal with the reason shown, then run again with the same restore_id",
+    "ahead": "its consumers started on the target and skip records: rewind it (allow_rewind, or apply "
+    "--allow-rewind 'GROUP'), or accept the skip",
+}
+"""For each thing that holds a group back, what to do next."""
 
 
 class ReportBuilder:
@@ -139,9 +171,11 @@ class ReportBuilder:
         self.tally = SummaryTally()
         self.by_group: dict[str, list[_Row]] = defaultdict(list)
         self._entries = io.BytesIO()
+        self.facts = Facts()
 
     def add(self, e: PlanEntry) -> None:
         self.tally.add(e)
+        lost = _lost(e)
         self.by_group[e.group].append(
             _Row(
                 e.group,
@@ -155,6 +189,7 @@ class ReportBuilder:
                 e.status,
                 e.reason,
                 e.verified,
+                lost,
             )
         )
         self._entries.write(b",\n    " if self._entries.tell() else b"\n    ")
@@ -164,11 +199,23 @@ class ReportBuilder:
     def summary(self) -> PlanSummary:
         return self.tally.result()
 
+    def glance(self) -> str:
+        """The headline in one sentence, with what needs attention counted (the SNS message: a run that
+        left partitions behind must not read as a clean one). Call after ``documents``."""
+        facts = self.facts
+        attention = [(title, facts.card(key)) for key, title, serious in CARDS if serious and facts.card(key)]
+        said = f"{len(facts.safe):,} of {_groups(facts.groups)} restored, safe to start; "
+        said += f"{facts.outcomes['exact']:,} of {_count(facts.partitions, 'partition')} exact"
+        if attention:
+            said += "; needs attention: " + ", ".join(f"{count:,} {title}" for title, count in attention)
+        return said
+
     def documents(self) -> Iterator[tuple[str, bytes]]:
         """report.json, report.md, report.html, one at a time (a caller stores each and lets it go)."""
         run, outcome = self.run, self.outcome
         summary = self.summary
-        head = _headline(self.tally, self.by_group, outcome)
+        facts = self.facts = facts_of(self.by_group, _done(outcome))
+        head = _headline(self.tally, facts)
         now = datetime.now(UTC)
         started = run.get("started_at")
         timings = {"finished_at": now.isoformat()}
@@ -183,14 +230,19 @@ class ReportBuilder:
                     attention[status].add(r.group)
         listed = {status: sorted(groups) for status, groups in attention.items()}
         self.outcome = outcome = effective_outcome(outcome, listed, run)
+        age = self.snapshot_age.phrase if self.snapshot_age else None
+        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings, age, facts, summary)
         document = {
             "restore_id": run.get("restore_id"),
             "outcome": outcome,
+            "headline_text": _headline_text(view),
             "created_at": now.isoformat(),
             "headline": head,
             "summary": summary.model_dump(),
             "statuses": head["statuses"],
             "attention": {s: {"groups": g, "what_to_do": ADVICE[s]} for s, g in listed.items() if g},
+            "safe_to_start": facts.safe,
+            "do_not_start_yet": {g: {"held_by": hold, "next": NEXT[hold]} for g, hold in facts.wait.items()},
             "snapshot_id": snapshot,
             "snapshot_created_at": self.snapshot_age.positions_at.isoformat() if self.snapshot_age else None,
             "snapshot_age_seconds": self.snapshot_age.seconds if self.snapshot_age else None,
@@ -202,8 +254,6 @@ class ReportBuilder:
         entries = self._entries.getbuffer()
         yield "report.json", b"".join([text[:-2], b',\n  "entries": [', entries, b"\n  ]\n}" if entries else b"]\n}"])
         del entries
-        age = self.snapshot_age.phrase if self.snapshot_age else None
-        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings, age)
         yield "report.md", _markdown(view).encode()
         yield "report.html", _html(view).encode()
 
@@ -226,7 +276,9 @@ class _View:
     by_group: Mapping[str, list[_Row]]
     snapshot: str | None
     timings: dict[str, str]
-    snapshot_age: str | None = None
+    snapshot_age: str | None
+    facts: Facts
+    summary: PlanSummary
 
 
 def _title(status: str) -> str:
@@ -245,100 +297,222 @@ def _ratio(head: Headline) -> str:
     return "-" if head["exact_ratio"] is None else f"{100 * head['exact_ratio']:.1f}%"
 
 
+INPUT_FIELDS = (
+    "restore_id", "mode", "snapshot", "source_cluster", "target_cluster", "groups", "exclude_groups", "topics",
+    "topic_map", "strategies", "offset_header", "order_check", "wait", "on_wait_timeout", "allow_rewind", "trigger",
+)  # fmt: skip
+"""What the run was asked to do (the input's fields), not the state the workflow carries between steps."""
+SAFE_SHOWN = 50
+
+
+def _input_rows(run: Mapping[str, Any]) -> list[tuple[str, str]]:
+    def shown(value: Any) -> str:
+        if value is None:
+            return "-"
+        return value if isinstance(value, str) else json.dumps(value, default=str)
+
+    return [(name, shown(run.get(name))) for name in INPUT_FIELDS if name in run]
+
+
+def _statuses(head: Headline) -> str:
+    return ", ".join(f"{count:,} {status}" for status, count in head["statuses"].items()) or "none"
+
+
+def _timing(timings: Mapping[str, str]) -> str:
+    took = f", {timings['seconds']} s" if "seconds" in timings else ""
+    return f"started {timings.get('started_at', '-')}, finished {timings['finished_at']}{took}"
+
+
+def _cards(view: _View) -> list[tuple[str, str, int, bool]]:
+    """(key, title, count, needs attention) for each card to show: exact always, others when not 0."""
+    shown = []
+    for key, title, serious in CARDS:
+        count = view.facts.card(key)
+        if key == "exact" or count:
+            shown.append((key, title, count, serious and count > 0))
+    return shown
+
+
+def _headline_text(view: _View) -> str:
+    head, facts = view.head, view.facts
+    text = (
+        f"{head['groups_restored']:,} of {_groups(head['groups'])} restored (every partition "
+        f"{'committed' if _done(view.outcome) == 'committed' else 'mapped'}); {head['exact']:,} of "
+        f"{_count(head['partitions'], 'partition')} exact ({_ratio(head)}); at most {head['records_at_risk']:,} "
+        "records read twice"
+    )
+    if head["entries_without_bound"]:
+        text += f" ({head['entries_without_bound']:,} partitions without a bound)"
+    if facts.lost_records:
+        text += (
+            f"; {facts.lost_records:,} records lost before the backup ({_count(facts.lost_partitions, 'partition')})"
+        )
+    return text
+
+
 def _markdown(view: _View) -> str:
-    run, outcome, head, attention = view.run, view.outcome, view.head, view.attention
-    by_group, snapshot, timings = view.by_group, view.snapshot, view.timings
+    run, outcome, facts = view.run, view.outcome, view.facts
     lines = [
         f"# Restore {run.get('restore_id')}: {outcome}",
         "",
-        f"**{head['groups_restored']} of {head['groups']} groups restored**; exact {_ratio(head)}; at most "
-        f"{head['records_at_risk']} records reprocessed"
-        + (f" ({head['entries_without_bound']} partitions without a bound)" if head["entries_without_bound"] else ""),
+        f"**{_headline_text(view)}**",
         "",
-        f"Snapshot: {snapshot or '-'}"
-        + (f" ({view.snapshot_age})" if view.snapshot_age else "")
-        + f"; statuses: {head['statuses']}; timings: {timings}",
+        f"Snapshot {view.snapshot or '-'}" + (f" ({view.snapshot_age})" if view.snapshot_age else "") + ".",
+        f"Partitions by status: {_statuses(view.head)}. Run: {_timing(view.timings)}.",
+        "",
+        "| | partitions |",
+        "|---|---|",
+        *(f"| {title} | {count:,} |" for key, title, count, _ in _cards(view) if key != "lost"),
     ]
-    for status, groups in attention.items():
+    if facts.lost_records:
+        lines.append(f"| records lost before the backup | {facts.lost_records:,} |")
+    lines += ["", f"## Safe to start consumers ({_groups(len(facts.safe))})", ""]
+    lines += (
+        [
+            ", ".join(facts.safe[:SAFE_SHOWN])
+            + (f" and {len(facts.safe) - SAFE_SHOWN:,} more" if len(facts.safe) > SAFE_SHOWN else "")
+        ]
+        if facts.safe
+        else ["none"]
+    )
+    if facts.wait:
+        lines += ["", f"## Do not start yet ({_groups(len(facts.wait))})", ""]
+        lines += [f"- {group}: {hold.replace('_', ' ')}: {NEXT[hold]}" for group, hold in facts.wait.items()]
+    for status, groups in view.attention.items():
         if groups:
-            lines += [
-                "",
-                f"## {status.replace('_', ' ').capitalize()} ({_groups(len(groups))})",
-                "",
-                ADVICE[status],
-                "",
-            ]
+            lines += ["", f"## {_title(status)} ({_groups(len(groups))})", "", ADVICE[status], ""]
             for group in groups:
-                reasons = {e.reason for e in by_group[group] if _needs_attention(e) == status and e.reason}
+                reasons = {e.reason for e in view.by_group[group] if _needs_attention(e) == status and e.reason}
                 lines.append(f"- {group}: {'; '.join(sorted(reasons)) or status}")
     lines += [
         "",
         "## Groups",
         "",
-        "| group | topic | partition | target offset | method | exact | status | reason |",
-        "|---|---|---|---|---|---|---|---|",
+        "| group | topic | partition | source offset | target offset | method | exact | verified | status | reason |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for group, es in sorted(by_group.items()):
-        for e in sorted(es, key=lambda e: (e.target_topic, e.partition)):
+    for group, rows in sorted(view.by_group.items()):
+        for e in sorted(rows, key=lambda e: (e.target_topic, e.partition)):
             lines.append(
-                f"| {group} | {e.target_topic} | {e.partition} | {e.target_offset} | {e.method or '-'} | "
-                f"{'yes' if e.exact else 'no'} | {e.status} | {e.reason or ''} |"
+                f"| {group} | {e.target_topic} | {e.partition} | {e.source_offset} | "
+                f"{'-' if e.target_offset is None else e.target_offset} | {e.method or '-'} | "
+                f"{'yes' if e.exact else 'no'} | {_verified(e.verified)} | {e.status} | {e.reason or ''} |"
             )
-    lines += ["", "## Input", "", "```json", json.dumps(dict(run), indent=2, default=str), "```"]
+    lines += ["", "## Input", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in _input_rows(run))]
     return "\n".join(lines) + "\n"
 
 
-def _html(view: _View) -> str:
-    run, outcome, head, attention = view.run, view.outcome, view.head, view.attention
-    by_group, snapshot, timings = view.by_group, view.snapshot, view.timings
-    e = html.escape
+def _verified(value: bool | None) -> str:
+    return "-" if value is None else "yes" if value else "NO"
+
+
+_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:2rem;color:#222;max-width:80rem}h1{margin-bottom:.2rem}"
+    ".lead{font-size:1.15rem}.cards{display:flex;flex-wrap:wrap;gap:.8rem;margin:1rem 0}"
+    ".card{background:#f3f5f7;padding:.7rem 1rem;border-radius:6px;min-width:9rem}"
+    ".card b{display:block;font-size:1.6rem}.card.attention{background:#fff3e0;border-left:4px solid #ef6c00}"
+    ".lists{display:flex;flex-wrap:wrap;gap:2rem}.lists section{flex:1;min-width:20rem}"
+    ".safe h2{color:#2e7d32}.wait h2{color:#c62828}.charts{display:flex;flex-wrap:wrap;gap:2rem}"
+    "table{border-collapse:collapse;margin:.4rem 0}td,th{border:1px solid #ccd;padding:3px 8px;text-align:left}"
+    ".attention-list{border-left:4px solid #c60;padding-left:1rem}.failed,.skipped{color:#a40}.pending{color:#960}"
+    "details{margin:.2rem 0}summary{cursor:pointer}"
+)
+
+
+def _charts(view: _View) -> str:
+    colours = {"exact": "good", "bounded": "fine", "unbounded": "warn", "failed": "bad", "unverified": "bad"}
+    outcomes = [(title, view.facts.outcomes[key], colours.get(key, "warn")) for key, title, _ in CARDS if key != "lost"]
+    methods = [(method, count, "info") for method, count in view.summary.by_method.items()]
+    return (
+        "<div class='charts'>"
+        + bar_chart("chart-outcomes", "Partitions by outcome", outcomes)
+        + bar_chart("chart-methods", "How each position was found", methods)
+        + "</div>"
+    )
+
+
+def _html_lists(view: _View) -> list[str]:
+    e, facts = html.escape, view.facts
+    more = f" and {len(facts.safe) - SAFE_SHOWN:,} more" if len(facts.safe) > SAFE_SHOWN else ""
     parts = [
-        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>offset-restore {e(str(run.get('restore_id')))}</title><style>",
-        "body{font-family:system-ui,sans-serif;margin:2rem;color:#222}h1{margin-bottom:.2rem}",
-        ".headline{display:flex;gap:2rem;margin:1rem 0}.headline div{background:#f3f5f7;padding:.8rem 1.2rem;"
-        "border-radius:6px}.headline b{display:block;font-size:1.6rem}",
-        "table{border-collapse:collapse;margin:.4rem 0}td,th{border:1px solid #ccd;padding:3px 8px;text-align:left}",
-        ".attention{border-left:4px solid #c60;padding-left:1rem}.failed,.skipped{color:#a40}.pending{color:#960}",
-        "details{margin:.2rem 0}summary{cursor:pointer}pre{background:#f6f6f6;padding:1rem;overflow:auto}",
-        "</style></head><body>",
-        f"<h1>Restore {e(str(run.get('restore_id')))}: {e(outcome)}</h1>",
-        f"<p>Snapshot {e(snapshot or '-')}"
-        + (f" (<span id='snapshot-age'>{e(view.snapshot_age)}</span>)" if view.snapshot_age else "")
-        + f" &middot; finished {e(timings['finished_at'])}"
-        + (f" &middot; {e(timings['seconds'])} s" if "seconds" in timings else "")
-        + "</p>",
-        "<div class='headline'>",
-        f"<div id='groups-restored'><b>{head['groups_restored']} / {head['groups']}</b>groups restored</div>",
-        f"<div id='exact-ratio'><b>{_ratio(head)}</b>exact</div>",
-        f"<div id='records-at-risk'><b>{head['records_at_risk']}</b>records at risk of reprocessing</div>",
-        "</div>",
+        "<div class='lists'><section class='safe' id='safe-to-start'>",
+        f"<h2>Safe to start consumers: {_groups(len(facts.safe))}</h2>",
+        f"<p>{e(', '.join(facts.safe[:SAFE_SHOWN]) + more) if facts.safe else 'none'}</p></section>",
     ]
-    for status, groups in attention.items():
-        if groups:
-            parts.append(
-                f"<section class='attention {status}'><h2>{_title(status)}: {len(groups)} groups</h2>"
-                f"<p>{e(ADVICE[status])}</p><ul>"
-            )
-            for group in groups:
-                reasons = sorted({x.reason for x in by_group[group] if _needs_attention(x) == status and x.reason})
-                parts.append(f"<li>{e(group)}: {e('; '.join(reasons) or status)}</li>")
-            parts.append("</ul></section>")
-    parts.append("<h2>Groups</h2>")
-    for group, es in sorted(by_group.items()):
-        statuses = ", ".join(f"{n} {s}" for s, n in sorted(Counter(x.status for x in es).items()))
+    if facts.wait:
         parts.append(
-            f"<details><summary>{e(group)} &mdash; {_count(len(es), 'partition')}: {e(statuses)}</summary><table>"
-            "<tr><th>topic</th><th>partition</th><th>source offset</th><th>target offset</th><th>method</th>"
-            "<th>exact</th><th>max duplicates</th><th>status</th><th>reason</th></tr>"
+            f"<section class='wait' id='do-not-start'><h2>Do not start yet: {_groups(len(facts.wait))}</h2><ul>"
         )
-        for x in sorted(es, key=lambda x: (x.target_topic, x.partition)):
+        parts += [
+            f"<li><b>{e(g)}</b>: {e(hold.replace('_', ' '))} &mdash; {e(NEXT[hold])}</li>"
+            for g, hold in facts.wait.items()
+        ]
+        parts.append("</ul></section>")
+    parts.append("</div>")
+    return parts
+
+
+def _html_groups(view: _View) -> list[str]:
+    e = html.escape
+    parts = ["<h2>Groups</h2>"]
+    for group, rows in sorted(view.by_group.items()):
+        statuses = ", ".join(f"{n} {s}" for s, n in sorted(Counter(x.status for x in rows).items()))
+        parts.append(
+            f"<details><summary>{e(group)} &mdash; {_count(len(rows), 'partition')}: {e(statuses)}</summary><table>"
+            "<tr><th>topic</th><th>partition</th><th>source offset</th><th>target offset</th><th>method</th>"
+            "<th>exact</th><th>max duplicates</th><th>verified</th><th>status</th><th>reason</th></tr>"
+        )
+        for x in sorted(rows, key=lambda x: (x.target_topic, x.partition)):
             parts.append(
                 f"<tr class='{x.status}'><td>{e(x.target_topic)}</td><td>{x.partition}</td><td>{x.source_offset}</td>"
                 f"<td>{x.target_offset if x.target_offset is not None else '-'}</td><td>{e(x.method or '-')}</td>"
                 f"<td>{'yes' if x.exact else 'no'}</td><td>{x.max_duplicates if x.max_duplicates is not None else '-'}"
-                f"</td><td>{x.status}</td><td>{e(x.reason or '')}</td></tr>"
+                f"</td><td>{_verified(x.verified)}</td><td>{x.status}</td><td>{e(x.reason or '')}</td></tr>"
             )
         parts.append("</table></details>")
-    parts += ["<h2>Input</h2>", f"<pre>{e(json.dumps(dict(run), indent=2, default=str))}</pre>", "</body></html>"]
+    return parts
+
+
+def _card(card_id: str, number: str, title: str, serious: bool = False) -> str:
+    kind = "card attention" if serious else "card"
+    return f"<div class='{kind}' id='{card_id}'><b>{number}</b>{html.escape(title)}</div>"
+
+
+def _html(view: _View) -> str:
+    run, outcome, head = view.run, view.outcome, view.head
+    e = html.escape
+    parts = [
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>offset-restore {e(str(run.get('restore_id')))}: {e(outcome)}</title>",
+        f"<style>{_STYLE}</style></head><body>",
+        f"<h1>Restore {e(str(run.get('restore_id')))}: {e(outcome)}</h1>",
+        f"<p class='lead' id='headline'>{e(_headline_text(view))}</p>",
+        f"<p>Snapshot {e(view.snapshot or '-')}"
+        + (f" (<span id='snapshot-age'>{e(view.snapshot_age)}</span>)" if view.snapshot_age else "")
+        + f" &middot; {e(_timing(view.timings))}</p>",
+        "<div class='cards'>",
+        _card("groups-restored", f"{head['groups_restored']:,} / {head['groups']:,}", "groups restored"),
+        _card("records-at-risk", f"{head['records_at_risk']:,}", "records at most read twice"),
+        *(_card(f"card-{key}", f"{count:,}", title, serious) for key, title, count, serious in _cards(view)),
+        "</div>",
+        *_html_lists(view),
+        _charts(view),
+    ]
+    for status, groups in view.attention.items():
+        if groups:
+            parts.append(
+                f"<section class='attention-list {status}'><h2>{_title(status)}: {_groups(len(groups))}</h2>"
+                f"<p>{e(ADVICE[status])}</p><ul>"
+            )
+            for group in groups:
+                reasons = sorted({x.reason for x in view.by_group[group] if _needs_attention(x) == status and x.reason})
+                parts.append(f"<li>{e(group)}: {e('; '.join(reasons) or status)}</li>")
+            parts.append("</ul></section>")
+    parts += _html_groups(view)
+    parts += [
+        "<h2>Input</h2><table id='input'>",
+        *(f"<tr><th>{e(k)}</th><td>{e(v)}</td></tr>" for k, v in _input_rows(run)),
+        "</table>",
+    ]
+    parts.append("</body></html>")
     return "".join(parts)

@@ -1,0 +1,82 @@
+"""The report is true at a glance: its headline and cards are computed over every partition, from a
+run with every kind of row — committed exact and bounded, ahead, active, pending, unmapped, lost
+before the backup, not verified — and the lists say which groups may start and what the others need."""
+
+from __future__ import annotations
+
+import json
+
+from offset_restore.apply.commit import NOT_WRITTEN
+from offset_restore.translate.model import PlanEntry, Status
+from offset_restore.workflow.report import render_report
+
+
+def row(group: str, partition: int, status: Status, **fields: object) -> PlanEntry:
+    placed = status not in ("pending", "unmapped")
+    values: dict[str, object] = {
+        "group": group,
+        "topic": "orders",
+        "partition": partition,
+        "target_topic": "dr.orders",
+        "source_offset": 100,
+        "target_offset": 90 if placed else None,
+        "method": "header" if placed else None,
+        "exact": placed,
+        "max_duplicates": 0 if placed else None,
+        "status": status,
+        "verified": True if status == "committed" else None,
+    }
+    return PlanEntry.model_validate({**values, **fields})
+
+
+ROWS = [
+    row("billing", 0, "committed"),
+    row("billing", 1, "committed", anchor_offset=90, anchor_source_offset=130),  # 30 records lost before it
+    row("search", 0, "committed", exact=False, max_duplicates=7),
+    row("ledger", 0, "committed"),
+    row("ledger", 1, "unmapped", reason="topic ledger does not exist on the target"),  # not restored
+    row("audit", 0, "pending", reason="the restore has reached source offset 40"),
+    row("late", 0, "skipped", reason="ahead: the group is at 150 on the target, past the mapped 90; not rewound"),
+    row("busy", 0, "mapped", reason=NOT_WRITTEN + "still active on the target (Stable, 1 members)"),
+    row("odd", 0, "committed", verified=False),
+]
+
+
+def test_headline_and_cards_count_every_partition() -> None:
+    document = json.loads(render_report({"restore_id": "r"}, ROWS, "applied")["report.json"])
+    head = document["headline"]
+    assert (head["groups"], head["groups_restored"], head["partitions"], head["exact"]) == (7, 2, 9, 3)
+    assert head["exact_ratio"] == round(3 / 9, 4)  # of every partition, not of the mapped ones
+    assert head["lost_records"] == 30 and head["records_at_risk"] == 7
+    cards = head["cards"]
+    assert (cards["exact"], cards["bounded"], cards["ahead"], cards["active"]) == (3, 1, 1, 1)
+    assert (cards["pending"], cards["unmapped"], cards["unverified"], cards["lost"]) == (1, 1, 1, 30)
+    assert document["safe_to_start"] == ["billing", "search"]
+    waits = {g: w["held_by"] for g, w in document["do_not_start_yet"].items()}
+    assert waits == {
+        "audit": "pending",
+        "busy": "active",
+        "late": "ahead",
+        "ledger": "unmapped",
+        "odd": "unverified",
+    }
+    assert "allow-rewind" in document["do_not_start_yet"]["late"]["next"]
+    assert document["outcome"] == "applied, needs attention"
+
+
+def test_a_plan_counts_mapped_partitions_as_done() -> None:
+    rows = [row("a", 0, "mapped"), row("b", 0, "mapped", exact=False, max_duplicates=2), row("c", 0, "pending")]
+    head = json.loads(render_report({"restore_id": "p"}, rows, "planned")["report.json"])["headline"]
+    assert (head["groups_restored"], head["exact"], head["cards"]["bounded"], head["cards"]["pending"]) == (2, 1, 1, 1)
+
+
+def test_markdown_is_clean_words_not_python() -> None:
+    run = {"restore_id": "r", "mode": "apply", "wait": {"timeout_seconds": 60}, "summary": {"retries_left": 3}}
+    markdown = render_report(run, ROWS, "applied")["report.md"].decode()
+    assert "{'" not in markdown and "None" not in markdown and "1 groups" not in markdown
+    assert "**2 of 7 groups restored (every partition committed); 3 of 9 partitions exact" in markdown
+    assert "30 records lost before the backup (1 partitions)" not in markdown  # counted, said properly
+    assert "30 records lost before the backup (1 partition)" in markdown
+    assert "## Safe to start consumers (2 groups)" in markdown and "billing, search" in markdown
+    assert "- late: ahead: its consumers started on the target" in markdown
+    assert '| wait | {"timeout_seconds": 60} |' in markdown and "retries_left" not in markdown
