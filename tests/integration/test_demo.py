@@ -28,6 +28,14 @@ def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path,
     states = re.findall(r"^\s+[\d.]+ s  (\w+)$", text, re.M)
     assert states[0] == "ValidateInput" and states[-1] == "Done"
     assert "WaitForEmpty" in states and "Commit" in states  # the connected application was waited for
+    # The incident's story: plan first (the restore still running: groups pending), then apply (one group
+    # ahead on the target is a decision), the operator's rewind, and the way back shown on one group.
+    assert "1. plan first (mode plan): nothing is written" in text and "yet: pending -> run again" in text
+    ahead = re.search(r"and leaves (\S+) for a decision", text)
+    assert ahead and f"do not start {ahead.group(1)} yet: ahead -> " in text
+    assert f"3. the operator decides: {ahead.group(1)} must reread" in text
+    rolled = re.search(r"4\. roll back one group \(mode rollback\): (\S+)", text)
+    assert rolled and "Rollback" in states and f"{rolled.group(1)} on the target now: " in text
     report = json.loads((tmp_path / "report.json").read_text())
     assert report["outcome"] == "applied" and report["statuses"] == {"committed": report["summary"]["entries"]}
     assert {"header", "fingerprint", "end"} <= set(report["summary"]["by_method"])

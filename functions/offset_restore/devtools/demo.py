@@ -1,11 +1,15 @@
-"""``offset-restore demo``: the main job end to end on two local brokers and local AWS.
+"""``offset-restore demo``: an incident, end to end on two local brokers and local AWS.
 
 A source cluster with topics and groups at different lags is snapshotted to the (moto) bucket; then a
 "disaster": the data is restored into a target cluster with retention loss, gaps, a renamed topic, and
-one topic replicated without offset headers (as MirrorMaker 2 would), while one application is still
-connected to the target. The project's state machine runs in apply mode through moto's interpreter
-with the real handlers, shown state by state; then every group-partition is proved on the target: the
-record the group gets next there is the record it would have got next on the source.
+one topic replicated without offset headers (as MirrorMaker 2 would), and the restore of one partition
+is still running. The operator plans first (the report shows the groups still pending), the restore
+finishes, and the apply runs while one application is still connected to the target (the run waits
+for it by name) and another was started there with ``auto.offset.reset=latest`` (it is ahead: shown
+as a decision, not rewound, until a second run allows it). Every group-partition is then proved on
+the target — the record the group gets next there is the record it would have got next on the
+source — and one group is rolled back to what it held before. The project's state machine runs each
+step through moto's interpreter with the real handlers, shown state by state.
 """
 
 from __future__ import annotations
@@ -16,11 +20,14 @@ import shutil
 import threading
 import time
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from offset_restore.cli.operations import follow
+from offset_restore.cli.snapshot import snapshot_summary
 from offset_restore.devtools.brokers import started
+from offset_restore.devtools.local_aws import BUCKET, local_workflow
 from offset_restore.kafka.cluster import KafkaCluster, group_member
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
@@ -32,7 +39,8 @@ from offset_restore.stores.storage import S3Store
 from offset_restore.translate.model import PlanEntry
 
 if TYPE_CHECKING:
-    pass
+    from offset_restore.devtools.brokers import Broker
+    from offset_restore.devtools.local_aws import Workflow
 
 __all__ = ["run_demo"]
 
@@ -40,6 +48,9 @@ TOPICS = {"orders": 6, "payments": 3, "audit": 2}
 RENAMED = {"orders": "dr.orders"}
 RECORDS_PER_PARTITION = 200
 RETENTION_LOST = 20  # the backup of "orders" starts at source offset 20
+STILL_RESTORING = TP("payments", 0)
+"""The partition whose restore is still running when the operator plans: its last records come later."""
+RESTORED_AT_PLAN = 150
 
 
 def _fill(cluster: KafkaCluster, rng: random.Random) -> None:
@@ -91,7 +102,8 @@ def _place_groups(cluster: KafkaCluster, count: int, rng: random.Random) -> dict
 
 
 def _restore(source: KafkaCluster, target: KafkaCluster, rng: random.Random) -> None:
-    """The disaster recovery: what a backup tool and a replica would leave on the target."""
+    """The disaster recovery: what a backup tool and a replica would leave on the target (all but the
+    last records of ``STILL_RESTORING``: ``_finish_restore`` adds them)."""
     target.create_topics({RENAMED.get(topic, topic): count for topic, count in TOPICS.items()})
     for topic, partitions in TOPICS.items():
         for partition in range(partitions):
@@ -101,23 +113,38 @@ def _restore(source: KafkaCluster, target: KafkaCluster, rng: random.Random) -> 
                 records = [
                     r for r in records if r.offset >= RETENTION_LOST and (rng.random() > 0.03 or r.offset == last)
                 ]
-            with_header = topic != "audit"  # "audit" is a replica without offset headers
-            target.produce(
-                RENAMED.get(topic, topic),
-                partition,
-                (
-                    (
-                        r.key,
-                        r.value,
-                        [
-                            *((n, v) for n, v in r.headers if v is not None),
-                            *([(DEFAULT_OFFSET_HEADER, r.offset.to_bytes(8, "big"))] if with_header else []),
-                        ],
-                        r.timestamp,
-                    )
-                    for r in records
-                ),
+            if TP(topic, partition) == STILL_RESTORING:
+                records = [r for r in records if r.offset < RESTORED_AT_PLAN]
+            _copy(target, topic, partition, records)
+
+
+def _finish_restore(source: KafkaCluster, target: KafkaCluster) -> None:
+    records = source.read_partition(STILL_RESTORING)
+    _copy(
+        target, STILL_RESTORING.topic, STILL_RESTORING.partition, [r for r in records if r.offset >= RESTORED_AT_PLAN]
+    )
+
+
+def _copy(target: KafkaCluster, topic: str, partition: int, records: list[FetchedRecord]) -> None:
+    """Append ``records`` to the topic's restored name, each with its source offset in the header
+    (but "audit", a replica without offset headers)."""
+    header = topic != "audit"
+    target.produce(
+        RENAMED.get(topic, topic),
+        partition,
+        (
+            (
+                r.key,
+                r.value,
+                [
+                    *((n, v) for n, v in r.headers if v is not None),
+                    *([(DEFAULT_OFFSET_HEADER, r.offset.to_bytes(8, "big"))] if header else []),
+                ],
+                r.timestamp,
             )
+            for r in records
+        ),
+    )
 
 
 def _source_offset(record: FetchedRecord | None) -> int | None:
@@ -159,6 +186,41 @@ def _prove(
     return outcome
 
 
+@dataclass
+class _Scene:
+    """What the demo's steps share."""
+
+    flow: Workflow
+    source: Broker
+    target: Broker
+    stories: dict[str, str]
+    out: TextIO
+
+    def run(self, run_input: dict[str, object], name: str, hold: threading.Event | None = None) -> dict[str, Any]:
+        """Start a run of the state machine and follow it state by state; Ctrl-C stops it too."""
+        execution = self.flow.start({"topic_map": RENAMED, "restore_id": "demo", **run_input}, name)
+        try:
+            described = follow(self.flow.sfn, execution, self.out, timeout_s=120, poll_s=0.3)
+        except KeyboardInterrupt:
+            self.flow.sfn.stop_execution(executionArn=execution, error="Interrupted", cause="Ctrl-C in the demo")
+            raise
+        finally:
+            if hold is not None:
+                hold.set()
+        self.out.write(f"run {described['status']}" + (f": {described.get('cause')}" if described.get("cause") else ""))
+        self.out.write("\n")
+        return described
+
+    def report(self) -> dict[str, Any]:
+        body = self.flow.s3.get_object(Bucket=BUCKET, Key=restore_object("demo", "report.json"))["Body"].read()
+        return dict(json.loads(body))
+
+    def glance(self, report: dict[str, Any]) -> None:
+        self.out.write(f"  report: {report['outcome']}; {report['headline_text']}\n")
+        for group, why in list(report["do_not_start_yet"].items())[:6]:
+            self.out.write(f"  do not start {group} yet: {why['held_by'].replace('_', ' ')} -> {why['next']}\n")
+
+
 def run_demo(
     *,
     groups: int,
@@ -169,8 +231,6 @@ def run_demo(
     seed: int = 7,
     broker: str = "local",
 ) -> int:
-    from offset_restore.devtools.local_aws import BUCKET, local_workflow
-
     rng = random.Random(seed)
     location = Path(output)
     if location.exists():
@@ -187,75 +247,8 @@ def run_demo(
             f"{len(stories)} groups\n\n"
         )
         with local_workflow(source_broker.bootstrap_servers, target_broker.bootstrap_servers) as flow:
-            store = S3Store(BUCKET, "", flow.s3)
-            result = run_snapshot(source_broker.settings(), store, SnapshotOptions(cluster="src"))
-            from offset_restore.cli.snapshot import snapshot_summary
-
-            out.write("the scheduled snapshot, to the (local) S3 bucket:\n" + snapshot_summary(result) + "\n")
-            out.write(
-                "disaster: restoring into the target — orders renamed to dr.orders, its first "
-                f"{RETENTION_LOST} records lost to retention and a few more missing; audit replicated "
-                "without offset headers\n"
-            )
-            with KafkaCluster(source_broker.settings()) as source, KafkaCluster(target_broker.settings()) as target:
-                _restore(source, target, rng)
-            busy = next(g for g in sorted(stories) if g.startswith("orders-"))
-            out.write(f"an application of group {busy} is still connected to the target for {hold_s:g} s\n\n")
-            release = threading.Event()
-            joined = threading.Event()
-
-            def application() -> None:
-                with group_member(target_broker.settings(), busy, RENAMED["orders"]):
-                    joined.set()
-                    release.wait(hold_s)
-
-            thread = threading.Thread(target=application, daemon=True)
-            thread.start()
-            joined.wait(20)
-            out.write("the workflow (the project's state machine, run by the local interpreter), in apply mode:\n")
-            run_input = {
-                "mode": "apply",
-                "topic_map": RENAMED,
-                "restore_id": "demo",
-                "wait": {"timeout_seconds": 120, "interval_seconds": 2},
-            }
-            execution = flow.start(run_input, "demo")
-            try:
-                described = follow(flow.sfn, execution, out, timeout_s=120, poll_s=0.3)
-            except KeyboardInterrupt:
-                flow.sfn.stop_execution(executionArn=execution, error="Interrupted", cause="Ctrl-C in the demo")
-                release.set()
-                raise
-            release.set()
-            thread.join(10)
-            out.write(f"run {described['status']}\n\n")
-            if described["status"] != "SUCCEEDED":
-                out.write(f"  {described.get('error')}: {described.get('cause')}\n")
-                return 1
-            location.mkdir(parents=True, exist_ok=True)
-            for name in ("report.json", "report.md", "report.html"):
-                body = flow.s3.get_object(Bucket=BUCKET, Key=restore_object("demo", name))["Body"].read()
-                (location / name).write_bytes(body)
-            report = json.loads((location / "report.json").read_text())
-            entries = [PlanEntry.model_validate(e) for e in report["entries"]]
-            repository = SnapshotRepository(store)
-            key, manifest = repository.latest("src")
-            next_records = {
-                g.group: {TP(p.topic, p.partition): (p.next.fingerprint if p.next else None) for p in g.partitions}
-                for g in repository.groups(key, manifest)
-            }
-        head = report["headline"]
-        out.write(
-            f"{head['groups_restored']} of {head['groups']} groups restored; exact "
-            f"{100 * (head['exact_ratio'] or 0):.0f}%; at most {head['records_at_risk']} records reprocessed\n\n"
-        )
-        _table(entries, stories, out)
-        with KafkaCluster(target_broker.settings()) as target:
-            proof = _prove(entries, next_records, target)
-        out.write(f"\nproof, over all {len(entries)} group-partitions: where each resumes on the target\n")
-        for what, count in sorted(proof.items(), key=lambda item: -item[1]):
-            out.write(f"  {count:>4}  {what}\n")
-        out.write(f"reports: {location / 'report.html'}, {location / 'report.md'}, {location / 'report.json'}\n")
+            scene = _Scene(flow, source_broker, target_broker, stories, out)
+            proof = _incident(scene, rng, hold_s, location)
         if keep_running:
             out.write("brokers still running; Ctrl-C to stop\n")
             try:
@@ -263,7 +256,113 @@ def run_demo(
                     time.sleep(1)
             except KeyboardInterrupt:
                 pass
-    return 0 if not any(what.startswith("WRONG") for what in proof) else 1
+    return 0 if proof and not any(what.startswith("WRONG") for what in proof) else 1
+
+
+def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) -> Counter[str]:
+    """The story, step by step; returns the proof's counts (empty when a run failed)."""
+    out, source, target = scene.out, scene.source.settings(), scene.target.settings()
+    result = run_snapshot(source, S3Store(BUCKET, "", scene.flow.s3), SnapshotOptions(cluster="src"))
+    out.write("the scheduled snapshot, to the (local) S3 bucket:\n" + snapshot_summary(result) + "\n")
+    out.write(
+        "disaster: restoring into the target — orders renamed to dr.orders, its first "
+        f"{RETENTION_LOST} records lost to retention and a few more missing; audit replicated without offset "
+        f"headers; the restore of {STILL_RESTORING} is still running (up to source offset {RESTORED_AT_PLAN})\n"
+    )
+    with KafkaCluster(source) as src, KafkaCluster(target) as tgt:
+        _restore(src, tgt, rng)
+    out.write("\n1. plan first (mode plan): nothing is written\n")
+    if scene.run({"mode": "plan", "pending_retries": 0}, "demo-plan")["status"] != "SUCCEEDED":
+        return Counter()
+    scene.glance(scene.report())
+    with KafkaCluster(source) as src, KafkaCluster(target) as tgt:
+        _finish_restore(src, tgt)
+    out.write(f"\nthe restore of {STILL_RESTORING} finishes\n")
+    busy, ahead, release = _on_the_target(scene, hold_s)
+    out.write(f"\n2. apply (mode apply): it waits for {busy} by name, and leaves {ahead} for a decision\n")
+    wait = {"timeout_seconds": 120, "interval_seconds": 2}
+    if scene.run({"mode": "apply", "wait": wait}, "demo-apply", hold=release)["status"] != "SUCCEEDED":
+        return Counter()
+    scene.glance(scene.report())
+    out.write(f"\n3. the operator decides: {ahead} must reread what it skipped (allow_rewind)\n")
+    if scene.run({"mode": "apply", "allow_rewind": True}, "demo-rewind")["status"] != "SUCCEEDED":
+        return Counter()
+    report = scene.report()
+    scene.glance(report)
+    _save_reports(scene, location)
+    proof = _prove_all(scene, report)
+    _roll_back_one(scene, sorted(report["safe_to_start"])[-1])
+    out.write(f"reports: {location / 'report.html'}, {location / 'report.md'}, {location / 'report.json'}\n")
+    return proof
+
+
+def _on_the_target(scene: _Scene, hold_s: float) -> tuple[str, str, threading.Event]:
+    """One application still connected to the target (for ``hold_s``), and one group started there
+    with ``auto.offset.reset=latest``: at the log end, past the records its restored position needs."""
+    busy = next(g for g in sorted(scene.stories) if g.startswith("orders-"))
+    ahead = next(g for g in sorted(scene.stories) if scene.stories[g] == "far behind" and g != busy)
+    topic = ahead.split("-", 1)[0]
+    with KafkaCluster(scene.target.settings()) as target:
+        bounds = target.log_bounds([TP(RENAMED.get(topic, topic), p) for p in range(TOPICS[topic])])
+        at_end = {tp: CommittedOffset(b.end, None) for tp, b in bounds.items()}
+        failed = {tp: e for tp, e in target.alter_offsets(ahead, at_end).items() if e}
+    if failed:
+        raise RuntimeError(f"demo could not start {ahead} on the target: {failed}")
+    scene.out.write(f"{ahead} was started on the target with auto.offset.reset=latest: it sits at the log end\n")
+    scene.out.write(f"an application of group {busy} is still connected to the target for {hold_s:g} s\n")
+    release, joined = threading.Event(), threading.Event()
+
+    def application() -> None:
+        with group_member(scene.target.settings(), busy, RENAMED["orders"]):
+            joined.set()
+            release.wait(hold_s)
+
+    threading.Thread(target=application, daemon=True).start()
+    joined.wait(20)
+    return busy, ahead, release
+
+
+def _save_reports(scene: _Scene, location: Path) -> None:
+    location.mkdir(parents=True, exist_ok=True)
+    for name in ("report.json", "report.md", "report.html"):
+        body = scene.flow.s3.get_object(Bucket=BUCKET, Key=restore_object("demo", name))["Body"].read()
+        (location / name).write_bytes(body)
+
+
+def _prove_all(scene: _Scene, report: dict[str, Any]) -> Counter[str]:
+    out = scene.out
+    entries = [PlanEntry.model_validate(e) for e in report["entries"]]
+    repository = SnapshotRepository(S3Store(BUCKET, "", scene.flow.s3))
+    key, manifest = repository.latest("src")
+    next_records = {
+        g.group: {TP(p.topic, p.partition): (p.next.fingerprint if p.next else None) for p in g.partitions}
+        for g in repository.groups(key, manifest)
+    }
+    head = report["headline"]
+    out.write(
+        f"\n{head['groups_restored']} of {head['groups']} groups restored; {head['exact']} of {head['partitions']} "
+        f"partitions exact; at most {head['records_at_risk']} records reprocessed\n\n"
+    )
+    _table(entries, scene.stories, out)
+    with KafkaCluster(scene.target.settings()) as target:
+        proof = _prove(entries, next_records, target)
+    out.write(f"\nproof, over all {len(entries)} group-partitions: where each resumes on the target\n")
+    for what, count in sorted(proof.items(), key=lambda item: -item[1]):
+        out.write(f"  {count:>4}  {what}\n")
+    return proof
+
+
+def _roll_back_one(scene: _Scene, group: str) -> None:
+    """The way back, shown on one group: the workflow's rollback mode puts back what it held before."""
+    scene.out.write(f"\n4. roll back one group (mode rollback): {group}\n")
+    scene.run({"mode": "rollback", "groups": group}, "demo-rollback")
+    with KafkaCluster(scene.target.settings()) as target:
+        left = target.committed_offsets([group]).get(group, {})
+    scene.out.write(
+        f"  {group} on the target now: "
+        + (", ".join(f"{tp} at {c.offset}" for tp, c in sorted(left.items())) or "no offsets (as before the apply)")
+        + "\n"
+    )
 
 
 def _table(entries: list[PlanEntry], stories: dict[str, str], out: TextIO) -> None:
