@@ -65,3 +65,15 @@ def s3(aws: None) -> Any:
 def table(aws: None) -> str:
     """The project's one DynamoDB table (docs/design.md §5.4): partition key ``pk``, sort key ``sk``."""
     return create_table(boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"]))
+
+
+@pytest.fixture
+def snapshot_lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scheduled snapshot function's environment, pointed at the session's source broker."""
+    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+    monkeypatch.setenv("SOURCE_CLUSTER_NAME", "prod-source")
+    monkeypatch.setenv("SOURCE_BOOTSTRAP_SERVERS", brokers.source.bootstrap_servers)
+    monkeypatch.setenv("SOURCE_SECURITY_PROTOCOL", "PLAINTEXT")
+    monkeypatch.setenv("SNAPSHOT_BUCKET", "snapshots")
+    monkeypatch.setenv("SNAPSHOT_PREFIX", "env/dev")
+    monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "5")

@@ -7,21 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aws_cdk import App, Stack
+from aws_cdk import App
 from aws_cdk.assertions import Template
 
 from app import build_app
-
-
-@pytest.fixture(scope="module")
-def app() -> App:
-    return build_app({"skipBundling": "true"})
-
-
-def template(app: App, env: str) -> Template:
-    stack = app.node.find_child(f"offset-restore-{env}")
-    assert isinstance(stack, Stack)
-    return Template.from_stack(stack)
+from tests.infra.test_stack import template
 
 
 def alarms(t: Template) -> dict[str, dict[str, Any]]:

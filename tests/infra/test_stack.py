@@ -19,11 +19,6 @@ from infra.stack import ASL_FILE
 from tests.figures import record
 
 
-@pytest.fixture(scope="module")
-def app() -> App:
-    return build_app({"skipBundling": "true"})
-
-
 def template(app: App, env: str) -> Template:
     stack = app.node.find_child(f"offset-restore-{env}")
     assert isinstance(stack, Stack)

@@ -14,18 +14,12 @@ from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import S3Store
 from offset_restore.workflow.settings import ClusterSettings
 
-from tests.helpers import Brokers, LambdaContext, commit, produce, unique
+from tests.helpers import LambdaContext, commit, produce, unique
 
 
 @pytest.fixture
-def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
-    monkeypatch.setenv("SOURCE_CLUSTER_NAME", "prod-source")
-    monkeypatch.setenv("SOURCE_BOOTSTRAP_SERVERS", brokers.source.bootstrap_servers)
-    monkeypatch.setenv("SOURCE_SECURITY_PROTOCOL", "PLAINTEXT")
-    monkeypatch.setenv("SNAPSHOT_BUCKET", "snapshots")
-    monkeypatch.setenv("SNAPSHOT_PREFIX", "env/dev")
-    monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "5")
+def lambda_env(snapshot_lambda_env: None) -> None:
+    """The snapshot function's environment (tests/conftest.py)."""
 
 
 def test_handler_writes_a_snapshot_to_the_bucket(lambda_env: None, s3: Any, source: KafkaCluster) -> None:

@@ -87,15 +87,9 @@ def test_the_summary_and_result_name_the_groups_that_lag_most(
 
 
 @pytest.fixture
-def lambda_env(brokers: Brokers, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("POWERTOOLS_TRACE_DISABLED", "true")
+def lambda_env(snapshot_lambda_env: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The snapshot function's environment (tests/conftest.py), with its metrics printed (EMF on stdout)."""
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
-    monkeypatch.setenv("SOURCE_CLUSTER_NAME", "prod-source")
-    monkeypatch.setenv("SOURCE_BOOTSTRAP_SERVERS", brokers.source.bootstrap_servers)
-    monkeypatch.setenv("SOURCE_SECURITY_PROTOCOL", "PLAINTEXT")
-    monkeypatch.setenv("SNAPSHOT_BUCKET", "snapshots")
-    monkeypatch.setenv("SNAPSHOT_PREFIX", "env/dev")
-    monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "5")
 
 
 def emf_blobs(text: str) -> list[dict[str, Any]]:
