@@ -98,6 +98,10 @@ class OffsetRestoreStack(Stack):
             f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:{region}:{account}:"
             f"execution:offset-restore-{self.node.id.removeprefix('offset-restore-')}/*]"
         ] = "the child executions of this state machine's own distributed Map"
+        reasons[
+            f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:states:{region}:{account}:"
+            f"execution:offset-restore-{self.node.id.removeprefix('offset-restore-')}:*]"
+        ] = "the Report step reads the history of the runs of this state machine only (the report's timeline)"
         for name, fn in self.functions.tasks.items():
             logical = self.resolve(self.get_logical_id(fn.node.default_child))  # type: ignore[arg-type]
             reasons[f"AwsSolutions-IAM5[Resource::<{logical}.Arn>:*]"] = (

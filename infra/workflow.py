@@ -58,4 +58,13 @@ def state_machine(
     machine.add_to_role_policy(
         iam.PolicyStatement(actions=["states:DescribeExecution", "states:StopExecution"], resources=[children])
     )
+    # The report's timeline: the history of the run that writes it (a name, not a reference: the state
+    # machine's definition already refers to the function).
+    runs = stack.format_arn(
+        service="states",
+        resource="execution",
+        resource_name=f"{machine_name}:*",
+        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+    )
+    tasks["Report"].add_to_role_policy(iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[runs]))
     return machine

@@ -14,6 +14,7 @@ from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import S3Store
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.report import ReportBuilder
+from offset_restore.workflow.report_timeline import read_timeline
 from offset_restore.workflow.settings import table_from_env
 
 from offset_restore_handlers.requests import ReportRequest, parse
@@ -27,7 +28,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     restore_id = str(request.run.get("restore_id", "unknown"))
     logger.append_keys(restore_id=restore_id)
     run = {**request.run, **({"error": request.error} if request.error else {})}
-    report = ReportBuilder(run, request.outcome)
+    timeline = read_timeline(boto3.client("stepfunctions"), request.execution) if request.execution else []
+    report = ReportBuilder(run, request.outcome, timeline)
     if request.run:
         for entry in MappingStore(table_from_env(), boto3.client("dynamodb")).iter_entries(restore_id):
             report.add(entry)

@@ -88,6 +88,8 @@ class ReportRequest(BaseModel):
     run: dict[str, Any]
     outcome: str
     error: dict[str, Any] | None = None
+    execution: str | None = None
+    """The execution's ARN: its history gives the report's timeline."""
 
 
 def parse(model: type[Model], event: dict[str, Any], step: str) -> Model:

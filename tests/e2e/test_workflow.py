@@ -88,6 +88,10 @@ def test_apply_mode_waits_for_an_active_group_then_commits_and_verifies(
     report = workflow.report("apply-run-1")
     assert report["outcome"] == "applied" and report["statuses"] == {"committed": 3}
     assert all(e["verified"] for e in report["entries"])
+    # The timeline, from the execution's own history: how long the run waited, and for whom.
+    waits = [p for p in report["timeline"] if p["phase"] == "waiting for groups"]
+    assert len(waits) == 1 and waits[0]["waited_for"] == [b] and waits[0]["seconds"] > 0
+    assert [p["phase"] for p in report["timeline"]][-2:] == ["commit", "report"]
 
 
 def test_bad_input_fails_the_first_state_and_touches_nothing(workflow: Workflow) -> None:

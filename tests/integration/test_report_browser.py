@@ -8,11 +8,14 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+from datetime import timedelta
 from pathlib import Path
 
 from offset_restore.workflow.report import render_report
+from offset_restore.workflow.report_timeline import phases_of
 
 from tests.unit.test_report_glance import ROWS, row
+from tests.unit.test_report_timeline import HISTORY, T0
 
 BROWSER = "chromium-headless-shell"
 
@@ -26,7 +29,8 @@ def browse(page: Path, *flags: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_report_renders_whole_in_chromium(tmp_path: Path) -> None:
     rows = [*ROWS, row("<img src=x onerror=alert(1)>", 0, "committed")]
-    files = render_report({"restore_id": "browser-1", "mode": "apply"}, rows, "applied")
+    timeline = phases_of(HISTORY, until=T0 + timedelta(seconds=127.1))
+    files = render_report({"restore_id": "browser-1", "mode": "apply"}, rows, "applied", timeline)
     page = tmp_path / "report.html"
     page.write_bytes(files["report.html"])
     dom = browse(page, "--dump-dom")
@@ -41,6 +45,8 @@ def test_the_report_renders_whole_in_chromium(tmp_path: Path) -> None:
     assert outcomes and outcomes.group(0).count("<rect") == 7
     methods = re.search(r'<svg id="chart-methods".*?</svg>', text, re.S)
     assert methods and methods.group(0).count("<rect") == 1
+    phases = re.search(r'<svg id="chart-timeline".*?</svg>', text, re.S)
+    assert phases and phases.group(0).count("<rect") == 5 and "(billing, ledger)" in phases.group(0)
     assert 'id="safe-to-start"' in text and 'id="do-not-start"' in text and 'id="input"' in text
     assert "<img" not in text  # the group named like markup stayed text
     shot = tmp_path / "report.png"

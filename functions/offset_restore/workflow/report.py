@@ -10,7 +10,7 @@ import io
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -19,8 +19,9 @@ from offset_restore.apply.commit import NO_ANSWER, NOT_WRITTEN
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.snapshot.model import parse_time
 from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
-from offset_restore.workflow.report_charts import bar_chart
+from offset_restore.workflow.report_charts import bar_chart, timeline_chart
 from offset_restore.workflow.report_facts import CARDS, Facts, facts_of
+from offset_restore.workflow.report_timeline import Phase
 
 __all__ = ["ADVICE", "Headline", "ReportBuilder", "SnapshotAge", "render_report", "snapshot_age"]
 
@@ -165,8 +166,9 @@ class ReportBuilder:
     entry leaves a compact row for the people's documents and its JSON in one byte buffer for
     report.json. At 240,000 mappings that is what keeps the Report function under 512 MB."""
 
-    def __init__(self, run: Mapping[str, Any], outcome: str) -> None:
-        self.run, self.outcome = run, outcome
+    def __init__(self, run: Mapping[str, Any], outcome: str, timeline: Sequence[Phase] = ()) -> None:
+        """``timeline``: the run's phases from its execution history (``report_timeline``), if read."""
+        self.run, self.outcome, self.timeline = run, outcome, list(timeline)
         self.snapshot_age = snapshot_age(run)
         self.tally = SummaryTally()
         self.by_group: dict[str, list[_Row]] = defaultdict(list)
@@ -231,7 +233,7 @@ class ReportBuilder:
         listed = {status: sorted(groups) for status, groups in attention.items()}
         self.outcome = outcome = effective_outcome(outcome, listed, run)
         age = self.snapshot_age.phrase if self.snapshot_age else None
-        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings, age, facts, summary)
+        view = _View(run, outcome, head, listed, self.by_group, snapshot, timings, age, facts, summary, self.timeline)
         document = {
             "restore_id": run.get("restore_id"),
             "outcome": outcome,
@@ -248,6 +250,10 @@ class ReportBuilder:
             "snapshot_age_seconds": self.snapshot_age.seconds if self.snapshot_age else None,
             "snapshot_age": self.snapshot_age.phrase if self.snapshot_age else None,
             "timings": timings,
+            "timeline": [
+                {"phase": p.name, "start_s": p.start_s, "seconds": p.seconds, "waited_for": p.waited_for}
+                for p in self.timeline
+            ],
             "input": run,
         }
         text = json.dumps(document, indent=2, default=str).encode()
@@ -258,8 +264,10 @@ class ReportBuilder:
         yield "report.html", _html(view).encode()
 
 
-def render_report(run: Mapping[str, Any], entries: Iterable[PlanEntry], outcome: str) -> dict[str, bytes]:
-    report = ReportBuilder(run, outcome)
+def render_report(
+    run: Mapping[str, Any], entries: Iterable[PlanEntry], outcome: str, timeline: Sequence[Phase] = ()
+) -> dict[str, bytes]:
+    report = ReportBuilder(run, outcome, timeline)
     for entry in entries:
         report.add(entry)
     return dict(report.documents())
@@ -279,6 +287,7 @@ class _View:
     snapshot_age: str | None
     facts: Facts
     summary: PlanSummary
+    timeline: list[Phase]
 
 
 def _title(status: str) -> str:
@@ -427,6 +436,7 @@ def _charts(view: _View) -> str:
         "<div class='charts'>"
         + bar_chart("chart-outcomes", "Partitions by outcome", outcomes)
         + bar_chart("chart-methods", "How each position was found", methods)
+        + timeline_chart("chart-timeline", "The run, phase by phase", view.timeline)
         + "</div>"
     )
 

@@ -8,9 +8,13 @@ attention: people read "3 partitions ahead, 2 pending" faster from bars than fro
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from offset_restore.workflow.report_timeline import Phase
 from html import escape
 
-__all__ = ["COLOURS", "bar_chart"]
+__all__ = ["COLOURS", "bar_chart", "timeline_chart"]
 
 COLOURS = {"good": "#2e7d32", "fine": "#7cb342", "warn": "#ef6c00", "bad": "#c62828", "info": "#546e7a"}
 _ROW, _LABEL, _BAR, _GAP = 22, 250, 320, 6
@@ -39,6 +43,36 @@ def bar_chart(chart_id: str, title: str, bars: Sequence[tuple[str, int, str]]) -
             f"<rect class='bar' x='{_LABEL}' y='{y}' width='{length}' height='{_ROW - _GAP}' "
             f"fill='{COLOURS[colour]}'><title>{escape(label)}: {count:,}</title></rect>",
             f"<text x='{_LABEL + length + 6}' y='{y + 14}' font-size='12'>{count:,}</text>",
+        ]
+    parts.append("</svg></figure>")
+    return "".join(parts)
+
+
+def timeline_chart(chart_id: str, title: str, phases: Sequence[Phase]) -> str:
+    """A row per phase of the run, placed at its start and as long as it lasted (waits in the
+    attention colour), its duration and whom it waited for beside it."""
+    if not phases:
+        return ""
+    total = max(p.start_s + p.seconds for p in phases) or 1.0
+    height = len(phases) * _ROW + 30
+    width = _LABEL + _BAR + 330
+    parts = [
+        f"<figure class='chart'><svg id='{escape(chart_id)}' xmlns='http://www.w3.org/2000/svg' "
+        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img'>",
+        f"<title>{escape(title)}</title>",
+        f"<text x='0' y='16' font-weight='bold' font-size='14'>{escape(title)} ({total:.1f} s)</text>",
+    ]
+    for number, phase in enumerate(phases):
+        y = 26 + number * _ROW
+        x = _LABEL + round(_BAR * phase.start_s / total)
+        length = max(2, round(_BAR * phase.seconds / total))
+        colour = COLOURS["warn" if phase.name.startswith("waiting") else "info"]
+        parts += [
+            f"<text x='{_LABEL - 8}' y='{y + 14}' text-anchor='end' font-size='12'>{escape(phase.name)}</text>",
+            f"<rect class='phase' x='{x}' y='{y}' width='{length}' height='{_ROW - _GAP}' fill='{colour}'>"
+            f"<title>{escape(phase.label())}</title></rect>",
+            f"<text x='{x + length + 6}' y='{y + 14}' font-size='12'>{escape(phase.label().removeprefix(phase.name))}"
+            "</text>",
         ]
     parts.append("</svg></figure>")
     return "".join(parts)
