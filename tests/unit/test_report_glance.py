@@ -80,3 +80,43 @@ def test_markdown_is_clean_words_not_python() -> None:
     assert "## Safe to start consumers (2 groups)" in markdown and "billing, search" in markdown
     assert "- late: ahead: its consumers started on the target" in markdown
     assert '| wait | {"timeout_seconds": 60} |' in markdown and "retries_left" not in markdown
+
+
+def test_a_plan_lists_groups_ready_to_apply_never_safe_to_start() -> None:
+    """Nothing is written by a plan: consumers started now would begin from their reset policy."""
+    files = render_report({"restore_id": "p"}, [row("a", 0, "mapped"), row("c", 0, "pending")], "planned")
+    document = json.loads(files["report.json"])
+    assert document["safe_to_start"] == [] and document["ready_to_apply"] == ["a"]
+    assert "Safe to start" not in files["report.html"].decode() and "Safe to start" not in files["report.md"].decode()
+    assert "Ready to apply (nothing is written yet): 1 group" in files["report.html"].decode()
+
+
+def test_unanswered_rolled_back_and_unproven_ends_hold_their_groups() -> None:
+    from offset_restore.apply.commit import NO_ANSWER
+
+    rows = [
+        row("ok", 0, "committed"),
+        row("silent", 0, "mapped", reason=NO_ANSWER),
+        row("undone", 0, "mapped", reason="rolled back: the previous target offset was put back"),
+        row("halfway", 0, "mapped", reason="rollback started 2026-12-01T03:00:00+00:00"),
+        row("tail", 0, "committed", method="end", exact=False, max_duplicates=0),
+    ]
+    document = json.loads(render_report({"restore_id": "r"}, rows, "applied")["report.json"])
+    waits = {g: w["held_by"] for g, w in document["do_not_start_yet"].items()}
+    assert waits == {"silent": "unanswered", "undone": "rolled_back", "halfway": "rolled_back", "tail": "end_unsure"}
+    assert document["safe_to_start"] == ["ok"] and "apply again" in document["do_not_start_yet"]["silent"]["next"]
+    rolled = json.loads(render_report({"restore_id": "r"}, rows, "rolled back")["report.json"])
+    assert rolled["safe_to_start"] == [] and rolled["ready_to_apply"] == []
+
+
+def test_a_resume_at_the_copy_of_its_own_next_record_loses_nothing() -> None:
+    """Source offsets are not dense (transaction markers, compaction): a group that resumes at the copy
+    of the record it would have read next lost nothing, whatever offsets lie between."""
+    gap = row("txn", 0, "committed", anchor_offset=90, anchor_source_offset=101, expected_fingerprint="f")
+    head = json.loads(render_report({"restore_id": "r"}, [gap], "applied")["report.json"])["headline"]
+    assert head["lost_records"] == 0 and head["cards"]["lost"] == 0
+
+
+def test_names_with_pipes_and_newlines_keep_the_markdown_tables_whole() -> None:
+    markdown = render_report({"restore_id": "r"}, [row("a|b\nc", 0, "committed")], "applied")["report.md"].decode()
+    assert "| a\\|b c | dr.orders | 0 |" in markdown

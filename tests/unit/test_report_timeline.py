@@ -53,13 +53,13 @@ def test_phases_merge_states_and_say_whom_a_wait_waited_for() -> None:
     phases = phases_of(HISTORY, until=T0 + timedelta(seconds=127.1))
     assert [(p.name, p.start_s, p.seconds) for p in phases] == [
         ("start", 0.0, 0.4),
-        ("translate", 0.4, 2.8),
-        ("waiting for groups", 3.2, 120.9),
+        ("translate", 0.4, 2.9),  # ModeChoice decides right after the translation
+        ("waiting for groups", 3.3, 120.8),
         ("commit", 124.1, 2.0),
         ("report", 126.1, 1.0),
     ]
     assert phases[2].waited_for == ["billing", "ledger"]
-    assert phases[2].label() == "waiting for groups 120.9 s (billing, ledger)"
+    assert phases[2].label() == "waiting for groups 120.8 s (billing, ledger)"
 
 
 def test_a_history_without_times_gives_no_phases_and_no_chart() -> None:

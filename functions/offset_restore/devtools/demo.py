@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 import threading
 import time
@@ -177,8 +178,11 @@ def _prove(
             outcome["same record"] += 1
             continue
         restored_from, previous = _source_offset(record), _source_offset(before)
-        if (restored_from is None or restored_from > e.source_offset) and (
-            previous is None or previous < e.source_offset
+        # Only a restore's offset header proves what was lost (a replica without one proves nothing here).
+        if (
+            restored_from is not None
+            and restored_from > e.source_offset
+            and (previous is None or previous < e.source_offset)
         ):
             outcome["next restored record (its own was lost before the backup)"] += 1
         else:
@@ -207,6 +211,8 @@ class _Scene:
         finally:
             if hold is not None:
                 hold.set()
+        if described["status"] == "RUNNING":  # not done within the demo's patience: stop it, say so
+            self.flow.sfn.stop_execution(executionArn=execution, error="TimedOut", cause="the demo waited 120 s")
         self.out.write(f"run {described['status']}" + (f": {described.get('cause')}" if described.get("cause") else ""))
         self.out.write("\n")
         return described
@@ -291,7 +297,9 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     scene.glance(report)
     _save_reports(scene, location)
     proof = _prove_all(scene, report)
-    _roll_back_one(scene, sorted(report["safe_to_start"])[-1])
+    entries = [PlanEntry.model_validate(e) for e in report["entries"]]
+    if not _roll_back_one(scene, sorted(report["safe_to_start"])[-1], entries):
+        proof["WRONG: the rollback did not put back the offsets held before the apply"] += 1
     out.write(f"reports: {location / 'report.html'}, {location / 'report.md'}, {location / 'report.json'}\n")
     return proof
 
@@ -352,17 +360,23 @@ def _prove_all(scene: _Scene, report: dict[str, Any]) -> Counter[str]:
     return proof
 
 
-def _roll_back_one(scene: _Scene, group: str) -> None:
-    """The way back, shown on one group: the workflow's rollback mode puts back what it held before."""
+def _roll_back_one(scene: _Scene, group: str, entries: list[PlanEntry]) -> bool:
+    """The way back, shown on one group: the workflow's rollback mode puts back what it held before
+    the apply (as the apply recorded it); True when the target holds exactly that again."""
     scene.out.write(f"\n4. roll back one group (mode rollback): {group}\n")
-    scene.run({"mode": "rollback", "groups": group}, "demo-rollback")
+    if scene.run({"mode": "rollback", "groups": re.escape(group)}, "demo-rollback")["status"] != "SUCCEEDED":
+        return False
+    before = {
+        TP(e.target_topic, e.partition): e.previous_target_offset
+        for e in entries
+        if e.group == group and e.previous_target_offset is not None
+    }
     with KafkaCluster(scene.target.settings()) as target:
-        left = target.committed_offsets([group]).get(group, {})
-    scene.out.write(
-        f"  {group} on the target now: "
-        + (", ".join(f"{tp} at {c.offset}" for tp, c in sorted(left.items())) or "no offsets (as before the apply)")
-        + "\n"
-    )
+        now = {tp: c.offset for tp, c in target.committed_offsets([group]).get(group, {}).items()}
+    shown = ", ".join(f"{tp} at {offset}" for tp, offset in sorted(now.items())) or "no offsets"
+    said = " (as before the apply)" if now == before else f" (WRONG: it held {before} before the apply)"
+    scene.out.write(f"  {group} on the target now: {shown}{said}\n")
+    return now == before
 
 
 def _table(entries: list[PlanEntry], stories: dict[str, str], out: TextIO) -> None:

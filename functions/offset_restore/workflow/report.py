@@ -71,6 +71,8 @@ def _lost(e: PlanEntry) -> int:
     at_resume = e.anchor_offset is not None and e.anchor_offset == e.target_offset
     if not at_resume or e.anchor_source_offset is None or e.status in ("pending", "unmapped"):
         return 0
+    if e.expected_fingerprint:  # resumes at the copy of its own next record: the offsets between are gaps
+        return 0  # of the source (transaction markers, compaction), not records lost
     return max(0, e.anchor_source_offset - e.source_offset)
 
 
@@ -157,6 +159,10 @@ NEXT = {
     "not_written": "deal with the reason shown, then run again with the same restore_id",
     "ahead": "its consumers started on the target and skip records: rewind it (allow_rewind, or apply "
     "--allow-rewind 'GROUP'), or accept the skip",
+    "unanswered": "apply again with the same restore_id: it reads the target first and finishes the commit",
+    "rolled_back": "it is back at the offsets it held before the apply (or on its way: run the rollback again "
+    "if it did not finish); apply again to write the plan's offsets",
+    "end_unsure": "it resumes at the end without proof: wait until the restore has finished, then plan again",
 }
 """For each thing that holds a group back, what to do next."""
 
@@ -206,7 +212,7 @@ class ReportBuilder:
         left partitions behind must not read as a clean one). Call after ``documents``."""
         facts = self.facts
         attention = [(title, facts.card(key)) for key, title, serious in CARDS if serious and facts.card(key)]
-        said = f"{len(facts.safe):,} of {_groups(facts.groups)} restored, safe to start; "
+        said = f"{len(facts.safe):,} of {_groups(facts.groups)} {_done_phrase(self.outcome)}; "
         said += f"{facts.outcomes['exact']:,} of {_count(facts.partitions, 'partition')} exact"
         if attention:
             said += "; needs attention: " + ", ".join(f"{count:,} {title}" for title, count in attention)
@@ -243,7 +249,8 @@ class ReportBuilder:
             "summary": summary.model_dump(),
             "statuses": head["statuses"],
             "attention": {s: {"groups": g, "what_to_do": ADVICE[s]} for s, g in listed.items() if g},
-            "safe_to_start": facts.safe,
+            "safe_to_start": facts.safe if _ready_title(outcome) == SAFE else [],
+            "ready_to_apply": facts.safe if outcome == "planned" else [],
             "do_not_start_yet": {g: {"held_by": hold, "next": NEXT[hold]} for g, hold in facts.wait.items()},
             "snapshot_id": snapshot,
             "snapshot_created_at": self.snapshot_age.positions_at.isoformat() if self.snapshot_age else None,
@@ -345,8 +352,8 @@ def _cards(view: _View) -> list[tuple[str, str, int, bool]]:
 def _headline_text(view: _View) -> str:
     head, facts = view.head, view.facts
     text = (
-        f"{head['groups_restored']:,} of {_groups(head['groups'])} restored (every partition "
-        f"{'committed' if _done(view.outcome) == 'committed' else 'mapped'}); {head['exact']:,} of "
+        f"{head['groups_restored']:,} of {_groups(head['groups'])} {_done_phrase(view.outcome).split(',')[0]} "
+        f"(every partition {'committed' if _done(view.outcome) == 'committed' else 'mapped'}); {head['exact']:,} of "
         f"{_count(head['partitions'], 'partition')} exact ({_ratio(head)}); at most {head['records_at_risk']:,} "
         "records read twice"
     )
@@ -375,24 +382,18 @@ def _markdown(view: _View) -> str:
     ]
     if facts.lost_records:
         lines.append(f"| records lost before the backup | {facts.lost_records:,} |")
-    lines += ["", f"## Safe to start consumers ({_groups(len(facts.safe))})", ""]
-    lines += (
-        [
-            ", ".join(facts.safe[:SAFE_SHOWN])
-            + (f" and {len(facts.safe) - SAFE_SHOWN:,} more" if len(facts.safe) > SAFE_SHOWN else "")
-        ]
-        if facts.safe
-        else ["none"]
-    )
+    title = _ready_title(outcome)
+    if title:
+        lines += ["", f"## {title} ({_groups(len(facts.safe))})", "", _md(_first_names(facts.safe)) or "none"]
     if facts.wait:
         lines += ["", f"## Do not start yet ({_groups(len(facts.wait))})", ""]
-        lines += [f"- {group}: {hold.replace('_', ' ')}: {NEXT[hold]}" for group, hold in facts.wait.items()]
+        lines += [f"- {_md(group)}: {hold.replace('_', ' ')}: {NEXT[hold]}" for group, hold in facts.wait.items()]
     for status, groups in view.attention.items():
         if groups:
             lines += ["", f"## {_title(status)} ({_groups(len(groups))})", "", ADVICE[status], ""]
             for group in groups:
                 reasons = {e.reason for e in view.by_group[group] if _needs_attention(e) == status and e.reason}
-                lines.append(f"- {group}: {'; '.join(sorted(reasons)) or status}")
+                lines.append(f"- {_md(group)}: {_md('; '.join(sorted(reasons))) or status}")
     lines += [
         "",
         "## Groups",
@@ -403,11 +404,11 @@ def _markdown(view: _View) -> str:
     for group, rows in sorted(view.by_group.items()):
         for e in sorted(rows, key=lambda e: (e.target_topic, e.partition)):
             lines.append(
-                f"| {group} | {e.target_topic} | {e.partition} | {e.source_offset} | "
+                f"| {_md(group)} | {_md(e.target_topic)} | {e.partition} | {e.source_offset} | "
                 f"{'-' if e.target_offset is None else e.target_offset} | {e.method or '-'} | "
-                f"{'yes' if e.exact else 'no'} | {_verified(e.verified)} | {e.status} | {e.reason or ''} |"
+                f"{'yes' if e.exact else 'no'} | {_verified(e.verified)} | {e.status} | {_md(e.reason or '')} |"
             )
-    lines += ["", "## Input", "", "| | |", "|---|---|", *(f"| {k} | {v} |" for k, v in _input_rows(run))]
+    lines += ["", "## Input", "", "| | |", "|---|---|", *(f"| {k} | {_md(v)} |" for k, v in _input_rows(run))]
     return "\n".join(lines) + "\n"
 
 
@@ -441,14 +442,43 @@ def _charts(view: _View) -> str:
     )
 
 
+SAFE = "Safe to start consumers"
+
+
+def _ready_title(outcome: str) -> str | None:
+    """What the groups the run did its part for are: safe to start after an apply, ready to apply
+    after a plan (nothing is written: started now, consumers would begin from their reset policy); a
+    rollback's report has no such list."""
+    if outcome == "planned":
+        return "Ready to apply (nothing is written yet)"
+    return None if outcome.startswith("rolled back") else SAFE
+
+
+def _done_phrase(outcome: str) -> str:
+    if outcome == "planned":
+        return "ready to apply (nothing written)"
+    return "still at the run's offsets" if outcome.startswith("rolled back") else "restored, safe to start"
+
+
+def _first_names(names: list[str]) -> str:
+    more = f" and {len(names) - SAFE_SHOWN:,} more" if len(names) > SAFE_SHOWN else ""
+    return ", ".join(names[:SAFE_SHOWN]) + more
+
+
+def _md(text: str) -> str:
+    """A name or reason inside Markdown: a ``|`` would split a table cell, a newline end a row."""
+    return text.replace("|", "\\|").replace("\r", " ").replace("\n", " ")
+
+
 def _html_lists(view: _View) -> list[str]:
     e, facts = html.escape, view.facts
-    more = f" and {len(facts.safe) - SAFE_SHOWN:,} more" if len(facts.safe) > SAFE_SHOWN else ""
-    parts = [
-        "<div class='lists'><section class='safe' id='safe-to-start'>",
-        f"<h2>Safe to start consumers: {_groups(len(facts.safe))}</h2>",
-        f"<p>{e(', '.join(facts.safe[:SAFE_SHOWN]) + more) if facts.safe else 'none'}</p></section>",
-    ]
+    title = _ready_title(view.outcome)
+    parts = ["<div class='lists'>"]
+    if title:
+        parts += [
+            f"<section class='safe' id='safe-to-start'><h2>{e(title)}: {_groups(len(facts.safe))}</h2>",
+            f"<p>{e(_first_names(facts.safe)) or 'none'}</p></section>",
+        ]
     if facts.wait:
         parts.append(
             f"<section class='wait' id='do-not-start'><h2>Do not start yet: {_groups(len(facts.wait))}</h2><ul>"

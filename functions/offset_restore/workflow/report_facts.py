@@ -15,6 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from offset_restore.apply.commit import NO_ANSWER
+
 __all__ = ["CARDS", "Facts", "Row", "facts_of", "outcome_of"]
 
 
@@ -34,6 +36,8 @@ class Row(Protocol):
     @property
     def verified(self) -> bool | None: ...
     @property
+    def method(self) -> str | None: ...
+    @property
     def lost(self) -> int: ...
 
 
@@ -42,10 +46,13 @@ CARDS = (
     ("exact", "exact", False),
     ("bounded", "resume early, duplicates bounded", False),
     ("unbounded", "resume early, duplicates not bounded", True),
-    ("lost", "records lost before the backup", True),
+    ("end_unsure", "at the end; records a restore still writes would be skipped", True),
+    ("lost", "records the groups will not read (lost before the backup)", True),
     ("ahead", "ahead on the target (not rewound)", True),
     ("active", "active on the target (not written)", True),
+    ("unanswered", "commit unanswered (all or nothing of the group written)", True),
     ("not_written", "not written (other reasons)", True),
+    ("rolled_back", "rolled back to the previous offsets", True),
     ("pending", "pending (restore not there yet)", True),
     ("unmapped", "unmapped", True),
     ("failed", "refused by the broker", True),
@@ -56,17 +63,27 @@ CARDS = (
 def outcome_of(row: Row, done: str) -> str:
     """The one outcome a partition is counted under (the charts' and the cards' categories)."""
     reason = row.reason or ""
+    if reason.startswith(("rolled back", "rollback started")):
+        return "rolled_back"
     if row.status == "skipped":
         return "ahead" if reason.startswith("ahead:") else "not_written"
     if row.status == "mapped" and done == "committed":
-        return "active" if "still active" in reason or "member joined" in reason else "not_written"
+        return _unwritten(reason)
     if row.status in ("pending", "unmapped", "failed"):
         return row.status
     if row.verified is False:
         return "unverified"
     if row.exact:
         return "exact"
+    if row.method == "end":  # resumes at the end without proof: what a restore still writes is skipped
+        return "end_unsure"
     return "bounded" if row.max_duplicates is not None else "unbounded"
+
+
+def _unwritten(reason: str) -> str:
+    if reason == NO_ANSWER:
+        return "unanswered"
+    return "active" if "still active" in reason or "member joined" in reason else "not_written"
 
 
 @dataclass
@@ -90,7 +107,18 @@ class Facts:
         return self.lost_records if key == "lost" else self.outcomes[key]
 
 
-_HOLDS = ("failed", "unverified", "pending", "unmapped", "active", "not_written", "ahead")
+_HOLDS = (
+    "failed",
+    "unverified",
+    "unanswered",
+    "rolled_back",
+    "pending",
+    "unmapped",
+    "end_unsure",
+    "active",
+    "not_written",
+    "ahead",
+)
 """What keeps a group from starting, the most serious first."""
 
 

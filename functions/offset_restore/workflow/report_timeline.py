@@ -26,7 +26,7 @@ PHASES = {
     "Summarize": "translate",
     "PendingChoice": "translate",
     "WaitForRestore": "waiting for the restore",
-    "ModeChoice": "waiting for groups",
+    "ModeChoice": "translate",
     "CheckEmpty": "waiting for groups",
     "EmptyChoice": "waiting for groups",
     "WaitForEmpty": "waiting for groups",
@@ -106,11 +106,12 @@ def read_timeline(sfn: Any, execution_arn: str) -> list[Phase]:
     history cannot be read — a report without its timeline beats no report."""
     from datetime import UTC
 
-    from botocore.exceptions import BotoCoreError, ClientError
+    def events() -> Iterable[Mapping[str, Any]]:  # page by page: a long wait has thousands of events
+        pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
+        for page in pages:
+            yield from page["events"]
 
     try:
-        pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn)
-        events = [event for page in pages for event in page["events"]]
-    except (BotoCoreError, ClientError):
+        return phases_of(events(), until=datetime.now(UTC))
+    except Exception:
         return []
-    return phases_of(events, until=datetime.now(UTC))
