@@ -166,6 +166,8 @@ def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(
     assert status == 3 and f"ahead: {ahead} skips 60 offsets" in out and s.offsets("also") == {0: 45}
     status, out, _ = s.apply("--allow-rewind", ahead)  # only the group named
     assert status == 3 and s.offsets("ahead") == {0: 20, 1: 20} and s.offsets("also") == {0: 45}
+    written = next(e for e in s.plan().entries if e.partition == 0 and e.group == ahead)
+    assert written.status == "committed" and not (written.reason or "").startswith("ahead")  # no stale reason
     assert f"ahead: {also} skips 25 offsets" in out and f"ahead: {ahead}" not in out
     # The way back is to where the consumers were when the rewind replaced it (80), not the 70 seen first.
     rewound = next(e for e in s.plan().entries if e.partition == 0 and e.group == ahead)

@@ -378,8 +378,8 @@ def _offsets_to_write(
         tp = TP(entry.target_topic, entry.partition)
         assert entry.target_offset is not None
         before = now.get(tp)
-        if entry.status == "skipped":  # left ahead by an earlier run: decided again
-            entry.status = "mapped"
+        if entry.status == "skipped":  # left ahead by an earlier run: decided again (its reason with it)
+            entry.status, entry.reason = "mapped", None
         if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
             entry.previous_target_offset = before.offset if before else None
             entry.previous_metadata = before.metadata if before else None
