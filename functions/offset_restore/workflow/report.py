@@ -30,8 +30,9 @@ ADVICE = {
     "continues where this run stopped.",
     "unmapped": "No strategy could place these partitions (see the reason). Check that the topic exists on the "
     "target and carries the restore's offset header, or give a topic_map; otherwise reset them by hand.",
-    "skipped": "Not written: the group was active on the target, or is already past the mapped offset. Stop "
-    "its consumers and run again (or allow_rewind, if moving it back is intended).",
+    "skipped": "Ahead: the group's consumers started on the target and are past the mapped offset, so they skip "
+    "the records between. Rewind it (allow_rewind, or apply --allow-rewind 'GROUP') if they must read them, or "
+    "accept the skip.",
     "failed": "The broker refused part of the group's commit. Check the target cluster and run again; the "
     "previous offsets are kept in the table for a rollback.",
     "not_written": "This run did not write these groups (the reason says why: still active, moved on since the "
