@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from datetime import UTC, datetime
 from typing import TextIO
 
 from offset_restore.cli.arguments import (
@@ -17,7 +16,7 @@ from offset_restore.cli.arguments import (
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
-from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.errors import BadInputError
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.translate.checkpoints import DynamoCheckpoints
@@ -26,7 +25,6 @@ from offset_restore.translate.plan import STRATEGIES, PlanOptions
 from offset_restore.translate.run import (
     PlanResult,
     SnapshotChoice,
-    find_snapshot,
     parse_strategies,
     parse_topic_map,
     run_plan,
@@ -150,28 +148,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     finally:
         progress.finish()
-    positions_at = _positions_time(args, result.snapshot_id)
     document = result.model_dump(mode="json")
     age = None
-    if positions_at is not None:
-        planned_at = datetime.now(UTC)  # the plan's created_at is taken as it is written, just before
-        age = age_phrase(positions_at, planned_at)
-        document |= {
-            "snapshot_positions_at": positions_at.isoformat(),
-            "snapshot_age_seconds": round(age_seconds(positions_at, planned_at), 1),
-        }
+    if result.snapshot_positions_at is not None and result.created_at is not None:
+        age = age_phrase(result.snapshot_positions_at, result.created_at)
+        document["snapshot_age_seconds"] = round(age_seconds(result.snapshot_positions_at, result.created_at), 1)
     write_result(args, out, err, json.dumps(document, indent=2, ensure_ascii=False), plan_summary(result, age))
     return 0 if result.summary.pending == 0 and result.summary.unmapped == 0 else 3
-
-
-def _positions_time(args: argparse.Namespace, snapshot_id: str) -> datetime | None:
-    """When the plan's snapshot read its positions (its ``as_of`` for a restored offsets topic), from
-    its manifest; None if the manifest cannot be read again (the plan is written: say less, not fail)."""
-    try:
-        _, _, manifest = find_snapshot(SnapshotChoice(args.snapshot, snapshot_id, None, args.source_cluster))
-    except OffsetRestoreError:
-        return None
-    return manifest.as_of or manifest.created_at
 
 
 def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> str:

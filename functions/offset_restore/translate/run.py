@@ -128,6 +128,11 @@ class PlanResult(BaseModel):
     """The first kinds of pending or unmapped entries, counted (the plan holds them all)."""
     fresher_from_mm2: int = 0
     """Group-partitions resumed from a MirrorMaker 2 checkpoint newer than the snapshot (translate/mm2.py)."""
+    created_at: datetime | None = None
+    """The plan's own time (its ``created_at``)."""
+    snapshot_positions_at: datetime | None = None
+    """When the snapshot read the positions the plan starts from (its ``as_of`` for a restored
+    ``__consumer_offsets``, else when it was taken): with ``created_at``, the recovery point."""
 
 
 def run_plan(
@@ -213,6 +218,8 @@ def run_plan(
         out_of_order=plan.out_of_order,
         problems=list(document.problems.values()),
         fresher_from_mm2=len(fresher),
+        created_at=plan.created_at,
+        snapshot_positions_at=manifest.as_of or manifest.created_at,
     )
 
 
