@@ -83,6 +83,6 @@ def roll_back(settings: ApplySettings, request: BatchRequest, dynamodb: Any, run
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=request.allow_rewind)
     with KafkaCluster(settings.target.connection(read_secret)) as target:
         mappings = MappingStore(settings.table, dynamodb)
-        cluster_id = runs.committed_cluster(request.restore_id)
+        _, cluster_id = runs.target_of(request.restore_id)
         _, report = rollback_run(request.restore_id, target, mappings, options, groups, cluster_id=cluster_id)
     return step_result(report).output()

@@ -21,7 +21,7 @@ from offset_restore.stores.storage import S3Store
 from offset_restore.validation import describe
 from offset_restore.workflow.observability import NAMESPACE, SERVICE, logger, metrics, tracer
 from offset_restore.workflow.settings import SnapshotSettings, read_secret
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class SnapshotRequest(BaseModel):
@@ -44,10 +44,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     try:
         request = SnapshotRequest.model_validate(event or {})
         options = SnapshotOptions(cluster=settings.source.name, **request.model_dump())
-    except ValidationError as error:
+    except ValueError as error:  # pydantic's ValidationError is one
         raise BadInputError(f"invalid snapshot request: {describe(error)}") from None
-    except ValueError as error:
-        raise BadInputError(f"invalid snapshot request: {error}") from None
     store = S3Store(settings.bucket, settings.prefix, boto3.client("s3"))
     result = run_snapshot(settings.source.connection(read_secret), store, options)
     for name, unit, value in total_metrics(result.counts, result.duration_s).metrics:

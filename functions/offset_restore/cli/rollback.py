@@ -111,8 +111,7 @@ def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) 
     from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
     groups = NameFilter.parse(args.groups, None, "groups")
     dynamodb = aws_client(args, "dynamodb")
-    runs = RunRecord(args.lock_table, dynamodb)
-    recorded = runs.resolved(args.restore_id).get("target_cluster")
+    recorded, committed_id = RunRecord(args.lock_table, dynamodb).target_of(args.restore_id)
     if recorded is not None and recorded != args.target_cluster:
         raise BadInputError(
             f"restore {args.restore_id} was applied to cluster {recorded}, not {args.target_cluster}: nothing written"
@@ -126,5 +125,5 @@ def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) 
         lock=lock,
         wait=wait,
         groups=groups,
-        cluster_id=runs.committed_cluster(args.restore_id),
+        cluster_id=committed_id,
     )

@@ -48,12 +48,23 @@ class RunRecord:
 
     def resolved(self, restore_id: str) -> dict[str, Any]:
         """The input the restore was first run with ({} when none was recorded)."""
-        item = self.client.get_item(
-            TableName=self.table,
-            Key={"pk": {"S": restore_pk(restore_id)}, "sk": {"S": META_SK}},
-            ConsistentRead=True,
-        ).get("Item", {})
-        return dict(json.loads(item.get("run_input", {}).get("S", "{}")))
+        return _input_of(self._record(restore_id))
+
+    def target_of(self, restore_id: str) -> tuple[str | None, str | None]:
+        """The target cluster the restore was run against: its name (from the input) and the id of the
+        brokers it committed to, each None when not recorded; one read."""
+        item = self._record(restore_id)
+        return _input_of(item).get("target_cluster"), item.get("target_cluster_id", {}).get("S")
+
+    def _record(self, restore_id: str) -> dict[str, Any]:
+        """The restore's ``META`` item ({} when there is none)."""
+        return dict(
+            self.client.get_item(
+                TableName=self.table,
+                Key={"pk": {"S": restore_pk(restore_id)}, "sk": {"S": META_SK}},
+                ConsistentRead=True,
+            ).get("Item", {})
+        )
 
     def committed_to(self, restore_id: str, cluster_id: str) -> None:
         """Record the id of the cluster the restore commits to, before its first commit; a restore
@@ -69,20 +80,12 @@ class RunRecord:
             "(attribute_not_exists(target_cluster_id) OR target_cluster_id = :id)",
             ExpressionAttributeValues={":id": {"S": cluster_id}},
         )
-        if not recorded and self.committed_cluster(restore_id) is not None:
+        committed = None if recorded else self.target_of(restore_id)[1]
+        if committed is not None:
             raise BadInputError(
-                f"restore {restore_id} was committed to the cluster with id {self.committed_cluster(restore_id)}, "
+                f"restore {restore_id} was committed to the cluster with id {committed}, "
                 f"but these brokers are cluster {cluster_id}: start a new restore_id for this cluster"
             )
-
-    def committed_cluster(self, restore_id: str) -> str | None:
-        """The id of the cluster the restore committed to (None: nothing recorded)."""
-        item = self.client.get_item(
-            TableName=self.table,
-            Key={"pk": {"S": restore_pk(restore_id)}, "sk": {"S": META_SK}},
-            ConsistentRead=True,
-        ).get("Item", {})
-        return item.get("target_cluster_id", {}).get("S")
 
     def _refusal(self, restore_id: str, resolved: Mapping[str, Any]) -> str:
         first = self.resolved(restore_id)
@@ -96,3 +99,7 @@ class RunRecord:
             "its mappings belong to that input. Start this one with a new restore_id, or give the same input "
             '(e.g. snapshot {"id": ...} of that run)'
         )
+
+
+def _input_of(item: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(json.loads(item.get("run_input", {}).get("S", "{}")))
