@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
-from offset_restore.kafka.msk_iam import msk_host_region, signing_region
+from offset_restore.kafka.msk_iam import msk_arn_region, msk_host_region
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = ["MSK_PORTS", "MSK_PUBLIC_PORTS", "ClusterConfig", "EnvironmentConfig", "NetworkConfig"]
@@ -138,7 +138,7 @@ class ClusterConfig(BaseModel):
 
     @model_validator(mode="after")
     def _arn_and_hosts_agree(self) -> ClusterConfig:
-        arn_region = signing_region("", self.arn)
+        arn_region = msk_arn_region(self.arn)
         for host in self.hosts:
             host_region = msk_host_region(host)
             if arn_region and host_region and host_region != arn_region:

@@ -19,7 +19,7 @@ from kafka.errors import KafkaConfigurationError
 from kafka.net.sasl import register_sasl_mechanism
 from kafka.net.sasl.msk import AwsMskIamClient, SaslMechanismAwsMskIam
 
-__all__ = ["MECHANISM", "RegionalMskIam", "msk_host_region", "register", "signing_region"]
+__all__ = ["MECHANISM", "RegionalMskIam", "msk_arn_region", "msk_host_region", "register", "signing_region"]
 
 MECHANISM = "AWS_MSK_IAM"
 _REGION = r"([a-z]{2}(?:-[a-z]+)+-\d)"
@@ -36,13 +36,15 @@ def msk_host_region(host: str) -> str | None:
     return match.group(1).lower() if match else None
 
 
+def msk_arn_region(arn: str | None) -> str | None:
+    """The region an MSK cluster ARN names; None for no ARN or another kind."""
+    match = _MSK_ARN.match(arn) if arn else None
+    return match.group(1) if match else None
+
+
 def signing_region(host: str, arn: str | None = None, fallback: str | None = None) -> str | None:
     """The region to sign an MSK IAM token for: the broker host's, else the cluster ARN's, else ``fallback``."""
-    if region := msk_host_region(host):
-        return region
-    if arn and (match := _MSK_ARN.match(arn)):
-        return match.group(1)
-    return fallback
+    return msk_host_region(host) or msk_arn_region(arn) or fallback
 
 
 class RegionalMskIam(SaslMechanismAwsMskIam):

@@ -27,14 +27,7 @@ def bar_chart(chart_id: str, title: str, bars: Sequence[tuple[str, int, str]]) -
     if not shown:
         return ""
     largest = max(count for _, count, _ in shown)
-    height = len(shown) * _ROW + 30
-    width = _LABEL + _BAR + 90
-    parts = [
-        f"<figure class='chart'><svg id='{escape(chart_id)}' xmlns='http://www.w3.org/2000/svg' "
-        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img'>",
-        f"<title>{escape(title)}</title>",
-        f"<text x='0' y='16' font-weight='bold' font-size='14'>{escape(title)}</text>",
-    ]
+    parts = _opened(chart_id, title, title, rows=len(shown), right=90)
     for number, (label, count, colour) in enumerate(shown):
         y = 26 + number * _ROW
         length = max(2, round(_BAR * count / largest))
@@ -54,14 +47,7 @@ def timeline_chart(chart_id: str, title: str, phases: Sequence[Phase]) -> str:
     if not phases:
         return ""
     total = max(p.start_s + p.seconds for p in phases) or 1.0
-    height = len(phases) * _ROW + 30
-    width = _LABEL + _BAR + 330
-    parts = [
-        f"<figure class='chart'><svg id='{escape(chart_id)}' xmlns='http://www.w3.org/2000/svg' "
-        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img'>",
-        f"<title>{escape(title)}</title>",
-        f"<text x='0' y='16' font-weight='bold' font-size='14'>{escape(title)} ({total:.1f} s)</text>",
-    ]
+    parts = _opened(chart_id, title, f"{title} ({total:.1f} s)", rows=len(phases), right=330)
     for number, phase in enumerate(phases):
         y = 26 + number * _ROW
         x = _LABEL + round(_BAR * phase.start_s / total)
@@ -76,3 +62,15 @@ def timeline_chart(chart_id: str, title: str, phases: Sequence[Phase]) -> str:
         ]
     parts.append("</svg></figure>")
     return "".join(parts)
+
+
+def _opened(chart_id: str, title: str, heading: str, *, rows: int, right: int) -> list[str]:
+    """A chart's start: the figure, an SVG sized for ``rows`` rows of labels, bars and ``right`` pixels
+    of text after them, its ``<title>`` and the heading drawn above the rows."""
+    height, width = rows * _ROW + 30, _LABEL + _BAR + right
+    return [
+        f"<figure class='chart'><svg id='{escape(chart_id)}' xmlns='http://www.w3.org/2000/svg' "
+        f"width='{width}' height='{height}' viewBox='0 0 {width} {height}' role='img'>",
+        f"<title>{escape(title)}</title>",
+        f"<text x='0' y='16' font-weight='bold' font-size='14'>{escape(heading)}</text>",
+    ]
