@@ -31,7 +31,7 @@ from offset_restore.kafka.rounds import FetchRounds, Served, Source, Unserved, f
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import default_cluster_name
-from offset_restore.translate.model import WRITABLE, Plan, PlanEntry
+from offset_restore.translate.model import Plan, PlanEntry, written_by_apply
 from offset_restore.translate.plan import parse_offset_header
 
 __all__ = [
@@ -204,7 +204,7 @@ def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[
         if pending:
             waiting[group] = f"{len(pending)} partitions still pending (the restore has not reached them)"
             continue
-        mapped = [e for e in entries if e.status == "mapped" or (e.status in WRITABLE and options.rewinds(group))]
+        mapped = [e for e in entries if written_by_apply(e.status, options.rewinds(group))]
         if mapped:
             writable[group] = mapped
     return writable, waiting
@@ -441,14 +441,14 @@ def _describe(group: str, entries: list[PlanEntry], offsets: Mapping[TP, Committ
     report.would_write += len(offsets)
     report.would_write_groups += bool(offsets)
     for entry in entries:
-        was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
-        where = f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
         if entry.status == "skipped":
             continue  # said by _left_ahead
-        if TP(entry.target_topic, entry.partition) in offsets:
-            report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
-        else:
+        if TP(entry.target_topic, entry.partition) not in offsets:
             report.in_place += 1
+            continue
+        was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
+        where = f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
+        report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
 
 
 def _precision(entry: PlanEntry) -> str:

@@ -10,14 +10,18 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["WRITABLE", "Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id"]
+__all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id", "written_by_apply"]
 
 Method = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
-WRITABLE: tuple[Status, ...] = ("mapped", "skipped")
-"""What an apply writes: ``mapped``, and ``skipped`` — a group ahead of its mapped position on the
-target, left for the operator's decision: each apply decides again, so the one the operator runs
-with ``--allow-rewind GROUP`` writes it."""
+
+
+def written_by_apply(status: str, rewinding: bool) -> bool:
+    """Whether an apply writes an entry of ``status``: ``mapped`` always; ``skipped`` — a group ahead
+    of its mapped position on the target, left for the operator's decision — only when the apply
+    rewinds that group (``--allow-rewind GROUP``, the workflow's ``allow_rewind``). Any other apply
+    leaves it alone: neither waits for its live consumers nor checks offsets it will not write."""
+    return status == "mapped" or (rewinding and status == "skipped")
 
 
 def new_restore_id(now: datetime | None = None) -> str:

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from offset_restore.errors import BadInputError
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import WRITABLE, PlanEntry
+from offset_restore.translate.model import PlanEntry, written_by_apply
 
 __all__ = [
     "COMMIT_BATCH_GROUPS",
@@ -56,9 +56,10 @@ class IndexBuilder:
     def __init__(self, allow_rewind: bool = False) -> None:
         self.statuses: dict[str, set[str]] = {}
         self.keys: dict[str, list[str]] = {}
-        # Ahead (``skipped``) entries are written only by a run that rewinds: otherwise a run would wait
-        # for their groups' live consumers and write nothing of theirs.
-        self.writes = set(WRITABLE) if allow_rewind else {"mapped"}
+        self.allow_rewind = allow_rewind
+
+    def _writes(self, statuses: set[str]) -> bool:
+        return any(written_by_apply(status, self.allow_rewind) for status in statuses)
 
     def add(self, entry: PlanEntry, key: str | None = None) -> None:
         self.statuses.setdefault(entry.group, set()).add(entry.status)
@@ -68,12 +69,14 @@ class IndexBuilder:
     def candidates(self) -> list[str]:
         """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
         numbers keep their meaning while batches commit)."""
-        return sorted(g for g, s in self.statuses.items() if "pending" not in s and s & {*self.writes, "committed"})
+        return sorted(
+            g for g, s in self.statuses.items() if "pending" not in s and ("committed" in s or self._writes(s))
+        )
 
     def writable_and_waiting(self) -> tuple[list[str], list[str]]:
         """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
         waiting = {g for g, s in self.statuses.items() if "pending" in s}
-        writable = {g for g, s in self.statuses.items() if g not in waiting and s & self.writes}
+        writable = {g for g, s in self.statuses.items() if g not in waiting and self._writes(s)}
         return sorted(writable), sorted(waiting)
 
     def write(self, store: BlobStore) -> int:
