@@ -185,7 +185,7 @@ def judge(layout: list[Slot], entries: list) -> list[str]:
     """Problems of each mapped entry, by the definition (the layout is the truth)."""
     log = restored_part(
         [
-            TargetRecord(i, s.header if s.header is not None else s.source, s.header is not None)
+            TargetRecord(i, s.source if s.source is not None else s.header, s.header is not None)
             for i, s in enumerate(layout)
         ]
     )
@@ -294,3 +294,75 @@ def test_mm2_declines_a_position_below_every_checkpoint() -> None:
 def test_mm2_checkpoints_past_the_log_end_describe_another_log_and_are_not_trusted() -> None:
     e = mm2_plan(1_000, 700, downstream=1_500, upstream=600)
     assert e.status == "unmapped" and "translates past the target's log end 1000" in (e.reason or ""), e
+
+
+# -- issue 29: headers that mislead, fingerprints that overclaim -----------------------------------
+
+
+def replica_layout(rng: random.Random, n: int) -> list[Slot]:
+    """A replica without headers (MirrorMaker 2, MSK Replicator) damaged the way replication damages
+    it: a region copied twice (a task restarted), batches reordered or interleaved."""
+    return [Slot(s.source, None) for s in random_layout(rng, n) if s.source is not None]
+
+
+@settings(max_examples=300, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), per_fetch=st.integers(1, 9))
+def test_fingerprint_exact_only_where_true_on_a_damaged_replica(seed: int, per_fetch: int) -> None:
+    """Property: the fingerprint strategy never skips, calls exact only what is, on any damage."""
+    n = 60
+    layout = replica_layout(random.Random(seed), n)
+    target = SmallWindows(layout, per_fetch)
+    entries, _ = translate(snapshot(n, range(n + 1)), target, PlanOptions(strategies=("fingerprint",)))
+    assert not judge(layout, entries), layout
+
+
+def test_a_region_copied_twice_after_the_match_is_not_exact() -> None:
+    """0..40, then 30..34 again, then 41..59: a group at 35 matches its evidence once and reads 30..34
+    again after it. Close after the match, the window reads the copies; far after it (300 records
+    on), only counting shows them: the target holds 5 more records than the source between the match
+    and a later one."""
+    near = [Slot(s, None) for s in [*range(41), *range(30, 35), *range(41, 60)]]
+    far = [Slot(s, None) for s in [*range(300), *range(30, 35), *range(300, 400)]]
+    for layout, n, why in ((near, 60, "copies of the evidence records"), (far, 400, "5 more records between")):
+        entries, _ = translate(snapshot(n, [20, 35, n - 5]), SmallWindows(layout, 4), PlanOptions(strategies=("fingerprint",)))
+        by_c = {e.source_offset: e for e in entries}
+        assert (by_c[35].target_offset, by_c[35].exact, by_c[35].max_duplicates) == (35, False, None), by_c[35]
+        assert why in (by_c[35].reason or "")
+        assert by_c[n - 5].exact and by_c[n - 5].target_offset == n  # past the second copy: exact
+        assert not judge(layout, entries)
+
+
+def test_evidence_cut_by_the_restores_start_is_exact() -> None:
+    """Source records 0..2 were lost before the copy: the target begins at the group's committed
+    record 3, found once by its own fingerprint — exact, as the whole sequence would be."""
+    layout = [Slot(s, None) for s in range(3, 40)]
+    (entry,) = translate(snapshot(40, [3]), SmallWindows(layout, 5), PlanOptions(strategies=("fingerprint",)))[0]
+    assert (entry.target_offset, entry.exact, entry.method) == (0, True, "fingerprint"), entry
+
+
+def test_records_without_the_header_before_the_restore_are_found_by_their_evidence() -> None:
+    """The restore's first batch had no header: 0..4 without it, 5.. with it. Every group committed
+    in the first batch resumes at its own record, not at 5."""
+    layout = [*(Slot(s, None) for s in range(5)), *copy(range(5, 40))]
+    for order_check in ("windows", "full"):
+        entries, _ = translate(
+            snapshot(40, range(41)), SmallWindows(layout, 4), PlanOptions(strategies=("header",), order_check=order_check)
+        )
+        assert not judge(layout, entries), order_check
+        by_c = {e.source_offset: e for e in entries}
+        assert [by_c[c].target_offset for c in range(6)] == list(range(6)), order_check
+        assert by_c[2].exact and by_c[2].method == "fingerprint" and "no offset header" in (by_c[2].reason or "")
+
+
+@pytest.mark.parametrize("header", [15, 45], ids=["below", "above"])
+def test_one_wrong_header_at_the_committed_record_is_not_skipped(header: int) -> None:
+    """Record 20 carries header 15 (or 45): its content is the snapshot's record 20. The group at 20
+    resumes there, not exact; the reason says the header and the content disagree."""
+    layout = copy(range(40))
+    layout[20] = Slot(20, header)
+    entries, stats = translate(snapshot(40, range(41)), SmallWindows(layout, 4), PlanOptions(strategies=("header",)))
+    assert not judge(layout, entries)
+    by_c = {e.source_offset: e for e in entries}
+    assert by_c[20].target_offset == 20 and not by_c[20].exact
+    assert "but its content is the snapshot's record 20" in (by_c[20].reason or "")
+    assert TOPIC in stats.out_of_order

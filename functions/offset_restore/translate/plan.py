@@ -13,10 +13,10 @@ import bisect
 import itertools
 import re
 import struct
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol
+from typing import Literal, Protocol, cast
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.mirror_checkpoints import read_checkpoints
@@ -35,6 +35,8 @@ from offset_restore.packing import packed
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.evidence_placement import Placement, place_by_evidence
+from offset_restore.translate.fingerprint_counts import Found, doubts
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
 from offset_restore.translate.restore_order import ObservedPartition, disorder_in
@@ -61,6 +63,9 @@ Strategy = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp"]
 OrderCheck = Literal["windows", "full"]
 STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "mm2", "timestamp")
 FINGERPRINT_SCAN_LIMIT = 5_000
+FINGERPRINT_FOLLOW_RECORDS = 100
+"""Records read past the first one newer than a position's evidence: a region copied twice close
+after the match (a replication task restarted) shows there (docs/translation.md)."""
 WHOLE_READ_BYTES = 1024 * 1024
 """Bytes per partition per fetch when a partition is read whole."""
 
@@ -450,13 +455,23 @@ def _header_key(name: str) -> KeyOf:
 
 
 class _Reads:
-    """What the header strategy read of each partition: every window (for the order check) and the
-    fingerprints of the records that may have to be compared with the snapshot's evidence."""
+    """What the header strategy read of each partition: every window (for the order check), the
+    fingerprints of the records that may have to be compared with the snapshot's evidence, and where
+    the evidence was seen on records whose header does not say so (``sightings``)."""
 
-    def __init__(self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]]) -> None:
+    def __init__(
+        self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]], positions: Iterable[Position]
+    ) -> None:
         self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
+        self.positions: dict[TP, list[Position]] = defaultdict(list)
+        for pos in positions:
+            self.positions[pos.target].append(pos)
+        self.evidence: dict[TP, EvidencePrints] = {}
+        """Built for a partition only when one of its records needs it: a restore in order never does."""
         self.observed: dict[TP, ObservedPartition] = defaultdict(ObservedPartition)
         self.prints: dict[TP, dict[int, str]] = defaultdict(dict)
+        self.sightings: dict[TP, dict[int, tuple[int, ...]]] = defaultdict(dict)
+        self.order: dict[TP, _OrderState] = {}
         self.bytes = 0
 
     def print_at(self, tp: TP, offset: int) -> str | None:
@@ -466,14 +481,15 @@ class _Reads:
     def forget(self, tps: Iterable[TP]) -> None:
         """Drop what was read of ``tps`` once their positions are decided."""
         for tp in tps:
-            self.prints.pop(tp, None)
-            self.observed.pop(tp, None)
+            for held in (self.prints, self.observed, self.sightings, self.order, self.evidence):
+                held.pop(tp, None)
 
     def window(
         self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None
     ) -> list[tuple[int, int | None, int]]:
         """Record one answer (``keys``: the records' keys when the caller parsed them already); returns
-        its (offset, source offset, timestamp)s."""
+        its (offset, source offset, timestamp)s. A record without the header is compared with the
+        snapshot's evidence: the restore's first records may have been written without it."""
         self.bytes += answer.size
         wanted = self.fingerprint_keys.get(tp, set())
         if keys is None:
@@ -481,15 +497,96 @@ class _Reads:
         rows = []
         for record, key in zip(answer.records, keys, strict=True):
             rows.append((record.offset, key, record.timestamp))
-            if key is not None and key in wanted:
+            if key is None:
+                self.look(tp, record)
+            elif key in wanted:
                 self.prints[tp][record.offset] = fingerprint(
                     record.key, record.value, record.headers, exclude_header=self.header
                 )
         return rows
 
+    def whole(self, tp: TP, answer: PartitionFetch) -> list[tuple[int, int | None, int]]:
+        """``window`` for the next answer of a partition read whole from its start: also compares with
+        the evidence every record whose header breaks the order (and the record whose header it falls
+        below), where a wrong header would hide a record. A restore in order has none."""
+        keys = [self.key_of(tp, record) for record in answer.records]
+        rows = self.window(tp, answer, keys)
+        state = self.order.setdefault(tp, _OrderState())
+        sighted = self.sightings.get(tp, {})
+        for record, key in zip(answer.records, keys, strict=True):
+            if key is not None:
+                state.next(record, key, lambda r: self.look(tp, r))
+            elif record.offset in sighted:  # a record without the header the evidence placed
+                state.placed(record, sighted[record.offset][-1], lambda r: self.look(tp, r))
+        return rows
+
+    def look(self, tp: TP, record: FetchedRecord) -> None:
+        """Fingerprint one record and note it when the snapshot's evidence has that fingerprint."""
+        evidence = self.evidence.get(tp)
+        if evidence is None:
+            evidence = self.evidence[tp] = _evidence_prints(self.positions.get(tp, ()))
+        if not evidence:
+            return
+        printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.header)
+        self.prints[tp][record.offset] = printed
+        sources = evidence.get(printed)
+        if sources is not None:
+            self.sightings[tp][record.offset] = sources
+
     def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
         """A window the search read, kept for the order check."""
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
+
+
+EvidencePrints = dict[str, tuple[int, ...]]
+"""A partition's evidence: fingerprint -> the source offsets of the snapshot's records with it."""
+
+
+ORDER_LOOKBACK = 64
+"""Records with the header a whole read keeps (references, not copies) to compare with the evidence
+when a later header falls below theirs: the most recent ones that raised the highest header."""
+
+
+class _OrderState:
+    """Where a whole read stands in a partition's headers: the recent records that raised the
+    highest header seen. A header that falls below one of them means one of the two lies (or a
+    region was written twice): both are compared with the snapshot's evidence."""
+
+    def __init__(self) -> None:
+        self.peak_key = -1
+        self.run: deque[list] = deque(maxlen=ORDER_LOOKBACK)  # [record, key, looked]
+
+    def placed(self, record: FetchedRecord, source: int, look: Callable[[FetchedRecord], None]) -> None:
+        """A record without the header that the evidence says is (at most) ``source``, looked at."""
+        if source > self.peak_key:
+            self.peak_key = source
+            self.run.append([record, source, True])
+        else:
+            self._below(source, look)
+
+    def next(self, record: FetchedRecord, key: int, look: Callable[[FetchedRecord], None]) -> None:
+        if key > self.peak_key:
+            self.peak_key = key
+            self.run.append([record, key, False])
+            return
+        look(record)
+        self._below(key, look)
+
+    def _below(self, key: int, look: Callable[[FetchedRecord], None]) -> None:
+        """Look at the records held whose header ``key`` falls below (or meets)."""
+        for held in self.run:
+            if held[1] >= key and not held[2]:
+                look(held[0])
+                held[2] = True
+
+
+def _evidence_prints(positions: Iterable[Position]) -> EvidencePrints:
+    """One partition's evidence by fingerprint (the records before each position, and its next one)."""
+    found: dict[str, set[int]] = defaultdict(set)
+    for pos in positions:
+        for e in [*pos.before, *([pos.next] if pos.next else [])]:
+            found[e.fingerprint].add(e.offset)
+    return {fp: tuple(sorted(offsets)) for fp, offsets in found.items()}
 
 
 def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
@@ -502,7 +599,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
         prints[pos.target].add(pos.committed)
         if pos.next is not None:
             prints[pos.target].add(pos.next.offset)
-    reads = _Reads(key_of, name, prints)
+    reads = _Reads(key_of, name, prints, undecided.values())
     outcome: dict[PositionKey, Decision | str] = {}
     suspect: dict[TP, str] = {}
     begun: dict[TP, _Begun] = {}
@@ -531,7 +628,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
             if pos.target in suspect or key not in results:
                 continue
             decision = _header_decision(pos, results[key], name)
-            problem = _contradiction(pos, results[key], reads)
+            problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
             if problem:
                 suspect[pos.target] = problem
             else:
@@ -584,20 +681,29 @@ def _cheaper_whole(
                 f"{len(distinct[tp]):,} positions ({searched / 1e6:,.1f} MB)"
             )
             begun[tp] = (PartitionLog(), answer.read_to)
-            begun[tp][0].extend(reads.window(tp, answer))
+            begun[tp][0].extend(reads.whole(tp, answer))
     ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
     return cheaper, begun
 
 
-def _contradiction(pos: Position, result: SearchResult, reads: _Reads) -> str | None:
+def _contradiction(pos: Position, result: SearchResult, reads: _Reads, bounds: LogBounds) -> str | None:
     """Why the snapshot's evidence contradicts the search's answer (None: it does not, or cannot).
 
     The record found must be the snapshot's next record when it carries that record's source offset;
-    a gap inside the restored range is believed only when the source itself had no record there.
+    a gap inside the restored range is believed only when the source itself had no record there; and
+    records without the header before the first restored one (which the search read) are part of the
+    restore when the snapshot's evidence is among them.
     """
     found, c = result.found, pos.committed
     if not result.complete or found is None:
         return None
+    if result.below is None and found.offset > bounds.start:
+        sighted = sorted(o for o in reads.sightings.get(pos.target, {}) if o < found.offset)
+        if sighted:
+            return (
+                f"target offsets {sighted[0]}..{sighted[-1]} carry no offset header but hold records of the snapshot's "
+                f"evidence, before the first restored record found (target offset {found.offset})"
+            )
     if pos.next is None:
         if found.key > c and result.below is not None and pos.log_end is not None and c < pos.log_end:
             return (
@@ -735,9 +841,12 @@ def _decide_read_whole(
         note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
     else:
         note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {why}]"
+    placement = place_by_evidence(log, reads.sightings.get(tp, {}), assume_order=ctx.options.order_check == "windows")
     answers = resume_points(log, {undecided[k].committed for k in keys})
     restored, header = log.restored_range(), ctx.options.offset_header
-    return {key: _ordered_decision(undecided[key], answers, log, restored, note, reads, header) for key in keys}
+    return {
+        key: _ordered_decision(undecided[key], answers, log, restored, note, reads, header, placement) for key in keys
+    }
 
 
 def _read_partitions(
@@ -754,7 +863,7 @@ def _read_partitions(
             return None
         log = logs[tp]
         assert isinstance(log, PartitionLog)
-        log.extend(reads.window(tp, outcome.answer))
+        log.extend(reads.whole(tp, outcome.answer))
         return outcome.answer.read_to if outcome.answer.read_to < ctx.bounds[tp].end else None
 
     rounds = ctx.rounds(WHOLE_READ_BYTES)
@@ -772,9 +881,11 @@ def _ordered_decision(
     note: str,
     reads: _Reads,
     header: str,
+    placement: Placement,
 ) -> Decision | str:
     """A decision from the resume point of a partition read whole (docs/translation.md);
-    ``restored``: the log's ``restored_range()``."""
+    ``restored``: the log's ``restored_range()``; ``placement``: what the snapshot's evidence placed
+    where the headers did not (``evidence_placement``)."""
     c = pos.committed
     answer = answers.get(c)
     if answer is None or restored is None:
@@ -783,8 +894,8 @@ def _ordered_decision(
     if answer.beyond and not answer.pulled_back:
         decision = _beyond(pos, highest, answer.offset, answer.duplicates, note)
         return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
-    key = log.keys[answer.index]
-    anchor = (answer.offset, None if key == NO_KEY else key, log.timestamps[answer.index])
+    header_key = log.keys[answer.index]
+    anchor = (answer.offset, None if header_key == NO_KEY else header_key, log.timestamps[answer.index])
     if answer.pulled_back:
         return Decision(
             "mapped",
@@ -796,20 +907,33 @@ def _ordered_decision(
             f"any source offset: resume there, {answer.duplicates} records may be read twice{note}",
             anchor=anchor,
         )
-    expected = _expected_print(pos, key)
-    parts = []
-    if key > c:
+    key = answer.carried if answer.carried is not None else header_key
+    parts = [placement.notes[answer.index]] if answer.index in placement.notes else []
+    if key > c and answer.index not in log.spans:
         parts.append(f"source records {c}..{key - 1} are not in the restore before target offset {answer.offset}")
     if answer.duplicates:
         parts.append(f"{answer.duplicates} records at or after it carry an earlier source offset (read twice)")
-    seen = reads.print_at(pos.target, answer.offset)
-    if expected is not None and seen is not None and seen != expected:
-        expected = None
+    expected, differs = _content_check(pos, key, reads.print_at(pos.target, answer.offset))
+    if differs:
         parts.append(f"its content differs from the snapshot's record {key}")
-    method: Method = "earliest" if lowest > c else "header"
-    exact = answer.exact and expected == _expected_print(pos, key)
+    exact = answer.exact and not differs and answer.index not in placement.contradicted
+    if answer.index in placement.contradicted:
+        parts.append("its header and its content disagree: not exact")
+    method: Method = "fingerprint" if header_key == NO_KEY else "earliest" if lowest > c else "header"
     reason = "; ".join(parts) + note
     return Decision("mapped", answer.offset, method, exact, answer.duplicates, reason, expected, anchor)
+
+
+def _content_check(pos: Position, key: int, seen: str | None) -> tuple[str | None, bool]:
+    """The fingerprint apply must find at the resume point, and whether the record read there
+    contradicts the snapshot's (it carries the next record's source offset, not its content). A
+    record whose content is the snapshot's next record is that record, whatever its header says."""
+    expected = _expected_print(pos, key)
+    if pos.next is not None and seen == pos.next.fingerprint:
+        return seen, False
+    if expected is not None and seen is not None and seen != expected:
+        return None, True
+    return expected, False
 
 
 # -- checkpoint -------------------------------------------------------------------------------------
@@ -1110,6 +1234,20 @@ def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) 
 # -- fingerprint ----------------------------------------------------------------------------------
 
 
+def _cut_by_log_start(
+    sequence: list[str], prints: list[str], window: list[FetchedRecord], log_start: int, pos: Position
+) -> list[str]:
+    """The evidence the target can hold when its log begins inside it: the records before the
+    committed one were lost before the copy (or deleted since), so the target's first records are the
+    sequence's end, down to the next record itself. Empty when they are not."""
+    if pos.next is None or not window or window[0].offset != log_start:
+        return []
+    for cut in range(1, len(sequence)):
+        if prints[: len(sequence) - cut] == sequence[cut:]:
+            return sequence[cut:]
+    return []
+
+
 def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
     """Find the evidence sequence (records before, then the next one) among target records of the
     same time, read from the first record as old as the oldest piece of evidence."""
@@ -1123,7 +1261,7 @@ def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> di
             wanted[key] = (pos.target, min(e.timestamp for e in evidence), None)
     # Read from before the oldest evidence by the skew seen: copies of the evidence that a disordered
     # region put earlier are then in the window, and the match is not called exact.
-    results, _ = _search_time({key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0)
+    results, skews = _search_time({key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0)
     scans = {}
     for key, result in results.items():
         if not result.complete:
@@ -1133,18 +1271,132 @@ def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> di
         else:
             scans[key] = result.found.offset
     windows = _scan_windows(scans, undecided, ctx)
+    printed: dict[TP, dict[int, str]] = defaultdict(dict)  # windows of one partition overlap
     for key, window in windows.items():
-        outcome[key] = _match(undecided[key], window, ctx.options.offset_header)
+        pos = undecided[key]
+        if not isinstance(window, str):
+            cache = printed[pos.target]
+            for r in window:
+                if r.offset not in cache:
+                    cache[r.offset] = fingerprint(r.key, r.value, r.headers, exclude_header=ctx.options.offset_header)
+        prints = window if isinstance(window, str) else [printed[pos.target][r.offset] for r in window]
+        outcome[key] = _match(pos, window, prints, ctx.bounds[pos.target].start)
+    moved = _doubted(outcome, undecided, printed)
+    since = {key: (scans[key], wanted[key][1] - skews.get(wanted[key][0], 0)) for key in moved}
+    return _read_back(outcome, moved, since, undecided, ctx)
+
+
+def _doubted(
+    outcome: dict[PositionKey, Decision | str],
+    positions: Mapping[PositionKey, Position],
+    printed: Mapping[TP, Mapping[int, str]],
+) -> dict[PositionKey, tuple[int, str]]:
+    """Mark what ``fingerprint_counts`` doubts, from every window of each partition together
+    (``printed``: the fingerprint of every record read, by partition and offset), not exact; returns
+    the positions it would resume earlier, with where (``_read_back`` decides)."""
+    found: dict[TP, list[Found]] = defaultdict(list)
+    for key, decision in outcome.items():
+        pos = positions[key]
+        if isinstance(decision, Decision) and decision.target_offset is not None:
+            placed = pos.next is not None and decision.expected_fingerprint == pos.next.fingerprint
+            source = pos.next.offset if pos.next is not None and placed else pos.committed
+            found[pos.target].append(Found(key, pos.committed, source, decision.target_offset, placed, decision.exact))
+    on: dict[TP, list[Position]] = defaultdict(list)
+    for pos in positions.values():
+        on[pos.target].append(pos)
+    moved: dict[PositionKey, tuple[int, str]] = {}
+    for tp, decided in found.items():
+        evidence = _evidence_prints(on[tp])
+        records = [(evidence[p][-1], offset) for offset, p in printed.get(tp, {}).items() if p in evidence]
+        may_skip, may_repeat = doubts(decided, records)
+        for doubted, doubt in may_repeat.items():
+            key = cast(PositionKey, doubted)
+            repeated = outcome[key]
+            assert isinstance(repeated, Decision)
+            outcome[key] = replace(repeated, exact=False, max_duplicates=None, reason=doubt.why)
+        for doubted, doubt in may_skip.items():
+            key = cast(PositionKey, doubted)
+            decision = outcome[key]
+            assert isinstance(decision, Decision)
+            offset = decision.target_offset
+            if doubt.counted and doubt.offset is not None:
+                moved[key] = (doubt.offset, doubt.why)  # decided by reading back
+            elif doubt.offset is not None and offset is not None and doubt.offset < offset:
+                outcome[key] = _resumed_at(decision, doubt.offset, doubt.why)
+            else:
+                outcome[key] = replace(decision, exact=False, max_duplicates=None, reason=doubt.why)
+    return moved
+
+
+def _resumed_at(decision: Decision, offset: int, why: str) -> Decision:
+    """The decision resuming earlier, at a record the plan did not place: not exact, no bound."""
+    return replace(
+        decision, target_offset=offset, exact=False, max_duplicates=None, expected_fingerprint=None, anchor=None,
+        reason=why,
+    )  # fmt: skip
+
+
+FINGERPRINT_READ_BACK_LIMIT = 50_000
+"""Records read back before a window whose counts show records moved there (per partition)."""
+
+
+def _read_back(
+    outcome: dict[PositionKey, Decision | str],
+    doubted: Mapping[PositionKey, tuple[int, str]],
+    since: Mapping[PositionKey, tuple[int, int]],
+    positions: Mapping[PositionKey, Position],
+    ctx: _Context,
+) -> dict[PositionKey, Decision | str]:
+    """For the positions with more records before them than the source had (``doubted``: key -> the
+    offset just after the last match before them, and why), read what their window did not — from there to
+    where the window began (``since``: key -> (window start, the time it searched from)) — and
+    resume at the first record as recent as the window's time: older ones are not records at or past
+    the group's position (the assumption the window itself rests on). Nothing new enough there: the
+    match stands, not exact. Past the read-back limit, the earlier offset stands."""
+    moved = {key: low for key, (low, _) in doubted.items()}
+    reasons = {key: why for key, (_, why) in doubted.items()}
+    region: dict[TP, tuple[int, int]] = {}
+    for key, low in moved.items():
+        tp, start = positions[key].target, since[key][0]
+        lo, hi = region.get(tp, (low, start))
+        region[tp] = (min(lo, low), max(hi, start))
+    stamps: dict[TP, list[tuple[int, int]]] = defaultdict(list)  # (offset, timestamp) read
+    reached = {tp: lo for tp, (lo, _) in region.items()}
+    rounds = ctx.rounds()
+
+    def take(tp: TP, fetched: Served | AtEnd) -> int | None:
+        if isinstance(fetched, AtEnd):
+            reached[tp] = region[tp][1]
+            return None
+        stamps[tp].extend((r.offset, r.timestamp) for r in fetched.answer.records)
+        reached[tp] = fetched.answer.read_to
+        done = fetched.answer.read_to >= region[tp][1] or len(stamps[tp]) > FINGERPRINT_READ_BACK_LIMIT
+        return None if done else fetched.answer.read_to
+
+    failed = read_forward(rounds, {tp: lo for tp, (lo, hi) in region.items() if lo < hi}, take)
+    ctx.record("fingerprint (read back)", rounds.rounds, rounds.fetches, rounds.records, {})
+    for key, low in moved.items():
+        tp, (start, stamp) = positions[key].target, since[key]
+        decision = outcome[key]
+        assert isinstance(decision, Decision) and decision.target_offset is not None
+        covered = tp not in failed and reached.get(tp, low) >= start
+        read = (o for o, t in stamps.get(tp, []) if low <= o < start and t >= stamp)
+        first = next(read, None) if covered else low
+        if first is not None and first < decision.target_offset:
+            why = reasons[key] + (f": {first} is as recent as the evidence" if covered else " (not read back)")
+            outcome[key] = _resumed_at(decision, first, why)
     return outcome
 
 
 def _scan_windows(
     starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context
 ) -> dict[PositionKey, list[FetchedRecord] | str]:
-    """Records from each start until past the newest evidence timestamp (bounded). Positions on one
-    partition take turns: a round reads one window per partition."""
+    """Records from each start until ``FINGERPRINT_FOLLOW_RECORDS`` past the first one newer than the
+    evidence (bounded). Positions on one partition take turns: a round reads one window per
+    partition."""
     windows: dict[PositionKey, list[FetchedRecord] | str] = {}
     collected: dict[PositionKey, list[FetchedRecord]] = {key: [] for key in starts}
+    past: dict[PositionKey, int] = dict.fromkeys(starts, -1)
     cursor = dict(starts)
     rounds = ctx.rounds()
     while len(windows) < len(starts):
@@ -1159,8 +1411,8 @@ def _scan_windows(
             elif isinstance(outcome, AtEnd):
                 windows[key] = collected[key]
             elif isinstance(outcome, Served):
-                cursor[key] = _extend_window(collected[key], positions[key], outcome.answer)
-                if len(collected[key]) > FINGERPRINT_SCAN_LIMIT:
+                cursor[key], past[key] = _extend_window(collected[key], positions[key], outcome.answer, past[key])
+                if len(collected[key]) > FINGERPRINT_SCAN_LIMIT + FINGERPRINT_FOLLOW_RECORDS:
                     windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records before the evidence's time"
                 elif cursor[key] < 0 or cursor[key] >= max(outcome.end, 0):
                     windows[key] = collected[key]
@@ -1168,31 +1420,46 @@ def _scan_windows(
     return windows
 
 
-def _extend_window(window: list[FetchedRecord], pos: Position, answer: PartitionFetch) -> int:
-    """Add an answer's records to a scan window; where to read next, or -1 once a record is newer
-    than every piece of evidence (the evidence's sequence cannot start after it)."""
+def _extend_window(window: list[FetchedRecord], pos: Position, answer: PartitionFetch, past: int) -> tuple[int, int]:
+    """Add an answer's records to a scan window; where to read next (-1: done) and how many records
+    were read since the first one newer than every piece of evidence (-1: none yet). The evidence's
+    sequence cannot start after that record; the ``FINGERPRINT_FOLLOW_RECORDS`` after it are read
+    too, for copies of the evidence or older records that a region copied twice puts there."""
     newest = max(e.timestamp for e in [*pos.before, *([pos.next] if pos.next else [])])
     for record in answer.records:
         window.append(record)
-        if record.timestamp > newest and pos.next is not None:
-            return -1
-    return answer.read_to
+        if past >= 0:
+            past += 1
+        elif record.timestamp > newest and pos.next is not None:
+            past = 0
+        if past >= FINGERPRINT_FOLLOW_RECORDS:
+            return -1, past
+    return answer.read_to, past
 
 
-def _match(pos: Position, window: list[FetchedRecord] | str, header: str) -> Decision | str:
+def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] | str, log_start: int) -> Decision | str:
+    """The decision from one position's window (``prints``: its records' fingerprints)."""
     if isinstance(window, str):
         return window
-    prints = [fingerprint(r.key, r.value, r.headers, exclude_header=header) for r in window]
+    assert not isinstance(prints, str)
     sequence = [e.fingerprint for e in pos.before] + ([pos.next.fingerprint] if pos.next else [])
+    matches = [i for i in range(len(prints) - len(sequence) + 1) if prints[i : i + len(sequence)] == sequence]
+    if not matches:
+        sequence = _cut_by_log_start(sequence, prints, window, log_start, pos)
+        matches = [0] if sequence else []
     n = len(sequence)
-    matches = [i for i in range(len(prints) - n + 1) if prints[i : i + n] == sequence]
     if not matches:
         return "the evidence records were not found on the target"
     if len(matches) > 1:
         return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
     first, last = matches[0], matches[0] + n - 1
     following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
-    strays = [i for i, p in enumerate(prints) if p in set(sequence) and not first <= i <= last]
+    evidence = [*pos.before, *([pos.next] if pos.next else [])]
+    newest = max(e.timestamp for e in evidence)
+    recent = pos.next.timestamp if pos.next is not None else newest + 1  # as recent as the next record
+    newer = [r.offset for r in window[:first] if r.timestamp >= min(recent, newest + 1)]
+    every = {e.fingerprint for e in evidence}  # with a sequence cut by the log start, its lost part too
+    strays = [i for i, p in enumerate(prints) if p in every and not first <= i <= last]
     if strays:
         # A copy of an evidence record outside the match: the region is repeated or out of order, so
         # the records around the match cannot be placed. Resume at the earliest copy of the next
@@ -1203,12 +1470,40 @@ def _match(pos: Position, window: list[FetchedRecord] | str, header: str) -> Dec
         shown = ", ".join(str(window[i].offset) for i in strays[:5])
         return Decision(
             "mapped",
-            min(offset, following),
+            min(offset, following, *newer[:1]),
             "fingerprint",
             False,
             None,
             f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
             "out of order; resume at the earliest copy of the next record, duplicates not bounded",
+            pos.next.fingerprint if at is not None and pos.next is not None and not newer else None,
+        )
+    if newer:
+        # Records newer than the evidence before it: records past the position, moved earlier (the
+        # window goes on past the first newer record, to see what follows the match).
+        return Decision(
+            "mapped",
+            newer[0],
+            "fingerprint",
+            False,
+            None,
+            f"target offsets {', '.join(map(str, newer[:5]))} before the match hold records as recent as the "
+            "snapshot's next record (records past the position, moved earlier?): resume at the first of them, "
+            "duplicates not bounded",
+        )
+    oldest = min(e.timestamp for e in evidence[len(evidence) - n :])
+    older = [r.offset for r in window[last + 1 :] if r.timestamp < oldest]
+    if older:
+        return Decision(
+            "mapped",
+            window[last].offset if pos.next is not None else following,
+            "fingerprint",
+            False,
+            None,
+            f"target offsets {', '.join(map(str, older[:5]))} after the match hold records older than the snapshot's "
+            "evidence: a region copied twice or reordered may follow; resume at the match, duplicates not bounded",
+            pos.next.fingerprint if pos.next is not None else None,
+            (window[last].offset, None, window[last].timestamp),
         )
     if pos.next is not None:
         return Decision(

@@ -14,6 +14,14 @@ or after the resume point is counted as a possible duplicate. Records without th
 first restored record (the topic held data before the restore) or after the last one (written after
 it) are not part of the restore and count for neither.
 
+Evidence before assumptions: a record whose content the snapshot's evidence names may be placed
+(``PartitionLog.spans``) where its header does not say it: a record without the header before the
+first restored one whose fingerprint is the snapshot's record ``s`` is restored record ``s``; a
+record whose header says ``x`` but whose content is the snapshot's record ``s`` may carry either. A
+placed record carries an interval ``[low, high]``: the resume point comes from the highest it may
+carry (nothing is skipped whichever it is) and the duplicates from the lowest (a bound, never below
+the truth). ``translate/evidence_placement.py`` decides the spans.
+
 Pure logic: the caller reads the partition (``PartitionLog``) and this module answers for any number
 of committed offsets at once, in O((n + q) log n).
 """
@@ -39,6 +47,9 @@ class PartitionLog:
     offsets: array = field(default_factory=lambda: array("q"))
     keys: array = field(default_factory=lambda: array("q"))
     timestamps: array = field(default_factory=lambda: array("q"))
+    spans: dict[int, tuple[int, int]] = field(default_factory=dict)
+    """Records placed by the snapshot's evidence: index -> (lowest, highest) source offset it may
+    carry, in place of its header (``translate/evidence_placement.py``)."""
 
     def append(self, offset: int, key: int | None, timestamp: int) -> None:
         if self.offsets and offset <= self.offsets[-1]:
@@ -58,14 +69,24 @@ class PartitionLog:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def carried(self) -> tuple[array, array]:
+        """The lowest and the highest source offset each record may carry: its header, or its span
+        (NO_KEY for a record that is not placed)."""
+        if not self.spans:
+            return self.keys, self.keys
+        low, high = array("q", self.keys), array("q", self.keys)
+        for index, (lo, hi) in self.spans.items():
+            low[index], high[index] = lo, hi
+        return low, high
+
     def restored_range(self) -> tuple[int, int, int, int] | None:
         """(index of the first restored record, of the last, smallest source offset, largest), or
-        None when no record carries the header."""
-        keyed = [i for i in range(len(self.keys)) if self.keys[i] != NO_KEY]
+        None when no record is placed (by its header or the evidence)."""
+        low, high = self.carried()
+        keyed = [i for i in range(len(high)) if high[i] != NO_KEY]
         if not keyed:
             return None
-        carried = [self.keys[i] for i in keyed]
-        return keyed[0], keyed[-1], min(carried), max(carried)
+        return keyed[0], keyed[-1], min(low[i] for i in keyed), max(high[i] for i in keyed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +95,8 @@ class Resume:
 
     ``index`` is the record's position in the log (one past the last restored record when no record
     carries ``>= c``: ``beyond``); ``offset`` the target offset to commit. ``pulled_back`` says that a
-    record without the header moved the resume point earlier.
+    record without the header moved the resume point earlier. ``carried``: the highest source offset
+    the record at the resume point may carry (None: unknown, or beyond).
     """
 
     offset: int
@@ -82,6 +104,7 @@ class Resume:
     duplicates: int
     beyond: bool
     pulled_back: bool
+    carried: int | None = None
 
     @property
     def exact(self) -> bool:
@@ -114,7 +137,7 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
 
     A partition without any restored record has no answer (an empty dict).
     """
-    keys = log.keys
+    low, keys = log.carried()
     keyed = [i for i in range(len(keys)) if keys[i] != NO_KEY]
     if not keyed:
         return {}
@@ -132,17 +155,18 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         index = last + 1 if beyond else at
         pulled = bool(unknown) and unknown[0] < index
         starts[c] = (unknown[0] if pulled else index, beyond, pulled)
-    if _increasing(keys) and not any(pulled for _, _, pulled in starts.values()):
+    if not log.spans and _increasing(keys) and not any(pulled for _, _, pulled in starts.values()):
         # In order (a restore written sorted), and no start pulled back before records it had
         # processed: no record after a start carries a smaller source offset, so the only
         # duplicates are the records without the header after it.
         counts = {c: len(unknown) - bisect.bisect_left(unknown, index) for c, (index, _, _) in starts.items()}
     else:
-        counts = _duplicates(keys, unknown, {c: index for c, (index, _, _) in starts.items()})
+        counts = _duplicates(low, unknown, {c: index for c, (index, _, _) in starts.items()})
     answers = {}
     for c, (index, beyond, pulled) in starts.items():
         offset = log.offsets[index] if index <= last else log.offsets[last] + 1
-        answers[c] = Resume(offset, index, counts[c], beyond, pulled)
+        carried = keys[index] if index <= last and keys[index] != NO_KEY else None
+        answers[c] = Resume(offset, index, counts[c], beyond, pulled, carried)
     return answers
 
 
@@ -153,9 +177,9 @@ def _increasing(keys: array) -> bool:
 
 
 def _duplicates(keys: array, unknown: list[int], starts: dict[int, int]) -> dict[int, int]:
-    """Per c: restored records at or after its start that carry a source offset < c, plus records
-    without the header inside the restored range. Offline: the log is walked backwards once, each
-    start answered when the walk reaches it."""
+    """Per c: restored records at or after its start that may carry a source offset < c (``keys``:
+    the lowest each may carry), plus records without the header inside the restored range.
+    Offline: the log is walked backwards once, each start answered when the walk reaches it."""
     ranks = sorted({k for k in keys if k != NO_KEY})
     tree = _Fenwick(len(ranks))
     by_start = sorted(starts.items(), key=lambda item: -item[1])
