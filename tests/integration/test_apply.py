@@ -265,18 +265,23 @@ def test_bad_plans_are_refused(scene: Callable[..., Restored], tmp_path: Path) -
     assert s.offsets("a") == {}
 
 
-def test_a_record_that_is_not_the_expected_one_fails_verification_by_name(scene: Callable[..., Restored]) -> None:
+def test_a_record_that_is_not_the_expected_one_is_refused_before_the_commit(scene: Callable[..., Restored]) -> None:
+    """The plan found the snapshot's record at a mapped offset; the target now holds another one there:
+    the group is not written (checked before the commit as after it), by name, and the others are."""
     s = scene({"a": {0: 50, 1: 5}, "b": {0: 100}})
     document = json.loads(s.plan_path.read_text())
     wrong = next(e for e in document["entries"] if e["expected_fingerprint"])
     wrong["expected_fingerprint"] = "0" * len(wrong["expected_fingerprint"])
     s.plan_path.write_text(json.dumps(document))
+    name = next(n for n, g in s.groups.items() if g == wrong["group"])
     status, out, err = s.apply()
-    assert status == 1, out + err
-    assert "1 did not verify" in out and "another record is there" in out + err
-    verified = {(e.group, e.partition): e.verified for e in s.plan().entries}
-    assert verified[(wrong["group"], wrong["partition"])] is False
-    assert sum(1 for v in verified.values() if v) == len(verified) - 1
+    assert status != 0, out + err
+    assert "the target changed since the plan" in out + err and "another record is there" in out + err
+    assert s.offsets(name) == {}
+    entries = s.plan().entries
+    assert all(e.status != "committed" for e in entries if e.group == wrong["group"])
+    others = [e for e in entries if e.group != wrong["group"]]
+    assert others and all(e.status == "committed" and e.verified for e in others)
 
 
 def test_rollback_is_not_blocked_by_entries_that_no_longer_fit(

@@ -613,9 +613,7 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
     offsets: dict[TP, set[int]] = defaultdict(set)
     for tp, entries in checks.items():
         for e in entries:
-            offsets[tp].update(
-                o for o in (e.target_offset if e.expected_fingerprint else None, e.anchor_offset) if o is not None
-            )
+            offsets[tp].update(_checked_offsets(e))
     records = records_at(target, offsets)
     for tp, entries in checks.items():
         for entry in entries:
@@ -625,6 +623,13 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
                 report.verified += 1
             else:
                 report.verify_failed.append(f"{entry.group} {tp}@{entry.target_offset}: {problem}")
+
+
+def _checked_offsets(entry: PlanEntry) -> set[int]:
+    """The target offsets whose records the checks before and after a commit read: the mapped one
+    (when the plan found the snapshot's record there) and the anchor."""
+    at = entry.target_offset if entry.expected_fingerprint else None
+    return {o for o in (at, entry.anchor_offset) if o is not None}
 
 
 def _verify_problem(
@@ -638,7 +643,7 @@ def _verify_problem(
         # The restore's offset header is not part of the source record the fingerprint was taken of.
         printed = fingerprint(record.key, record.value, record.headers, exclude_header=header or DEFAULT_OFFSET_HEADER)
         if printed != entry.expected_fingerprint:
-            return "another record is there"
+            return f"another record is there (record {entry.target_offset} is not the snapshot's record the plan found)"
     if entry.anchor_offset is not None:
         return _anchor_problem(entry, records.get((tp, entry.anchor_offset)), header)
     return None
@@ -669,19 +674,18 @@ def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple
 
 def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header: str | None) -> dict[str, str]:
     """Groups whose target no longer holds, next to a mapped offset, the record the plan read there
-    (a restore run again, a topic refilled): group -> which partition and why. Checked just before
-    the commit; such a group is not written."""
-    anchored = [e for e in entries if e.anchor_offset is not None]
+    (a restore run again, a topic refilled), or whose mapped offset no longer holds the snapshot's
+    record the plan found there: group -> which partition and why. Checked just before the commit
+    (the same checks as the verification after it); such a group is not written."""
+    checked = [e for e in entries if e.anchor_offset is not None or e.expected_fingerprint]
     wanted: dict[TP, set[int]] = defaultdict(set)
-    for e in anchored:
-        assert e.anchor_offset is not None
-        wanted[TP(e.target_topic, e.partition)].add(e.anchor_offset)
+    for e in checked:
+        wanted[TP(e.target_topic, e.partition)].update(_checked_offsets(e))
     records = records_at(target, wanted)
     changed: dict[str, str] = {}
-    for e in anchored:
+    for e in checked:
         tp = TP(e.target_topic, e.partition)
-        record = records.get((tp, e.anchor_offset))  # type: ignore[arg-type]
-        problem = _anchor_problem(e, record, header)
+        problem = _verify_problem(e, records, tp, header)
         if problem and e.group not in changed:
             changed[e.group] = (
                 f"the target changed since the plan: {tp} {problem}; nothing written to the group, plan again"

@@ -17,7 +17,8 @@ group's committed record and the records before it) shows both:
   from another with the same key, value and headers that the snapshot did not read.
 - **A header that contradicts the content.** A record whose header says ``x`` while its
   fingerprint is the snapshot's record ``s`` may carry either: the span ``[min, max]`` makes the
-  resume point no later than the earlier candidate and counts it as a possible duplicate.
+  resume point no later than the earlier candidate and counts it as a possible duplicate. When the
+  snapshot also read source record ``x`` and it is another record, the header is wrong: ``s``.
 
 Only records the caller fingerprinted are looked at (``Sightings``): the records before the first
 header, and the records that break the headers' order (and the record whose header they fall
@@ -26,7 +27,7 @@ below). A restore in order has none, and costs nothing here. Pure logic.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog
@@ -43,9 +44,17 @@ class Placement:
     """Indexes of records whose header the evidence contradicts."""
 
 
-def place_by_evidence(log: PartitionLog, sightings: Mapping[int, tuple[int, ...]], *, assume_order: bool) -> Placement:
+def place_by_evidence(
+    log: PartitionLog,
+    sightings: Mapping[int, tuple[int, ...]],
+    *,
+    assume_order: bool,
+    disproven: Collection[int] = (),
+) -> Placement:
     """Set ``log.spans`` from ``sightings`` (target offset -> the source offsets whose evidence has
-    that record's fingerprint, ascending)."""
+    that record's fingerprint, ascending). ``disproven``: offsets of sighted records whose header
+    names a source record the snapshot read with other content — the header is wrong, the content
+    decides."""
     notes: dict[int, str] = {}
     contradicted: set[int] = set()
     keyed = [i for i in range(len(log)) if log.keys[i] != NO_KEY]
@@ -64,11 +73,13 @@ def place_by_evidence(log: PartitionLog, sightings: Mapping[int, tuple[int, ...]
                 f"target offset {offset} has no offset header; its content is the snapshot's record {_named(sources)}"
             )
         elif key != NO_KEY and key not in sources:
-            log.spans[i] = (min(sources[0], key), max(sources[-1], key))
+            wrong = offset in disproven
+            log.spans[i] = (sources[0], sources[-1]) if wrong else (min(sources[0], key), max(sources[-1], key))
             contradicted.add(i)
             notes[i] = (
                 f"target offset {offset} carries source offset {key} in its header, but its content is the "
                 f"snapshot's record {_named(sources)}"
+                + (f" (the snapshot's record {key} is another record: the header is wrong)" if wrong else "")
             )
     log.spans.update(outside)
     if assume_order and outside:

@@ -471,6 +471,9 @@ class _Reads:
         self.observed: dict[TP, ObservedPartition] = defaultdict(ObservedPartition)
         self.prints: dict[TP, dict[int, str]] = defaultdict(dict)
         self.sightings: dict[TP, dict[int, tuple[int, ...]]] = defaultdict(dict)
+        self.disproven: dict[TP, set[int]] = defaultdict(set)
+        """Offsets of sighted records whose header names a source record the evidence shows is another."""
+        self.evidence_at: dict[TP, dict[int, str]] = {}
         self.order: dict[TP, _OrderState] = {}
         self.bytes = 0
 
@@ -481,8 +484,9 @@ class _Reads:
     def forget(self, tps: Iterable[TP]) -> None:
         """Drop what was read of ``tps`` once their positions are decided."""
         for tp in tps:
-            for held in (self.prints, self.observed, self.sightings, self.order, self.evidence):
+            for held in (self.prints, self.observed, self.sightings, self.order, self.evidence, self.disproven):
                 held.pop(tp, None)
+            self.evidence_at.pop(tp, None)
 
     def window(
         self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None
@@ -532,6 +536,16 @@ class _Reads:
         sources = evidence.get(printed)
         if sources is not None:
             self.sightings[tp][record.offset] = sources
+            key = self.key_of(tp, record)
+            if key is not None and key not in sources and self._print_of(tp, key) not in (None, printed):
+                self.disproven[tp].add(record.offset)  # the snapshot's record ``key`` is another record
+
+    def _print_of(self, tp: TP, source: int) -> str | None:
+        """The snapshot's fingerprint of source record ``source`` of ``tp``, if its evidence has it."""
+        by_source = self.evidence_at.get(tp)
+        if by_source is None:
+            by_source = self.evidence_at[tp] = {o: fp for fp, offsets in self.evidence[tp].items() for o in offsets}
+        return by_source.get(source)
 
     def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
         """A window the search read, kept for the order check."""
@@ -841,7 +855,12 @@ def _decide_read_whole(
         note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
     else:
         note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {why}]"
-    placement = place_by_evidence(log, reads.sightings.get(tp, {}), assume_order=ctx.options.order_check == "windows")
+    placement = place_by_evidence(
+        log,
+        reads.sightings.get(tp, {}),
+        assume_order=ctx.options.order_check == "windows",
+        disproven=reads.disproven.get(tp, set()),
+    )
     answers = resume_points(log, {undecided[k].committed for k in keys})
     restored, header = log.restored_range(), ctx.options.offset_header
     return {
