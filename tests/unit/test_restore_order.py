@@ -324,7 +324,9 @@ def test_a_region_copied_twice_after_the_match_is_not_exact() -> None:
     near = [Slot(s, None) for s in [*range(41), *range(30, 35), *range(41, 60)]]
     far = [Slot(s, None) for s in [*range(300), *range(30, 35), *range(300, 400)]]
     for layout, n, why in ((near, 60, "copies of the evidence records"), (far, 400, "5 more records between")):
-        entries, _ = translate(snapshot(n, [20, 35, n - 5]), SmallWindows(layout, 4), PlanOptions(strategies=("fingerprint",)))
+        entries, _ = translate(
+            snapshot(n, [20, 35, n - 5]), SmallWindows(layout, 4), PlanOptions(strategies=("fingerprint",))
+        )
         by_c = {e.source_offset: e for e in entries}
         assert (by_c[35].target_offset, by_c[35].exact, by_c[35].max_duplicates) == (35, False, None), by_c[35]
         assert why in (by_c[35].reason or "")
@@ -346,7 +348,9 @@ def test_records_without_the_header_before_the_restore_are_found_by_their_eviden
     layout = [*(Slot(s, None) for s in range(5)), *copy(range(5, 40))]
     for order_check in ("windows", "full"):
         entries, _ = translate(
-            snapshot(40, range(41)), SmallWindows(layout, 4), PlanOptions(strategies=("header",), order_check=order_check)
+            snapshot(40, range(41)),
+            SmallWindows(layout, 4),
+            PlanOptions(strategies=("header",), order_check=order_check),
         )
         assert not judge(layout, entries), order_check
         by_c = {e.source_offset: e for e in entries}
