@@ -101,7 +101,7 @@ class Written:
     def truth(self) -> list[TargetRecord]:
         return restored_part(
             [
-                TargetRecord(i, s.header if s.header is not None else s.source, s.header is not None)
+                TargetRecord(i, s.source if s.source is not None else s.header, s.header is not None)
                 for i, s in enumerate(self.layout)
             ]
         )

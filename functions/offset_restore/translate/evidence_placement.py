@@ -57,8 +57,10 @@ def place_by_evidence(
     decides."""
     notes: dict[int, str] = {}
     contradicted: set[int] = set()
+    if not sightings:
+        return Placement(notes, frozenset())  # a restore in order: nothing was looked at
     keyed = [i for i in range(len(log)) if log.keys[i] != NO_KEY]
-    if not sightings or not keyed:
+    if not keyed:
         return Placement(notes, frozenset())
     first, last = keyed[0], keyed[-1]
     outside: dict[int, tuple[int, int]] = {}

@@ -516,6 +516,8 @@ class _Reads:
         keys = [self.key_of(tp, record) for record in answer.records]
         rows = self.window(tp, answer, keys)
         state = self.order.setdefault(tp, _OrderState())
+        if keys and None not in keys and state.extends(answer.records, cast(list[int], keys)):
+            return rows  # headers that only grow: nothing to compare (the common case)
         sighted = self.sightings.get(tp, {})
         for record, key in zip(answer.records, keys, strict=True):
             if key is not None:
@@ -569,6 +571,15 @@ class _OrderState:
     def __init__(self) -> None:
         self.peak_key = -1
         self.run: deque[list] = deque(maxlen=ORDER_LOOKBACK)  # [record, key, looked]
+
+    def extends(self, records: Sequence[FetchedRecord], keys: Sequence[int]) -> bool:
+        """Take a whole answer at once when its headers only grow past the highest so far."""
+        if keys[0] <= self.peak_key or any(a >= b for a, b in itertools.pairwise(keys)):
+            return False
+        self.peak_key = keys[-1]
+        held = min(len(keys), ORDER_LOOKBACK)
+        self.run.extend([r, k, False] for r, k in zip(records[-held:], keys[-held:], strict=True))
+        return True
 
     def placed(self, record: FetchedRecord, source: int, look: Callable[[FetchedRecord], None]) -> None:
         """A record without the header that the evidence says is (at most) ``source``, looked at."""

@@ -1,0 +1,243 @@
+"""Headers that mislead and replicas copied twice (issue 29): what each plan answers, and what the
+new checks cost on a restore that is tidy.
+
+    python -m bench.mislead_bench                      # this tree (about 1 minute)
+    python -m bench.mislead_bench --before REV         # also the code of an earlier commit, same data
+
+One fresh local target broker. Every entry is judged against the truth the benchmark wrote (which
+source record each target record copies, whatever its header says: ``tests/disorder.py``):
+
+1. **The cases of issue 29**, 60 source records and a group at each of 0..60 (61 positions): the
+   restore's first records without the header; one wrong header at a committed record (saying an
+   earlier offset, a later one the snapshot read, a later one it did not); replicas without headers
+   where a region was copied twice close after a match or far after it, batches reordered, workers
+   interleaved; records lost before the copy so that the evidence is cut by the restore's start.
+   Counted: positions, positions that skip, records skipped, entries called exact that are not,
+   bounds below the truth, entries exact.
+2. **Bytes on a tidy restore**, partitions of ``--records`` (default 100,000) records in the
+   producer's 16 KB batches: a restore in order with the offset header (header strategy) and a
+   replica in order without it (fingerprint strategy), with few (3) and many (300) positions.
+
+``--before REV`` runs the same benchmark with the code of commit REV (a ``git worktree`` on its
+``functions/`` first on the path, this tree's benchmark and judge) in a subprocess, and prints both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.translate.model import PlanEntry
+from offset_restore.translate.plan import PlanOptions, translate
+
+from bench.order_bench import BASE_MS, Counted, measure, snapshot, write
+from tests.disorder import Slot, copy
+
+RESULTS = Path(__file__).parent / "results"
+ROOT = Path(__file__).resolve().parent.parent
+N = 60
+Algorithm = Callable[[list, Counted], list[PlanEntry]]
+
+
+def plan_with(**options: Any) -> Algorithm:
+    def run(groups: list, target: Counted) -> list[PlanEntry]:
+        return translate(groups, target, PlanOptions(**options))[0]
+
+    return run
+
+
+def replica(sources: Sequence[int]) -> list[Slot]:
+    return [Slot(s, None) for s in sources]
+
+
+def wrong_header(header: int) -> list[Slot]:
+    layout = copy(range(N))
+    layout[20] = Slot(20, header)
+    return layout
+
+
+def header_cases() -> dict[str, list[Slot]]:
+    return {
+        "first 5 records without the header": [*replica(range(5)), *copy(range(5, N))],
+        "first 30 records without the header": [*replica(range(30)), *copy(range(30, N))],
+        "record 20 says 17 (read by the snapshot)": wrong_header(17),
+        "record 20 says 45 (read by the snapshot)": wrong_header(45),
+        "record 20 says 70 (past the source)": wrong_header(70),
+    }
+
+
+def replica_cases() -> dict[str, tuple[list[Slot], Sequence[int] | None]]:
+    return {
+        "copied twice close after (30..34 again after 40)": (
+            replica([*range(41), *range(30, 35), *range(41, N)]),
+            None,
+        ),
+        "copied twice far after (10..14 again after 55)": (
+            replica([*range(56), *range(10, 15), *range(56, N)]),
+            None,
+        ),
+        "batches reordered (40..44 after 45..49)": (
+            replica([*range(40), *range(45, 50), *range(40, 45), *range(50, N)]),
+            None,
+        ),
+        "interleaved workers": (
+            replica([s for pair in zip(range(N // 2), range(N // 2, N), strict=True) for s in pair]),
+            None,
+        ),
+        "0..19 lost before the copy (evidence cut)": (replica(range(20, N)), range(20, N)),
+    }
+
+
+def outcome_row(o: Any) -> dict[str, Any]:
+    j = o.judgement
+    return {
+        "case": o.case,
+        "algorithm": o.algorithm,
+        "positions": j.positions,
+        "skipping": j.positions_skipping,
+        "skipped": j.skipped,
+        "mislabelled": j.mislabelled,
+        "below": j.bound_below_truth,
+        "bytes": o.bytes,
+        "requests": o.requests,
+        "seconds": round(o.seconds, 3),
+    }
+
+
+def exact_count(cluster: KafkaCluster, w: Any, groups: list, algorithm: Algorithm) -> int:
+    return sum(1 for e in algorithm(groups, Counted(cluster)) if e.exact)
+
+
+def run_cases(cluster: KafkaCluster) -> list[dict[str, Any]]:
+    stamps = {s: BASE_MS + s * 100 for s in range(N)}
+    rows: list[dict[str, Any]] = []
+    header = {"header, windows (default)": plan_with(), "header, full read": plan_with(order_check="full")}
+    for number, (case, layout) in enumerate(header_cases().items()):
+        w = write(cluster, f"mislead-h{number}", layout, stamps, N)
+        groups = snapshot(w, range(N + 1))
+        for o in measure(cluster, case, w, groups, header):
+            rows.append({**outcome_row(o), "exact": exact_count(cluster, w, groups, header[o.algorithm])})
+    fingerprint = {"fingerprint": plan_with(strategies=("fingerprint",))}
+    for number, (case, (layout, sources)) in enumerate(replica_cases().items()):
+        w = write(cluster, f"mislead-f{number}", layout, stamps, N)
+        groups = snapshot(w, range(N + 1), sources)
+        for o in measure(cluster, case, w, groups, fingerprint):
+            rows.append({**outcome_row(o), "exact": exact_count(cluster, w, groups, fingerprint[o.algorithm])})
+    return rows
+
+
+def run_bytes(cluster: KafkaCluster, n: int, rng: random.Random) -> list[dict[str, Any]]:
+    stamps = {s: BASE_MS + s for s in range(n)}
+    rows = []
+    for number, (case, layout, algorithm) in enumerate(
+        [
+            ("restore in order, offset header", copy(range(n)), plan_with()),
+            ("replica in order, no header", replica(range(n)), plan_with(strategies=("fingerprint",))),
+        ]
+    ):
+        w = write(cluster, f"mislead-bytes-{number}", layout, stamps, n)
+        for count in (3, 300):
+            groups = snapshot(w, sorted(rng.sample(range(n), count)))
+            (o,) = measure(cluster, f"{case}, {count} positions", w, groups, {"this code": algorithm})
+            rows.append({**outcome_row(o), "exact": sum(1 for e in algorithm(groups, Counted(cluster)) if e.exact)})
+    return rows
+
+
+def measure_here(records: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    broker = LocalBroker("mislead-bench").start()
+    try:
+        with KafkaCluster(broker.settings()) as cluster:
+            return {"cases": run_cases(cluster), "bytes": run_bytes(cluster, records, random.Random(seed))}
+    finally:
+        broker.stop()
+
+
+def measure_before(rev: str, records: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+    """The same benchmark with the code of commit ``rev`` (its ``functions/`` first on the path)."""
+    with tempfile.TemporaryDirectory() as folder:
+        tree = Path(folder) / "before"
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), rev], check=True, capture_output=True
+        )
+        try:
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "functions"), str(ROOT)])}
+            out = subprocess.run(
+                [sys.executable, "-m", "bench.mislead_bench", "--json", "--records", str(records), "--seed", str(seed)],
+                cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+            )  # fmt: skip
+            return json.loads(out.stdout.splitlines()[-1])
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
+
+
+def table(rows: list[dict[str, Any]], before: list[dict[str, Any]] | None, bytes_too: bool) -> list[str]:
+    head = "| case | strategy | code | positions | positions skipping | records skipped | called exact, not |"
+    head += " bound below truth | exact |"
+    rule = "|---|---|---|---|---|---|---|---|---|"
+    if bytes_too:
+        head += " bytes read | fetch requests | time |"
+        rule += "---|---|---|"
+    lines = [head, rule]
+    earlier = {(r["case"], r["algorithm"]): r for r in before or []}
+    for row in rows:
+        for code, r in (("before", earlier.get((row["case"], row["algorithm"]))), ("now", row)):
+            if r is None:
+                continue
+            line = (
+                f"| {r['case']} | {r['algorithm']} | {code} | {r['positions']} | {r['skipping']} | {r['skipped']:,} |"
+                f" {r['mislabelled']} | {r['below']} | {r['exact']} |"
+            )
+            if bytes_too:
+                line += f" {r['bytes'] / 1e6:,.3f} MB | {r['requests']:,} | {r['seconds']:.2f} s |"
+            lines.append(line)
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000, help="records per partition of the tidy restores")
+    parser.add_argument("--seed", type=int, default=29)
+    parser.add_argument("--before", metavar="REV", help="also measure the code of this commit, on the same data")
+    parser.add_argument("--json", action="store_true", help="print the measurements as one JSON line only")
+    args = parser.parse_args(argv)
+    now = measure_here(args.records, args.seed)
+    if args.json:
+        print(json.dumps(now))
+        return 0
+    before = measure_before(args.before, args.records, args.seed) if args.before else None
+    lines = [
+        f"# Headers that mislead, replicas copied twice (issue 29): {platform.machine()}, Python "
+        f"{platform.python_version()}, local broker",
+        "",
+        f"Command: `python -m bench.mislead_bench{' --before ' + args.before if args.before else ''}`. "
+        "Judged against the records the benchmark wrote (tests/disorder.py).",
+        "",
+        "## 1. The cases (60 source records, 61 committed positions each)",
+        "",
+        *table(now["cases"], before["cases"] if before else None, bytes_too=False),
+        "",
+        f"## 2. Bytes on a tidy restore ({args.records:,} records per partition)",
+        "",
+        *table(now["bytes"], before["bytes"] if before else None, bytes_too=True),
+        "",
+    ]
+    report = "\n".join(lines)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "mislead.md").write_text(report)
+    print(report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
