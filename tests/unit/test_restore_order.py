@@ -370,3 +370,20 @@ def test_one_wrong_header_at_the_committed_record_is_not_skipped(header: int) ->
     assert by_c[20].target_offset == 20 and not by_c[20].exact
     assert "but its content is the snapshot's record 20" in (by_c[20].reason or "")
     assert TOPIC in stats.out_of_order
+
+
+def test_a_prefix_too_long_to_compare_resumes_at_the_log_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    """More records without the header before the first restored one than a whole read holds: the
+    evidence is not compared there, so a group whose record the headers lack resumes at the start."""
+    from offset_restore.translate import plan
+
+    monkeypatch.setattr(plan, "MAX_HELD_RECORDS", 3)
+    layout = [*(Slot(s, None) for s in range(10)), *copy(range(10, 40))]
+    entries, _ = translate(
+        snapshot(40, [2, 20]), SmallWindows(layout, 4), PlanOptions(strategies=("header",), order_check="full")
+    )
+    by_c = {e.source_offset: e for e in entries}
+    assert (by_c[2].target_offset, by_c[2].exact, by_c[2].max_duplicates) == (0, False, None)
+    assert "were not compared with the snapshot's evidence" in (by_c[2].reason or "")
+    assert (by_c[20].target_offset, by_c[20].exact) == (20, True)
+    assert not judge(layout, entries)

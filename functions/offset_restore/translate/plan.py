@@ -475,6 +475,13 @@ class _Reads:
         """Offsets of sighted records whose header names a source record the evidence shows is another."""
         self.evidence_at: dict[TP, dict[int, str]] = {}
         self.order: dict[TP, _OrderState] = {}
+        self.keyed: set[TP] = set()
+        """Partitions a record with the header was read from: a partition without any (a replica) has
+        its records without the header compared with nothing, which would cost a fingerprint each."""
+        self.unchecked: set[TP] = set()
+        """Partitions with records without the header read before any with it, not compared."""
+        self.held: dict[TP, list[FetchedRecord]] = {}
+        """A whole read's records without the header before its first with it, until that one comes."""
         self.bytes = 0
 
     def print_at(self, tp: TP, offset: int) -> str | None:
@@ -487,34 +494,57 @@ class _Reads:
             for held in (self.prints, self.observed, self.sightings, self.order, self.evidence, self.disproven):
                 held.pop(tp, None)
             self.evidence_at.pop(tp, None)
+            self.held.pop(tp, None)
+            self.keyed.discard(tp)
+            self.unchecked.discard(tp)
 
     def window(
-        self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None
+        self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None, *, whole: bool = False
     ) -> list[tuple[int, int | None, int]]:
         """Record one answer (``keys``: the records' keys when the caller parsed them already); returns
         its (offset, source offset, timestamp)s. A record without the header is compared with the
-        snapshot's evidence: the restore's first records may have been written without it."""
+        snapshot's evidence once the partition has shown a record with it (the restore's first records
+        may have been written without it); before that, a search notes it unchecked and a whole read
+        holds it (``whole``)."""
         self.bytes += answer.size
         wanted = self.fingerprint_keys.get(tp, set())
         if keys is None:
             keys = [self.key_of(tp, record) for record in answer.records]
+        if tp not in self.keyed and any(key is not None for key in keys):
+            self.keyed.add(tp)
+            for record in self.held.pop(tp, []):
+                self.look(tp, record)
         rows = []
         for record, key in zip(answer.records, keys, strict=True):
             rows.append((record.offset, key, record.timestamp))
             if key is None:
-                self.look(tp, record)
+                self._header_less(tp, record, whole)
             elif key in wanted:
                 self.prints[tp][record.offset] = fingerprint(
                     record.key, record.value, record.headers, exclude_header=self.header
                 )
         return rows
 
+    def _header_less(self, tp: TP, record: FetchedRecord, whole: bool) -> None:
+        if tp in self.keyed:
+            self.look(tp, record)
+        elif not whole:
+            self.unchecked.add(tp)
+        elif tp not in self.unchecked:
+            held = self.held.setdefault(tp, [])
+            held.append(record)
+            if len(held) > MAX_HELD_RECORDS:  # a replica without headers, or a long foreign prefix
+                del self.held[tp]
+                self.unchecked.add(tp)
+
     def whole(self, tp: TP, answer: PartitionFetch) -> list[tuple[int, int | None, int]]:
         """``window`` for the next answer of a partition read whole from its start: also compares with
         the evidence every record whose header breaks the order (and the record whose header it falls
         below), where a wrong header would hide a record. A restore in order has none."""
         keys = [self.key_of(tp, record) for record in answer.records]
-        rows = self.window(tp, answer, keys)
+        if tp not in self.order:
+            self.unchecked.discard(tp)  # a whole read starts over what a search left unchecked
+        rows = self.window(tp, answer, keys, whole=True)
         state = self.order.setdefault(tp, _OrderState())
         if keys and None not in keys and state.extends(answer.records, cast(list[int], keys)):
             return rows  # headers that only grow: nothing to compare (the common case)
@@ -554,11 +584,16 @@ class _Reads:
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
 
 
+MAX_HELD_RECORDS = 10_000
+"""Records without the header a whole read holds until its first record with the header: past that,
+the records before it are not compared with the evidence, and a group whose next record is not in
+the restore resumes at the log's start (translate/plan.py, ``_ordered_decision``)."""
+
 EvidencePrints = dict[str, tuple[int, ...]]
 """A partition's evidence: fingerprint -> the source offsets of the snapshot's records with it."""
 
 
-ORDER_LOOKBACK = 64
+ORDER_LOOKBACK = 16
 """Records with the header a whole read keeps (references, not copies) to compare with the evidence
 when a later header falls below theirs: the most recent ones that raised the highest header."""
 
@@ -722,12 +757,17 @@ def _contradiction(pos: Position, result: SearchResult, reads: _Reads, bounds: L
     found, c = result.found, pos.committed
     if not result.complete or found is None:
         return None
-    if result.below is None and found.offset > bounds.start:
+    if result.below is None and found.offset > bounds.start and pos.next is not None and pos.next.offset < found.key:
         sighted = sorted(o for o in reads.sightings.get(pos.target, {}) if o < found.offset)
         if sighted:
             return (
                 f"target offsets {sighted[0]}..{sighted[-1]} carry no offset header but hold records of the snapshot's "
                 f"evidence, before the first restored record found (target offset {found.offset})"
+            )
+        if pos.target in reads.unchecked:
+            return (
+                f"records without the offset header lie before the first restored record found (target offset "
+                f"{found.offset}), and the snapshot's record {pos.next.offset} may be among them"
             )
     if pos.next is None:
         if found.key > c and result.below is not None and pos.log_end is not None and c < pos.log_end:
@@ -874,9 +914,35 @@ def _decide_read_whole(
     )
     answers = resume_points(log, {undecided[k].committed for k in keys})
     restored, header = log.restored_range(), ctx.options.offset_header
-    return {
+    decisions = {
         key: _ordered_decision(undecided[key], answers, log, restored, note, reads, header, placement) for key in keys
     }
+    if tp in reads.unchecked and restored is not None:
+        decisions.update(_from_the_start(log, restored[2], {k: undecided[k] for k in keys}, note))
+    return decisions
+
+
+def _from_the_start(
+    log: PartitionLog, lowest: int, positions: Mapping[PositionKey, Position], note: str
+) -> dict[PositionKey, Decision | str]:
+    """More records without the header before the first restored one than a whole read holds to
+    compare with the evidence: a group whose next record the restore does not carry may have it
+    among them, and resumes at the log's start (nothing skipped, duplicates not bounded)."""
+    out: dict[PositionKey, Decision | str] = {}
+    for key, pos in positions.items():
+        if pos.next is not None and pos.next.offset < lowest and len(log):
+            out[key] = Decision(
+                "mapped",
+                log.offsets[0],
+                "earliest",
+                False,
+                None,
+                f"more than {MAX_HELD_RECORDS:,} records without the offset header lie before the first restored one "
+                f"and were not compared with the snapshot's evidence; its record {pos.next.offset} may be among them: "
+                f"resume at the log's start, duplicates not bounded{note}",
+                anchor=(log.offsets[0], None if log.keys[0] == NO_KEY else log.keys[0], log.timestamps[0]),
+            )
+    return out
 
 
 def _read_partitions(
