@@ -512,8 +512,6 @@ class _Reads:
             keys = [self.key_of(tp, record) for record in answer.records]
         if tp not in self.keyed and any(key is not None for key in keys):
             self.keyed.add(tp)
-            for record in self.held.pop(tp, []):
-                self.look(tp, record)
         rows = []
         for record, key in zip(answer.records, keys, strict=True):
             rows.append((record.offset, key, record.timestamp))
@@ -544,8 +542,14 @@ class _Reads:
         keys = [self.key_of(tp, record) for record in answer.records]
         if tp not in self.order:
             self.unchecked.discard(tp)  # a whole read starts over what a search left unchecked
-        rows = self.window(tp, answer, keys, whole=True)
         state = self.order.setdefault(tp, _OrderState())
+        if tp not in self.keyed and any(key is not None for key in keys):
+            self.keyed.add(tp)  # the records held before the first header are compared now, in order
+            for record in self.held.pop(tp, []):
+                self.look(tp, record)
+                if record.offset in self.sightings[tp]:
+                    state.placed(record, self.sightings[tp][record.offset][-1], lambda r: self.look(tp, r))
+        rows = self.window(tp, answer, keys, whole=True)
         if keys and None not in keys and state.extends(answer.records, cast(list[int], keys)):
             return rows  # headers that only grow: nothing to compare (the common case)
         sighted = self.sightings.get(tp, {})
