@@ -14,9 +14,9 @@ source record each target record copies, whatever its header says: ``tests/disor
    interleaved; records lost before the copy so that the evidence is cut by the restore's start.
    Counted: positions, positions that skip, records skipped, entries called exact that are not,
    bounds below the truth, entries exact.
-2. **Bytes on a tidy restore**, partitions of ``--records`` (default 100,000) records in the
-   producer's 16 KB batches: a restore in order with the offset header (header strategy) and a
-   replica in order without it (fingerprint strategy), with few (3) and many (300) positions.
+2. **Bytes on a tidy restore**, partitions of ``--records`` (default 100,000) records in batches of
+   about 16 KB (the producer's default): a restore in order with the offset header (header strategy)
+   and a replica in order without it (fingerprint strategy), with few (3) and many (300) positions.
 
 ``--before REV`` runs the same benchmark with the code of commit REV (a ``git worktree`` on its
 ``functions/`` first on the path, this tree's benchmark and judge) in a subprocess, and prints both.
@@ -41,8 +41,8 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.plan import PlanOptions, translate
 
-from bench.order_bench import BASE_MS, Counted, measure, snapshot, write
-from tests.disorder import Slot, copy
+from bench.order_bench import BASE_MS, VALUE, Counted, measure, snapshot, write
+from tests.disorder import HEADER, Slot, copy
 
 RESULTS = Path(__file__).parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -137,6 +137,26 @@ def run_cases(cluster: KafkaCluster) -> list[dict[str, Any]]:
     return rows
 
 
+BATCH_RECORDS = 200
+"""Records per produced batch in part 2: about 16 KB (a 40-byte value, its key and header), the
+producer's default batch, so that a window is one batch as a real restore writes it."""
+
+
+def write_batches(cluster: KafkaCluster, topic: str, layout: list[Slot], stamps: dict[int, int], n: int) -> Any:
+    """``order_bench.write`` in batches of ``BATCH_RECORDS``."""
+    w = write(cluster, topic, layout[:BATCH_RECORDS], stamps, n)
+    for start in range(BATCH_RECORDS, len(layout), BATCH_RECORDS):
+        rows = [
+            (f"k{s.source}".encode(), VALUE, [(HEADER, s.header.to_bytes(8, "big"))] if s.header is not None else [],
+             stamps[s.source])
+            for s in layout[start : start + BATCH_RECORDS]
+            if s.source is not None
+        ]  # fmt: skip
+        cluster.produce(topic, 0, iter(rows))
+    w.layout = layout
+    return w
+
+
 def run_bytes(cluster: KafkaCluster, n: int, rng: random.Random) -> list[dict[str, Any]]:
     stamps = {s: BASE_MS + s for s in range(n)}
     rows = []
@@ -146,7 +166,7 @@ def run_bytes(cluster: KafkaCluster, n: int, rng: random.Random) -> list[dict[st
             ("replica in order, no header", replica(range(n)), plan_with(strategies=("fingerprint",))),
         ]
     ):
-        w = write(cluster, f"mislead-bytes-{number}", layout, stamps, n)
+        w = write_batches(cluster, f"mislead-bytes-{number}", layout, stamps, n)
         for count in (3, 300):
             groups = snapshot(w, sorted(rng.sample(range(n), count)))
             (o,) = measure(cluster, f"{case}, {count} positions", w, groups, {"this code": algorithm})

@@ -58,13 +58,15 @@ class Doubt:
 
 
 def doubts(
-    found: Sequence[Found], records: Sequence[tuple[int, int]]
+    found: Sequence[Found], records: Sequence[tuple[int, int, int]]
 ) -> tuple[dict[Hashable, Doubt], dict[Hashable, Doubt]]:
-    """``found``: the partition's decisions; ``records``: (highest source offset it may be, target
-    offset) of every record the evidence placed in the windows read. Returns the decisions that may
-    skip (with where to resume instead) and those that may read records again."""
+    """``found``: the partition's decisions; ``records``: (lowest and highest source offset it may
+    be, target offset) of every record the evidence placed in the windows read. Returns the
+    decisions that may skip (with where to resume instead) and those that may read records again."""
     matches = sorted(found, key=lambda f: (f.source, f.offset))
-    return _moved_earlier(matches, sorted(records)), _copied_after(matches)
+    by_source = sorted((hi, offset) for _, hi, offset in records)
+    by_offset = sorted((offset, lo) for lo, _, offset in records)
+    return _moved_earlier(matches, by_source), _copied_after(matches, by_offset)
 
 
 def _moved_earlier(matches: list[Found], records: list[tuple[int, int]]) -> dict[Hashable, Doubt]:
@@ -97,13 +99,15 @@ def _moved_earlier(matches: list[Found], records: list[tuple[int, int]]) -> dict
     return out
 
 
-def _copied_after(matches: list[Found]) -> dict[Hashable, Doubt]:
+def _copied_after(matches: list[Found], records: list[tuple[int, int]]) -> dict[Hashable, Doubt]:
+    """``records``: (target offset, lowest source offset) of the records the evidence placed."""
     out: dict[Hashable, Doubt] = {}
     furthest: Found | None = None  # the later placed match with the most records to spare
     for f in reversed(matches):
         if not f.placed:
             continue
-        if f.exact and furthest is not None and furthest.spare > f.spare:
+        extra = furthest.spare - f.spare if furthest is not None else 0
+        if f.exact and furthest is not None and extra > _copies_past(f, furthest.offset, records):
             out[f.key] = Doubt(
                 f"the target holds {furthest.spare - f.spare} more records between offsets {f.offset} and "
                 f"{furthest.offset} than the source had between {f.source} and {furthest.source}: a region copied "
@@ -112,3 +116,13 @@ def _copied_after(matches: list[Found]) -> dict[Hashable, Doubt]:
         elif furthest is None or f.spare > furthest.spare:
             furthest = f
     return out
+
+
+def _copies_past(f: Found, until: int, records: list[tuple[int, int]]) -> int:
+    """Second copies, between ``f``'s match and ``until``, of records at or past its committed
+    offset: extra records that the group reads for the first time (a region copied twice that it had
+    not reached), which explain as many of the extra records as they number."""
+    start = bisect.bisect_right(records, (f.offset, float("inf")))
+    end = bisect.bisect_left(records, (until, -1))
+    later = [lo for _, lo in records[start:end] if lo >= f.committed]
+    return len(later) - len(set(later))

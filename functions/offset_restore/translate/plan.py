@@ -1407,7 +1407,7 @@ def _doubted(
     moved: dict[PositionKey, tuple[int, str]] = {}
     for tp, decided in found.items():
         evidence = _evidence_prints(on[tp])
-        records = [(evidence[p][-1], offset) for offset, p in printed.get(tp, {}).items() if p in evidence]
+        records = [(evidence[p][0], evidence[p][-1], o) for o, p in printed.get(tp, {}).items() if p in evidence]
         may_skip, may_repeat = doubts(decided, records)
         for doubted, doubt in may_repeat.items():
             key = cast(PositionKey, doubted)
