@@ -375,9 +375,9 @@ def test_one_wrong_header_at_the_committed_record_is_not_skipped(header: int) ->
 def test_a_prefix_too_long_to_compare_resumes_at_the_log_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """More records without the header before the first restored one than a whole read holds: the
     evidence is not compared there, so a group whose record the headers lack resumes at the start."""
-    from offset_restore.translate import plan
+    from offset_restore.translate import header_reads
 
-    monkeypatch.setattr(plan, "MAX_HELD_RECORDS", 3)
+    monkeypatch.setattr(header_reads, "MAX_HELD_RECORDS", 3)
     layout = [*(Slot(s, None) for s in range(10)), *copy(range(10, 40))]
     entries, _ = translate(
         snapshot(40, [2, 20]), SmallWindows(layout, 4), PlanOptions(strategies=("header",), order_check="full")

@@ -13,7 +13,7 @@ import bisect
 import itertools
 import re
 import struct
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol, cast
@@ -37,9 +37,10 @@ from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, defa
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.fingerprint_counts import Found, doubts
+from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads, evidence_prints
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
-from offset_restore.translate.restore_order import ObservedPartition, disorder_in
+from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
 from offset_restore.translate.search import KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
 
@@ -454,205 +455,6 @@ def _header_key(name: str) -> KeyOf:
     return key_of
 
 
-class _Reads:
-    """What the header strategy read of each partition: every window (for the order check), the
-    fingerprints of the records that may have to be compared with the snapshot's evidence, and where
-    the evidence was seen on records whose header does not say so (``sightings``)."""
-
-    def __init__(
-        self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]], positions: Iterable[Position]
-    ) -> None:
-        self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
-        self.positions: dict[TP, list[Position]] = defaultdict(list)
-        for pos in positions:
-            self.positions[pos.target].append(pos)
-        self.evidence: dict[TP, EvidencePrints] = {}
-        """Built for a partition only when one of its records needs it: a restore in order never does."""
-        self.observed: dict[TP, ObservedPartition] = defaultdict(ObservedPartition)
-        self.prints: dict[TP, dict[int, str]] = defaultdict(dict)
-        self.sightings: dict[TP, dict[int, tuple[int, ...]]] = defaultdict(dict)
-        self.disproven: dict[TP, set[int]] = defaultdict(set)
-        """Offsets of sighted records whose header names a source record the evidence shows is another."""
-        self.evidence_at: dict[TP, dict[int, str]] = {}
-        self.order: dict[TP, _OrderState] = {}
-        self.keyed: set[TP] = set()
-        """Partitions a record with the header was read from: a partition without any (a replica) has
-        its records without the header compared with nothing, which would cost a fingerprint each."""
-        self.unchecked: set[TP] = set()
-        """Partitions with records without the header read before any with it, not compared."""
-        self.held: dict[TP, list[FetchedRecord]] = {}
-        """A whole read's records without the header before its first with it, until that one comes."""
-        self.bytes = 0
-
-    def print_at(self, tp: TP, offset: int) -> str | None:
-        """The fingerprint of the record read at ``offset`` of ``tp`` (None: not read, or not wanted)."""
-        return self.prints[tp].get(offset) if tp in self.prints else None
-
-    def forget(self, tps: Iterable[TP]) -> None:
-        """Drop what was read of ``tps`` once their positions are decided."""
-        for tp in tps:
-            for held in (self.prints, self.observed, self.sightings, self.order, self.evidence, self.disproven):
-                held.pop(tp, None)
-            self.evidence_at.pop(tp, None)
-            self.held.pop(tp, None)
-            self.keyed.discard(tp)
-            self.unchecked.discard(tp)
-
-    def window(
-        self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None, *, whole: bool = False
-    ) -> list[tuple[int, int | None, int]]:
-        """Record one answer (``keys``: the records' keys when the caller parsed them already); returns
-        its (offset, source offset, timestamp)s. A record without the header is compared with the
-        snapshot's evidence once the partition has shown a record with it (the restore's first records
-        may have been written without it); before that, a search notes it unchecked and a whole read
-        holds it (``whole``)."""
-        self.bytes += answer.size
-        wanted = self.fingerprint_keys.get(tp, set())
-        if keys is None:
-            keys = [self.key_of(tp, record) for record in answer.records]
-        if tp not in self.keyed and any(key is not None for key in keys):
-            self.keyed.add(tp)
-        rows = []
-        for record, key in zip(answer.records, keys, strict=True):
-            rows.append((record.offset, key, record.timestamp))
-            if key is None:
-                self._header_less(tp, record, whole)
-            elif key in wanted:
-                self.prints[tp][record.offset] = fingerprint(
-                    record.key, record.value, record.headers, exclude_header=self.header
-                )
-        return rows
-
-    def _header_less(self, tp: TP, record: FetchedRecord, whole: bool) -> None:
-        if tp in self.keyed:
-            self.look(tp, record)
-        elif not whole:
-            self.unchecked.add(tp)
-        elif tp not in self.unchecked:
-            held = self.held.setdefault(tp, [])
-            held.append(record)
-            if len(held) > MAX_HELD_RECORDS:  # a replica without headers, or a long foreign prefix
-                del self.held[tp]
-                self.unchecked.add(tp)
-
-    def whole(self, tp: TP, answer: PartitionFetch) -> list[tuple[int, int | None, int]]:
-        """``window`` for the next answer of a partition read whole from its start: also compares with
-        the evidence every record whose header breaks the order (and the record whose header it falls
-        below), where a wrong header would hide a record. A restore in order has none."""
-        keys = [self.key_of(tp, record) for record in answer.records]
-        if tp not in self.order:
-            self.unchecked.discard(tp)  # a whole read starts over what a search left unchecked
-        state = self.order.setdefault(tp, _OrderState())
-        if tp not in self.keyed and any(key is not None for key in keys):
-            self.keyed.add(tp)  # the records held before the first header are compared now, in order
-            for record in self.held.pop(tp, []):
-                self.look(tp, record)
-                if record.offset in self.sightings[tp]:
-                    state.placed(record, self.sightings[tp][record.offset][-1], lambda r: self.look(tp, r))
-        rows = self.window(tp, answer, keys, whole=True)
-        if keys and None not in keys and state.extends(answer.records, cast(list[int], keys)):
-            return rows  # headers that only grow: nothing to compare (the common case)
-        sighted = self.sightings.get(tp, {})
-        for record, key in zip(answer.records, keys, strict=True):
-            if key is not None:
-                state.next(record, key, lambda r: self.look(tp, r))
-            elif record.offset in sighted:  # a record without the header the evidence placed
-                state.placed(record, sighted[record.offset][-1], lambda r: self.look(tp, r))
-        return rows
-
-    def look(self, tp: TP, record: FetchedRecord) -> None:
-        """Fingerprint one record and note it when the snapshot's evidence has that fingerprint."""
-        evidence = self.evidence.get(tp)
-        if evidence is None:
-            evidence = self.evidence[tp] = _evidence_prints(self.positions.get(tp, ()))
-        if not evidence:
-            return
-        printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.header)
-        self.prints[tp][record.offset] = printed
-        sources = evidence.get(printed)
-        if sources is not None:
-            self.sightings[tp][record.offset] = sources
-            key = self.key_of(tp, record)
-            if key is not None and key not in sources and self._print_of(tp, key) not in (None, printed):
-                self.disproven[tp].add(record.offset)  # the snapshot's record ``key`` is another record
-
-    def _print_of(self, tp: TP, source: int) -> str | None:
-        """The snapshot's fingerprint of source record ``source`` of ``tp``, if its evidence has it."""
-        by_source = self.evidence_at.get(tp)
-        if by_source is None:
-            by_source = self.evidence_at[tp] = {o: fp for fp, offsets in self.evidence[tp].items() for o in offsets}
-        return by_source.get(source)
-
-    def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
-        """A window the search read, kept for the order check."""
-        self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
-
-
-MAX_HELD_RECORDS = 10_000
-"""Records without the header a whole read holds until its first record with the header: past that,
-the records before it are not compared with the evidence, and a group whose next record is not in
-the restore resumes at the log's start (translate/plan.py, ``_ordered_decision``)."""
-
-EvidencePrints = dict[str, tuple[int, ...]]
-"""A partition's evidence: fingerprint -> the source offsets of the snapshot's records with it."""
-
-
-ORDER_LOOKBACK = 16
-"""Records with the header a whole read keeps (references, not copies) to compare with the evidence
-when a later header falls below theirs: the most recent ones that raised the highest header."""
-
-
-class _OrderState:
-    """Where a whole read stands in a partition's headers: the recent records that raised the
-    highest header seen. A header that falls below one of them means one of the two lies (or a
-    region was written twice): both are compared with the snapshot's evidence."""
-
-    def __init__(self) -> None:
-        self.peak_key = -1
-        self.run: deque[list] = deque(maxlen=ORDER_LOOKBACK)  # [record, key, looked]
-
-    def extends(self, records: Sequence[FetchedRecord], keys: Sequence[int]) -> bool:
-        """Take a whole answer at once when its headers only grow past the highest so far."""
-        if keys[0] <= self.peak_key or any(a >= b for a, b in itertools.pairwise(keys)):
-            return False
-        self.peak_key = keys[-1]
-        held = min(len(keys), ORDER_LOOKBACK)
-        self.run.extend([r, k, False] for r, k in zip(records[-held:], keys[-held:], strict=True))
-        return True
-
-    def placed(self, record: FetchedRecord, source: int, look: Callable[[FetchedRecord], None]) -> None:
-        """A record without the header that the evidence says is (at most) ``source``, looked at."""
-        if source > self.peak_key:
-            self.peak_key = source
-            self.run.append([record, source, True])
-        else:
-            self._below(source, look)
-
-    def next(self, record: FetchedRecord, key: int, look: Callable[[FetchedRecord], None]) -> None:
-        if key > self.peak_key:
-            self.peak_key = key
-            self.run.append([record, key, False])
-            return
-        look(record)
-        self._below(key, look)
-
-    def _below(self, key: int, look: Callable[[FetchedRecord], None]) -> None:
-        """Look at the records held whose header ``key`` falls below (or meets)."""
-        for held in self.run:
-            if held[1] >= key and not held[2]:
-                look(held[0])
-                held[2] = True
-
-
-def _evidence_prints(positions: Iterable[Position]) -> EvidencePrints:
-    """One partition's evidence by fingerprint (the records before each position, and its next one)."""
-    found: dict[str, set[int]] = defaultdict(set)
-    for pos in positions:
-        for e in [*pos.before, *([pos.next] if pos.next else [])]:
-            found[e.fingerprint].add(e.offset)
-    return {fp: tuple(sorted(offsets)) for fp, offsets in found.items()}
-
-
 def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
     """The header search, checked: a partition whose windows contradict a restore in order, or whose
     answer the snapshot's evidence contradicts, is read whole and answered order-independently."""
@@ -663,7 +465,7 @@ def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Po
         prints[pos.target].add(pos.committed)
         if pos.next is not None:
             prints[pos.target].add(pos.next.offset)
-    reads = _Reads(key_of, name, prints, undecided.values())
+    reads = HeaderReads(key_of, name, prints, undecided.values())
     outcome: dict[PositionKey, Decision | str] = {}
     suspect: dict[TP, str] = {}
     begun: dict[TP, _Begun] = {}
@@ -716,7 +518,7 @@ _Begun = tuple[PartitionLog, int]
 
 
 def _cheaper_whole(
-    undecided: Mapping[PositionKey, Position], ctx: _Context, reads: _Reads
+    undecided: Mapping[PositionKey, Position], ctx: _Context, reads: HeaderReads
 ) -> tuple[dict[TP, str], dict[TP, _Begun]]:
     """Partitions where reading every record once costs fewer bytes than a window per position: the
     dense ones (hundreds of groups on a partition), with the whole read begun. One point read from
@@ -750,7 +552,7 @@ def _cheaper_whole(
     return cheaper, begun
 
 
-def _contradiction(pos: Position, result: SearchResult, reads: _Reads, bounds: LogBounds) -> str | None:
+def _contradiction(pos: Position, result: SearchResult, reads: HeaderReads, bounds: LogBounds) -> str | None:
     """Why the snapshot's evidence contradicts the search's answer (None: it does not, or cannot).
 
     The record found must be the snapshot's next record when it carries that record's source offset;
@@ -870,7 +672,7 @@ partition), where a round over every dense partition could bring a whole topic a
 def _read_whole_and_decide(
     undecided: dict[PositionKey, Position],
     suspect: dict[TP, str],
-    reads: _Reads,
+    reads: HeaderReads,
     ctx: _Context,
     begun: dict[TP, _Begun],
 ) -> dict[PositionKey, Decision | str]:
@@ -900,7 +702,7 @@ def _decide_read_whole(
     keys: list[PositionKey],
     undecided: dict[PositionKey, Position],
     why: str,
-    reads: _Reads,
+    reads: HeaderReads,
     ctx: _Context,
 ) -> dict[PositionKey, Decision | str]:
     bounds = ctx.bounds[tp]
@@ -950,7 +752,7 @@ def _from_the_start(
 
 
 def _read_partitions(
-    tps: Sequence[TP], ctx: _Context, reads: _Reads, begun: dict[TP, _Begun]
+    tps: Sequence[TP], ctx: _Context, reads: HeaderReads, begun: dict[TP, _Begun]
 ) -> dict[TP, PartitionLog | str]:
     """Every record of each partition from its log start to its end when the plan began (on from
     where ``begun`` left off, taking it)."""
@@ -979,7 +781,7 @@ def _ordered_decision(
     log: PartitionLog,
     restored: tuple[int, int, int, int] | None,
     note: str,
-    reads: _Reads,
+    reads: HeaderReads,
     header: str,
     placement: Placement,
 ) -> Decision | str:
@@ -1406,7 +1208,7 @@ def _doubted(
         on[pos.target].append(pos)
     moved: dict[PositionKey, tuple[int, str]] = {}
     for tp, decided in found.items():
-        evidence = _evidence_prints(on[tp])
+        evidence = evidence_prints(on[tp])
         records = [(evidence[p][0], evidence[p][-1], o) for o, p in printed.get(tp, {}).items() if p in evidence]
         may_skip, may_repeat = doubts(decided, records)
         for doubted, doubt in may_repeat.items():
