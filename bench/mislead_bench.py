@@ -1,11 +1,13 @@
 """Headers that mislead and replicas copied twice (issue 29): what each plan answers, and what the
 new checks cost on a restore that is tidy.
 
-    python -m bench.mislead_bench                      # this tree (about 1 minute)
-    python -m bench.mislead_bench --before REV         # also the code of an earlier commit, same data
+    python -m bench.mislead_bench --before d668adf        # the cases, before and now (local broker)
+    python -m bench.mislead_bench --broker apache --part bytes --before d668adf   # tidy, Apache Kafka
 
-One fresh local target broker. Every entry is judged against the truth the benchmark wrote (which
-source record each target record copies, whatever its header says: ``tests/disorder.py``):
+One fresh target broker (``--broker local``, the default, or ``apache``: Apache Kafka 4.1, which
+answers a fetch with the batches asked for, where the local broker sends far more). Every entry is
+judged against the truth the benchmark wrote (which source record each target record copies,
+whatever its header says: ``tests/disorder.py``):
 
 1. **The cases of issue 29**, 60 source records and a group at each of 0..60 (61 positions): the
    restore's first records without the header; one wrong header at a committed record (saying an
@@ -36,7 +38,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.devtools.brokers import KINDS
+from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.plan import PlanOptions, translate
@@ -174,16 +177,14 @@ def run_bytes(cluster: KafkaCluster, n: int, rng: random.Random) -> list[dict[st
     return rows
 
 
-def measure_here(records: int, seed: int) -> dict[str, list[dict[str, Any]]]:
-    broker = LocalBroker("mislead-bench").start()
-    try:
-        with KafkaCluster(broker.settings()) as cluster:
-            return {"cases": run_cases(cluster), "bytes": run_bytes(cluster, records, random.Random(seed))}
-    finally:
-        broker.stop()
+def measure_here(args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    with started_brokers(args.broker, "mislead-bench") as (broker,), KafkaCluster(broker.settings()) as cluster:
+        cases = run_cases(cluster) if args.part in ("both", "cases") else []
+        tidy = run_bytes(cluster, args.records, random.Random(args.seed)) if args.part in ("both", "bytes") else []
+        return {"cases": cases, "bytes": tidy}
 
 
-def measure_before(rev: str, records: int, seed: int) -> dict[str, list[dict[str, Any]]]:
+def measure_before(rev: str, args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
     """The same benchmark with the code of commit ``rev`` (its ``functions/`` first on the path)."""
     with tempfile.TemporaryDirectory() as folder:
         tree = Path(folder) / "before"
@@ -192,10 +193,9 @@ def measure_before(rev: str, records: int, seed: int) -> dict[str, list[dict[str
         )
         try:
             env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tree / "functions"), str(ROOT)])}
-            out = subprocess.run(
-                [sys.executable, "-m", "bench.mislead_bench", "--json", "--records", str(records), "--seed", str(seed)],
-                cwd=ROOT, env=env, check=True, capture_output=True, text=True,
-            )  # fmt: skip
+            command = [sys.executable, "-m", "bench.mislead_bench", "--json", "--records", str(args.records),
+                       "--seed", str(args.seed), "--broker", args.broker, "--part", args.part]  # fmt: skip
+            out = subprocess.run(command, cwd=ROOT, env=env, check=True, capture_output=True, text=True)
             return json.loads(out.stdout.splitlines()[-1])
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)], check=False)
@@ -230,17 +230,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=29)
     parser.add_argument("--before", metavar="REV", help="also measure the code of this commit, on the same data")
     parser.add_argument("--json", action="store_true", help="print the measurements as one JSON line only")
+    parser.add_argument("--broker", choices=KINDS, default="local", help="local (default) or apache")
+    parser.add_argument("--part", choices=("both", "cases", "bytes"), default="both", help="which part to run")
     args = parser.parse_args(argv)
-    now = measure_here(args.records, args.seed)
+    now = measure_here(args)
     if args.json:
         print(json.dumps(now))
         return 0
-    before = measure_before(args.before, args.records, args.seed) if args.before else None
+    before = measure_before(args.before, args) if args.before else None
     lines = [
         f"# Headers that mislead, replicas copied twice (issue 29): {platform.machine()}, Python "
-        f"{platform.python_version()}, local broker",
+        f"{platform.python_version()}, {'Apache Kafka 4.1' if args.broker == 'apache' else 'local broker'}",
         "",
-        f"Command: `python -m bench.mislead_bench{' --before ' + args.before if args.before else ''}`. "
+        f"Command: `python -m bench.mislead_bench {' '.join(argv if argv is not None else sys.argv[1:])}`. "
         "Judged against the records the benchmark wrote (tests/disorder.py).",
         "",
         "## 1. The cases (60 source records, 61 committed positions each)",
@@ -254,7 +256,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     report = "\n".join(lines)
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "mislead.md").write_text(report)
+    (RESULTS / f"mislead-{args.broker}-{args.part}.md").write_text(report)
     print(report)
     return 0
 
