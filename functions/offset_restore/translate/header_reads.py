@@ -12,7 +12,7 @@ it). A restore in order fingerprints nothing more than its committed and next re
 
 from __future__ import annotations
 
-import itertools
+import operator
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Protocol, cast
@@ -202,7 +202,7 @@ class _OrderState:
 
     def extends(self, records: Sequence[FetchedRecord], keys: Sequence[int]) -> bool:
         """Take a whole answer at once when its headers only grow past the highest so far."""
-        if keys[0] <= self.peak_key or any(a >= b for a, b in itertools.pairwise(keys)):
+        if keys[0] <= self.peak_key or not all(map(operator.lt, keys, keys[1:])):  # at C speed
             return False
         self.peak_key = keys[-1]
         held = min(len(keys), ORDER_LOOKBACK)
