@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -199,11 +200,15 @@ def judge(layout: list[Slot], entries: list) -> list[str]:
 @given(seed=st.integers(0, 2**32 - 1), per_fetch=st.integers(1, 9))
 def test_full_order_check_holds_for_any_disorder_in_small_windows(seed: int, per_fetch: int) -> None:
     """``--order-check full`` rests on nothing: any damage, any window size, 0 problems."""
-    n = 80
-    layout = random_layout(random.Random(seed), n)
-    target = SmallWindows(layout, per_fetch)
-    entries, _ = translate(snapshot(n, range(n + 1)), target, PlanOptions(strategies=("header",), order_check="full"))
-    assert not judge(layout, entries), layout
+    layout = random_layout(random.Random(seed), 80)
+    assert not problems_of_a_plan(layout, 80, per_fetch, strategies=("header",), order_check="full"), layout
+
+
+def problems_of_a_plan(layout: list[Slot], n: int, per_fetch: int, **options: Any) -> list[str]:
+    """The judge's problems with a plan of a group at each of 0..n on ``layout``, read ``per_fetch``
+    records a fetch."""
+    entries, _ = translate(snapshot(n, range(n + 1)), SmallWindows(layout, per_fetch), PlanOptions(**options))
+    return judge(layout, entries)
 
 
 @pytest.mark.parametrize("case", [c for c in layouts(600) if c != "one stray header"])
@@ -309,11 +314,8 @@ def replica_layout(rng: random.Random, n: int) -> list[Slot]:
 @given(seed=st.integers(0, 2**32 - 1), per_fetch=st.integers(1, 9))
 def test_fingerprint_exact_only_where_true_on_a_damaged_replica(seed: int, per_fetch: int) -> None:
     """Property: the fingerprint strategy never skips, calls exact only what is, on any damage."""
-    n = 60
-    layout = replica_layout(random.Random(seed), n)
-    target = SmallWindows(layout, per_fetch)
-    entries, _ = translate(snapshot(n, range(n + 1)), target, PlanOptions(strategies=("fingerprint",)))
-    assert not judge(layout, entries), layout
+    layout = replica_layout(random.Random(seed), 60)
+    assert not problems_of_a_plan(layout, 60, per_fetch, strategies=("fingerprint",)), layout
 
 
 def test_a_region_copied_twice_after_the_match_is_not_exact() -> None:
