@@ -176,6 +176,11 @@ def test_a_replica_copied_twice_is_not_called_exact(case: Case, target: KafkaClu
     entries = by_source(plan)
     assert not entries[35]["exact"] and entries[35]["max_duplicates"] is None
     assert entries[45]["exact"] and entries[45]["target_offset"] == 50
+    status, said = case.apply(restored)
+    assert status == 0, said
+    for group, c in case.groups.items():  # a real consumer reads its own record next (or an earlier one)
+        first = case.next_read(restored, group)
+        assert (first is None) if c == N else (first == c if entries[c]["exact"] else first is not None and first <= c)
 
 
 def test_evidence_cut_by_the_restores_start_is_exact(case: Case, target: KafkaCluster) -> None:
