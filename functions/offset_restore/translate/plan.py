@@ -721,7 +721,10 @@ def _decide_read_whole(
     answers = resume_points(log, {undecided[k].committed for k in keys})
     restored, header = log.restored_range(), ctx.options.offset_header
     decisions = {
-        key: _ordered_decision(undecided[key], answers, log, restored, note, reads, header, placement) for key in keys
+        key: _ordered_decision(
+            undecided[key], answers, log, restored, note, reads, header, placement, in_order=not disorder
+        )
+        for key in keys
     }
     if tp in reads.unchecked and restored is not None:
         decisions.update(_from_the_start(log, restored[2], {k: undecided[k] for k in keys}, note))
@@ -784,10 +787,12 @@ def _ordered_decision(
     reads: HeaderReads,
     header: str,
     placement: Placement,
+    *,
+    in_order: bool,
 ) -> Decision | str:
     """A decision from the resume point of a partition read whole (docs/translation.md);
     ``restored``: the log's ``restored_range()``; ``placement``: what the snapshot's evidence placed
-    where the headers did not (``evidence_placement``)."""
+    where the headers did not (``evidence_placement``); ``in_order``: its headers only grow."""
     c = pos.committed
     answer = answers.get(c)
     if answer is None or restored is None:
@@ -797,7 +802,13 @@ def _ordered_decision(
         decision = _beyond(pos, highest, answer.offset, answer.duplicates, note)
         return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
     header_key = log.keys[answer.index]
-    anchor = (answer.offset, None if header_key == NO_KEY else header_key, log.timestamps[answer.index])
+    # The anchor names the source offset the record carries only where that says what is missing before
+    # it: the report counts the records between as lost before the backup. Not for a header the content
+    # contradicts, nor past the committed offset in a partition out of order (those records may lie
+    # after the resume point).
+    doubtful = answer.index in placement.contradicted or (not in_order and header_key > pos.committed)
+    named = None if header_key == NO_KEY or doubtful else header_key
+    anchor = (answer.offset, named, log.timestamps[answer.index])
     if answer.pulled_back:
         return Decision(
             "mapped",
