@@ -53,7 +53,8 @@ demo: $(STAMP)
 # and of hundreds of groups (dense) beside a one-pass scan, and the CLI plan's peak memory at 240,000
 # group-partitions (always that size: it is the target's); BROKER=apache measures on Apache Kafka
 # 4.1. SCALE=20000 for the largest size (groups of 12 partitions); the focused benchmarks
-# (bench.snapshot_bench, bench.plan_bench, bench.apply_bench, bench.order_bench) run on their own.
+# (bench.snapshot_bench, bench.plan_bench, bench.apply_bench, bench.order_bench, bench.mislead_bench)
+# run on their own.
 SCALE ?= 2000
 bench: $(STAMP)
 	$(PY) -m bench.scale --scale $(SCALE) --broker $(BROKER)
