@@ -236,13 +236,14 @@ def test_timestamps_only_bound_the_duplicates(
     assert group == entry.group
 
 
-def test_a_garbage_header_is_a_clear_error(make: Callable[..., Scenario]) -> None:
+@pytest.mark.parametrize("value", [b"offset=12", b"9223372036854775808"], ids=["text", "past-int64"])
+def test_a_garbage_header_is_a_clear_error(make: Callable[..., Scenario], value: bytes) -> None:
+    """A header that is no offset — text, or a decimal past a signed 64-bit offset (it ended in an
+    OverflowError) — stops the plan with the record and the value named."""
     s = make(20)
     s.group({0: 10})
     snap = s.snapshot()
     s.create_target()
-    s.target.produce(
-        s.topic, 0, ((b"k", f"v{i}".encode(), [("x-source-offset", b"offset=12")], None) for i in range(20))
-    )
-    with pytest.raises(MalformedHeaderError, match=r"header x-source-offset = 0x6f66667365743d3132"):
+    s.target.produce(s.topic, 0, ((b"k", f"v{i}".encode(), [("x-source-offset", value)], None) for i in range(20)))
+    with pytest.raises(MalformedHeaderError, match=rf"header x-source-offset = 0x{value.hex()}"):
         s.plan(snap)

@@ -83,10 +83,11 @@ class MalformedHeaderError(BadInputError):
 
 
 def parse_offset_header(value: bytes | None) -> int | None:
-    """An offset header as decimal ASCII or an 8-byte big-endian integer; None for an absent value."""
+    """An offset header as decimal ASCII or an 8-byte big-endian integer; None for an absent value.
+    Kafka offsets are signed 64-bit: a decimal past 2**63 - 1 is not one (nor could the plan hold it)."""
     if value is None:
         return None
-    if 0 < len(value) <= 19 and value.isdigit():
+    if 0 < len(value) <= 19 and value.isdigit() and int(value) < 2**63:
         return int(value)
     if len(value) == 8:
         number = int.from_bytes(value, "big", signed=True)
