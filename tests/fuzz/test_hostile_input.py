@@ -244,6 +244,29 @@ def test_snapshot_documents(tmp_path: Path) -> None:
 # -- record contents: offset headers and __consumer_offsets records ----------------------------
 
 
+def test_client_properties_files(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Any bytes as a --command-config file: settings, or one line that names the file; never a
+    traceback (bad escapes, binary content, odd continuations)."""
+    from offset_restore.errors import BadInputError
+    from offset_restore.kafka.client_properties import read_client_properties
+
+    path = tmp_path_factory.mktemp("props") / "client.properties"
+
+    def check(content: bytes) -> None:
+        path.write_bytes(content)
+        try:
+            read_client_properties(str(path))
+        except BadInputError as refused:
+            assert str(refused).startswith(f"--command-config {path}: ") and "\n" not in str(refused)
+
+    lines = st.lists(
+        st.sampled_from([b"security.protocol=", b"sasl.mechanism=", b"\\u", b"\\", b"=", b":", b" ", b"\n", b"#"])
+        | st.binary(max_size=12),
+        max_size=12,
+    ).map(b"".join)
+    fuzz("client properties files", lines, check)
+
+
 def test_offset_header_values() -> None:
     def check(value: bytes | None) -> None:
         try:

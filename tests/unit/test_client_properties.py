@@ -98,3 +98,27 @@ def test_msks_scram_file_without_jaas_takes_the_credentials_from_the_options(tmp
     assert values == {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512"} and warnings == []
     with pytest.raises(ValueError, match="SCRAM-SHA-512 needs a username and a password"):
         ConnectionSettings(bootstrap_servers="b-1:9096", **values)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("content", "named"),
+    [
+        (b"sasl.jaas.config=abc\\u12\n", "line 1: a malformed \\uxxxx escape"),
+        (b"a=b\nc=\\uZZZZ\n", "line 2: a malformed \\uxxxx escape"),
+        (b"security.protocol=SSL\n\x00\x01\x02", "holds NUL bytes"),
+        (b"a=" + b"x" * (1024 * 1024 + 10), "larger than 1,048,576 bytes"),
+    ],
+    ids=["short-escape", "bad-hex-escape", "binary", "too-large"],
+)
+def test_a_file_that_is_no_client_configuration_is_one_line(tmp_path: Path, content: bytes, named: str) -> None:
+    """Bad escapes, binary files and huge ones (``/dev/zero``) ended in a traceback or a MemoryError."""
+    path = tmp_path / "client.properties"
+    path.write_bytes(content)
+    with pytest.raises(BadInputError, match=r"--command-config .*client\.properties: ") as refused:
+        read_client_properties(str(path))
+    assert named in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_dev_zero_is_refused_without_reading_it_all() -> None:
+    with pytest.raises(BadInputError, match=r"--command-config /dev/zero: larger than"):
+        read_client_properties("/dev/zero")

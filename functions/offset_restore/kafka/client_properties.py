@@ -40,12 +40,23 @@ class ClientProperties:
     warnings: list[str] = field(default_factory=list)
 
 
+MAX_PROPERTIES_BYTES = 1024 * 1024
+"""A client configuration is a few hundred bytes; past this it is not one (``/dev/zero`` by mistake
+would otherwise be read until memory runs out)."""
+
+
 def read_client_properties(path: str) -> ClientProperties:
     try:
         with open(path, encoding="latin-1") as handle:  # java.util.Properties' own encoding
-            text = handle.read()
+            text = handle.read(MAX_PROPERTIES_BYTES + 1)
     except OSError as error:
         raise BadInputError(f"--command-config {path}: {error.strerror or error}") from None
+    if len(text) > MAX_PROPERTIES_BYTES:
+        raise BadInputError(
+            f"--command-config {path}: larger than {MAX_PROPERTIES_BYTES:,} bytes: not a client configuration"
+        )
+    if "\x00" in text:
+        raise BadInputError(f"--command-config {path}: holds NUL bytes: a binary file, not a client configuration")
     return client_properties(parse_properties(text, path), path)
 
 
@@ -54,7 +65,7 @@ def parse_properties(text: str, path: str = "properties") -> dict[str, str]:
     comments; a line ending in an odd number of backslashes continues; the usual escapes."""
     found: dict[str, str] = {}
     logical = ""
-    for raw in text.splitlines():
+    for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.lstrip()
         if not logical and (not line or line[0] in "#!"):
             continue
@@ -63,24 +74,32 @@ def parse_properties(text: str, path: str = "properties") -> dict[str, str]:
             logical += line[:-1]
             continue
         logical += line
-        key, value = _split(logical)
+        key, value = _split(logical, path, number)
         found[key] = value
         logical = ""
     if logical:
-        key, value = _split(logical)
+        key, value = _split(logical, path, len(text.splitlines()))
         found[key] = value
     return found
 
 
-def _split(line: str) -> tuple[str, str]:
+def _split(line: str, path: str, number: int) -> tuple[str, str]:
     match = re.match(r"((?:[^\\=:\s]|\\.)*)\s*[=:\s]?\s*(.*)$", line, re.DOTALL)
     assert match is not None  # the pattern matches every string
-    return _unescape(match.group(1)), _unescape(match.group(2))
+    try:
+        return _unescape(match.group(1)), _unescape(match.group(2))
+    except ValueError:
+        raise BadInputError(
+            f"--command-config {path}: line {number}: a malformed \\uxxxx escape (four hexadecimal digits "
+            "after \\u, as Java's Properties requires)"
+        ) from None
 
 
 def _unescape(text: str) -> str:
     def one(match: re.Match[str]) -> str:
         code = match.group(1)
+        if code == "u":
+            raise ValueError(text)  # \u not followed by four hexadecimal digits
         if code.startswith("u"):
             return chr(int(code[1:], 16))
         return {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(code, code)
