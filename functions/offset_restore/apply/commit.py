@@ -28,7 +28,7 @@ from typing import Literal, Protocol
 from offset_restore.errors import BadInputError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, LogBounds
 from offset_restore.kafka.rounds import FetchRounds, Served, Source, Unserved, fetch_from
-from offset_restore.snapshot.filters import NameFilter
+from offset_restore.snapshot.filters import NameFilter, rewind_option
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.model import default_cluster_name
 from offset_restore.translate.model import Plan, PlanEntry, written_by_apply
@@ -414,7 +414,7 @@ def _left_ahead(entry: PlanEntry, at: int, report: ApplyReport) -> None:
     entry.status = "skipped"
     entry.reason = (
         f"ahead: the group is at {at} on the target, past the mapped {entry.target_offset}; not rewound, it "
-        f"skips {skipped:,} offsets ({entry.target_offset} to {at - 1}) unless rewound (--allow-rewind '{entry.group}')"
+        f"skips {skipped:,} offsets ({entry.target_offset} to {at - 1}) unless rewound ({rewind_option([entry.group])})"
     )
     report.rewinds_skipped += 1
     report.ahead[entry.group] = report.ahead.get(entry.group, 0) + skipped

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import shlex
 from typing import TextIO
 
 from offset_restore.apply.commit import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
@@ -24,6 +24,7 @@ from offset_restore.cli.arguments import (
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
+from offset_restore.snapshot.filters import rewind_option
 from offset_restore.translate.model import Plan
 
 __all__ = ["register", "run", "write_apply_report"]
@@ -173,5 +174,5 @@ def _ahead_lines(args: argparse.Namespace, report: ApplyReport) -> list[str]:
         return []
     names = sorted(report.ahead)
     lines = [f"  ahead: {g} skips {report.ahead[g]:,} offsets on the target unless rewound" for g in names[:20]]
-    regex = "|".join(re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", g) for g in names) if len(names) <= 20 else ".*"
-    return [*lines, f"  to rewind them: offset-restore apply --plan {args.plan} ... --allow-rewind '{regex}' --execute"]
+    option = rewind_option(names) if len(names) <= 20 else "--allow-rewind '.*'"
+    return [*lines, f"  to rewind them: offset-restore apply --plan {shlex.quote(args.plan)} ... {option} --execute"]

@@ -7,6 +7,9 @@ backreferences or lookarounds; such a pattern is refused with RE2's reason.
 
 from __future__ import annotations
 
+import re
+import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -33,6 +36,19 @@ def _options() -> Any:
     options = re2.Options()
     options.log_errors = False  # RE2 would print parse errors to stderr; ours say it better
     return options
+
+
+def pattern_for(names: Iterable[str]) -> str:
+    """An RE2 pattern that fully matches exactly ``names`` (each name's metacharacters escaped): what a
+    printed ``--allow-rewind`` suggests, so that ``'a|.*'`` rewinds that group alone and ``orders(1)``
+    its own."""
+    return "|".join(re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", name) for name in names)
+
+
+def rewind_option(names: Iterable[str]) -> str:
+    """``--allow-rewind PATTERN`` for ``names``, quoted for a POSIX shell (a group id may hold quotes,
+    ``;``, ``$(...)`` or a newline, all legal in Kafka): safe to paste."""
+    return f"--allow-rewind {shlex.quote(pattern_for(names))}"
 
 
 def compile_pattern(pattern: str | None, option: str) -> Pattern | None:
