@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -137,6 +140,29 @@ def test_a_member_that_joins_after_the_check_makes_the_broker_refuse(
     assert s.groups["racer"] in report.groups_skipped
     assert "UnknownMemberIdError" in report.groups_skipped[s.groups["racer"]]
     assert s.offsets("racer") == {} and {e.status for e in plan_file.load().entries} == {"mapped"}
+
+
+def test_the_printed_rewind_command_pasted_in_a_shell_rewinds_only_the_groups_it_names(
+    scene: Callable[..., Restored], target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A group id with quotes, ``;``, ``$(...)``, backticks and regex metacharacters, ahead on the
+    target: the run prints a complete command; pasted into a real shell it runs nothing the id holds,
+    rewinds that group, and leaves alone a group it does not name (an unescaped ``a|.*`` would match
+    it). Cases of issue 31."""
+    marker = tmp_path / "pwned"
+    hostile = f"it's; $(touch {marker}) `touch {marker}` a|.*"
+    s = scene({hostile: {0: 30}, "bystander": {0: 30}})
+    commit(target, s.groups[hostile], {TP(s.topic, 0): 70})
+    status, out, _ = s.apply()
+    assert status == 3, out
+    printed = next(line for line in out.splitlines() if "to rewind them: " in line).split("to rewind them: ", 1)[1]
+    assert printed.startswith("offset-restore apply --plan ") and "..." not in printed
+    commit(target, s.groups["bystander"], {TP(s.topic, 0): 60})  # ahead now too, and not named
+    command = printed.replace("offset-restore", f"{shlex.quote(sys.executable)} -m offset_restore", 1)
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 3), done.stdout + done.stderr
+    assert not marker.exists()
+    assert s.offsets(hostile) == {0: 20} and s.offsets("bystander") == {0: 60}
 
 
 def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(

@@ -175,4 +175,25 @@ def _ahead_lines(args: argparse.Namespace, report: ApplyReport) -> list[str]:
     names = sorted(report.ahead)
     lines = [f"  ahead: {g} skips {report.ahead[g]:,} offsets on the target unless rewound" for g in names[:20]]
     option = rewind_option(names) if len(names) <= 20 else "--allow-rewind '.*'"
-    return [*lines, f"  to rewind them: offset-restore apply --plan {shlex.quote(args.plan)} ... {option} --execute"]
+    return [*lines, f"  to rewind them: {_same_command(args, option)}"]
+
+
+WRITE_MODES = ("--execute", "--dry-run", "--preview")
+
+
+def _same_command(args: argparse.Namespace, option: str) -> str:
+    """This run's own command, complete and quoted for a POSIX shell, with ``option`` in place of any
+    ``--allow-rewind`` it had and ``--execute``: safe to paste as it is printed (no ``...`` to fill
+    in; no secrets: a password comes from an environment variable, never from the command line)."""
+    tokens: list[str] = list(getattr(args, "argv", None) or ["apply", "--plan", args.plan])
+    kept: list[str] = []
+    at = 0
+    while at < len(tokens):
+        token = tokens[at]
+        at += 1
+        if token == "--allow-rewind" and at < len(tokens) and not tokens[at].startswith("-"):
+            at += 1  # its pattern
+        if token in WRITE_MODES or token == "--allow-rewind" or token.startswith("--allow-rewind="):
+            continue
+        kept.append(token)
+    return " ".join(["offset-restore", *map(shlex.quote, kept), option, "--execute"])

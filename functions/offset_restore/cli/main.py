@@ -65,6 +65,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
         args = parser.parse_args(argv)
     except SystemExit as stop:
         return int(stop.code or 0)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what a printed next command repeats
     try:
         return int(args.run(args, out, err))
     except OffsetRestoreError as error:
