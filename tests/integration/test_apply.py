@@ -473,6 +473,26 @@ def rollback(s: Restored, *extra: str) -> tuple[int, str, str]:
     )
 
 
+def test_a_previous_offset_edited_past_the_log_is_refused_and_nothing_is_rolled_back(
+    scene: Callable[..., Restored],
+) -> None:
+    """A plan whose recorded previous offset was edited to 10**12 (or damaged): rollback refuses, names
+    the entry, exits 2 and writes nothing (it wrote the edited offset, exit 0). A case of issue 31."""
+    s = scene({"a": {0: 50, 1: 5}})
+    commit(s.target, s.groups["a"], {TP(s.topic, 0): 12})  # a previous offset on the target
+    status, out, err = s.apply()
+    assert status == 0, out + err
+    written = s.offsets("a")
+    document = json.loads(s.plan_path.read_text())
+    edited = next(e for e in document["entries"] if e["partition"] == 0)
+    edited["previous_target_offset"] = 10**12
+    s.plan_path.write_text(json.dumps(document))
+    status, out, err = rollback(s)
+    assert status == 2, out + err
+    assert f"previous offset 1,000,000,000,000 for {s.groups['a']} {s.topic}/0, past the end" in err
+    assert s.offsets("a") == written
+
+
 def test_rollback_after_an_apply_that_crashed_before_its_last_save(
     scene: Callable[..., Restored], target: KafkaCluster
 ) -> None:

@@ -31,6 +31,7 @@ from offset_restore.apply.commit import (
     skip_active,
     wait_for_empty,
 )
+from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.translate.model import Plan, PlanEntry
 
@@ -87,6 +88,7 @@ def rollback_plan(
             undo[group] = decided
         else:
             report.groups_unchanged.append(group)
+    _check_previous_fit(undo, target)
     if options.dry_run:
         _describe(undo, current, report)
         return report
@@ -101,6 +103,24 @@ def rollback_plan(
     plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")
     save(plan)
     return report
+
+
+def _check_previous_fit(undo: Mapping[str, _Undo], target: RollbackTarget) -> None:
+    """A previous offset past the end of the target's log is not one the group ever held there (an
+    edited plan, or bit rot): the rollback is refused, with the entry named, before anything is
+    written. (Below the log's start is a real position: records deleted since.)"""
+    wanted = {tp for work in undo.values() for tp in work.restore}
+    if not wanted:
+        return
+    bounds = target.log_bounds(wanted)
+    for group, work in sorted(undo.items()):
+        for tp, previous in sorted(work.restore.items()):
+            if previous.offset > bounds[tp].end or previous.offset < 0:
+                raise BadInputError(
+                    f"the plan records previous offset {previous.offset:,} for {group} {tp}, past the end of the "
+                    f"target's log ({bounds[tp].end:,}): not an offset the group held there (the plan was edited, or "
+                    "damaged); nothing was rolled back"
+                )
 
 
 def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_rewind: bool) -> _Undo | str:
