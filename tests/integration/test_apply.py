@@ -165,6 +165,23 @@ def test_the_printed_rewind_command_pasted_in_a_shell_rewinds_only_the_groups_it
     assert s.offsets(hostile) == {0: 20} and s.offsets("bystander") == {0: 60}
 
 
+def test_control_characters_in_a_group_id_are_shown_not_sent_to_the_terminal(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """A group id with a carriage return and an escape sequence (legal in Kafka): the preview and the
+    run show them as escapes, never raw (a line overwritten, a terminal cleared); the JSON document
+    names the group exactly. A case of issue 31."""
+    name = "cr\r\x1bcreset"  # ESC c resets a terminal
+    s = scene({name: {0: 30}})
+    status, out, _ = s.apply("--dry-run", "--json")
+    assert status == 0 and any(s.groups[name] in change for change in json.loads(out)["changes"])  # exactly
+    for extra in (("--dry-run",), ()):
+        status, out, err = s.apply(*extra)
+        assert status == 0, out + err
+        assert "\r" not in out + err and "\x1b" not in out + err
+        assert "cr\\r\\x1bcreset" in out or not extra  # the preview names it; the run counts
+
+
 def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(
     scene: Callable[..., Restored], target: KafkaCluster
 ) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 import sys
 from collections.abc import Callable
 from datetime import datetime
@@ -45,12 +46,23 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 def write_result(args: argparse.Namespace, out: TextIO, err: TextIO, document: str, summary: str) -> None:
     """With ``--json``, stdout holds only the JSON document (a script parses it) and the summary goes
-    to stderr; otherwise the summary goes to stdout."""
+    to stderr; otherwise the summary goes to stdout, its control characters shown (``printable``)."""
     if args.json:
         out.write(document + "\n")
-        err.write(summary)
+        err.write(printable(summary))
     else:
-        out.write(summary)
+        out.write(printable(summary))
+
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` for a terminal: control characters other than the line breaks and tabs it is made of
+    shown as escapes (``\\r``, ``\\x1b``): a group id holding a carriage return would overwrite its
+    line, an escape sequence would rewrite the terminal. (A newline inside a name is not told from a
+    line's end here; the JSON document carries every name exactly.)"""
+    return _CONTROL.sub(lambda m: "\\r" if m.group() == "\r" else f"\\x{ord(m.group()):02x}", text)
 
 
 def add_execute(parser: argparse.ArgumentParser) -> None:
