@@ -15,32 +15,17 @@ from __future__ import annotations
 import operator
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Protocol, cast
+from typing import TYPE_CHECKING, cast
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.translate.restore_order import ObservedPartition
 from offset_restore.translate.search import KeyOf
 
+if TYPE_CHECKING:  # plan.py imports this module: the type only, not at run time
+    from offset_restore.translate.plan import Position
+
 __all__ = ["MAX_HELD_RECORDS", "ORDER_LOOKBACK", "EvidencePrints", "HeaderReads", "evidence_prints"]
-
-
-class _Evidence(Protocol):
-    @property
-    def offset(self) -> int: ...
-    @property
-    def fingerprint(self) -> str: ...
-
-
-class _Position(Protocol):
-    """What this module needs of a plan position (translate/plan.py's ``Position``)."""
-
-    @property
-    def target(self) -> TP: ...
-    @property
-    def next(self) -> _Evidence | None: ...
-    @property
-    def before(self) -> Sequence[_Evidence]: ...
 
 
 class HeaderReads:
@@ -49,10 +34,10 @@ class HeaderReads:
     the evidence was seen on records whose header does not say so (``sightings``)."""
 
     def __init__(
-        self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]], positions: Iterable[_Position]
+        self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]], positions: Iterable[Position]
     ) -> None:
         self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
-        self.positions: dict[TP, list[_Position]] = defaultdict(list)
+        self.positions: dict[TP, list[Position]] = defaultdict(list)
         for pos in positions:
             self.positions[pos.target].append(pos)
         self.evidence: dict[TP, EvidencePrints] = {}
@@ -233,7 +218,7 @@ class _OrderState:
                 held[2] = True
 
 
-def evidence_prints(positions: Iterable[_Position]) -> EvidencePrints:
+def evidence_prints(positions: Iterable[Position]) -> EvidencePrints:
     """One partition's evidence by fingerprint (the records before each position, and its next one)."""
     found: dict[str, set[int]] = defaultdict(set)
     for pos in positions:

@@ -1227,7 +1227,7 @@ def _doubted(
             key = cast(PositionKey, doubted)
             repeated = outcome[key]
             assert isinstance(repeated, Decision)
-            outcome[key] = replace(repeated, exact=False, max_duplicates=None, reason=doubt.why)
+            outcome[key] = _not_exact(repeated, doubt.why)
         for doubted, doubt in may_skip.items():
             key = cast(PositionKey, doubted)
             decision = outcome[key]
@@ -1238,16 +1238,18 @@ def _doubted(
             elif doubt.offset is not None and offset is not None and doubt.offset < offset:
                 outcome[key] = _resumed_at(decision, doubt.offset, doubt.why)
             else:
-                outcome[key] = replace(decision, exact=False, max_duplicates=None, reason=doubt.why)
+                outcome[key] = _not_exact(decision, doubt.why)
     return moved
+
+
+def _not_exact(decision: Decision, why: str) -> Decision:
+    """The decision where it is, claiming nothing: not exact, no bound."""
+    return replace(decision, exact=False, max_duplicates=None, reason=why)
 
 
 def _resumed_at(decision: Decision, offset: int, why: str) -> Decision:
     """The decision resuming earlier, at a record the plan did not place: not exact, no bound."""
-    return replace(
-        decision, target_offset=offset, exact=False, max_duplicates=None, expected_fingerprint=None, anchor=None,
-        reason=why,
-    )  # fmt: skip
+    return replace(_not_exact(decision, why), target_offset=offset, expected_fingerprint=None, anchor=None)
 
 
 FINGERPRINT_READ_BACK_LIMIT = 50_000
