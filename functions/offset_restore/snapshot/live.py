@@ -185,6 +185,7 @@ def stream_snapshot(
         for tp in [tp for tp in offsets if not topic_filter(tp.topic)]:
             del offsets[tp]
     partitions = {tp for offsets in selected.values() for tp in offsets if tp.topic in topic_counts}
+    shapes = {topic: topic_counts[topic] for topic in sorted({tp.topic for tp in partitions})}
     bounds = cluster.log_bounds(partitions)
     del partitions
     lap("log_bounds")
@@ -208,6 +209,7 @@ def stream_snapshot(
             filters=options.filters(),
             evidence_records=options.evidence_records,
             offset_header=options.offset_header,
+            topic_partitions=shapes,
         ),
         groups=iter(()),
         timings=timings,

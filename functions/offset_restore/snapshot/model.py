@@ -141,6 +141,10 @@ class SnapshotManifest(_Document):
     filters: dict[str, str | None] = Field(default_factory=dict)
     evidence_records: int = 0
     offset_header: str | None = None
+    topic_partitions: dict[str, int] = Field(default_factory=dict)
+    """How many partitions each topic the groups commit on had on the source: a plan compares them
+    with the target's to tell a restore that re-partitioned a topic (empty in older snapshots and in
+    those made from an export, which do not know)."""
     counts: SnapshotCounts = Field(default_factory=SnapshotCounts)
     notes: list[str] = Field(default_factory=list)
     items: list[ItemsFile] = Field(default_factory=list)
