@@ -50,3 +50,13 @@ def test_batches_hold_whole_groups_and_waiting_groups_are_listed(
 def test_no_index_is_named(tmp_path: Path) -> None:
     with pytest.raises(BadInputError, match=r"no commit index .*the summarize step has not run"):
         read_groups(open_location(str(tmp_path)))
+
+
+def test_a_group_an_unmapped_entry_of_a_changed_topic_holds_waits_with_the_pending_ones(tmp_path: Path) -> None:
+    held = entry("h", 1, "unmapped").model_copy(update={"holds_group": True})
+    entries = [entry("h", 0, "mapped"), held, entry("u", 0, "mapped"), entry("u", 1, "unmapped")]
+    builder = IndexBuilder()
+    for e in entries:
+        builder.add(e, f"MAP#{e.group}#{e.topic}#{e.partition}")
+    assert builder.writable_and_waiting() == (["u"], ["h"])
+    assert builder.candidates() == ["u"]

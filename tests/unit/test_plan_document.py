@@ -102,3 +102,32 @@ def test_csv_lines_hold_mapped_entries_only_and_parse_back() -> None:
         document.add(entry(n, status))
     rows = list(csv.reader(document.csv_file().read().decode().splitlines()))
     assert rows == [["g-0", "dr.orders", "0", "90"], ["g-3", "dr.orders", "3", "93"]]
+
+
+def test_a_group_an_entry_holds_is_left_out_of_the_csv_whole_and_named() -> None:
+    """As apply holds it: a pending entry, or an unmapped one of a topic whose shape changed, keeps every
+    line of its group out (its mapped entries included), the other groups' lines stay."""
+
+    def of(group: str, partition: int, status: str, held: bool = False) -> PlanEntry:
+        e = entry(partition, status).model_copy(update={"group": group, "holds_group": held})
+        return PlanEntry.model_validate(e.model_dump())
+
+    entries = [
+        of("waits", 0, "mapped"), of("waits", 1, "pending"),
+        of("reshaped", 0, "mapped"), of("reshaped", 1, "unmapped", held=True),
+        of("partly", 0, "mapped"), of("partly", 1, "unmapped"),
+    ]  # fmt: skip
+    with PlanDocument(csv=True) as document:
+        for e in entries:
+            document.add(e)
+        lines = document.csv_file().read().decode().splitlines()
+    assert lines == ["partly,dr.orders,0,90"]
+    assert (document.csv_left_out, document.csv_left_out_count) == (["waits", "reshaped"], 2)
+    whole = Plan.model_validate({**empty_plan().model_dump(), "entries": [e.model_dump() for e in entries]})
+    assert whole.csv_lines() == lines
+
+
+def test_an_entry_of_a_re_partitioned_topic_writes_its_target_partition() -> None:
+    e = entry(1).model_copy(update={"target_partition": 3})
+    assert Plan.csv_line(e) == "g-1,dr.orders,3,91"
+    assert e.target.partition == 3 and entry(1).target.partition == 1

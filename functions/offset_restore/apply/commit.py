@@ -165,26 +165,23 @@ def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None
         return
     topics = target.topic_partitions()
     for entry in entries:
-        if topics.get(entry.target_topic, 0) <= entry.partition:
+        if topics.get(entry.target_topic, 0) <= entry.target.partition:
             raise BadInputError(
-                f"the plan maps {entry.group} to {entry.target_topic}/{entry.partition}, which the target no "
+                f"the plan maps {entry.group} to {entry.target}, which the target no "
                 "longer has: the target changed since the plan was made (restarted empty?); plan again"
             )
-    bounds = target.log_bounds({TP(e.target_topic, e.partition) for e in entries})
+    bounds = target.log_bounds({e.target for e in entries})
     outside = [
         e
         for e in entries
-        if e.target_offset is not None
-        and not bounds[TP(e.target_topic, e.partition)].start
-        <= e.target_offset
-        <= bounds[TP(e.target_topic, e.partition)].end
+        if e.target_offset is not None and not bounds[e.target].start <= e.target_offset <= bounds[e.target].end
     ]
     if outside:
         e = outside[0]
-        log = bounds[TP(e.target_topic, e.partition)]
+        log = bounds[e.target]
         raise BadInputError(
             f"{len(outside)} mapped offsets lie outside the target's logs now, e.g. {e.group} "
-            f"{e.target_topic}/{e.partition} is mapped to {e.target_offset} but the log holds {log.start}-{log.end}: "
+            f"{e.target} is mapped to {e.target_offset} but the log holds {log.start}-{log.end}: "
             "the target changed since the plan was made (restarted empty, restored again, or records deleted); "
             "nothing was written; plan again"
         )
@@ -200,14 +197,24 @@ def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[
     writable: dict[str, list[PlanEntry]] = {}
     waiting: dict[str, str] = {}
     for group, entries in by_group.items():
-        pending = [e for e in entries if e.status == "pending"]
-        if pending:
-            waiting[group] = f"{len(pending)} partitions still pending (the restore has not reached them)"
+        why = _held_why(entries)
+        if why:
+            waiting[group] = why
             continue
         mapped = [e for e in entries if written_by_apply(e.status, options.rewinds(group))]
         if mapped:
             writable[group] = mapped
     return writable, waiting
+
+
+def _held_why(entries: Sequence[PlanEntry]) -> str | None:
+    """Why a group is written nowhere: pending entries, or a topic whose shape changed (None: it is not held)."""
+    pending = sum(e.status == "pending" for e in entries)
+    reshaped = sorted({e.topic for e in entries if e.holds_group})
+    parts = [f"{pending} partitions still pending (the restore has not reached them)"] if pending else []
+    if reshaped:
+        parts.append(f"topic {', '.join(reshaped)} changed shape in the restore and was not mapped (see its entries)")
+    return "; ".join(parts) or None
 
 
 def wait_for_empty(
@@ -375,7 +382,7 @@ def _offsets_to_write(
     offsets: dict[TP, CommittedOffset] = {}
     unchanged = True
     for entry in entries:
-        tp = TP(entry.target_topic, entry.partition)
+        tp = entry.target
         assert entry.target_offset is not None
         before = now.get(tp)
         if entry.status == "skipped":  # left ahead by an earlier run: decided again (its reason with it)
@@ -418,9 +425,7 @@ def _left_ahead(entry: PlanEntry, at: int, report: ApplyReport) -> None:
     )
     report.rewinds_skipped += 1
     report.ahead[entry.group] = report.ahead.get(entry.group, 0) + skipped
-    report.dry_run_lines.append(
-        f"{entry.group} {entry.target_topic}/{entry.partition}: {at} -> {entry.target_offset} ({entry.reason})"
-    )
+    report.dry_run_lines.append(f"{entry.group} {entry.target}: {at} -> {entry.target_offset} ({entry.reason})")
 
 
 def _still_ahead(entries: list[PlanEntry], target: ApplyTarget, report: ApplyReport) -> None:
@@ -430,7 +435,7 @@ def _still_ahead(entries: list[PlanEntry], target: ApplyTarget, report: ApplyRep
         return
     now = target.committed_offsets(sorted({e.group for e in entries}))
     for entry in entries:
-        at = now.get(entry.group, {}).get(TP(entry.target_topic, entry.partition))
+        at = now.get(entry.group, {}).get(entry.target)
         if at is not None and entry.target_offset is not None and at.offset > entry.target_offset:
             _left_ahead(entry, at.offset, report)
 
@@ -443,11 +448,11 @@ def _describe(group: str, entries: list[PlanEntry], offsets: Mapping[TP, Committ
     for entry in entries:
         if entry.status == "skipped":
             continue  # said by _left_ahead
-        if TP(entry.target_topic, entry.partition) not in offsets:
+        if entry.target not in offsets:
             report.in_place += 1
             continue
         was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
-        where = f"{group} {entry.target_topic}/{entry.partition}: {was} -> {entry.target_offset}"
+        where = f"{group} {entry.target}: {was} -> {entry.target_offset}"
         report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
 
 
@@ -512,7 +517,7 @@ def _moved_on(
     moved: dict[str, str] = {}
     for group in groups:
         for entry in writable[group]:
-            tp = TP(entry.target_topic, entry.partition)
+            tp = entry.target
             was, is_now = read_at_start.get(group, {}).get(tp), now.get(group, {}).get(tp)
             if (was.offset if was else None) != (is_now.offset if is_now else None):
                 moved[group] = (
@@ -582,7 +587,7 @@ def _record_commit(
     # The broker accepted some partitions and refused others: say exactly which.
     report.groups_failed[group] = "; ".join(f"{tp}: {e}" for tp, e in sorted(errors.items()))
     for entry in entries:
-        tp = TP(entry.target_topic, entry.partition)
+        tp = entry.target
         if tp in errors:
             entry.status, entry.reason = "failed", f"commit refused: {errors[tp]}"
         elif tp in written:
@@ -599,7 +604,7 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
     for entry in plan.entries:
         if entry.group not in wanted or entry.status != "committed":
             continue
-        tp = TP(entry.target_topic, entry.partition)
+        tp = entry.target
         now = back.get(entry.group, {}).get(tp)
         if now is None or now.offset != entry.target_offset:
             entry.verified = False
@@ -680,11 +685,11 @@ def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header
     checked = [e for e in entries if e.anchor_offset is not None or e.expected_fingerprint]
     wanted: dict[TP, set[int]] = defaultdict(set)
     for e in checked:
-        wanted[TP(e.target_topic, e.partition)].update(_checked_offsets(e))
+        wanted[e.target].update(_checked_offsets(e))
     records = records_at(target, wanted)
     changed: dict[str, str] = {}
     for e in checked:
-        tp = TP(e.target_topic, e.partition)
+        tp = e.target
         problem = _verify_problem(e, records, tp, header)
         if problem and e.group not in changed:
             changed[e.group] = (

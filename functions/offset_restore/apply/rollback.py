@@ -127,7 +127,7 @@ def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_
     """What to undo in one group, or why it is left alone."""
     work = _Undo()
     for entry in entries:
-        tp = TP(entry.target_topic, entry.partition)
+        tp = entry.target
         actual = now.get(tp)
         previous = entry.previous_target_offset
         if (actual.offset if actual else None) == previous:

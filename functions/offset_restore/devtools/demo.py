@@ -163,15 +163,15 @@ def _prove(
     not processed."""
     outcome: Counter[str] = Counter()
     records: dict[TP, dict[int, FetchedRecord]] = {}
-    for tp in {TP(e.target_topic, e.partition) for e in entries}:
+    for tp in {e.target for e in entries}:
         records[tp] = {r.offset: r for r in target.read_partition(tp)}
     committed = target.committed_offsets(sorted({e.group for e in entries}))
     for e in entries:
-        now = committed.get(e.group, {}).get(TP(e.target_topic, e.partition))
+        now = committed.get(e.group, {}).get(e.target)
         if e.status != "committed" or now is None or now.offset != e.target_offset:
             outcome["WRONG: not committed at the mapped offset"] += 1
             continue
-        on_target = records[TP(e.target_topic, e.partition)]
+        on_target = records[e.target]
         record, before = on_target.get(now.offset), on_target.get(now.offset - 1)
         got = fingerprint(record.key, record.value, record.headers) if record else None
         if got == next_records[e.group].get(TP(e.topic, e.partition)):
@@ -367,9 +367,7 @@ def _roll_back_one(scene: _Scene, group: str, entries: list[PlanEntry]) -> bool:
     if scene.run({"mode": "rollback", "groups": re.escape(group)}, "demo-rollback")["status"] != "SUCCEEDED":
         return False
     before = {
-        TP(e.target_topic, e.partition): e.previous_target_offset
-        for e in entries
-        if e.group == group and e.previous_target_offset is not None
+        e.target: e.previous_target_offset for e in entries if e.group == group and e.previous_target_offset is not None
     }
     with KafkaCluster(scene.target.settings()) as target:
         now = {tp: c.offset for tp, c in target.committed_offsets([group]).get(group, {}).items()}

@@ -29,9 +29,11 @@ def restore_pk(restore_id: str) -> str:
     return f"RESTORE#{restore_id}"
 
 
-def mapping_sk(group: str, topic: str, partition: int) -> str:
-    """One plan entry: ``MAP#<group>#<topic>#<partition>``."""
-    return f"{MAPPING_PREFIX}{group}#{topic}#{partition}"
+def mapping_sk(group: str, topic: str, partition: int, target_partition: int | None = None) -> str:
+    """One plan entry: ``MAP#<group>#<topic>#<partition>``, and ``>``<target partition> after it for
+    an entry of a topic the restore re-partitioned (one entry per target partition)."""
+    onto = "" if target_partition is None else f">{target_partition}"
+    return f"{MAPPING_PREFIX}{group}#{topic}#{partition}{onto}"
 
 
 def lock_pk(cluster: str) -> str:

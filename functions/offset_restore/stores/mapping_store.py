@@ -26,7 +26,7 @@ REPLACEABLE = ("pending", "unmapped")
 def entry_key(restore_id: str, entry: PlanEntry) -> dict[str, dict[str, str]]:
     return {
         "pk": {"S": restore_pk(restore_id)},
-        "sk": {"S": mapping_sk(entry.group, entry.topic, entry.partition)},
+        "sk": {"S": mapping_sk(entry.group, entry.topic, entry.partition, entry.target_partition)},
     }
 
 
@@ -37,6 +37,8 @@ def _attribute(value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if isinstance(value, int):
         return {"N": str(value)}
+    if isinstance(value, dict):  # an entry's source_positions
+        return {"M": {str(k): _attribute(v) for k, v in value.items()}}
     return {"S": str(value)}
 
 
@@ -47,6 +49,8 @@ def _value(attribute: Mapping[str, Any]) -> Any:
         return attribute["BOOL"]
     if "N" in attribute:
         return int(attribute["N"])
+    if "M" in attribute:
+        return {k: _value(v) for k, v in attribute["M"].items()}
     return attribute["S"]
 
 

@@ -53,6 +53,11 @@ class PlanDocument:
         self.problems: dict[tuple[str, str | None], ProblemKind] = {}
         """The first ``PROBLEMS_KEPT`` kinds of pending or unmapped entries, counted."""
         self.problem_count = 0
+        self.csv_left_out: list[str] = []
+        """Groups the CSV leaves out because an entry holds them (the first ``GROUPS_NAMED * 10``)."""
+        self.csv_left_out_count = 0
+        self._group: tuple[str | None, bool, list[str]] = (None, False, [])
+        """The group whose CSV lines wait for its last entry: its name, whether an entry holds it, its lines."""
 
     def __enter__(self) -> PlanDocument:
         return self
@@ -71,9 +76,30 @@ class PlanDocument:
             self.problem_count += 1
             self._count_problem(entry)
         if self._csv is not None:
-            line = Plan.csv_line(entry)
-            if line is not None:
-                self._csv.write(line.encode() + b"\n")
+            self._add_csv(entry)
+
+    def _add_csv(self, entry: PlanEntry) -> None:
+        """A group's lines are written once its entries are all seen (they come together): a group an
+        entry holds is left out whole, as apply leaves it."""
+        name, held, lines = self._group
+        if name != entry.group:
+            self._flush_csv()
+            name, held, lines = entry.group, False, []
+        line = Plan.csv_line(entry)
+        if line is not None:
+            lines.append(line)
+        self._group = (name, held or entry.holds, lines)
+
+    def _flush_csv(self) -> None:
+        name, held, lines = self._group
+        assert self._csv is not None
+        if held and name is not None:
+            self.csv_left_out_count += 1
+            if len(self.csv_left_out) < GROUPS_NAMED * 10:
+                self.csv_left_out.append(name)
+        else:
+            self._csv.writelines(line.encode() + b"\n" for line in lines)
+        self._group = (None, False, [])
 
     def _count_problem(self, entry: PlanEntry) -> None:
         key = (entry.status, entry.reason)
@@ -103,8 +129,9 @@ class PlanDocument:
         return plan, document
 
     def csv_file(self) -> IO[bytes]:
-        """The ``--csv`` lines written so far, from the start."""
+        """The ``--csv`` lines of every entry added, from the start."""
         assert self._csv is not None, "made without csv=True"
+        self._flush_csv()
         self._csv.seek(0)
         return self._csv
 

@@ -10,7 +10,19 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Method", "Plan", "PlanEntry", "PlanSummary", "Status", "csv_unsafe", "new_restore_id", "written_by_apply"]
+from offset_restore.kafka.model import TP
+
+__all__ = [
+    "Method",
+    "Plan",
+    "PlanEntry",
+    "PlanSummary",
+    "Status",
+    "csv_unsafe",
+    "holds_group",
+    "new_restore_id",
+    "written_by_apply",
+]
 
 Method = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
@@ -24,6 +36,14 @@ def written_by_apply(status: str, rewinding: bool) -> bool:
     return status == "mapped" or (rewinding and status == "skipped")
 
 
+def holds_group(status: str, held: bool) -> bool:
+    """Whether an entry keeps its whole group from being written: a ``pending`` one (its consumers
+    must not start on half its partitions) and one of a topic whose shape changed in the restore that
+    could not be mapped (``holds_group``: written anywhere, the group would read that topic from its
+    reset policy). The CSV leaves such a group out, as apply and the workflow do."""
+    return status == "pending" or held
+
+
 def new_restore_id(now: datetime | None = None) -> str:
     return f"restore-{(now or datetime.now(UTC)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
@@ -34,7 +54,11 @@ class PlanEntry(BaseModel):
     group: str
     topic: str
     partition: int = Field(ge=0, strict=True)
+    """The source partition."""
     target_topic: str
+    target_partition: int | None = Field(default=None, ge=0, strict=True)
+    """The target partition, when it is not ``partition``: a topic the restore re-partitioned gets one
+    entry per target partition (``source_positions`` holds the group's source positions it follows)."""
     source_offset: int = Field(ge=0, strict=True)
     target_offset: int | None = Field(default=None, ge=0, strict=True)
     method: Method | None = None
@@ -63,6 +87,21 @@ class PlanEntry(BaseModel):
     """The source offset the anchor record carried in the offset header (null: none, or not read)."""
     anchor_timestamp: int | None = Field(default=None, strict=True)
     """The anchor record's timestamp (null: not read)."""
+    holds_group: bool = False
+    """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
+    the restore, not mapped: ``reason`` says why and what would end it)."""
+    source_positions: dict[int, int] | None = None
+    """For an entry of a re-partitioned topic: the group's committed offset on every source partition,
+    each of whose records not yet processed lies at or after ``target_offset`` on this partition."""
+
+    @property
+    def target(self) -> TP:
+        """The target partition this entry writes."""
+        return TP(self.target_topic, self.partition if self.target_partition is None else self.target_partition)
+
+    @property
+    def holds(self) -> bool:
+        return holds_group(self.status, self.holds_group)
 
     @model_validator(mode="after")
     def _written_entries_have_an_offset(self) -> PlanEntry:
@@ -156,20 +195,22 @@ class Plan(BaseModel):
     """How the header strategy checked the restore's order: ``windows`` or ``full`` (docs/translation.md)."""
     out_of_order: dict[str, str] = Field(default_factory=dict)
     """Target partitions (``topic/partition``) found out of order, with why; each was read whole."""
+    reshaped: dict[str, str] = Field(default_factory=dict)
+    """Source topics whose shape changed in the restore, with why (translate/reshaped.py)."""
 
     def problems(self) -> list[str]:
         """What makes this plan unsafe to apply as it is (an edited or damaged plan): each names the
         entry. Checked before anything is read from or written to a cluster."""
         found: list[str] = []
-        seen: dict[tuple[str, str, int], int] = {}
+        seen: dict[tuple[str, str, int, int | None], int] = {}
         targets: dict[tuple[str, str, int], int] = {}
         for number, e in enumerate(self.entries):
             where = f"entry {number} ({e.group} {e.topic}/{e.partition})"
-            key, onto = (e.group, e.topic, e.partition), (e.group, e.target_topic, e.partition)
+            key, onto = (e.group, e.topic, e.partition, e.target_partition), (e.group, *e.target)
             if key in seen:
                 found.append(f"{where} repeats entry {seen[key]}")
             elif onto in targets and e.status in ("mapped", "committed"):
-                found.append(f"{where} maps onto {e.target_topic}/{e.partition} like entry {targets[onto]}")
+                found.append(f"{where} maps onto {e.target} like entry {targets[onto]}")
             seen.setdefault(key, number)
             if e.status in ("mapped", "committed"):
                 targets.setdefault(onto, number)
@@ -182,14 +223,16 @@ class Plan(BaseModel):
 
     def csv_lines(self) -> list[str]:
         """``group,topic,partition,offset`` for mapped entries: what kafka-consumer-groups.sh
-        ``--reset-offsets --from-file`` reads (names checked by ``csv_unsafe`` first)."""
-        return [line for line in map(self.csv_line, self.entries) if line is not None]
+        ``--reset-offsets --from-file`` reads (names checked by ``csv_unsafe`` first); a group an
+        entry holds is left out ."""
+        held = {e.group for e in self.entries if e.holds}
+        return [line for e in self.entries if e.group not in held and (line := self.csv_line(e)) is not None]
 
     @staticmethod
     def csv_line(e: PlanEntry) -> str | None:
         """One entry's ``--from-file`` line; None for an entry with nothing to write."""
         if e.status == "mapped" and e.target_offset is not None:
-            return f"{e.group},{e.target_topic},{e.partition},{e.target_offset}"
+            return f"{e.group},{e.target_topic},{e.target.partition},{e.target_offset}"
         return None
 
 

@@ -29,13 +29,15 @@ __all__ = [
 
 COMMIT_BATCH_GROUPS = 500
 _GROUPS = "commit/groups.json"
+_HELD = "held"
+"""Beside a group's statuses: an entry holds it (pending, or a topic whose shape changed unmapped)."""
 
 
 class CommitGroups(BaseModel):
     writable: list[str]
-    """Groups with a mapped entry and none pending, in name order."""
+    """Groups with a mapped entry and none that holds them, in name order."""
     waiting: list[str]
-    """Groups with a pending entry: they wait whole until the restore reaches them."""
+    """Groups an entry holds (pending, or a topic whose shape changed): written nowhere."""
     batches: int
 
 
@@ -62,20 +64,21 @@ class IndexBuilder:
         return any(written_by_apply(status, self.allow_rewind) for status in statuses)
 
     def add(self, entry: PlanEntry, key: str | None = None) -> None:
-        self.statuses.setdefault(entry.group, set()).add(entry.status)
+        statuses = self.statuses.setdefault(entry.group, set())
+        statuses.add(entry.status)
+        if entry.holds:
+            statuses.add(_HELD)
         if key is not None:
             self.keys.setdefault(entry.group, []).append(key)
 
     def candidates(self) -> list[str]:
         """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
         numbers keep their meaning while batches commit)."""
-        return sorted(
-            g for g, s in self.statuses.items() if "pending" not in s and ("committed" in s or self._writes(s))
-        )
+        return sorted(g for g, s in self.statuses.items() if _HELD not in s and ("committed" in s or self._writes(s)))
 
     def writable_and_waiting(self) -> tuple[list[str], list[str]]:
         """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
-        waiting = {g for g, s in self.statuses.items() if "pending" in s}
+        waiting = {g for g, s in self.statuses.items() if _HELD in s}
         writable = {g for g, s in self.statuses.items() if g not in waiting and self._writes(s)}
         return sorted(writable), sorted(waiting)
 
