@@ -17,7 +17,7 @@ from offset_restore.cli.arguments import (
 )
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
-from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_PARTITION_HEADER
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.document import ProblemKind
@@ -67,6 +67,13 @@ def register(commands: Commands) -> None:
         default=DEFAULT_OFFSET_HEADER,
         metavar="NAME",
         help="header holding the source offset in restored records (default: %(default)s)",
+    )
+    plan.add_argument(
+        "--partition-header",
+        default=DEFAULT_PARTITION_HEADER,
+        metavar="NAME",
+        help="header holding the source partition in restored records: what maps a topic the restore "
+        "re-partitioned (default: %(default)s)",
     )
     plan.add_argument(
         "--topic-map", action="append", default=[], metavar="SRC_TOPIC=TGT_TOPIC", help="a renamed topic (repeatable)"
@@ -121,6 +128,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = PlanOptions(
         strategies=parse_strategies(args.strategies),
         offset_header=args.offset_header,
+        partition_header=args.partition_header,
         topic_map=parse_topic_map(args.topic_map),
         target_cluster=args.target_cluster,
         order_check=args.order_check,
@@ -184,6 +192,17 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> str:
         lines.append(f"  out of order: {partition}: {why} (read whole; resume points do not depend on order)")
     if len(result.out_of_order) > 10:
         lines.append(f"  ... and {len(result.out_of_order) - 10} more partitions out of order in the plan")
+    for why in result.reshaped.values():
+        lines.append(
+            f"  shape changed: {why}; its groups are mapped on every target partition or held (see the entries)"
+        )
+    if result.csv_left_out_count:
+        named = ", ".join(result.csv_left_out)
+        more = result.csv_left_out_count - len(result.csv_left_out)
+        lines.append(
+            f"  left out of the CSV: {result.csv_left_out_count:,} groups held whole, as apply holds them: {named}"
+            + (f", and {more:,} more" if more > 0 else "")
+        )
     lines += [problem_line(kind) for kind in result.problems]
     more = s.pending + s.unmapped - sum(kind.count for kind in result.problems)
     if more > 0:

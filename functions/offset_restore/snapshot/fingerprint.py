@@ -5,9 +5,9 @@ Definition (so that any tool can compute it): SHA-256 over, in this order,
 ``field(name as UTF-8) field(value)`` for each kept header in record order; where ``field(None)`` is the
 four bytes ``ff ff ff ff`` and ``field(b)`` is ``len(b)`` as a 4-byte big-endian integer followed by
 ``b``. Kept headers are all headers except the restore's offset header (by default
-``x-source-offset``), which a restore adds and the source record never had. The fingerprint is the
-first 32 hex digits (128 bits) of the digest. Offsets, timestamps and partition are left out on
-purpose: they are what changes in a restore.
+``x-source-offset``) and ``x-source-partition``, which a restore adds and the source record never
+had. The fingerprint is the first 32 hex digits (128 bits) of the digest. Offsets, timestamps and
+partition are left out on purpose: they are what changes in a restore.
 """
 
 from __future__ import annotations
@@ -15,9 +15,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 
-__all__ = ["DEFAULT_OFFSET_HEADER", "fingerprint"]
+__all__ = ["DEFAULT_OFFSET_HEADER", "DEFAULT_PARTITION_HEADER", "fingerprint"]
 
 DEFAULT_OFFSET_HEADER = "x-source-offset"
+DEFAULT_PARTITION_HEADER = "x-source-partition"
+"""The header a restore adds with the source partition; like the offset header, a restore adds it, so
+it is left out of every fingerprint (on the source as on the target)."""
 _NULL = b"\xff\xff\xff\xff"
 
 
@@ -39,7 +42,7 @@ def fingerprint(
 
     field(key)
     field(value)
-    kept = [(name, data) for name, data in headers if name != exclude_header]
+    kept = [(name, data) for name, data in headers if name != exclude_header and name != DEFAULT_PARTITION_HEADER]
     digest.update(len(kept).to_bytes(4, "big"))
     for name, data in kept:
         field(name.encode("utf-8"))

@@ -40,6 +40,15 @@ from offset_restore.translate.fingerprint_counts import Found, doubts
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads, evidence_prints
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
+from offset_restore.translate.reshaped import (
+    DEFAULT_PARTITION_HEADER,
+    Reshaped,
+    Shapes,
+    held_entries,
+    map_group,
+    read_index,
+    sample_reads,
+)
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
 from offset_restore.translate.search import KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
@@ -100,6 +109,8 @@ def parse_offset_header(value: bytes | None) -> int | None:
 class PlanOptions:
     strategies: tuple[Strategy, ...] = STRATEGIES
     offset_header: str = DEFAULT_OFFSET_HEADER
+    partition_header: str = DEFAULT_PARTITION_HEADER
+    """The header a restore adds with the source partition: what maps a topic whose shape changed."""
     topic_map: Mapping[str, str] = field(default_factory=dict)
     target_cluster: str | None = None
     """The target's name in checkpoint keys (default: the cluster id the brokers report)."""
@@ -206,6 +217,9 @@ class Decision:
 @dataclass
 class TranslateStats:
     positions: int = 0
+    reshaped: dict[str, Reshaped] = field(default_factory=dict)
+    """Source topics whose shape changed in the restore (``translate/reshaped.py``), their positions
+    taken out of the strategies: ``plan_entries`` maps or holds their groups whole."""
     fetch_rounds: dict[str, int] = field(default_factory=dict)
     fetches: dict[str, int] = field(default_factory=dict)
     records_read: dict[str, int] = field(default_factory=dict)
@@ -255,11 +269,15 @@ def translate(
     *,
     checkpoints: CheckpointReader | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    source_partitions: Mapping[str, int] | None = None,
 ) -> tuple[list[PlanEntry], TranslateStats]:
-    """Plan entries for every group-partition of ``groups``; reads the target, writes nothing."""
+    """Plan entries for every group-partition of ``groups``; reads the target, writes nothing.
+    ``source_partitions``: each topic's partition count on the source (the snapshot's)."""
     positions = collect_positions(groups, options)
-    decisions, stats = decide_positions(positions, target, options, checkpoints=checkpoints, progress=progress)
-    return list(plan_entries(groups, decisions, options)), stats
+    decisions, stats = decide_positions(
+        positions, target, options, checkpoints=checkpoints, progress=progress, source_partitions=source_partitions
+    )
+    return list(plan_entries(groups, decisions, options, reshaped=stats.reshaped)), stats
 
 
 def decide_positions(
@@ -270,6 +288,7 @@ def decide_positions(
     checkpoints: CheckpointReader | None = None,
     mm2: MirrorCheckpoints | str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
+    source_partitions: Mapping[str, int] | None = None,
 ) -> tuple[dict[PositionKey, Decision], TranslateStats]:
     """A decision for every position (``collect_positions``; the dict is consumed); reads the target.
 
@@ -280,17 +299,19 @@ def decide_positions(
     """
     stats = TranslateStats()
     report = progress or (lambda phase, done, total: None)
-    decisions = _missing_on_target(positions, target.topic_partitions())
-    stats.positions = len(positions) + len(decisions)
+    stats.positions = len(positions)
+    topic_counts = target.topic_partitions()
     context = _Context(
         target=target,
         options=options,
         cluster_name=options.target_cluster or default_cluster_name(target.cluster_id),
-        bounds=target.log_bounds({pos.target for pos in positions.values()}),
+        bounds=target.log_bounds(_every_partition(positions, topic_counts)),
         checkpoints=checkpoints,
         stats=stats,
         mm2=mm2,
     )
+    stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)
+    decisions = _missing_on_target(positions, topic_counts)
     declined: dict[PositionKey, list[str]] = defaultdict(list)
     undecided = positions
     strategies: dict[Strategy, Callable[[dict[PositionKey, Position], _Context], dict[PositionKey, Decision | str]]]
@@ -335,6 +356,66 @@ def collect_positions(groups: Iterable[GroupSnapshot], options: PlanOptions) -> 
     return positions
 
 
+def _every_partition(positions: Mapping[PositionKey, Position], topics: Mapping[str, int]) -> set[TP]:
+    """Every partition of the target topics the positions map onto: a changed topic is read whole."""
+    names = {pos.target.topic for pos in positions.values()}
+    return {TP(name, p) for name in names if name in topics for p in range(topics[name])}
+
+
+def _reshaped_topics(
+    positions: dict[PositionKey, Position],
+    topics: Mapping[str, int],
+    source_partitions: Mapping[str, int],
+    ctx: _Context,
+) -> dict[str, Reshaped]:
+    """The source topics whose shape changed in the restore (their positions taken out of
+    ``positions``), each with its whole index when its records carry the source partition."""
+    options = ctx.options
+    shapes = Shapes(options.offset_header, options.partition_header)
+    onto = {pos.source.topic: pos.target.topic for pos in positions.values() if pos.target.topic in topics}
+    widest: dict[str, int] = {}
+    for pos in positions.values():
+        widest[pos.source.topic] = max(widest.get(pos.source.topic, 0), pos.source.partition + 1)
+    shapes.compare_counts(onto, source_partitions, topics, widest)
+    for pos in positions.values():
+        for evidence in (pos.next, *pos.before[-1:]):
+            if evidence is not None:
+                shapes.add_evidence(pos.source.topic, pos.source.partition, evidence.offset, evidence.fingerprint)
+    rounds = ctx.rounds()
+    back = {name: topic for topic, name in onto.items()}
+    for tp, records in sample_reads(rounds, ctx.bounds).items():
+        if tp.topic in back:
+            shapes.check_sample(back[tp.topic], tp, records)
+    ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
+    ctx.stats.bytes_read["shape (samples)"] = rounds.bytes
+    found = {topic: Reshaped(topic, onto[topic], why) for topic, why in shapes.changed.items()}
+    for reshaped in found.values():
+        _index_or_why(reshaped, shapes, topics, ctx)
+    for key in [key for key, pos in positions.items() if pos.source.topic in found]:
+        del positions[key]
+    return found
+
+
+def _index_or_why(reshaped: Reshaped, shapes: Shapes, topics: Mapping[str, int], ctx: _Context) -> None:
+    """Read a changed topic whole when its records carry the source partition; else say why not."""
+    options, name = ctx.options, reshaped.target_topic
+    if "header" not in options.strategies:
+        reshaped.unmappable = "mapping it needs the restore's headers, and --strategies leaves out header"
+        return
+    if name not in shapes.carries_partition:
+        reshaped.unmappable = f"no record of {name} read carries header {options.partition_header}"
+        return
+    bounds = {p: ctx.bounds[TP(name, p)] for p in range(topics[name])}
+    rounds = ctx.rounds(WHOLE_READ_BYTES)
+    index = read_index(rounds, name, bounds, options.offset_header, options.partition_header)
+    ctx.record("shape (whole topic)", rounds.rounds, rounds.fetches, rounds.records, {})
+    ctx.stats.bytes_read["shape (whole topic)"] = ctx.stats.bytes_read.get("shape (whole topic)", 0) + rounds.bytes
+    if isinstance(index, str):
+        reshaped.unmappable = index
+    else:
+        reshaped.index = index
+
+
 def _missing_on_target(
     positions: dict[PositionKey, Position], topics: Mapping[str, int]
 ) -> dict[PositionKey, Decision]:
@@ -361,12 +442,32 @@ def plan_entries(
     decisions: Mapping[PositionKey, Decision],
     options: PlanOptions,
     settle: Callable[[PlanEntry], PlanEntry] | None = None,
+    reshaped: Mapping[str, Reshaped] | None = None,
 ) -> Iterator[PlanEntry]:
     """Each group-partition's entry, group by group, in the snapshot's order; ``settle`` may change an
-    entry (a newer MM2 checkpoint, translate/mm2.py) before the collision guard sees the group."""
+    entry (a newer MM2 checkpoint, translate/mm2.py) before the collision guard sees the group. A
+    topic whose shape changed (``reshaped``) gets one entry per target partition, or holds the group."""
+    changed = reshaped or {}
     for group in groups:
-        entries = [_entry(group.group, p, decisions, options) for p in group.partitions]
-        yield from _without_collisions([settle(e) for e in entries] if settle else entries)
+        entries = [_entry(group.group, p, decisions, options) for p in group.partitions if p.topic not in changed]
+        entries = [settle(e) for e in entries] if settle else entries
+        for topic in sorted({p.topic for p in group.partitions if p.topic in changed}):
+            entries.extend(_reshaped_entries(group, changed[topic], options))
+        yield from _without_collisions(entries)
+
+
+def _reshaped_entries(group: GroupSnapshot, reshaped: Reshaped, options: PlanOptions) -> list[PlanEntry]:
+    partitions = [p for p in group.partitions if p.topic == reshaped.topic]
+    if reshaped.index is None:
+        why = (
+            f"{reshaped.why}; not mapped: {reshaped.unmappable}. The group is held: none of its partitions is "
+            f"written (on any, it would read {reshaped.target_topic} from its reset policy). A restore whose records "
+            f"carry the source partition in header {options.partition_header} and the source offset in "
+            f"{options.offset_header} is mapped: plan again then (or restore into a topic of the source's shape)"
+        )
+        return held_entries(group.group, partitions, reshaped.target_topic, why)
+    uncommitted = [u.partition for u in group.uncommitted_partitions if u.topic == reshaped.topic]
+    return map_group(group.group, partitions, reshaped.target_topic, reshaped.index, uncommitted)
 
 
 def _entry(
@@ -398,9 +499,9 @@ def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
     the group two offsets for one target partition: the renamed entry is left unmapped, with why,
     and the group's own entry stands (writing the renamed one would move the group on ``orders``).
     A collision is within one group, so the entries of one group at a time suffice."""
-    own = {(e.group, e.target_topic, e.partition): e.topic for e in entries if e.topic == e.target_topic}
+    own = {(e.group, e.target): e.topic for e in entries if e.topic == e.target_topic}
     for e in entries:
-        holder = own.get((e.group, e.target_topic, e.partition))
+        holder = own.get((e.group, e.target))
         if holder is not None and e.topic != e.target_topic:
             e.status, e.target_offset, e.method, e.exact, e.max_duplicates = "unmapped", None, None, False, None
             e.anchor_offset = e.anchor_source_offset = e.anchor_timestamp = e.expected_fingerprint = None

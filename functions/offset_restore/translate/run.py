@@ -126,6 +126,11 @@ class PlanResult(BaseModel):
     """Target partitions found out of order (read whole), with why, as in the plan."""
     problems: list[ProblemKind]
     """The first kinds of pending or unmapped entries, counted (the plan holds them all)."""
+    reshaped: dict[str, str] = {}
+    """Source topics whose shape changed in the restore, with why, as in the plan."""
+    csv_left_out: list[str] = []
+    """The first groups ``--csv`` leaves out because an entry holds them (as apply would)."""
+    csv_left_out_count: int = 0
     fresher_from_mm2: int = 0
     """Group-partitions resumed from a MirrorMaker 2 checkpoint newer than the snapshot (translate/mm2.py)."""
     created_at: datetime | None = None
@@ -174,7 +179,13 @@ def run_plan(
             selected = _Fresher(selected, mm2, manifest.completed_at, options.topic_map, fresher)
             positions = collect_positions(selected, options)
         decisions, stats = decide_positions(
-            positions, target, options, checkpoints=checkpoints, mm2=mm2, progress=progress
+            positions,
+            target,
+            options,
+            checkpoints=checkpoints,
+            mm2=mm2,
+            progress=progress,
+            source_partitions=manifest.topic_partitions,
         )
         fresh_bounds = _bounds_of(target, fresher, options.topic_map)
         requests = dict(sorted(target.requests_sent.items()))
@@ -192,9 +203,11 @@ def run_plan(
         topic_map=dict(options.topic_map),
         order_check=options.order_check if "header" in options.strategies else None,
         out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
+        reshaped={topic: r.why for topic, r in sorted(stats.reshaped.items())},
     )
     with PlanDocument(csv=bool(csv_path)) as document:
-        for entry in plan_entries(selected, decisions, options, _settler(fresher, fresh_bounds)):
+        changed = stats.reshaped
+        for entry in plan_entries(selected, decisions, options, _settler(fresher, fresh_bounds), reshaped=changed):
             document.add(entry)
         plan, content = document.finish(header)
         with content:
@@ -217,6 +230,9 @@ def run_plan(
         median_rounds_per_partition=medians,
         out_of_order=plan.out_of_order,
         problems=list(document.problems.values()),
+        reshaped=plan.reshaped,
+        csv_left_out=document.csv_left_out,
+        csv_left_out_count=document.csv_left_out_count,
         fresher_from_mm2=len(fresher),
         created_at=plan.created_at,
         snapshot_positions_at=manifest.as_of or manifest.created_at,
@@ -243,7 +259,7 @@ def _settler(
 
     def settled(entry: PlanEntry) -> PlanEntry:
         newer = fresher.get((entry.group, entry.topic, entry.partition))
-        return entry if newer is None else settle(entry, newer, bounds.get(TP(entry.target_topic, entry.partition)))
+        return entry if newer is None else settle(entry, newer, bounds.get(entry.target))
 
     return settled
 
@@ -329,13 +345,16 @@ def translate_work_item(
     options = PlanOptions(
         strategies=tuple(item.strategies),
         offset_header=item.offset_header,
+        partition_header=item.partition_header,
         topic_map=item.topic_map,
         target_cluster=target_cluster,
         order_check=item.order_check,
         timestamp_margin_ms=item.timestamp_margin_ms,
     )
     with connect(connection) as target:
-        entries, _ = translate(item.groups, target, options, checkpoints=checkpoints)
+        entries, _ = translate(
+            item.groups, target, options, checkpoints=checkpoints, source_partitions=item.source_partitions
+        )
     counts = mappings.put(item.restore_id, entries)
     return WorkItemResult(
         restore_id=item.restore_id,

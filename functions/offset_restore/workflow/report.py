@@ -28,6 +28,10 @@ __all__ = ["ADVICE", "Headline", "ReportBuilder", "SnapshotAge", "render_report"
 ADVICE = {
     "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
     "continues where this run stopped.",
+    "reshaped": "The restore re-partitioned these topics (see the reason) and their records do not carry the "
+    "source partition: no partition of these groups is written, on any topic, lest their consumers read the "
+    "changed topic from their reset policy. Restore with the source-partition header (partition_header, default "
+    "x-source-partition) or into a topic of the source's shape, then run again.",
     "unmapped": "No strategy could place these partitions (see the reason). Check that the topic exists on the "
     "target and carries the restore's offset header, or give a topic_map; otherwise reset them by hand.",
     "skipped": "Ahead: the group's consumers started on the target and are past the mapped offset, so they skip "
@@ -45,7 +49,7 @@ ADVICE = {
     "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
     "answers: it reads the target first and finishes them.",
 }
-ATTENTION = ("unverified", "unanswered", "failed", "not_written", "skipped", "pending", "unmapped")
+ATTENTION = ("unverified", "unanswered", "failed", "not_written", "skipped", "pending", "reshaped", "unmapped")
 
 
 class _Row(NamedTuple):
@@ -62,6 +66,8 @@ class _Row(NamedTuple):
     status: str
     reason: str | None
     verified: bool | None = None
+    held: bool = False
+    """An entry of a topic whose shape changed, not mapped: it holds its whole group."""
     lost: int = 0
     """Source records between the group's position and the record it resumes at (lost before the backup)."""
 
@@ -84,6 +90,8 @@ def _needs_attention(entry: PlanEntry | _Row) -> str:
         return "not_written"
     if entry.status == "committed" and entry.verified is False:
         return "unverified"
+    if entry.status == "unmapped" and (entry.held if isinstance(entry, _Row) else entry.holds_group):
+        return "reshaped"
     return entry.status
 
 
@@ -156,6 +164,9 @@ NEXT = {
     "--restore-id ID --stack ENV)",
     "pending": "run again with the same restore_id once the restore has reached its records",
     "unmapped": "give a topic_map for a renamed topic, or reset the partition by hand",
+    "reshaped": "the restore re-partitioned a topic it reads and its records do not say their source partition: "
+    "restore it with the source-partition header (partition_header) or into a topic of the source's shape, then run "
+    "again; until then none of its partitions is written",
     "active": "stop its consumers on the target, then run again with the same restore_id",
     "not_written": "deal with the reason shown, then run again with the same restore_id",
     "ahead": "its consumers started on the target and skip records: rewind it (allow_rewind, or apply "
@@ -189,7 +200,7 @@ class ReportBuilder:
             _Row(
                 e.group,
                 e.target_topic,
-                e.partition,
+                e.target.partition,
                 e.source_offset,
                 e.target_offset,
                 e.method,
@@ -198,6 +209,7 @@ class ReportBuilder:
                 e.status,
                 e.reason,
                 e.verified,
+                e.holds_group,
                 lost,
             )
         )

@@ -38,6 +38,8 @@ class Row(Protocol):
     @property
     def method(self) -> str | None: ...
     @property
+    def held(self) -> bool: ...
+    @property
     def lost(self) -> int: ...
 
 
@@ -55,6 +57,7 @@ CARDS = (
     ("rolled_back", "rolled back to the previous offsets", True),
     ("pending", "pending (restore not there yet)", True),
     ("unmapped", "unmapped", True),
+    ("reshaped", "topic re-partitioned by the restore, not mapped (group held)", True),
     ("failed", "refused by the broker", True),
     ("unverified", "did not verify", True),
 )
@@ -69,6 +72,8 @@ def outcome_of(row: Row, done: str) -> str:
         return "ahead" if reason.startswith("ahead:") else "not_written"
     if row.status == "mapped" and done == "committed":
         return _unwritten(reason)
+    if row.status == "unmapped" and row.held:
+        return "reshaped"
     if row.status in ("pending", "unmapped", "failed"):
         return row.status
     if row.verified is False:
@@ -113,6 +118,7 @@ _HOLDS = (
     "unanswered",
     "rolled_back",
     "pending",
+    "reshaped",
     "unmapped",
     "end_unsure",
     "active",

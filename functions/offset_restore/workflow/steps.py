@@ -18,6 +18,7 @@ from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
 from offset_restore.validation import describe
 from offset_restore.workflow.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.workflow.runs import RunRecord
@@ -57,6 +58,8 @@ class RunInput(BaseModel):
     topic_map: dict[str, str] = Field(default_factory=dict)
     strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
     offset_header: str = "x-source-offset"
+    partition_header: str = DEFAULT_PARTITION_HEADER
+    """The header a restore adds with the source partition: what maps a topic the restore re-partitioned."""
     order_check: OrderCheck = "windows"
     """How the header strategy checks the restore's order (docs/translation.md): ``windows`` or ``full``."""
     timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
@@ -165,6 +168,8 @@ def prepare_work(
             source_cluster=run.source_cluster,
             strategies=run.strategies,
             offset_header=run.offset_header,
+            partition_header=run.partition_header,
+            source_partitions=manifest.topic_partitions,
             topic_map=run.topic_map,
             order_check=run.order_check,
             timestamp_margin_ms=run.timestamp_margin_ms,
@@ -192,6 +197,7 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
         "topic_map": dict(sorted(run.topic_map.items())),
         "strategies": list(run.strategies),
         "offset_header": run.offset_header,
+        "partition_header": run.partition_header,
         "order_check": run.order_check,
         "timestamp_margin_ms": run.timestamp_margin_ms,
     }

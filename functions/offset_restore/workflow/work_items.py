@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from offset_restore.packing import packed
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
 
 __all__ = ["WorkItem", "split_work"]
 
@@ -22,6 +23,9 @@ class WorkItem(BaseModel):
     source_cluster: str
     strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
     offset_header: str = "x-source-offset"
+    partition_header: str = DEFAULT_PARTITION_HEADER
+    source_partitions: dict[str, int] = Field(default_factory=dict)
+    """Each topic's partition count on the source (the snapshot's): tells a topic re-partitioned."""
     topic_map: dict[str, str] = Field(default_factory=dict)
     order_check: OrderCheck = "windows"
     timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)

@@ -1,0 +1,423 @@
+"""Topics whose shape changed in the restore: told apart, then mapped group by group when the records
+say how (docs/translation.md, "A topic whose shape changed").
+
+A restore that writes into a target topic of another partition count, or re-routes keys, spreads each
+source partition's records over several target partitions. Mapping source partition ``p`` onto target
+partition ``p`` then resumes the group on records of other source partitions and never on the
+partitions that received the rest: records lost. So a changed topic is first *detected* (``Shapes``):
+the partition counts differ (the snapshot records the source's), or a target record carries the
+source-partition header of another partition, or holds a source record another partition had.
+
+Where every restored record carries its source partition and offset, the topic is *mapped*
+(``TopicIndex``, ``map_group``): a group resumes on each target partition at the first record it has
+not processed (a record of source partition ``q`` with source offset at or past the group's committed
+offset on ``q``), so no record any of its source positions needs is skipped; the processed records
+after that point are counted as duplicates. Otherwise the group is held whole: an entry that says why
+and what would end it, and apply writes none of its partitions.
+
+Pure but for ``sample_reads`` and ``read_index``, which read through the fetch rounds they are given.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
+from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, fingerprint
+from offset_restore.snapshot.model import PartitionSnapshot
+from offset_restore.translate.model import PlanEntry
+
+__all__ = [
+    "DEFAULT_PARTITION_HEADER",
+    "MAX_INDEX_RECORDS",
+    "SAMPLE_TAIL_RECORDS",
+    "Reshaped",
+    "Shapes",
+    "TopicIndex",
+    "held_entries",
+    "map_group",
+    "read_index",
+    "sample_reads",
+]
+
+SAMPLE_TAIL_RECORDS = 64
+"""The sample of a target partition: the batch holding its last records (most groups are caught up:
+their evidence is the source's last records)."""
+MAX_INDEX_RECORDS = 20_000_000
+"""A changed topic is read whole (32 bytes of memory a record); past this many records it is held."""
+
+
+def _int_header(record: FetchedRecord, name: str) -> int | None:
+    """A header holding a non-negative integer (decimal or 8-byte big-endian), else None."""
+    for header, value in record.headers:
+        if header == name and value is not None:
+            if 0 < len(value) <= 19 and value.isdigit():
+                return int(value)
+            if len(value) == 8 and value[0] < 0x80:
+                return int.from_bytes(value, "big")
+            return None
+    return None
+
+
+@dataclass
+class Reshaped:
+    """A source topic whose shape changed, why, and (when its records carry both headers) its index."""
+
+    topic: str
+    target_topic: str
+    why: str
+    index: TopicIndex | None = None
+    unmappable: str | None = None
+    """Why the topic cannot be mapped (no source-partition header, a read that failed, too large)."""
+
+
+@dataclass
+class Shapes:
+    """What tells a changed topic: partition counts, then a sample of each target partition's records."""
+
+    offset_header: str
+    partition_header: str
+    changed: dict[str, str] = field(default_factory=dict)
+    """Source topic -> why its shape changed."""
+    carries_partition: set[str] = field(default_factory=set)
+    """Target topics on which a sampled record carries the source-partition header."""
+    _prints: dict[str, dict[str, tuple[int, int] | None]] = field(default_factory=dict)
+
+    def compare_counts(
+        self, topics: Mapping[str, str], source: Mapping[str, int], target: Mapping[str, int], widest: Mapping[str, int]
+    ) -> None:
+        """``topics``: source topic -> target topic; ``widest``: one past the highest source partition a
+        group commits on (what an older snapshot, which did not record the count, still tells)."""
+        for topic, onto in topics.items():
+            had, has = source.get(topic), target.get(onto)
+            if has is None:
+                continue
+            if had is not None and had != has:
+                self.changed[topic] = (
+                    f"topic {topic} had {had} partitions on the source and {onto} has {has} on the target"
+                )
+            elif widest.get(topic, 0) > has:
+                self.changed[topic] = (
+                    f"source partition {widest[topic] - 1} of {topic} does not exist on the target ({onto} has {has} "
+                    "partitions)"
+                )
+
+    def add_evidence(self, topic: str, partition: int, offset: int, print_: str) -> None:
+        """A source record the snapshot read; one that two partitions both hold tells nothing."""
+        prints = self._prints.setdefault(topic, {})
+        seen = prints.get(print_, (partition, offset))
+        prints[print_] = (partition, offset) if seen == (partition, offset) else None
+
+    def check_sample(self, topic: str, tp: TP, records: Iterable[FetchedRecord]) -> None:
+        """Records of target partition ``tp`` (of source topic ``topic``): one that says it came from
+        another source partition (its header, or a keyed record whose content and source offset are
+        another partition's record in the snapshot) changes the topic's shape."""
+        prints = self._prints.get(topic, {})
+        for record in records:
+            why = self._foreign(tp, record, prints)
+            if why and topic not in self.changed:
+                self.changed[topic] = why
+
+    def _foreign(self, tp: TP, record: FetchedRecord, prints: Mapping[str, tuple[int, int] | None]) -> str | None:
+        source_partition = _int_header(record, self.partition_header)
+        if source_partition is not None:
+            self.carries_partition.add(tp.topic)
+            if source_partition != tp.partition:
+                return (
+                    f"record {record.offset} of {tp} carries {self.partition_header} = {source_partition}: "
+                    "the restore moved records between partitions"
+                )
+            return None
+        if record.key is None or not prints:
+            return None  # unkeyed records may repeat across partitions: their content proves nothing
+        printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.offset_header)
+        seen = prints.get(printed)
+        claimed = _int_header(record, self.offset_header)
+        if seen is None or seen[0] == tp.partition or (claimed is not None and claimed != seen[1]):
+            return None
+        return (
+            f"record {record.offset} of {tp} is the source's record {seen[1]} of partition {seen[0]} "
+            "(same key and content): the restore moved records between partitions"
+        )
+
+
+def sample_reads(rounds: FetchRounds, bounds: Mapping[TP, LogBounds]) -> dict[TP, list[FetchedRecord]]:
+    """The batch holding each partition's last ``SAMPLE_TAIL_RECORDS`` records (one answer each, in
+    shared rounds): where a re-partitioning restore's records of every source partition meet, and
+    where the caught-up groups' evidence lies. A partition that fails to answer is left out."""
+    sampled: dict[TP, list[FetchedRecord]] = {}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, Served):
+            sampled[tp] = outcome.answer.records
+        return None
+
+    read_forward(
+        rounds, {tp: max(b.start, b.end - SAMPLE_TAIL_RECORDS) for tp, b in bounds.items() if b.end > b.start}, take
+    )
+    return sampled
+
+
+@dataclass
+class _Part:
+    """One target partition of a changed topic, read whole: each record's offset, source partition and
+    source offset (-1: the record lacks that header), timestamp."""
+
+    offsets: array[int] = field(default_factory=lambda: array("q"))
+    sources: array[int] = field(default_factory=lambda: array("q"))
+    source_offsets: array[int] = field(default_factory=lambda: array("q"))
+    timestamps: array[int] = field(default_factory=lambda: array("q"))
+    by_source: dict[int, tuple[list[int], list[int], bool]] = field(default_factory=dict)
+    """Source partition -> (its records' target offsets, their source offsets, in source order?)."""
+    first_unknown: int | None = None
+    """The first record whose source is not known (a header missing)."""
+
+    def add(self, record: FetchedRecord, partition_header: str, offset_header: str) -> None:
+        source, source_offset = _int_header(record, partition_header), _int_header(record, offset_header)
+        self.offsets.append(record.offset)
+        self.sources.append(-1 if source is None else source)
+        self.source_offsets.append(-1 if source_offset is None else source_offset)
+        self.timestamps.append(record.timestamp)
+
+    def settle(self) -> None:
+        """Per source partition, its records in target order, and whether their source offsets ascend."""
+        grouped: dict[int, tuple[list[int], list[int], bool]] = {}
+        for at, q, s in zip(self.offsets, self.sources, self.source_offsets, strict=True):
+            if q < 0 or s < 0:
+                if self.first_unknown is None:
+                    self.first_unknown = at
+                continue
+            targets, sources, ordered = grouped.setdefault(q, ([], [], True))
+            grouped[q] = (targets, sources, ordered and (not sources or sources[-1] < s))
+            targets.append(at)
+            sources.append(s)
+        self.by_source = grouped
+
+    def first_needed(self, q: int, committed: int | None) -> int | None:
+        """The first record of source partition ``q`` the group has not processed (all of them when it
+        has no commit there)."""
+        found = self.by_source.get(q)
+        if found is None:
+            return None
+        targets, sources, ordered = found
+        if committed is None:
+            return targets[0]
+        if ordered:
+            at = bisect.bisect_left(sources, committed)
+            return targets[at] if at < len(targets) else None
+        return min((t for t, s in zip(targets, sources, strict=True) if s >= committed), default=None)
+
+    def processed_after(self, q: int, committed: int, resume: int) -> int:
+        """Records of ``q`` the group processed (source offset below ``committed``) at or after ``resume``."""
+        targets, sources, ordered = self.by_source.get(q, ([], [], True))
+        if ordered:
+            return max(0, bisect.bisect_left(sources, committed) - bisect.bisect_left(targets, resume))
+        return sum(1 for t, s in zip(targets, sources, strict=True) if t >= resume and s < committed)
+
+    def unknown_after(self, resume: int) -> int:
+        if self.first_unknown is None:
+            return 0
+        return sum(
+            1
+            for at, q, s in zip(self.offsets, self.sources, self.source_offsets, strict=True)
+            if at >= resume and (q < 0 or s < 0)
+        )
+
+    def record_at(self, offset: int) -> tuple[int, int | None, int] | None:
+        """(offset, source offset, timestamp) of the record at ``offset``, for the plan's anchor."""
+        at = bisect.bisect_left(self.offsets, offset)
+        if at < len(self.offsets) and self.offsets[at] == offset:
+            source = self.source_offsets[at]
+            return offset, source if source >= 0 else None, self.timestamps[at]
+        return None
+
+
+@dataclass
+class TopicIndex:
+    """Every record of every partition of a changed target topic, as far as its headers say."""
+
+    bounds: dict[int, LogBounds]
+    parts: dict[int, _Part]
+
+    def top(self, q: int) -> int | None:
+        """The highest source offset of source partition ``q`` restored anywhere in the topic."""
+        highest = [max(found[1]) for part in self.parts.values() if (found := part.by_source.get(q))]
+        return max(highest, default=None)
+
+
+def read_index(
+    rounds: FetchRounds, topic: str, bounds: Mapping[int, LogBounds], offset_header: str, partition_header: str
+) -> TopicIndex | str:
+    """Read every partition of ``topic`` whole (shared rounds), or say why it could not be."""
+    total = sum(b.end - b.start for b in bounds.values())
+    if total > MAX_INDEX_RECORDS:
+        return f"its {total:,} records are more than the {MAX_INDEX_RECORDS:,} a plan reads of a changed topic"
+    parts = {p: _Part() for p in bounds}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        for record in outcome.answer.records:
+            if record.offset < bounds[tp.partition].end:
+                parts[tp.partition].add(record, partition_header, offset_header)
+        read_to = outcome.answer.read_to
+        return read_to if read_to < bounds[tp.partition].end else None
+
+    starts = {TP(topic, p): b.start for p, b in bounds.items() if b.end > b.start}
+    failed = read_forward(rounds, starts, take)
+    if failed:
+        tp, failure = next(iter(failed.items()))
+        return f"reading {tp} whole failed: {failure.reason}"
+    for part in parts.values():
+        part.settle()
+    return TopicIndex(dict(bounds), parts)
+
+
+# -- one group ----------------------------------------------------------------------------------------
+
+
+def held_entries(group: str, partitions: Sequence[PartitionSnapshot], target_topic: str, why: str) -> list[PlanEntry]:
+    """The group's entries of a changed topic it cannot be mapped on: unmapped, holding the group."""
+    return [
+        PlanEntry(
+            group=group,
+            topic=p.topic,
+            partition=p.partition,
+            target_topic=target_topic,
+            source_offset=p.committed_offset,
+            status="unmapped",
+            reason=why,
+            metadata=p.metadata,
+            holds_group=True,
+        )
+        for p in partitions
+    ]
+
+
+@dataclass(frozen=True)
+class _Need:
+    """Where a group must resume on one target partition, and what it costs."""
+
+    resume: int
+    binding: int
+    """The source partition whose record sits at the resume point (-1: a record of unknown source, or none)."""
+    duplicates: int
+    doubts: list[str]
+
+
+def _need_on(part: _Part, bounds: LogBounds, committed: Mapping[int, int], sources: Iterable[int]) -> _Need:
+    """The earliest record any of the group's source positions needs on this target partition."""
+    candidates: list[tuple[int, int]] = []
+    doubts: list[str] = []
+    for q in sources:
+        first = part.first_needed(q, committed.get(q))
+        if first is not None:
+            candidates.append((first, q))
+            if q not in committed:
+                doubts.append(f"the group had no commit on source partition {q}: all of its records are read")
+    if part.first_unknown is not None:
+        candidates.append((part.first_unknown, -1))
+    resume, binding = min(candidates, default=(bounds.end, -1))
+    duplicates = sum(part.processed_after(q, c, resume) for q, c in committed.items())
+    unknown = part.unknown_after(resume)
+    if unknown:
+        doubts.append(f"{unknown} records from {resume} on lack a source header: each may be processed twice")
+    return _Need(resume, binding, duplicates + unknown, doubts)
+
+
+def _pending(
+    committed: Mapping[int, int], partitions: Mapping[int, PartitionSnapshot], index: TopicIndex
+) -> str | None:
+    """A source partition whose records up to the group's position are not all restored yet, while
+    the source had more: the group waits (as a pending entry does), lest its processed records arrive
+    after it resumed at a partition's end."""
+    for q, c in sorted(committed.items()):
+        top = index.top(q)
+        p = partitions[q]
+        last = p.log_end - 1 if p.log_end is not None else None
+        if (top is None or top < c) and last is not None and (top is None or top < last) and c > 0:
+            reached = "no record" if top is None else f"source offset {top}"
+            return (
+                f"the restore has reached {reached} of source partition {q}; the group resumes at {c} there "
+                f"and the source had records up to {last}"
+            )
+    return None
+
+
+def map_group(
+    group: str,
+    partitions: Sequence[PartitionSnapshot],
+    target_topic: str,
+    index: TopicIndex,
+    uncommitted: Iterable[int] = (),
+) -> list[PlanEntry]:
+    """One entry per target partition of the changed topic: the group resumes where the first record
+    it has not processed lies, on every target partition, so nothing any source position needs is
+    skipped; exact when no record it processed follows and every record's source is known."""
+    committed = {p.partition: p.committed_offset for p in partitions}
+    by_partition = {p.partition: p for p in partitions}
+    known = {q for part in index.parts.values() for q in part.by_source}
+    sources = sorted(known | set(committed) | set(uncommitted))
+    waiting = _pending(committed, by_partition, index)
+    entries: list[PlanEntry] = []
+    for t in sorted(index.parts):
+        part, bounds = index.parts[t], index.bounds[t]
+        need = _need_on(part, bounds, committed, sources)
+        head = by_partition.get(need.binding) or partitions[0]
+        entries.append(_entry(group, head, target_topic, t, committed, need, part, bounds, waiting))
+    return entries
+
+
+def _entry(
+    group: str,
+    head: PartitionSnapshot,
+    target_topic: str,
+    t: int,
+    committed: Mapping[int, int],
+    need: _Need,
+    part: _Part,
+    bounds: LogBounds,
+    waiting: str | None,
+) -> PlanEntry:
+    held = PlanEntry(
+        group=group,
+        topic=head.topic,
+        partition=head.partition,
+        target_topic=target_topic,
+        target_partition=t,
+        source_offset=head.committed_offset,
+        metadata=head.metadata,
+        source_positions=dict(committed),
+        status="pending",
+        reason=waiting,
+    )
+    if waiting:
+        return held
+    at_end = need.resume >= bounds.end
+    anchor = part.record_at(part.offsets[-1] if at_end and len(part.offsets) else need.resume)
+    exact = need.duplicates == 0 and not need.doubts
+    said = [
+        f"re-partitioned topic: resume at the first record on {target_topic}/{t} the group has not processed"
+        if not at_end
+        else f"re-partitioned topic: every record on {target_topic}/{t} was processed by the group: resume at its end",
+        f"{need.duplicates} records processed before follow it" if need.duplicates else "",
+        *need.doubts,
+    ]
+    return PlanEntry.model_validate(
+        held.model_dump()
+        | {
+            "target_offset": need.resume,
+            "method": "end" if at_end else "header",
+            "exact": exact,
+            "max_duplicates": need.duplicates,
+            "status": "mapped",
+            "reason": "; ".join(s for s in said if s),
+            "anchor_offset": anchor[0] if anchor else None,
+            "anchor_source_offset": anchor[1] if anchor else None,
+            "anchor_timestamp": anchor[2] if anchor else None,
+        }
+    )
