@@ -8,7 +8,7 @@ from typing import Any
 
 import boto3
 import pytest
-from offset_restore.errors import BadInputError
+from offset_restore.errors import BadInputError, StorageError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
@@ -114,3 +114,29 @@ def test_translating_again_never_overwrites_what_apply_wrote(table: str) -> None
     assert (stored[0].status, stored[0].target_offset, stored[0].previous_target_offset) == ("committed", 7, 3)
     assert (stored[1].status, stored[1].target_offset) == ("mapped", 5)
     assert stored[2].target_offset == 7 and stored[3].status == "mapped"
+
+
+def test_translating_a_topic_whose_shape_changed_since_drops_the_earlier_shape(table: str) -> None:
+    """The first translation held group g (the restore had no partition header); restored again with it,
+    the topic maps onto four target partitions: the held entries go (they would hold g for ever), the
+    entries of a group named like a prefix of g's keys stay. An entry already committed under the earlier
+    shape stops the translation before it writes anything."""
+    store = MappingStore(table, boto3.client("dynamodb"))
+    held = [plan_entry("g", q, "unmapped").model_copy(update={"holds_group": True}) for q in (0, 1)]
+    lookalike = plan_entry("g#t#", 0, "unmapped")  # its key begins with g's prefix
+    store.put("r", [*held, lookalike])
+    mapped = [
+        plan_entry("g", 0, "mapped", 3).model_copy(update={"target_partition": t, "source_positions": {0: 3, 1: 5}})
+        for t in range(4)
+    ]
+    store.put("r", mapped)
+    stored = store.entries("r")
+    assert sorted((e.group, e.target.partition, e.status) for e in stored) == [
+        ("g", 0, "mapped"), ("g", 1, "mapped"), ("g", 2, "mapped"), ("g", 3, "mapped"), ("g#t#", 0, "unmapped"),
+    ]  # fmt: skip
+    assert all(e.source_positions == {0: 3, 1: 5} for e in stored if e.group == "g")
+    store.save("r", [plan_entry("h", 0, "committed", 4)])
+    before = store.entries("r")
+    with pytest.raises(StorageError, match="was committed on t by this restore when the topic had another shape"):
+        store.put("r", [plan_entry("h", 0, "unmapped").model_copy(update={"holds_group": True, "partition": 1})])
+    assert store.entries("r") == before

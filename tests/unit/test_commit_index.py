@@ -60,3 +60,21 @@ def test_a_group_an_unmapped_entry_of_a_changed_topic_holds_waits_with_the_pendi
         builder.add(e, f"MAP#{e.group}#{e.topic}#{e.partition}")
     assert builder.writable_and_waiting() == (["u"], ["h"])
     assert builder.candidates() == ["u"]
+
+
+def test_apply_writes_no_partition_of_a_group_two_entries_would_write_twice() -> None:
+    """Entries of an earlier shape beside the new ones (one target partition written by both): the
+    group is held with why, the other groups are written."""
+    from datetime import UTC, datetime
+
+    from offset_restore.apply.commit import ApplyOptions, _groups_to_write
+    from offset_restore.translate.model import ClusterRef, Plan
+
+    twice = [entry("g", 0, "mapped"), entry("g", 1, "mapped").model_copy(update={"target_partition": 0})]
+    plan = Plan(
+        restore_id="r", snapshot_id="s", created_at=datetime.now(UTC), source=ClusterRef(cluster="a"),
+        target=ClusterRef(cluster="b"), entries=[*twice, entry("ok", 0, "mapped")],
+    )  # fmt: skip
+    writable, waiting = _groups_to_write(plan, ApplyOptions())
+    assert list(writable) == ["ok"]
+    assert "two entries write t/0 (source partitions 0 and 1)" in waiting["g"]

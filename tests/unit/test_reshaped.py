@@ -10,7 +10,7 @@ import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import PartitionSnapshot
-from offset_restore.translate.reshaped import Shapes, TopicIndex, _Part, map_group
+from offset_restore.translate.reshaped import Shapes, TopicIndex, _mark_repeats, _Part, map_group
 
 OFFSET, PARTITION = "x-source-offset", "x-source-partition"
 
@@ -30,8 +30,8 @@ def index_of(layout: dict[int, list[tuple[int | None, int | None]]]) -> TopicInd
         part = _Part()
         for at, (q, o) in enumerate(rows):
             part.add(record(at, q, o), PARTITION, OFFSET)
-        part.settle()
         parts[t] = part
+    _mark_repeats(parts)
     return TopicIndex({t: LogBounds(0, len(rows)) for t, rows in layout.items()}, parts)
 
 
@@ -118,9 +118,16 @@ def test_a_group_waits_while_the_restore_has_not_reached_its_position() -> None:
 
 @pytest.mark.parametrize("seed", range(300))
 def test_no_record_a_source_position_needs_is_ever_skipped(seed: int) -> None:
+    """Random re-partitioned restores: in source order or shuffled, some records without headers, some
+    restored twice (on one partition or two), groups without a commit on some source partition. Judged
+    by a reader that knows nothing of the index: nothing needed lies before a resume point; the bounds of
+    a group's entries cover every record it reads twice (processed before, or a second copy); exact only
+    where nothing is read twice."""
     rng = random.Random(seed)
     sources, targets, n = rng.randint(1, 4), rng.randint(1, 4), rng.randint(0, 30)
     rows = [(q, o) for q in range(sources) for o in range(n)]
+    if rng.random() < 0.3 and rows:
+        rows += rng.sample(rows, rng.randint(1, min(5, len(rows))))  # a region restored again
     if rng.random() < 0.5:
         rows.sort(key=lambda r: r[1])  # interleaved in source order, the usual restore
     else:
@@ -131,18 +138,27 @@ def test_no_record_a_source_position_needs_is_ever_skipped(seed: int) -> None:
         layout[rng.randrange(targets)].append((None, None) if lost else (q, o))
     committed = {q: rng.randint(0, n) for q in range(sources) if rng.random() < 0.85} or {0: 0}
     entries = map_group("g", snapshot(committed, n), "orders", index_of(layout))
-    for e in entries:
-        if e.status != "mapped":
-            continue
-        assert e.target_partition is not None and e.target_offset is not None
-        on = layout[e.target_partition]
-        needed = [
-            at for at, (q, o) in enumerate(on) if q is None or o is None or q not in committed or o >= committed[q]
-        ]
-        dups = [at for at, (q, o) in enumerate(on) if q is not None and o is not None and q in committed
-                and o < committed[q] and at >= e.target_offset]  # fmt: skip
-        unknown = [at for at, (q, _) in enumerate(on) if q is None and at >= e.target_offset]
-        assert all(at >= e.target_offset for at in needed), (seed, e)
-        assert e.max_duplicates is not None and e.max_duplicates >= len(dups) + len(unknown), (seed, e)
-        if e.exact:
-            assert not dups and not unknown and (not needed or e.target_offset == needed[0]), (seed, e)
+    mapped = [e for e in entries if e.status == "mapped"]
+    if len(mapped) < len(entries):
+        return  # pending: the restore has not reached a position (its own test)
+    resume = {e.target_partition: e.target_offset for e in mapped}
+    read: dict[tuple[int, int], int] = {}
+    twice = 0
+    for t, on in layout.items():
+        r = resume[t]
+        assert r is not None
+        for at, (q, o) in enumerate(on):
+            needed = q is None or o is None or q not in committed or o >= committed[q]
+            assert not needed or at >= r, (seed, t, at, r)
+            if at < r:
+                continue
+            if q is None or o is None:
+                twice += 1  # unknown: may be anything
+            elif q in committed and o < committed[q]:
+                twice += 1
+            else:
+                read[(q, o)] = read.get((q, o), 0) + 1
+    twice += sum(copies - 1 for copies in read.values())
+    assert sum(e.max_duplicates or 0 for e in mapped) >= twice, (seed, twice, mapped)
+    if all(e.exact for e in mapped):
+        assert twice == 0, (seed, mapped)

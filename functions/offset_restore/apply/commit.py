@@ -202,9 +202,26 @@ def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[
             waiting[group] = why
             continue
         mapped = [e for e in entries if written_by_apply(e.status, options.rewinds(group))]
-        if mapped:
+        twice = _written_twice(mapped + [e for e in entries if e.status == "committed"])
+        if twice:
+            waiting[group] = twice
+        elif mapped:
             writable[group] = mapped
     return writable, waiting
+
+
+def _written_twice(entries: Sequence[PlanEntry]) -> str | None:
+    """Two entries that would write one target partition: a restore id translated again after the
+    topic's shape changed (the workflow keeps earlier entries under other keys). Neither is written."""
+    seen: dict[TP, PlanEntry] = {}
+    for e in entries:
+        other = seen.setdefault(e.target, e)
+        if other is not e:
+            return (
+                f"two entries write {e.target} (source partitions {other.partition} and {e.partition}): the topic's "
+                "shape changed between translations of this restore; plan it again under a new restore id"
+            )
+    return None
 
 
 def _held_why(entries: Sequence[PlanEntry]) -> str | None:

@@ -76,8 +76,52 @@ class MappingStore:
             for key, entry in zip(keys, entries, strict=True)
             if current.get(key["sk"]["S"], "absent") in ("absent", *REPLACEABLE)
         }
+        stale = self._other_shape(restore_id, entries, {key["sk"]["S"] for key in keys})
         self._batch_write(restore_id, list(writes.values()))
+        pk = {"S": restore_pk(restore_id)}
+        for start in range(0, len(stale), 25):
+            deletes = [{"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}} for sk in stale[start : start + 25]]
+            self._until_processed(self.client.batch_write_item, {self.table: deletes}, "UnprocessedItems", restore_id)
         return {"written": len(writes), "unchanged": len(entries) - len(writes)}
+
+    def _other_shape(self, restore_id: str, entries: list[PlanEntry], kept: set[str]) -> list[str]:
+        """A topic whose shape changed has other keys (one per target partition, or the held ones) than
+        an earlier translation of this restore may have given it: the keys of those earlier entries of
+        the group and topic, to delete, lest they hold the group for ever or write a partition twice.
+        One already committed is never dropped (its previous offset is what rollback puts back): the
+        run stops instead, before writing anything."""
+        pairs = {(e.group, e.topic) for e in entries if e.target_partition is not None or e.holds_group}
+        stale: list[str] = []
+        for group, topic in sorted(pairs):
+            for item in self._keys_of(restore_id, group, topic):
+                if item["sk"] in kept:
+                    continue
+                if item["status"] == "committed":
+                    raise StorageError(
+                        f"group {group!r} was committed on {topic} by this restore when the topic had another "
+                        "shape; roll the restore back, then plan under a new restore id"
+                    )
+                stale.append(item["sk"])
+        return stale
+
+    def _keys_of(self, restore_id: str, group: str, topic: str) -> Iterator[dict[str, Any]]:
+        """The sort key and status of every entry of ``group`` on source topic ``topic``."""
+        paginator = self.client.get_paginator("query")
+        for page in paginator.paginate(
+            TableName=self.table,
+            KeyConditionExpression="pk = :pk AND begins_with(sk, :prefix)",
+            ExpressionAttributeValues={
+                ":pk": {"S": restore_pk(restore_id)},
+                ":prefix": {"S": f"{MAPPING_PREFIX}{group}#{topic}#"},
+            },
+            ProjectionExpression="sk, #status, #group, topic",
+            ExpressionAttributeNames={"#status": "status", "#group": "group"},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                values = {k: _value(v) for k, v in item.items()}
+                if values.get("group") == group and values.get("topic") == topic:  # not a group named "g#t#..."
+                    yield values
 
     def _statuses(self, restore_id: str, sort_keys: list[str]) -> dict[str, str]:
         """The status of each existing entry, by sort key."""

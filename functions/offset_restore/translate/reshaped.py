@@ -21,6 +21,7 @@ Pure but for ``sample_reads`` and ``read_index``, which read through the fetch r
 from __future__ import annotations
 
 import bisect
+import itertools
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,8 +48,9 @@ __all__ = [
 SAMPLE_TAIL_RECORDS = 64
 """The sample of a target partition: the batch holding its last records (most groups are caught up:
 their evidence is the source's last records)."""
-MAX_INDEX_RECORDS = 20_000_000
-"""A changed topic is read whole (32 bytes of memory a record); past this many records it is held."""
+MAX_INDEX_RECORDS = 5_000_000
+"""A changed topic is read whole, 40 bytes of memory a record (240 MB at most, in a translate function
+of 1,769 MB); past this many records its groups are held, with why."""
 
 
 def _int_header(record: FetchedRecord, name: str) -> int | None:
@@ -162,40 +164,60 @@ def sample_reads(rounds: FetchRounds, bounds: Mapping[TP, LogBounds]) -> dict[TP
     return sampled
 
 
+def _longs() -> array[int]:
+    return array("q")
+
+
+@dataclass
+class _Source:
+    """The records of one source partition on one target partition, in target order."""
+
+    targets: array[int] = field(default_factory=_longs)
+    offsets: array[int] = field(default_factory=_longs)
+    """Their source offsets."""
+    ascending: bool = True
+    """Whether the source offsets ascend in target order (a restore that kept each partition's order):
+    then both arrays are searched by bisection, else scanned."""
+
+
 @dataclass
 class _Part:
-    """One target partition of a changed topic, read whole: each record's offset, source partition and
-    source offset (-1: the record lacks that header), timestamp."""
+    """One target partition of a changed topic, read whole: each record's offset, source offset (-1:
+    the record lacks the header) and timestamp, and its records per source partition."""
 
-    offsets: array[int] = field(default_factory=lambda: array("q"))
-    sources: array[int] = field(default_factory=lambda: array("q"))
-    source_offsets: array[int] = field(default_factory=lambda: array("q"))
-    timestamps: array[int] = field(default_factory=lambda: array("q"))
-    by_source: dict[int, tuple[list[int], list[int], bool]] = field(default_factory=dict)
-    """Source partition -> (its records' target offsets, their source offsets, in source order?)."""
-    first_unknown: int | None = None
-    """The first record whose source is not known (a header missing)."""
+    offsets: array[int] = field(default_factory=_longs)
+    source_offsets: array[int] = field(default_factory=_longs)
+    timestamps: array[int] = field(default_factory=_longs)
+    by_source: dict[int, _Source] = field(default_factory=dict)
+    unknown: array[int] = field(default_factory=_longs)
+    """The target offsets of the records whose source is not known (a header missing)."""
+    repeated: array[int] = field(default_factory=_longs)
+    """The target offsets of the records whose source record the topic holds more than once (``mark_repeats``)."""
 
     def add(self, record: FetchedRecord, partition_header: str, offset_header: str) -> None:
         source, source_offset = _int_header(record, partition_header), _int_header(record, offset_header)
         self.offsets.append(record.offset)
-        self.sources.append(-1 if source is None else source)
         self.source_offsets.append(-1 if source_offset is None else source_offset)
         self.timestamps.append(record.timestamp)
+        if source is None or source_offset is None:
+            self.unknown.append(record.offset)
+            return
+        found = self.by_source.get(source)
+        if found is None:
+            found = self.by_source[source] = _Source()
+        found.ascending = found.ascending and (not found.offsets or found.offsets[-1] < source_offset)
+        found.targets.append(record.offset)
+        found.offsets.append(source_offset)
 
-    def settle(self) -> None:
-        """Per source partition, its records in target order, and whether their source offsets ascend."""
-        grouped: dict[int, tuple[list[int], list[int], bool]] = {}
-        for at, q, s in zip(self.offsets, self.sources, self.source_offsets, strict=True):
-            if q < 0 or s < 0:
-                if self.first_unknown is None:
-                    self.first_unknown = at
-                continue
-            targets, sources, ordered = grouped.setdefault(q, ([], [], True))
-            grouped[q] = (targets, sources, ordered and (not sources or sources[-1] < s))
-            targets.append(at)
-            sources.append(s)
-        self.by_source = grouped
+    @property
+    def first_unknown(self) -> int | None:
+        return self.unknown[0] if self.unknown else None
+
+    def top(self, q: int) -> int | None:
+        found = self.by_source.get(q)
+        if found is None:
+            return None
+        return found.offsets[-1] if found.ascending else max(found.offsets)
 
     def first_needed(self, q: int, committed: int | None) -> int | None:
         """The first record of source partition ``q`` the group has not processed (all of them when it
@@ -203,29 +225,28 @@ class _Part:
         found = self.by_source.get(q)
         if found is None:
             return None
-        targets, sources, ordered = found
         if committed is None:
-            return targets[0]
-        if ordered:
-            at = bisect.bisect_left(sources, committed)
-            return targets[at] if at < len(targets) else None
-        return min((t for t, s in zip(targets, sources, strict=True) if s >= committed), default=None)
+            return found.targets[0]
+        if found.ascending:
+            at = bisect.bisect_left(found.offsets, committed)
+            return found.targets[at] if at < len(found.targets) else None
+        pairs = zip(found.targets, found.offsets, strict=True)
+        return min((t for t, s in pairs if s >= committed), default=None)
 
     def processed_after(self, q: int, committed: int, resume: int) -> int:
         """Records of ``q`` the group processed (source offset below ``committed``) at or after ``resume``."""
-        targets, sources, ordered = self.by_source.get(q, ([], [], True))
-        if ordered:
-            return max(0, bisect.bisect_left(sources, committed) - bisect.bisect_left(targets, resume))
-        return sum(1 for t, s in zip(targets, sources, strict=True) if t >= resume and s < committed)
+        found = self.by_source.get(q)
+        if found is None:
+            return 0
+        if found.ascending:
+            return max(0, bisect.bisect_left(found.offsets, committed) - bisect.bisect_left(found.targets, resume))
+        return sum(1 for t, s in zip(found.targets, found.offsets, strict=True) if t >= resume and s < committed)
 
     def unknown_after(self, resume: int) -> int:
-        if self.first_unknown is None:
-            return 0
-        return sum(
-            1
-            for at, q, s in zip(self.offsets, self.sources, self.source_offsets, strict=True)
-            if at >= resume and (q < 0 or s < 0)
-        )
+        return len(self.unknown) - bisect.bisect_left(self.unknown, resume)
+
+    def repeated_after(self, resume: int) -> int:
+        return len(self.repeated) - bisect.bisect_left(self.repeated, resume)
 
     def record_at(self, offset: int) -> tuple[int, int | None, int] | None:
         """(offset, source offset, timestamp) of the record at ``offset``, for the plan's anchor."""
@@ -245,7 +266,7 @@ class TopicIndex:
 
     def top(self, q: int) -> int | None:
         """The highest source offset of source partition ``q`` restored anywhere in the topic."""
-        highest = [max(found[1]) for part in self.parts.values() if (found := part.by_source.get(q))]
+        highest = [top for part in self.parts.values() if (top := part.top(q)) is not None]
         return max(highest, default=None)
 
 
@@ -272,9 +293,24 @@ def read_index(
     if failed:
         tp, failure = next(iter(failed.items()))
         return f"reading {tp} whole failed: {failure.reason}"
-    for part in parts.values():
-        part.settle()
+    _mark_repeats(parts)
     return TopicIndex(dict(bounds), parts)
+
+
+def _mark_repeats(parts: Mapping[int, _Part]) -> None:
+    """Records whose source record the topic holds twice or more (a region restored again, on one
+    partition or on two): a group reads each copy, so each counts as a possible duplicate."""
+    for q in sorted({q for part in parts.values() for q in part.by_source}):
+        ordered = sorted(s for part in parts.values() if (found := part.by_source.get(q)) for s in found.offsets)
+        twice = {a for a, b in itertools.pairwise(ordered) if a == b}
+        if not twice:
+            continue
+        for part in parts.values():
+            found = part.by_source.get(q)
+            if found is not None:
+                part.repeated.extend(t for t, s in zip(found.targets, found.offsets, strict=True) if s in twice)
+    for part in parts.values():
+        part.repeated = array("q", sorted(part.repeated))
 
 
 # -- one group ----------------------------------------------------------------------------------------
@@ -323,10 +359,12 @@ def _need_on(part: _Part, bounds: LogBounds, committed: Mapping[int, int], sourc
         candidates.append((part.first_unknown, -1))
     resume, binding = min(candidates, default=(bounds.end, -1))
     duplicates = sum(part.processed_after(q, c, resume) for q, c in committed.items())
-    unknown = part.unknown_after(resume)
+    unknown, repeated = part.unknown_after(resume), part.repeated_after(resume)
     if unknown:
         doubts.append(f"{unknown} records from {resume} on lack a source header: each may be processed twice")
-    return _Need(resume, binding, duplicates + unknown, doubts)
+    if repeated:
+        doubts.append(f"{repeated} records from {resume} on are copies of a record the restore wrote more than once")
+    return _Need(resume, binding, duplicates + unknown + repeated, doubts)
 
 
 def _pending(

@@ -197,9 +197,10 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
         "topic_map": dict(sorted(run.topic_map.items())),
         "strategies": list(run.strategies),
         "offset_header": run.offset_header,
-        "partition_header": run.partition_header,
         "order_check": run.order_check,
         "timestamp_margin_ms": run.timestamp_margin_ms,
+        # Only when set: a restore first run before the option existed resolves as it did then.
+        **({"partition_header": run.partition_header} if run.partition_header != DEFAULT_PARTITION_HEADER else {}),
     }
 
 
