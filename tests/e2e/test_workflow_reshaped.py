@@ -70,6 +70,8 @@ def test_the_workflow_maps_a_re_partitioned_topic_and_holds_what_it_cannot_map(
     mine = [e for e in report["entries"] if e["group"] == blocked]
     assert mine and all(e["holds_group"] or e["topic"] == mapped for e in mine)
     assert all(e["status"] != "committed" for e in mine)
+    assert report["do_not_start_yet"][blocked]["held_by"] == "reshaped", report["do_not_start_yet"]
+    assert "source-partition header" in report["do_not_start_yet"][blocked]["next"]
     cli = tmp_path / "plan.json"
     run_plan(SnapshotChoice("s3://offset-restore"), brokers.target_settings, str(cli), PlanOptions())
     by_cli = json.loads(cli.read_text())["entries"]

@@ -210,3 +210,46 @@ def test_a_restore_of_the_same_shape_with_the_partition_header_plans_as_before(m
         e["status"] == "mapped" and e["exact"] and e.get("target_partition") is None for e in entries
     )
     assert all(e["target_offset"] == e["source_offset"] for e in entries)
+
+
+def test_a_re_partitioning_restore_still_running_holds_the_group_until_it_reaches_its_positions(
+    make_case, target: KafkaCluster
+) -> None:
+    """The restore has written source offsets 0..19 of each partition onto 4 partitions: the groups past
+    them wait (pending, written nowhere), those within are mapped; once the rest is restored, all map."""
+    case = make_case(2)
+    restored = unique("shape-running")
+    target.create_topics({restored: 4})
+    case.maps = (
+        "--topic-map",
+        f"{case.topic}={restored}",
+        "--groups",
+        "|".join(g for g in case.groups if g != case.both),
+    )
+
+    def write(offsets: range) -> None:
+        for q in range(2):
+            for r in (case.records[q][o] for o in offsets):
+                headers = (
+                    *r.headers,
+                    ("x-source-offset", str(r.offset).encode()),
+                    ("x-source-partition", str(q).encode()),
+                )
+                target.produce(restored, zlib.crc32(r.key) % 4, [(r.key, r.value, headers, r.timestamp)])
+
+    write(range(20))
+    _, plan, said = case.plan("running")
+    by_group: dict[str, set[str]] = {}
+    for e in plan["entries"]:
+        by_group.setdefault(e["group"], set()).add(e["status"])
+    for group, positions in case.groups.items():
+        if group == case.both:
+            continue
+        waits = any(c > 20 for c in positions.values())
+        assert by_group[group] == ({"pending"} if waits else {"mapped"}), (group, positions, by_group[group])
+    assert case.apply("running")[0] == 3
+    waiting = [g for g, s in by_group.items() if s == {"pending"}]
+    assert waiting and all(target.committed_offsets([g])[g] == {} for g in waiting)
+    write(range(20, RECORDS))
+    _, plan, said = case.plan("finished")
+    assert {e["status"] for e in plan["entries"]} == {"mapped"}, said
