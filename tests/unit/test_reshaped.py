@@ -24,6 +24,11 @@ def record(at: int, q: int | None, o: int | None, key: bytes | None = b"k", valu
     return FetchedRecord(at, 1_000 + at, key, value, tuple(headers))
 
 
+def printed(r: FetchedRecord) -> str:
+    """The fingerprint the snapshot would have taken of ``r`` on the source."""
+    return fingerprint(r.key, r.value, r.headers, exclude_header=OFFSET)
+
+
 def index_of(layout: dict[int, list[tuple[int | None, int | None]]]) -> TopicIndex:
     parts = {}
     for t, rows in layout.items():
@@ -61,8 +66,7 @@ def test_a_partition_header_of_another_partition_changes_the_shape_and_its_own_d
 def test_a_keyed_record_that_is_another_partitions_record_changes_the_shape() -> None:
     shapes = Shapes(OFFSET, PARTITION)
     moved = record(0, None, 7, key=b"user-1", value=b"paid")
-    printed = fingerprint(moved.key, moved.value, moved.headers, exclude_header=OFFSET)
-    shapes.add_evidence("orders", 0, 7, printed)
+    shapes.add_evidence("orders", 0, 7, printed(moved))
     shapes.check_sample("orders", TP("orders", 0), [moved])
     assert shapes.changed == {}, "on its own partition it tells nothing"
     shapes.check_sample("orders", TP("orders", 1), [record(0, None, 8, key=b"user-1", value=b"paid")])
@@ -74,12 +78,11 @@ def test_a_keyed_record_that_is_another_partitions_record_changes_the_shape() ->
 def test_content_two_partitions_share_or_an_unkeyed_record_proves_nothing() -> None:
     shapes = Shapes(OFFSET, PARTITION)
     same = record(0, None, 3, key=b"k", value=b"heartbeat")
-    printed = fingerprint(same.key, same.value, same.headers, exclude_header=OFFSET)
-    shapes.add_evidence("t", 0, 3, printed)
-    shapes.add_evidence("t", 1, 3, printed)
+    shapes.add_evidence("t", 0, 3, printed(same))
+    shapes.add_evidence("t", 1, 3, printed(same))
     shapes.check_sample("t", TP("t", 2), [same])
     unkeyed = record(0, None, 4, key=None, value=b"x")
-    shapes.add_evidence("t", 0, 4, fingerprint(None, b"x", unkeyed.headers, exclude_header=OFFSET))
+    shapes.add_evidence("t", 0, 4, printed(unkeyed))
     shapes.check_sample("t", TP("t", 1), [unkeyed])
     assert shapes.changed == {}
 
