@@ -150,17 +150,17 @@ def test_no_record_a_source_position_needs_is_ever_skipped(seed: int) -> None:
     for t, on in layout.items():
         r = resume[t]
         assert r is not None
-        for at, (q, o) in enumerate(on):
-            needed = q is None or o is None or q not in committed or o >= committed[q]
+        for at, (p, s) in enumerate(on):
+            needed = p is None or s is None or p not in committed or s >= committed[p]
             assert not needed or at >= r, (seed, t, at, r)
             if at < r:
                 continue
-            if q is None or o is None:
+            if p is None or s is None:
                 twice += 1  # unknown: may be anything
-            elif q in committed and o < committed[q]:
+            elif p in committed and s < committed[p]:
                 twice += 1
             else:
-                read[(q, o)] = read.get((q, o), 0) + 1
+                read[(p, s)] = read.get((p, s), 0) + 1
     twice += sum(copies - 1 for copies in read.values())
     assert sum(e.max_duplicates or 0 for e in mapped) >= twice, (seed, twice, mapped)
     if all(e.exact for e in mapped):
