@@ -541,6 +541,44 @@ def test_rollback_after_an_apply_that_crashed_before_its_last_save(
     assert "verified          3 partitions" in out and {e.status for e in plan.entries} == {"mapped"}
 
 
+def test_rollback_leaves_alone_what_an_interrupted_apply_never_wrote(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """Issue 31: an apply killed after it recorded the previous offset (7) and before it wrote; the
+    consumers then commit 80 on the target. Before: rollback said "apply wrote 40" and --allow-rewind
+    rewound 80 -> 7. Now rollback names what is there and leaves it, with --allow-rewind too; a later
+    apply that leaves the group ahead forgets the stale record; and one that rewinds it records 80 — the
+    offset it replaced — which the rollback then puts back (read back independently)."""
+    s = scene({"a": {0: 50}})
+    tp = TP(s.topic, 0)
+    commit(target, s.groups["a"], {tp: 7})
+
+    def save(plan: Plan) -> None:
+        s.plan_path.write_text(plan.model_dump_json())
+
+    def killed(batch: Sequence[str]) -> None:
+        raise KeyboardInterrupt  # after the previous offsets were saved, before the first commit
+
+    with pytest.raises(KeyboardInterrupt):
+        apply_plan(s.plan(), target, ApplyOptions(wait_timeout_s=0), save, before_commit=killed)
+    (entry,) = [e for e in s.plan().entries if e.group == s.groups["a"]]
+    assert (entry.previous_recorded, entry.previous_target_offset, s.offsets("a")) == (True, 7, {0: 7})
+    commit(target, s.groups["a"], {tp: 80})  # its consumers ran on the target
+    for extra in ((), ("--allow-rewind",)):
+        status, out, err = rollback(s, *extra)
+        assert status == 0, out + err
+        assert "apply wrote" not in out and s.offsets("a") == {0: 80}, out
+        assert f"left alone: {s.groups['a']} {tp}: apply never wrote 40 there; it holds 80" in out, out
+    status, out, err = s.apply()
+    assert status == 3 and "ahead" in out, out + err
+    (entry,) = [e for e in s.plan().entries if e.group == s.groups["a"]]
+    assert not entry.previous_recorded and entry.previous_target_offset == 80
+    status, out, err = s.apply("--allow-rewind", s.groups["a"])
+    assert status == 0 and s.offsets("a") == {0: 40}, out + err
+    status, out, err = rollback(s)
+    assert status == 0 and s.offsets("a") == {0: 80}, out + err
+
+
 def test_rollback_never_rewinds_consumers_that_ran_on_the_target(
     scene: Callable[..., Restored], target: KafkaCluster
 ) -> None:

@@ -124,6 +124,9 @@ class ApplyReport:
     would_write_groups: int = 0
     in_place: int = 0
     """In a preview: offsets already at their mapped value on the target."""
+    left_alone: list[str] = field(default_factory=list)
+    """Rollback: partitions whose offset apply never wrote, with what the target holds there instead
+    (not apply's to undo, ``--allow-rewind`` or not)."""
     waited_s: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     polls: int = 0
@@ -222,6 +225,14 @@ def _written_twice(entries: Sequence[PlanEntry]) -> str | None:
                 "shape changed between translations of this restore; plan it again under a new restore id"
             )
     return None
+
+
+def maybe_written(entry: PlanEntry, now: CommittedOffset | None) -> bool:
+    """Whether an apply may have written ``entry``'s offset: it says so (committed, or a commit sent
+    without an answer), or the target holds the very offset (a run that died after its commit and
+    before its save). Otherwise whatever the target holds there is not this restore's doing."""
+    at = now.offset if now is not None else None
+    return entry.status == "committed" or entry.reason == NO_ANSWER or at == entry.target_offset
 
 
 def _held_why(entries: Sequence[PlanEntry]) -> str | None:
@@ -404,7 +415,10 @@ def _offsets_to_write(
         before = now.get(tp)
         if entry.status == "skipped":  # left ahead by an earlier run: decided again (its reason with it)
             entry.status, entry.reason = "mapped", None
-        if not entry.previous_recorded:  # pydantic assignments are not free: only the first time
+        if not entry.previous_recorded or not maybe_written(entry, before):
+            # The first time; or again when nothing of this restore is there: an earlier run recorded
+            # the offsets and stopped before writing, and the consumers committed since. What the group
+            # holds now is what this write replaces (and what rollback puts back).
             entry.previous_target_offset = before.offset if before else None
             entry.previous_metadata = before.metadata if before else None
             entry.previous_recorded = True

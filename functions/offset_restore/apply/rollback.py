@@ -28,6 +28,7 @@ from offset_restore.apply.commit import (
     ApplyReport,
     ApplyTarget,
     active_groups,
+    maybe_written,
     skip_active,
     wait_for_empty,
 )
@@ -52,6 +53,8 @@ class _Undo:
     delete_group: bool = False
     in_place: int = 0
     """Partitions already at their previous offset (never written, or put back before)."""
+    left_alone: list[str] = field(default_factory=list)
+    """Partitions whose offset apply never wrote, with what is there (``maybe_written``)."""
 
 
 def rollback_plan(
@@ -84,6 +87,7 @@ def rollback_plan(
             report.groups_skipped[group] = decided
             continue
         report.in_place += decided.in_place
+        report.left_alone += [f"{group} {line}" for line in decided.left_alone]
         if decided.entries:
             undo[group] = decided
         else:
@@ -133,6 +137,12 @@ def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_
         if (actual.offset if actual else None) == previous:
             work.in_place += 1
             continue  # never written, or already put back
+        if not maybe_written(entry, actual):
+            work.left_alone.append(
+                f"{tp}: apply never wrote {entry.target_offset} there; it holds {_shown(actual)} (its consumers' "
+                f"commit), left as it is (before this restore it held {_shown_offset(previous)})"
+            )
+            continue
         if actual is not None and actual.offset != entry.target_offset and not allow_rewind:
             return (
                 f"moved past what apply wrote ({tp} is at {actual.offset}, apply wrote {entry.target_offset}): its "
@@ -146,6 +156,14 @@ def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_
     # Delete the group only when apply created every offset it holds; otherwise remove only those.
     work.delete_group = bool(work.remove) and not work.restore and set(now) <= set(work.remove)
     return work
+
+
+def _shown(offset: CommittedOffset | None) -> str:
+    return _shown_offset(offset.offset if offset is not None else None)
+
+
+def _shown_offset(offset: int | None) -> str:
+    return "no offset" if offset is None else f"{offset:,}"
 
 
 def _describe(

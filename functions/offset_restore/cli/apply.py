@@ -145,6 +145,9 @@ def write_apply_report(
     lines.append(f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify")
     lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
+    lines += [f"  left alone: {line}" for line in report.left_alone[:20]]
+    if len(report.left_alone) > 20:
+        lines.append(f"  ... and {len(report.left_alone) - 20:,} more left alone (--json lists them all)")
     lines += _ahead_lines(args, report)
     lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
     lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
@@ -159,6 +162,7 @@ def write_apply_report(
         "ahead": report.ahead,
         "verified": report.verified,
         "verify_failed": report.verify_failed,
+        "left_alone": report.left_alone,
     }
     write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
     if report.groups_failed or report.verify_failed:
