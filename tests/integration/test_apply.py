@@ -182,6 +182,24 @@ def test_control_characters_in_a_group_id_are_shown_not_sent_to_the_terminal(
         assert "cr\\r\\x1bcreset" in out or not extra  # the preview names it; the run counts
 
 
+def test_a_newline_in_a_group_id_never_starts_a_line_of_its_own(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """A group id holding "\n  FAILED: ..." would print a forged line in the preview and in the ahead
+    lines of a run; every summary line shows it as an escape, and the error of a refused run too."""
+    name = "nl\n  FAILED: all"
+    s = scene({name: {0: 30}})
+    commit(target, s.groups[name], {TP(s.topic, 0): 70})  # ahead: named in the run's summary
+    for extra in (("--dry-run",), ()):
+        status, out, err = s.apply(*extra)
+        assert status in (0, 3), out + err
+        assert not any(line.startswith("  FAILED") for line in (out + err).splitlines()), out + err
+        assert "nl\\n  FAILED: all" in out, out
+    status, out, err = run("apply", "--plan", str(s.plan_path), "--bootstrap-servers", "localhost:1", "--allow-rewind",
+                           "a\n  FAILED: ((", "--execute")  # fmt: skip
+    assert status == 2 and len(err.splitlines()) == 1 and "FAILED: ((" in err, err  # the regex library's words too
+
+
 def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(
     scene: Callable[..., Restored], target: KafkaCluster
 ) -> None:

@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from offset_restore.cli.arguments import printable
+from offset_restore.cli.arguments import printable, printable_line
 
 
 def test_control_characters_become_escapes_and_lines_stay_lines() -> None:
     assert printable("a\rb\x1b[2Jc\x00\x7f\x85") == "a\\rb\\x1b[2Jc\\x00\\x7f\\x85"
     assert printable("line one\n\tline two\n") == "line one\n\tline two\n"
     assert printable("naïve ✓ 名前") == "naïve ✓ 名前"  # text is text
+
+
+def test_in_a_line_every_control_character_is_shown_a_newline_too() -> None:
+    """A summary given as lines, an error or a warning: a newline or tab inside one can only come from a
+    name, and would start a line of its own (a forged "groups written" line, or a line overwritten)."""
+    assert printable_line("skipped: g\nFAILED: x\tz\r\x1b[2J") == "skipped: g\\nFAILED: x\\tz\\r\\x1b[2J"
+    assert printable_line("naïve ✓ 名前") == "naïve ✓ 名前"

@@ -128,7 +128,7 @@ def write_preview(args: argparse.Namespace, plan: Plan, report: ApplyReport, out
         "ahead": report.ahead,
         "not_now": report.groups_skipped,
     }
-    write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
+    write_result(args, out, err, json.dumps(document, indent=2), lines)
     return 0
 
 
@@ -164,7 +164,7 @@ def write_apply_report(
         "verify_failed": report.verify_failed,
         "left_alone": report.left_alone,
     }
-    write_result(args, out, err, json.dumps(document, indent=2), "\n".join(lines) + "\n")
+    write_result(args, out, err, json.dumps(document, indent=2), lines)
     if report.groups_failed or report.verify_failed:
         return 1
     return 3 if report.done_in_part else 0

@@ -9,7 +9,7 @@ import argparse
 import math
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, TextIO, TypeAlias
 
@@ -34,6 +34,7 @@ __all__ = [
     "iso_time",
     "margin_ms",
     "non_negative",
+    "printable_line",
     "rewind_groups",
     "seconds",
     "target_lock",
@@ -44,14 +45,17 @@ Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 """Where each command module registers its parser."""
 
 
-def write_result(args: argparse.Namespace, out: TextIO, err: TextIO, document: str, summary: str) -> None:
+def write_result(
+    args: argparse.Namespace, out: TextIO, err: TextIO, document: str, summary: str | Sequence[str]
+) -> None:
     """With ``--json``, stdout holds only the JSON document (a script parses it) and the summary goes
-    to stderr; otherwise the summary goes to stdout, its control characters shown (``printable``)."""
+    to stderr; otherwise the summary goes to stdout, its control characters shown: given as lines,
+    every one of them in each line (a newline inside a group id cannot split its line,
+    ``printable_line``); given as text, all but its line breaks and tabs (``printable``)."""
+    text = printable(summary) if isinstance(summary, str) else "".join(printable_line(s) + "\n" for s in summary)
     if args.json:
         out.write(document + "\n")
-        err.write(printable(summary))
-    else:
-        out.write(printable(summary))
+    (err if args.json else out).write(text)
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -63,6 +67,16 @@ def printable(text: str) -> str:
     line, an escape sequence would rewrite the terminal. (A newline inside a name is not told from a
     line's end here; the JSON document carries every name exactly.)"""
     return _CONTROL.sub(lambda m: "\\r" if m.group() == "\r" else f"\\x{ord(m.group()):02x}", text)
+
+
+_LINE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
+
+
+def printable_line(text: str) -> str:
+    """One line for a terminal: every control character shown as an escape, line breaks and tabs too
+    (they can only come from a name or a message inside the line)."""
+    return _LINE_CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
 
 
 def add_execute(parser: argparse.ArgumentParser) -> None:
@@ -153,7 +167,7 @@ def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> 
         properties = read_client_properties(args.command_config)
         values.update(properties.values)
         for warning in properties.warnings:
-            (err or sys.stderr).write(f"warning: {warning}\n")
+            (err or sys.stderr).write(f"warning: {printable_line(warning)}\n")
     given = {
         "bootstrap_servers": args.bootstrap_servers,
         "security_protocol": args.security_protocol,

@@ -16,7 +16,7 @@ from importlib import metadata
 from typing import TextIO
 
 from offset_restore.cli import apply, demo, plan, report, rollback, snapshot, snapshots, start, status, unlock
-from offset_restore.cli.arguments import StrictParser
+from offset_restore.cli.arguments import StrictParser, printable_line
 from offset_restore.cli.aws import describe_aws_error
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.log_safety import keep_secrets_out_of_logs
@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None, err: Text
 def _failed(args: argparse.Namespace, out: TextIO, err: TextIO, message: str, status: int) -> int:
     """The error on stderr in one line; with ``--json`` also as the one JSON document on stdout (a
     script reading stdout learns what went wrong, not only that nothing came)."""
-    err.write(f"offset-restore {args.command}: {'error: ' if status != 130 else ''}{message}\n")
+    err.write(f"offset-restore {args.command}: {'error: ' if status != 130 else ''}{printable_line(message)}\n")
     if getattr(args, "json", False):
         out.write(json.dumps({"command": args.command, "error": message, "exit_status": status}, indent=2) + "\n")
     return status

@@ -165,7 +165,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 0 if result.summary.pending == 0 and result.summary.unmapped == 0 else 3
 
 
-def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> str:
+def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[str]:
     """The human summary; ``snapshot_age`` is ``offsets as of 14 min before this run``."""
     s = result.summary
     methods = ", ".join(f"{count} {method}" for method, count in s.by_method.items()) or "none"
@@ -207,7 +207,7 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> str:
     more = s.pending + s.unmapped - sum(kind.count for kind in result.problems)
     if more > 0:
         lines.append(f"  ... and {more:,} more in the plan")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 _MISSING_TOPIC = re.compile(r"topic (\S+) does not exist on the target")

@@ -153,7 +153,7 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise BadInputError("--bootstrap-servers is required (or --from-export FILE)")
 
 
-def snapshot_summary(result: SnapshotResult) -> str:
+def snapshot_summary(result: SnapshotResult) -> list[str]:
     c = result.counts
     states = ", ".join(f"{count} {state}" for state, count in c.states.items()) or "none"
     lines = [
@@ -176,4 +176,4 @@ def snapshot_summary(result: SnapshotResult) -> str:
     lines += [f"  note: {note}" for note in result.notes[:10]]
     if len(result.notes) > 10:
         lines.append(f"  ... and {len(result.notes) - 10} more notes in the manifest")
-    return "\n".join(lines) + "\n"
+    return lines

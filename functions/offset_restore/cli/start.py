@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cli.arguments import Commands
+from offset_restore.cli.arguments import Commands, printable_line
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.cli.operations import follow, start_run
 from offset_restore.errors import BadInputError
@@ -59,6 +59,9 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(result, indent=2) + "\n")
     else:
         out.write(
-            f"{described['status']}" + (f": {result['error']}: {result['cause']}" if result["error"] else "") + "\n"
+            printable_line(
+                f"{described['status']}" + (f": {result['error']}: {result['cause']}" if result["error"] else "")
+            )
+            + "\n"
         )
     return 0 if described["status"] == "SUCCEEDED" else 1

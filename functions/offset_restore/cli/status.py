@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TextIO
 
-from offset_restore.cli.arguments import Commands
+from offset_restore.cli.arguments import Commands, printable_line
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.cli.operations import run_status
 from offset_restore.stores.mapping_store import MappingStore
@@ -35,5 +35,5 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         f"{s['mapped']:,} mapped ({s['exact']:,} exact); statuses {status['statuses']}\n"
     )
     if status["attention"]:
-        out.write(f"needs attention: {', '.join(status['attention'][:20])}\n")
+        out.write(f"needs attention: {printable_line(', '.join(status['attention'][:20]))}\n")
     return 0

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from offset_restore.cli.arguments import printable_line
 from offset_restore.cli.operations import follow
 from offset_restore.cli.snapshot import snapshot_summary
 from offset_restore.devtools.brokers import started
@@ -269,7 +270,8 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     """The story, step by step; returns the proof's counts (empty when a run failed)."""
     out, source, target = scene.out, scene.source.settings(), scene.target.settings()
     result = run_snapshot(source, S3Store(BUCKET, "", scene.flow.s3), SnapshotOptions(cluster="src"))
-    out.write("the scheduled snapshot, to the (local) S3 bucket:\n" + snapshot_summary(result) + "\n")
+    summary = "".join(f"{printable_line(line)}\n" for line in snapshot_summary(result))
+    out.write("the scheduled snapshot, to the (local) S3 bucket:\n" + summary + "\n")
     out.write(
         "disaster: restoring into the target — orders renamed to dr.orders, its first "
         f"{RETENTION_LOST} records lost to retention and a few more missing; audit replicated without offset "
