@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import logging
 import os
+import tempfile
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+# The key that seals plan files' previous offsets (apply/seal.py): the session's own, not the user's.
+os.environ.setdefault("OFFSET_RESTORE_PLAN_KEY", os.path.join(tempfile.mkdtemp(prefix="plan-key-"), "plan.key"))
 from collections.abc import Iterator
 from typing import Any
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from offset_restore.apply.commit import ApplyOptions, apply_plan
 from offset_restore.apply.run import PlanFile
+from offset_restore.apply.seal import PlanKey, seal_plan
 from offset_restore.cli.main import main
 from offset_restore.errors import PlanBusyError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -497,6 +498,12 @@ def test_a_group_that_moves_on_during_apply_is_not_rewound(
     assert all(e.status == "mapped" for e in plan.entries if e.group == moving)
 
 
+def sealed(plan: Plan) -> Plan:
+    """``plan`` with its previous offsets sealed, as the CLI saves it (apply/seal.py)."""
+    seal_plan(plan, PlanKey.load(create=True))
+    return plan
+
+
 def rollback(s: Restored, *extra: str) -> tuple[int, str, str]:
     return run(
         "rollback",
@@ -524,8 +531,45 @@ def test_a_previous_offset_edited_past_the_log_is_refused_and_nothing_is_rolled_
     s.plan_path.write_text(json.dumps(document))
     status, out, err = rollback(s)
     assert status == 2, out + err
+    assert f"({s.groups['a']} {s.topic}/0): previous offset 1000000000000 does not match its seal" in err, err
+    assert s.offsets("a") == written
+    status, out, err = rollback(s, "--trust-previous-offsets")  # the operator's word: the log still decides
+    assert status == 2, out + err
     assert f"previous offset 1,000,000,000,000 for {s.groups['a']} {s.topic}/0, past the end" in err
     assert s.offsets("a") == written
+
+
+def test_an_edited_previous_offset_within_the_log_is_caught_by_its_seal(
+    scene: Callable[..., Restored], tmp_path: Path
+) -> None:
+    """Issue 31: a previous offset edited to another offset the log holds (12 -> 5) was written back by
+    rollback, exit 0. Now its seal refuses the rollback and a re-run of apply (which would keep the edit
+    and seal it again), entry named, exit 2, nothing written; so does another key, and a missing one;
+    --trust-previous-offsets is the operator's word, and then the edited offset is what comes back."""
+    s = scene({"a": {0: 50, 1: 5}})
+    commit(s.target, s.groups["a"], {TP(s.topic, 0): 12})
+    assert s.apply()[0] == 0
+    written = s.offsets("a")
+    document = json.loads(s.plan_path.read_text())
+    edited = next(e for e in document["entries"] if e["partition"] == 0)
+    assert edited["previous_target_offset"] == 12 and edited["previous_seal"]
+    edited["previous_target_offset"] = 5
+    s.plan_path.write_text(json.dumps(document))
+    other_key = tmp_path / "other.key"
+    PlanKey.load(other_key, create=True)
+    refusals = {
+        "rollback": rollback(s),
+        "apply again": s.apply("--allow-rewind"),
+        "another key": rollback(s, "--plan-key", str(other_key)),
+        "no key": rollback(s, "--plan-key", str(tmp_path / "missing.key")),
+    }
+    for what, (status, out, err) in refusals.items():
+        assert status == 2, (what, out + err)
+        assert s.offsets("a") == written, what
+    assert f"({s.groups['a']} {s.topic}/0): previous offset 5 does not match its seal" in refusals["rollback"][2]
+    assert "cannot read the plan key" in refusals["no key"][2] and "--trust-previous-offsets" in refusals["no key"][2]
+    status, out, err = rollback(s, "--trust-previous-offsets")
+    assert status == 0 and s.offsets("a") == {0: 5}, out + err
 
 
 def test_rollback_after_an_apply_that_crashed_before_its_last_save(
@@ -543,6 +587,7 @@ def test_rollback_after_an_apply_that_crashed_before_its_last_save(
     def save_then_die(plan: Plan) -> None:
         if saves:  # the save after the commits never happens
             raise KeyboardInterrupt
+        sealed(plan)  # as the CLI's apply saves it
         saves.append(plan.model_dump_json())
         s.plan_path.write_text(saves[0])
 
@@ -572,7 +617,7 @@ def test_rollback_leaves_alone_what_an_interrupted_apply_never_wrote(
     commit(target, s.groups["a"], {tp: 7})
 
     def save(plan: Plan) -> None:
-        s.plan_path.write_text(plan.model_dump_json())
+        s.plan_path.write_text(sealed(plan).model_dump_json())  # as the CLI's apply saves it
 
     def killed(batch: Sequence[str]) -> None:
         raise KeyboardInterrupt  # after the previous offsets were saved, before the first commit
@@ -644,7 +689,7 @@ def test_an_apply_after_an_interrupted_rollback_writes_again_what_it_undid(
         if calls:
             raise KeyboardInterrupt  # the rollback wrote, then died before its last save
         calls.append(1)
-        s.plan_path.write_text(plan.model_dump_json())
+        s.plan_path.write_text(sealed(plan).model_dump_json())
 
     with pytest.raises(KeyboardInterrupt):
         rollback_plan(s.plan(), target, save_then_die)

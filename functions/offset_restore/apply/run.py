@@ -8,13 +8,16 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 
 from pydantic import ValidationError
 
 from offset_restore.apply.commit import ApplyOptions, ApplyReport, apply_plan, check_plan_fits
 from offset_restore.apply.locks import LockLostError, TargetLock
 from offset_restore.apply.rollback import rollback_plan
+from offset_restore.apply.seal import PlanKey, seal_plan, unsealed
 from offset_restore.apply.steps import rollback_run
 from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -26,7 +29,7 @@ from offset_restore.stores.storage import BlobStore, LocalStore, open_location, 
 from offset_restore.translate.model import Plan
 from offset_restore.validation import describe
 
-__all__ = ["PlanFile", "rollback_workflow_run", "run_apply", "run_rollback"]
+__all__ = ["PlanFile", "Sealing", "rollback_workflow_run", "run_apply", "run_rollback"]
 
 log = logging.getLogger(__name__)
 
@@ -150,6 +153,46 @@ def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
             lock.release()
 
 
+@dataclass
+class Sealing:
+    """How the plan file's previous offsets are sealed (apply/seal.py): when ``enabled``, each recorded
+    one is checked when the plan is read (unless ``trust``: the operator checked them) and sealed when
+    it is saved, with the key at ``key_path`` (default ``default_key_path()``; made on the first save
+    when ``create``). The key is read only when a plan holds a previous offset."""
+
+    enabled: bool = False
+    key_path: Path | None = None
+    create: bool = False
+    trust: bool = False
+    _key: PlanKey | None = None
+
+    def key(self) -> PlanKey:
+        if self._key is None:
+            self._key = PlanKey.load(self.key_path, create=self.create)
+        return self._key
+
+    def check(self, plan: Plan) -> None:
+        if not self.enabled or self.trust or not any(e.previous_recorded for e in plan.entries):
+            return
+        key = self.key()
+        problems = unsealed(plan, key)
+        if problems:
+            raise BadInputError(
+                f"{len(problems)} previous offsets in the plan are not as apply recorded them (the plan was edited "
+                f"or damaged, or sealed with another key than {key.path}): {'; '.join(problems[:5])}; nothing was "
+                "written (--plan-key for the key of the machine that applied it; --trust-previous-offsets to use "
+                "them as they are, once checked)"
+            )
+
+    def saver(self, plan_file: PlanFile) -> Callable[[Plan], None]:
+        def save(plan: Plan) -> None:
+            if self.enabled and any(e.previous_recorded or e.previous_seal for e in plan.entries):
+                seal_plan(plan, self.key())
+            plan_file.save(plan)
+
+        return save
+
+
 def run_apply(
     plan_location: str,
     connection: ConnectionSettings,
@@ -159,16 +202,24 @@ def run_apply(
     lock: TargetLock | None = None,
     progress: Progress | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+    sealing: Sealing | None = None,
 ) -> tuple[Plan, ApplyReport]:
     plan_file = PlanFile(plan_location)
     writes = not options.dry_run
     # One writer, then read: the locks come before the plan is read, so no run works from a stale plan.
     with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
         plan = plan_file.load()
+        sealing = sealing or Sealing()
+        sealing.check(plan)
         with connect(connection) as target:
             check_plan_fits(plan, target, target_name)
             report = apply_plan(
-                plan, target, options, plan_file.save, progress=progress, before_commit=lambda _: still_ours()
+                plan,
+                target,
+                options,
+                sealing.saver(plan_file),
+                progress=progress,
+                before_commit=lambda _: still_ours(),
             )
     return plan, report
 
@@ -181,17 +232,21 @@ def run_rollback(
     lock: TargetLock | None = None,
     wait: ApplyOptions | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+    sealing: Sealing | None = None,
 ) -> tuple[Plan, ApplyReport]:
     """``wait``: how long to wait for active groups (default: not at all), ``allow_rewind`` and
-    ``dry_run`` (a preview takes no lock and saves nothing)."""
+    ``dry_run`` (a preview takes no lock and saves nothing); ``sealing``: the previous offsets are
+    checked against their seals before anything is read from the cluster."""
     plan_file = PlanFile(plan_location)
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     writes = not options.dry_run
     with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
         plan = plan_file.load()
+        sealing = sealing or Sealing()
+        sealing.check(plan)
         with connect(connection) as target:
             check_plan_fits(plan, target, target_name, mapped_must_fit=False)
-            report = rollback_plan(plan, target, plan_file.save, wait=options, before_write=still_ours)
+            report = rollback_plan(plan, target, sealing.saver(plan_file), wait=options, before_write=still_ours)
     return plan, report
 
 

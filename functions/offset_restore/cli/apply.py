@@ -16,9 +16,11 @@ from offset_restore.cli.arguments import (
     add_allow_rewind,
     add_connection,
     add_execute,
+    add_plan_key,
     connection_settings,
     previewing,
     rewind_groups,
+    sealing,
     seconds,
     target_lock,
     write_result,
@@ -68,6 +70,7 @@ def register(commands: Commands) -> None:
         "partitions are left, and the offsets each group skips are shown",
     )
     add_execute(apply)
+    add_plan_key(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
     apply.add_argument(
         "--lock-table",
@@ -95,7 +98,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     progress = ProgressLine(err)
     try:
         plan, report = run_apply(
-            args.plan, connection, options, target_name=args.target_cluster, lock=lock, progress=progress
+            args.plan,
+            connection,
+            options,
+            target_name=args.target_cluster,
+            lock=lock,
+            progress=progress,
+            sealing=sealing(args, create=not preview),
         )
     finally:
         progress.finish()

@@ -11,11 +11,14 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any, TextIO, TypeAlias
 
 from pydantic import ValidationError
 
 from offset_restore.apply.locks import TargetLock
+from offset_restore.apply.run import Sealing
+from offset_restore.apply.seal import KEY_ENV
 from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.client_properties import read_client_properties
@@ -30,12 +33,14 @@ __all__ = [
     "StrictParser",
     "add_allow_rewind",
     "add_connection",
+    "add_plan_key",
     "connection_settings",
     "iso_time",
     "margin_ms",
     "non_negative",
     "printable_line",
     "rewind_groups",
+    "sealing",
     "seconds",
     "target_lock",
     "write_result",
@@ -99,6 +104,28 @@ def add_allow_rewind(parser: argparse.ArgumentParser, what: str) -> None:
     """``--allow-rewind [GROUP_REGEX]``: moving a group back past where it is on the target is a
     decision made per group (by name); alone, the option covers every group."""
     parser.add_argument("--allow-rewind", nargs="?", const=".*", metavar="GROUP_REGEX", help=what)
+
+
+def add_plan_key(parser: argparse.ArgumentParser) -> None:
+    """The key that seals a plan file's previous offsets (apply/seal.py), and the operator's way past it."""
+    parser.add_argument(
+        "--plan-key",
+        metavar="FILE",
+        help=f"the key that seals the plan's previous offsets (default: ${KEY_ENV}, else "
+        "~/.config/offset-restore/plan.key; apply makes it on first use): give the key of the machine that applied",
+    )
+    parser.add_argument(
+        "--trust-previous-offsets",
+        action="store_true",
+        help="use the plan's previous offsets without their seals (a plan from before sealing, or a lost key; check "
+        "them first): the end-of-log check still applies",
+    )
+
+
+def sealing(args: argparse.Namespace, *, create: bool) -> Sealing:
+    """The CLI's ``Sealing`` for a plan file: always on; ``create`` for a run that may record offsets."""
+    path = Path(args.plan_key) if args.plan_key else None
+    return Sealing(enabled=True, key_path=path, create=create, trust=args.trust_previous_offsets)
 
 
 def rewind_groups(args: argparse.Namespace) -> NameFilter | None:

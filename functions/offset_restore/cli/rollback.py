@@ -18,9 +18,11 @@ from offset_restore.cli.arguments import (
     add_allow_rewind,
     add_connection,
     add_execute,
+    add_plan_key,
     connection_settings,
     previewing,
     rewind_groups,
+    sealing,
     seconds,
     target_lock,
 )
@@ -77,6 +79,7 @@ def register(commands: Commands) -> None:
         "wrote (their consumers ran on the target); without it such groups are left alone and reported",
     )
     add_execute(rollback)
+    add_plan_key(rollback)
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rollback.set_defaults(run=run)
 
@@ -104,7 +107,14 @@ def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> 
     plan_file = PlanFile(args.plan)
     connection = connection_settings(args, err)
     lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
-    return run_rollback(args.plan, connection, target_name=args.target_cluster, lock=lock, wait=wait)
+    return run_rollback(
+        args.plan,
+        connection,
+        target_name=args.target_cluster,
+        lock=lock,
+        wait=wait,
+        sealing=sealing(args, create=False),
+    )
 
 
 def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:

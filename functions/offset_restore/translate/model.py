@@ -75,6 +75,8 @@ class PlanEntry(BaseModel):
     previous_recorded: bool = False
     """Set when apply first read ``previous_target_offset``: an apply run again after an
     interruption keeps it, so rollback still knows what was there before the first write."""
+    previous_seal: str | None = None
+    """The CLI's keyed checksum of the recorded previous offset (apply/seal.py): an edit is refused."""
     expected_fingerprint: str | None = None
     """The fingerprint the record at ``target_offset`` must have (when it is the copy of the
     snapshot's next record): apply verifies it after committing."""
