@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import offset_restore.apply.commit as apply_module
 from offset_restore.apply.commit import ApplyOptions, apply_plan
 from offset_restore.apply.rollback import rollback_plan
-from offset_restore.apply.run import PlanFile
+from offset_restore.apply.run import PlanFile, Sealing
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.translate.model import Plan
@@ -40,6 +40,7 @@ def die() -> None:
 def main(argv: Sequence[str]) -> int:
     command, step, plan_path, servers = argv
     plan_file = PlanFile(plan_path)
+    sealed_save = Sealing(enabled=True, create=True).saver(plan_file)  # as the CLI saves the plan
     at_save = DIE_AT_SAVE.get((command, step))
     saves = batches = 0
 
@@ -48,7 +49,7 @@ def main(argv: Sequence[str]) -> int:
         saves += 1
         if at_save == (saves, "before"):
             die()
-        plan_file.save(plan)
+        sealed_save(plan)
         if at_save == (saves, "after"):
             die()
 
