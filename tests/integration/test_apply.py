@@ -346,6 +346,24 @@ def test_a_record_that_is_not_the_expected_one_is_refused_before_the_commit(scen
     assert others and all(e.status == "committed" and e.verified for e in others)
 
 
+def test_a_target_offset_moved_with_its_anchor_is_refused_by_the_expected_record_before_the_commit(
+    scene: Callable[..., Restored],
+) -> None:
+    """Issue 31: the mapped offset, its anchor, the anchor's source offset and timestamp all moved 5
+    records on, consistently (the anchor checks pass): the record there is not the snapshot's next one,
+    and apply refuses the group before its commit (it used to write it, then fail its verification)."""
+    s = scene({"a": {0: 50}})
+    document = json.loads(s.plan_path.read_text())
+    (moved,) = [e for e in document["entries"] if e["group"] == s.groups["a"]]
+    assert moved["expected_fingerprint"] and moved["target_offset"] == moved["anchor_offset"] == 40
+    record = s.target.fetch({TP(s.topic, 0): 45})[TP(s.topic, 0)].records[0]
+    moved.update(target_offset=45, anchor_offset=45, anchor_source_offset=55, anchor_timestamp=record.timestamp)
+    s.plan_path.write_text(json.dumps(document))
+    status, out, err = s.apply()
+    assert status != 0 and "another record is there" in out + err, out + err
+    assert s.offsets("a") == {}
+
+
 def test_rollback_is_not_blocked_by_entries_that_no_longer_fit(
     scene: Callable[..., Restored], brokers: Brokers, target: KafkaCluster
 ) -> None:
