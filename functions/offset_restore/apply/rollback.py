@@ -144,8 +144,9 @@ def _undo_of(entries: list[PlanEntry], now: Mapping[TP, CommittedOffset], allow_
             )
             continue
         if actual is not None and actual.offset != entry.target_offset and not allow_rewind:
+            wrote = "apply wrote" if entry.status == "committed" else "apply's commit, unanswered, may have written"
             return (
-                f"moved past what apply wrote ({tp} is at {actual.offset}, apply wrote {entry.target_offset}): its "
+                f"moved past what apply wrote ({tp} is at {actual.offset}, {wrote} {entry.target_offset}): its "
                 "consumers ran on the target; not rolled back (--allow-rewind to put the previous offsets back anyway)"
             )
         work.entries.append(entry)
