@@ -93,6 +93,8 @@ class LocalPipBundling:
                 output_dir,
                 "--platform",
                 "manylinux2014_x86_64",
+                "--platform",
+                "manylinux_2_28_x86_64",  # cramjam (snappy) ships only these; Lambda's Amazon Linux 2023 has glibc 2.34
                 "--only-binary=:all:",
                 "--implementation",
                 "cp",

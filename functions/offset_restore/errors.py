@@ -56,6 +56,11 @@ class ClusterError(OffsetRestoreError):
     """The Kafka cluster answered with an error we cannot work around."""
 
 
+class UnreadableBatchError(ClusterError):
+    """A record batch the broker sent cannot be read: its CRC-32C does not match (corrupt on disk or
+    in flight), or it is compressed with a codec this install cannot decode. Never used, never guessed."""
+
+
 class ClusterUnreachableError(ClusterError):
     """No broker of the cluster answered within the connect timeout."""
 

@@ -11,10 +11,11 @@ import venv
 import zipfile
 from pathlib import Path
 
+from kafka import KafkaProducer
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 
-from tests.helpers import Brokers, commit, produce, unique
+from tests.helpers import Brokers, commit, unique
 
 ROOT = Path(__file__).resolve().parents[2]
 IGNORED = (".git", ".venv", "build", "cdk.out", "node_modules", "demo-output", "*.egg-info", "__pycache__", ".*_cache")
@@ -53,10 +54,19 @@ def test_the_wheel_installs_with_its_dependencies_and_its_cli_snapshots_a_real_c
     shown = subprocess.run([str(cli), "--help"], capture_output=True, text=True, check=False)
     assert shown.returncode == 0 and "snapshot" in shown.stdout, shown.stderr
 
-    topic, group = unique("wheel"), unique("wheel-g")
-    source.create_topics({topic: 1})
-    produce(source, topic, 0, 5)
-    commit(source, group, {TP(topic, 0): 3})
+    version = subprocess.run([str(cli), "--version"], capture_output=True, text=True, check=False)
+    assert "codecs: gzip, snappy, lz4, zstd" in version.stdout and "missing" not in version.stdout, version.stdout
+
+    group = unique("wheel-g")  # on an lz4 and a zstd topic: the snapshot reads their records as evidence
+    for codec in ("lz4", "zstd"):
+        topic = unique(f"wheel-{codec}")
+        source.create_topics({topic: 1})
+        producer = KafkaProducer(bootstrap_servers=brokers.source.bootstrap_servers, compression_type=codec)
+        for i in range(5):
+            producer.send(topic, key=f"k{i}".encode(), value=b"v" * 100, partition=0)
+        producer.flush()
+        producer.close()
+        commit(source, group, {TP(topic, 0): 3})
     snapshot = subprocess.run(
         [
             str(cli),
@@ -74,7 +84,8 @@ def test_the_wheel_installs_with_its_dependencies_and_its_cli_snapshots_a_real_c
         check=False,
     )
     assert snapshot.returncode == 0, snapshot.stderr
-    assert json.loads(snapshot.stdout)["counts"]["groups"] == 1
+    counts = json.loads(snapshot.stdout)["counts"]
+    assert counts["groups"] == 1 and counts["with_evidence"] == 2 and counts["evidence_incomplete"] == 0, counts
 
     demo = subprocess.run([str(cli), "demo"], capture_output=True, text=True, check=False)
     assert demo.returncode == 2 and "pip install 'offset-restore[demo]'" in demo.stderr, demo.stderr

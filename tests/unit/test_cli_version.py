@@ -12,7 +12,8 @@ from offset_restore.cli.main import main
 
 def test_version_is_the_installed_distributions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--version"]) == 0
-    assert capsys.readouterr().out.strip() == f"offset-restore {metadata.version('offset-restore')}"
+    shown = capsys.readouterr().out.strip()
+    assert shown == f"offset-restore {metadata.version('offset-restore')}; codecs: gzip, snappy, lz4, zstd"
 
 
 def test_help_lists_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,6 +20,7 @@ from offset_restore.cli.arguments import StrictParser, printable_line
 from offset_restore.cli.aws import describe_aws_error
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.log_safety import keep_secrets_out_of_logs
+from offset_restore.kafka.protocol import readable_codecs
 
 __all__ = ["build_parser", "main"]
 
@@ -50,7 +51,8 @@ def build_parser() -> StrictParser:
         epilog=EXIT_STATUS,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--version", action="version", version=f"offset-restore {version()}")
+    codecs = ", ".join(f"{codec}{'' if found else ' (missing)'}" for codec, found in readable_codecs().items())
+    parser.add_argument("--version", action="version", version=f"offset-restore {version()}; codecs: {codecs}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=StrictParser)
     for command in COMMANDS:
         command.register(commands)

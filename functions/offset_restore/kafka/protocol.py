@@ -19,7 +19,7 @@ from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.record import MemoryRecords
 
-from offset_restore.errors import ClusterError
+from offset_restore.errors import ClusterError, UnreadableBatchError
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 from offset_restore.packing import packed
@@ -245,7 +245,47 @@ def decode_fetch(
     for topic in response.responses:
         for part in topic.partitions:
             tp = TP(topic.topic, part.partition_index)
-            yield tp, decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+            try:
+                yield tp, decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+            except UnreadableBatchError as error:
+                raise UnreadableBatchError(f"{tp}: {error}") from None
+
+
+CODEC_LIBRARIES = {"gzip": "gzip", "snappy": "snappy", "lz4": "lz4.frame", "zstd": "zstandard"}
+"""Each codec Kafka has, and the module that decodes it (runtime dependencies of the package)."""
+
+
+def readable_codecs() -> dict[str, bool]:
+    """Which codecs this install can decode (``offset-restore --version`` lists them)."""
+    import importlib.util
+
+    return {codec: importlib.util.find_spec(module) is not None for codec, module in CODEC_LIBRARIES.items()}
+
+
+def checked_batches(data: bytes) -> Iterator[Any]:
+    """The record batches of a fetch answer, each checked against its CRC-32C before use, as the Java
+    consumer checks them (``check.crcs``): a batch corrupt on disk or in flight is never read."""
+    memory = MemoryRecords(data)
+    while (batch := memory.next_batch()) is not None:
+        if not batch.validate_crc():
+            raise UnreadableBatchError(
+                f"the record batch at offset {batch.base_offset} fails its CRC-32C check (corrupt on the broker's disk "
+                "or on the way): nothing was read from it and nothing written; run again (a flaw on the way passes), "
+                "else check the broker's log segment"
+            )
+        yield batch
+
+
+def decompressed(batch: Any) -> Iterator[Any]:
+    """The records of a batch, decompressed; a codec this install lacks is one line, not a traceback."""
+    try:
+        yield from batch
+    except kafka_errors.UnsupportedCodecError as error:
+        raise UnreadableBatchError(
+            f"the record batch at offset {batch.base_offset} is compressed with a codec this install cannot decode "
+            f"({error}): install the package with its dependencies (pip install offset-restore brings lz4, "
+            "zstandard and python-snappy; `offset-restore --version` lists what this install reads)"
+        ) from None
 
 
 def decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
@@ -266,13 +306,12 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     records: list[FetchedRecord] = []
     next_offset = -1
     if part.records:
-        memory = MemoryRecords(part.records)
-        while (batch := memory.next_batch()) is not None:
+        for batch in checked_batches(part.records):
             if getattr(batch, "is_control_batch", False):
                 next_offset = max(next_offset, batch.next_offset)  # a transaction marker takes an offset
                 continue
             done = False
-            for record in batch:
+            for record in decompressed(batch):
                 if record.offset < fetch_offset:
                     continue
                 records.append(
