@@ -8,6 +8,9 @@ key), so a fault hits exactly the n-th request of a kind — deterministic, unli
   comes back (the broker did the work; the client cannot know);
 - ``blackhole``: from that request on, nothing is forwarded on any connection, old or new, until
   ``heal()`` (a broker that stops answering);
+- ``corrupt``: the answer to the request comes back with one bit flipped near its end — inside the
+  last record batch of a Fetch answer that ends with one (a flaw on a disk or on the wire; the batch's
+  CRC-32C no longer matches);
 - ``latency_s``: every request is held this long before it is forwarded.
 
 The broker behind it must advertise the proxy's address, so that every connection comes through.
@@ -27,7 +30,10 @@ from typing import Literal
 __all__ = ["API", "Fault", "FaultProxy"]
 
 API = {"Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9, "DescribeGroups": 15}
-Action = Literal["reset", "reset_after", "blackhole"]
+Action = Literal["reset", "reset_after", "blackhole", "corrupt"]
+CORRUPT_FROM_END = 12
+"""Where ``corrupt`` flips a bit: this many bytes before the answer's end, past the tagged fields that
+close a flexible Fetch answer, inside the last record of its last batch."""
 
 
 @dataclass
@@ -111,8 +117,9 @@ class FaultProxy:
                 continue
             upstream.settimeout(None)
             self._sockets.update((client, upstream))
-            threading.Thread(target=self._requests, args=(client, upstream), daemon=True).start()
-            threading.Thread(target=self._responses, args=(upstream, client), daemon=True).start()
+            corrupt: set[bytes] = set()  # correlation ids count per connection: the marks are the connection's
+            threading.Thread(target=self._requests, args=(client, upstream, corrupt), daemon=True).start()
+            threading.Thread(target=self._responses, args=(upstream, client, corrupt), daemon=True).start()
 
     def _match(self, api_key: int) -> Action | None:
         names = [name for name, key in API.items() if key == api_key]
@@ -129,7 +136,7 @@ class FaultProxy:
                     return fault.action
         return None
 
-    def _requests(self, client: socket.socket, upstream: socket.socket) -> None:
+    def _requests(self, client: socket.socket, upstream: socket.socket, corrupt: set[bytes]) -> None:
         try:
             while True:
                 header = _read_exactly(client, 4)
@@ -147,6 +154,9 @@ class FaultProxy:
                     break
                 if self.latency_s:
                     time.sleep(self.latency_s)
+                if action == "corrupt":
+                    with self._lock:
+                        corrupt.add(body[4:8])  # after the API key and version: the correlation id
                 upstream.sendall(header + body)
                 if body[:2] == struct.pack(">h", API["OffsetCommit"]):
                     with self._lock:
@@ -160,11 +170,22 @@ class FaultProxy:
         _close(upstream)
         self._sockets.difference_update((client, upstream))
 
-    def _responses(self, upstream: socket.socket, client: socket.socket) -> None:
+    def _responses(self, upstream: socket.socket, client: socket.socket, corrupt: set[bytes]) -> None:
+        """Answers, one frame at a time (a 4-byte length, then the correlation id first)."""
         try:
-            while chunk := upstream.recv(65536):
+            while (header := _read_exactly(upstream, 4)) is not None:
+                body = _read_exactly(upstream, struct.unpack(">i", header)[0])
+                if body is None:
+                    break
+                with self._lock:
+                    marked = body[:4] in corrupt
+                    corrupt.discard(body[:4])
+                if marked and len(body) > CORRUPT_FROM_END:
+                    flipped = bytearray(body)
+                    flipped[-CORRUPT_FROM_END] ^= 0x01
+                    body = bytes(flipped)
                 if not self._blackholed.is_set():
-                    client.sendall(chunk)
+                    client.sendall(header + body)
         except OSError:
             pass
         _close(client, reset=True)

@@ -147,3 +147,39 @@ def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes
     record("network", phase="apply", fault=fault, injected=1, correct=finished)
     assert after == before and len(back.groups_committed) == count
     assert sum(1 for g in scenario.groups if not after[g]) == count - count // 2  # created by apply: deleted again
+
+
+def test_a_record_batch_corrupted_on_the_way_is_refused_by_its_crc_and_nothing_is_written(
+    faulty: Faulty, tmp_path: Path
+) -> None:
+    """Issue 32: an lz4 batch whose answer comes back with one bit flipped (the proxy's ``corrupt``):
+    the snapshot stops with one line naming the partition and the batch (its CRC-32C), writes nothing,
+    and a run without the flaw reads the same records. (A corrupt batch past the records a read needs
+    is never decoded, so never used: the one batch here is the one the evidence is in.)"""
+    from kafka import KafkaProducer
+    from offset_restore.errors import UnreadableBatchError
+    from offset_restore.kafka.model import TP, CommittedOffset
+
+    from tests.helpers import unique
+
+    topic, group = unique("crc"), unique("crc-g")
+    with KafkaCluster(faulty.settings()) as cluster:
+        cluster.create_topics({topic: 1})
+        producer = KafkaProducer(  # one batch: the answer's last batch is the one the snapshot reads
+            bootstrap_servers=faulty.settings().bootstrap_servers, compression_type="lz4", batch_size=1 << 20,
+            linger_ms=200,
+        )  # fmt: skip
+        for i in range(200):
+            producer.send(topic, key=f"k{i}".encode(), value=b"v" * 100, partition=0)
+        producer.flush()
+        producer.close()
+        cluster.alter_offsets(group, {TP(topic, 0): CommittedOffset(150, None)})
+    store = open_location(str(tmp_path / "snaps"))
+    faulty.proxy.inject("Fetch", 2, "corrupt")  # the first reads at the log's end (nothing there), the second the batch
+    with pytest.raises(UnreadableBatchError) as refused:
+        run_snapshot(faulty.settings(), store, SnapshotOptions(groups=group))
+    said = str(refused.value)
+    assert said.startswith(f"{topic}/0: the record batch at offset ") and "fails its CRC-32C check" in said, said
+    assert faulty.proxy.injected["corrupt"] == 1 and not list((tmp_path / "snaps").rglob("manifest.json"))
+    result = run_snapshot(faulty.settings(), store, SnapshotOptions(groups=group))
+    assert result.counts.with_evidence == 1 and result.counts.evidence_incomplete == 0
