@@ -138,3 +138,27 @@ def test_every_codec_end_to_end_exact_and_the_same_as_uncompressed(case: Case, c
     for group, c in groups.items():
         expected = f"key-{c}".encode() if c < RECORDS else None
         assert first_read(case.brokers.target.bootstrap_servers, group, restored) == expected, (group, c)
+
+
+@pytest.mark.parametrize("case", [16 * 1024], ids=["16KB"], indirect=True)
+def test_a_codec_changed_mid_partition_and_a_topic_the_broker_recompresses(case: Case) -> None:
+    """The source's producer switched from gzip to zstd at record 1,500; the restore went into a topic
+    whose ``compression.type=lz4`` makes the broker recompress every batch it is sent uncompressed:
+    the same entries as an uncompressed restore, every one exact."""
+    from kafka.admin import NewTopic
+
+    topic = unique("codec-mixed")
+    case.source.create_topics({topic: 1})
+    produce(case.brokers.source.bootstrap_servers, topic, case.rows[:1_500], "gzip", case.batch)
+    produce(case.brokers.source.bootstrap_servers, topic, case.rows[1_500:], "zstd", case.batch)
+    groups = {unique(f"codec-mixed-at{c}"): c for c in POSITIONS}
+    errors = case.source.alter_offsets_many({g: {TP(topic, 0): CommittedOffset(c, None)} for g, c in groups.items()})
+    assert not any(e for per in errors.values() for e in per.values())
+    plain = case.plan(topic, groups, case.restore(None, with_header=True), "plain")
+    recompressed = unique("codec-broker-lz4")
+    case.target._admin.create_topics([NewTopic(recompressed, 1, 1, topic_configs={"compression.type": "lz4"})])
+    rows = [(k, v, [*h, ("x-source-offset", str(i).encode())], t) for i, (k, v, h, t) in enumerate(case.rows)]
+    produce(case.brokers.target.bootstrap_servers, recompressed, rows[LOST:], None, case.batch)
+    entries = case.plan(topic, groups, recompressed, "recompressed")
+    assert [[e[k] for k in SAME] for e in entries] == [[e[k] for k in SAME] for e in plain]
+    assert all(e["exact"] for e in entries), entries
