@@ -100,6 +100,8 @@ class Case:
         keys = {record_key(0, r.offset): r.offset for r in self.records}
         try:
             consumer.assign([tp])
+            if (consumer.committed(tp) or 0) >= consumer.end_offsets([tp])[tp]:
+                return None  # at the log's end: nothing to read (polling would wait in vain)
             for _ in range(20):
                 for record in consumer.poll(timeout_ms=500).get(tp, []):
                     return keys.get(record.key)
