@@ -22,38 +22,20 @@ import random
 import sys
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from kafka import KafkaProducer
 from offset_restore.apply.commit import ApplyOptions, apply_plan
-from offset_restore.devtools.brokers import KINDS
-from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.model import ClusterRef, Plan
 from offset_restore.translate.plan import PlanOptions, translate
 
 from bench.bytes_bench import Cost, measured, scan
+from bench.two_clusters import Row, bench_parser, produce, two_clusters, write_results
 
-RESULTS = Path(__file__).parent / "results"
 LOSS = 0.01
 GROUPS = 20
-
-
-def produce(bootstrap: str, topic: str, partition: int, rows: list[tuple[bytes, bytes, list, int]], codec: str) -> None:
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec, linger_ms=20, acks=1,
-        max_in_flight_requests_per_connection=1,
-    )  # fmt: skip
-    try:
-        for key, value, headers, stamp in rows:
-            producer.send(topic, key=key, value=value, headers=headers, partition=partition, timestamp_ms=stamp)
-        producer.flush(timeout=600)
-    finally:
-        producer.close()
 
 
 def value(rng: random.Random, i: int) -> bytes:
@@ -73,12 +55,13 @@ def write(
     lost = int(args.records * LOSS)
     for p in range(args.partitions):
         rng = random.Random(args.seed * 100 + p)
-        rows: list[tuple[bytes, bytes, list, int]] = [
-            (f"{p}:{i}".encode(), value(rng, i), [], 1_700_000_000_000 + i) for i in range(args.records)
+        rows: list[Row] = [
+            (p, f"{p}:{i}".encode(), value(rng, i), [], 1_700_000_000_000 + i) for i in range(args.records)
         ]
-        produce(boots[0], topic, p, rows, codec)
-        restored = [(k, v, [("x-source-offset", i.to_bytes(8, "big"))], t) for i, (k, v, _, t) in enumerate(rows)]
-        produce(boots[1], topic, p, restored[lost:], codec)
+        compression = None if codec == "none" else codec
+        produce(boots[0], topic, rows, codec=compression)
+        restored = [(p, k, v, [("x-source-offset", i.to_bytes(8, "big"))], t) for i, (_, k, v, _, t) in enumerate(rows)]
+        produce(boots[1], topic, restored[lost:], codec=compression)
     rng = random.Random(args.seed)
     offsets = {
         f"{topic}-g{g}": {
@@ -151,27 +134,18 @@ def table(rows: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--broker", choices=KINDS, default="apache", help="apache (default) or local")
+    parser = bench_parser(__doc__)
     parser.add_argument("--codecs", default="none,lz4", help="comma-separated: none, gzip, snappy, lz4, zstd")
     parser.add_argument("--records", type=int, default=100_000, help="records per partition")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--seed", type=int, default=32)
-    parser.add_argument("--output", default=None, help="results file (default: bench/results/codec-<broker>.md)")
     args = parser.parse_args(argv)
-    rows = []
-    with started_brokers(args.broker, "source", "target") as (src_broker, tgt_broker):
-        boots = (src_broker.bootstrap_servers, tgt_broker.bootstrap_servers)
-        with (
-            KafkaCluster(ConnectionSettings(bootstrap_servers=boots[0])) as source,
-            KafkaCluster(ConnectionSettings(bootstrap_servers=boots[1])) as target,
-        ):
-            for codec in args.codecs.split(","):
-                rows.append(run_codec(source, target, boots, codec.strip(), args))
-    text = "\n".join(table(rows, args)) + "\n"
-    output = Path(args.output) if args.output else RESULTS / f"codec-{args.broker}.md"
-    output.write_text(text)
-    print(text)
+    with two_clusters(args.broker) as clusters:
+        rows = [
+            run_codec(clusters.source, clusters.target, clusters.boots, codec.strip(), args)
+            for codec in args.codecs.split(",")
+        ]
+    write_results(table(rows, args), args.output, f"codec-{args.broker}.md")
     return 0
 
 

@@ -32,14 +32,9 @@ import time
 import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
-from kafka import KafkaProducer
-from offset_restore.devtools.brokers import KINDS
-from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.kafka.rounds import read_whole
 from offset_restore.snapshot.live import Snapshot, SnapshotOptions, take_snapshot
@@ -47,32 +42,14 @@ from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.plan import PlanOptions, TranslateStats, translate
 
 from bench.bytes_bench import Cost, measured
+from bench.two_clusters import Row, bench_parser, produce, two_clusters, write_results
 
-RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000
 LOSS = 0.01
 SOURCES, TARGETS = 2, 4
 BATCHES = {"16 KB": 16 * 1024, "1 MB": 1000 * 1024}
 Restored = tuple[str, int, dict[int, list[tuple[int, int]]]]
 """A restored topic's name, partition count, and per partition the (source partition, offset) of each record."""
-
-
-Row = tuple[int, bytes, bytes, list[tuple[str, bytes]], int]
-"""A record to produce: partition, key, value, headers, timestamp."""
-
-
-def produce(bootstrap: str, topic: str, rows: list[Row], batch: int) -> None:
-    """Records (partition, key, value, headers, timestamp) in batches of ``batch`` bytes at most."""
-    producer = KafkaProducer(
-        bootstrap_servers=bootstrap, batch_size=batch, linger_ms=100, acks=1, max_request_size=2 * 1024 * 1024,
-        max_in_flight_requests_per_connection=1,
-    )  # fmt: skip
-    try:
-        for partition, key, value, headers, stamp in rows:
-            producer.send(topic, key=key, value=value, headers=headers, partition=partition, timestamp_ms=stamp)
-        producer.flush(timeout=300)
-    finally:
-        producer.close()
 
 
 @dataclass
@@ -90,7 +67,7 @@ def write_source(source: KafkaCluster, bootstrap: str, records: int, seed: int) 
     rows: list[Row] = [
         (q, f"{q}:{i}".encode(), values[q][i], [], BASE_MS + i) for i in range(records) for q in range(SOURCES)
     ]
-    produce(bootstrap, topic, rows, 16 * 1024)
+    produce(bootstrap, topic, rows)
     return Source(topic, records, values)
 
 
@@ -111,7 +88,7 @@ def restore(
                 headers.append(("x-source-partition", str(q).encode()))
             rows.append((t, key, src.values[q][i], headers, BASE_MS + i))
             placed[t].append((q, i))
-    produce(bootstrap, name, rows, batch)
+    produce(bootstrap, name, rows, batch=batch)
     return placed
 
 
@@ -238,26 +215,16 @@ def table(rows: list[dict[str, Any]], kind: str, records: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--broker", choices=KINDS, default="apache", help="apache (default) or local")
+    parser = bench_parser(__doc__)
     parser.add_argument("--records", type=int, default=100_000, help="records per source partition")
     parser.add_argument("--seed", type=int, default=5)
-    parser.add_argument("--output", default=None, help="results file (default: bench/results/shape-<broker>.md)")
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
-    with started_brokers(args.broker, "source", "target") as (src_broker, tgt_broker):
-        boots = (src_broker.bootstrap_servers, tgt_broker.bootstrap_servers)
-        with (
-            KafkaCluster(ConnectionSettings(bootstrap_servers=boots[0])) as source,
-            KafkaCluster(ConnectionSettings(bootstrap_servers=boots[1])) as target,
-        ):
-            src = write_source(source, boots[0], args.records, args.seed)
-            for label in BATCHES:
-                rows += run_batch(source, target, boots, src, label, args)
-    text = "\n".join(table(rows, args.broker, args.records)) + "\n"
-    output = Path(args.output) if args.output else RESULTS / f"shape-{args.broker}.md"
-    output.write_text(text)
-    print(text)
+    with two_clusters(args.broker) as clusters:
+        src = write_source(clusters.source, clusters.boots[0], args.records, args.seed)
+        for label in BATCHES:
+            rows += run_batch(clusters.source, clusters.target, clusters.boots, src, label, args)
+    write_results(table(rows, args.broker, args.records), args.output, f"shape-{args.broker}.md")
     return 0
 
 
