@@ -16,9 +16,12 @@ import jsii
 from aws_cdk import ILocalBundling
 from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
 
-__all__ = ["LocalPipBundling", "handler_sources", "runtime_dependencies"]
+__all__ = ["LAMBDA_PLATFORMS", "LocalPipBundling", "handler_sources", "runtime_dependencies"]
 
 _OURS = ("offset_restore", "offset_restore_handlers")
+LAMBDA_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
+"""The wheels Lambda's x86_64 Python runtime runs (Amazon Linux 2023, glibc 2.34): cramjam, which
+decodes snappy, ships only ``manylinux_2_28`` wheels."""
 
 
 def runtime_dependencies(pyproject: Path) -> list[str]:
@@ -91,10 +94,7 @@ class LocalPipBundling:
                 *runtime_dependencies(self.functions_dir.parent / "pyproject.toml"),
                 "--target",
                 output_dir,
-                "--platform",
-                "manylinux2014_x86_64",
-                "--platform",
-                "manylinux_2_28_x86_64",  # cramjam (snappy) ships only these; Lambda's Amazon Linux 2023 has glibc 2.34
+                *(argument for platform in LAMBDA_PLATFORMS for argument in ("--platform", platform)),
                 "--only-binary=:all:",
                 "--implementation",
                 "cp",
