@@ -379,8 +379,9 @@ def test_groups_next_to_transaction_markers_and_aborted_records_resume_at_the_ne
     for group, offset in offsets.items():
         commit(source, group, {TP(topic, 0): offset})
     committed = [r for r in source.fetch({TP(topic, 0): 0}, partition_max_bytes=1 << 20)[TP(topic, 0)].records]
-    assert [r.offset for r in committed][:12] == [*range(10), 11, 12]  # the aborted records are in the log
-    kept = [r for r in committed if r.offset < 10 or r.offset >= 17]
+    # Every read is read_committed (issue 32): the aborted records 11-15 are in the log, never read.
+    assert [r.offset for r in committed] == [*range(10), *range(17, 27)]
+    kept = committed
     target.create_topics({topic: 1})
     restored = [
         Produced(r.offset, r.key or b"", r.value or b"", tuple((k, v or b"") for k, v in r.headers), r.timestamp)
@@ -393,18 +394,12 @@ def test_groups_next_to_transaction_markers_and_aborted_records_resume_at_the_ne
     entries = {e.group: e for e in Plan.model_validate_json(plan.read_text()).entries}
     expected = dict(zip(offsets, (10, 10, 20), strict=True))
     assert all(entries[g].status == "mapped" for g in offsets)
-    if header is not None:
-        assert {g: (entries[g].target_offset, entries[g].exact) for g in offsets} == {
-            g: (o, True) for g, o in expected.items()
-        }
-        return
-    # Without headers the snapshot's evidence next to 11 and 17 is an aborted record (the snapshot reads
-    # uncommitted, so aborted records are evidence), which the restore does not hold: those groups fall
-    # back to the timestamp strategy, earlier and not exact, with the duplicates bounded. Never later.
-    for group, offset in expected.items():
-        entry = entries[group]
-        resume = entry.target_offset if entry.target_offset is not None else offset + 1
-        assert resume <= offset and (entry.exact or (entry.max_duplicates or 0) >= offset - resume)
+    # With headers and without (issue 32: the snapshot reads as read_committed, so the evidence next to
+    # 11 and 17 is record 17, the first committed one, which the restore holds): exact, by either strategy.
+    # (Before, without headers, the aborted records were evidence and those groups fell to timestamps.)
+    assert {g: (entries[g].target_offset, entries[g].exact) for g in offsets} == {
+        g: (o, True) for g, o in expected.items()
+    }, {g: (e.method, e.reason) for g, e in entries.items()}
 
 
 def test_records_deleted_by_delete_records_after_the_plan_are_refused_then_planned_from_the_new_start(

@@ -43,7 +43,7 @@ def test_fetch_requests_hold_as_many_partitions_as_the_response_limit_serves_in_
         (1, [("a", 4, 40, 100)]),
         (2, [("b", 0, 7, 100), ("a", 9, 3, 100)]),
     ]
-    assert {(r.max_bytes, r.max_wait_ms, r.isolation_level) for _, r in requests} == {(250, 5, 0)}
+    assert {(r.max_bytes, r.max_wait_ms, r.isolation_level) for _, r in requests} == {(250, 5, 1)}  # read_committed
 
 
 def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() -> None:

@@ -23,6 +23,7 @@ import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import NewTopic, OffsetSpec
+from kafka.protocol.consumer import IsolationLevel
 
 from offset_restore.errors import BadInputError, ClusterError, ClusterUnreachableError, CommitInterruptedError
 from offset_restore.kafka import internals, msk_iam, protocol
@@ -600,8 +601,11 @@ class KafkaCluster:
             self._admin.list_partition_offsets,
             dict.fromkeys(kafka_tps, OffsetSpec.EARLIEST),
         )
-        latest = self._call(
-            "reading log end offsets", self._admin.list_partition_offsets, dict.fromkeys(kafka_tps, OffsetSpec.LATEST)
+        latest = self._call(  # read_committed: the end is the last stable offset, as every read sees it
+            "reading log end offsets",
+            self._admin.list_partition_offsets,
+            dict.fromkeys(kafka_tps, OffsetSpec.LATEST),
+            isolation_level=IsolationLevel.READ_COMMITTED,
         )
         hints = {TP(tp.topic, tp.partition): max(0, latest[tp].offset) for tp in kafka_tps}
         # Only the high watermark is wanted: every partition reports it, records or not, so do not

@@ -230,7 +230,7 @@ def fetch_requests(
                 max_wait_ms=wait_ms,
                 min_bytes=1,
                 max_bytes=fetch_max_bytes,
-                isolation_level=0,
+                isolation_level=READ_COMMITTED,
                 topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
                 max_version=FETCH_MAX_VERSION,
             )
@@ -288,6 +288,45 @@ def decompressed(batch: Any) -> Iterator[Any]:
         ) from None
 
 
+READ_COMMITTED = 1
+"""Every read sees what a ``read_committed`` consumer sees: records of aborted transactions are never
+evidence, anchors or matches, and a partition ends at its last stable offset (an open transaction's
+records are not read until it ends)."""
+
+
+def _readable_end(part: Any) -> int:
+    """Where a read_committed read of the partition ends: its last stable offset (the high watermark
+    from a broker that does not report one)."""
+    stable = getattr(part, "last_stable_offset", -1)
+    return stable if stable is not None and stable >= 0 else part.high_watermark
+
+
+class _Aborted:
+    """The aborted transactions of one fetch answer, as the Java consumer (and kafka-python's own
+    fetcher) tracks them: a producer's batches are skipped from the first offset of its aborted
+    transaction until the abort marker that ends it."""
+
+    def __init__(self, transactions: Any) -> None:
+        self.pending = sorted(((t.first_offset, t.producer_id) for t in transactions), reverse=True)
+        self.producers: set[int] = set()
+
+    def skips(self, batch: Any) -> bool:
+        """Whether ``batch`` holds nothing to read: a control batch, or one of an aborted transaction."""
+        last = getattr(batch, "last_offset", None)  # a legacy (v0/v1) batch is never transactional
+        while self.pending and last is not None and self.pending[-1][0] <= last:
+            self.producers.add(self.pending.pop()[1])
+        if getattr(batch, "is_control_batch", False):
+            if batch.producer_id in self.producers and _is_abort_marker(batch):
+                self.producers.discard(batch.producer_id)
+            return True
+        return bool(getattr(batch, "is_transactional", False)) and batch.producer_id in self.producers
+
+
+def _is_abort_marker(batch: Any) -> bool:
+    record = next(iter(batch), None)
+    return bool(record is not None and record.abort)
+
+
 def decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
     """One partition of a Fetch answer: data records at or after the fetch offset (a batch starts
     before it), control batches skipped but counted in where the next fetch starts, decoding
@@ -306,9 +345,10 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     records: list[FetchedRecord] = []
     next_offset = -1
     if part.records:
+        aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
         for batch in checked_batches(part.records):
-            if getattr(batch, "is_control_batch", False):
-                next_offset = max(next_offset, batch.next_offset)  # a transaction marker takes an offset
+            if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
+                next_offset = max(next_offset, batch.next_offset)
                 continue
             done = False
             for record in decompressed(batch):
@@ -333,7 +373,7 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     return PartitionFetch(
         fetch_offset,
         records=records,
-        high_watermark=part.high_watermark,
+        high_watermark=_readable_end(part),
         log_start_offset=part.log_start_offset,
         next_offset=next_offset,
         size=len(part.records or b""),
