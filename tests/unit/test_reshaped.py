@@ -165,3 +165,14 @@ def test_no_record_a_source_position_needs_is_ever_skipped(seed: int) -> None:
     assert sum(e.max_duplicates or 0 for e in mapped) >= twice, (seed, twice, mapped)
     if all(e.exact for e in mapped):
         assert twice == 0, (seed, mapped)
+
+
+def test_a_header_past_int64_or_not_a_number_is_a_record_of_unknown_source() -> None:
+    """A lying header (a 19-digit decimal >= 2**63, text, a negative 8-byte value) neither crashes the
+    index nor places the record: its source is unknown, so the group reads it and is not exact."""
+    part = _Part()
+    for at, (q, o) in enumerate(
+        [(b"0", b"9223372036854775808"), (b"x", b"3"), (b"0", (-1).to_bytes(8, "big", signed=True))]
+    ):
+        part.add(FetchedRecord(at, 0, b"k", b"v", ((OFFSET, o), (PARTITION, q))), PARTITION, OFFSET)
+    assert list(part.unknown) == [0, 1, 2] and part.by_source == {}

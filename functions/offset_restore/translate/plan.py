@@ -38,6 +38,7 @@ from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.fingerprint_counts import Found, doubts
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads, evidence_prints
+from offset_restore.translate.headers import parse_offset_header
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
 from offset_restore.translate.reshaped import (
@@ -89,20 +90,6 @@ class TargetCluster(Source, Protocol):
 
 class MalformedHeaderError(BadInputError):
     """A restored record carries the offset header with a value that is not an offset."""
-
-
-def parse_offset_header(value: bytes | None) -> int | None:
-    """An offset header as decimal ASCII or an 8-byte big-endian integer; None for an absent value.
-    Kafka offsets are signed 64-bit: a decimal past 2**63 - 1 is not one (nor could the plan hold it)."""
-    if value is None:
-        return None
-    if 0 < len(value) <= 19 and value.isdigit() and int(value) < 2**63:
-        return int(value)
-    if len(value) == 8:
-        number = int.from_bytes(value, "big", signed=True)
-        if number >= 0:
-            return number
-    raise ValueError(value)
 
 
 @dataclass(frozen=True)

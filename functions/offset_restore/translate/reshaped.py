@@ -30,6 +30,7 @@ from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, fingerprint
 from offset_restore.snapshot.model import PartitionSnapshot
+from offset_restore.translate.headers import int_header
 from offset_restore.translate.model import PlanEntry
 
 __all__ = [
@@ -51,18 +52,6 @@ their evidence is the source's last records)."""
 MAX_INDEX_RECORDS = 5_000_000
 """A changed topic is read whole, 40 bytes of memory a record (240 MB at most, in a translate function
 of 1,769 MB); past this many records its groups are held, with why."""
-
-
-def _int_header(record: FetchedRecord, name: str) -> int | None:
-    """A header holding a non-negative integer (decimal or 8-byte big-endian), else None."""
-    for header, value in record.headers:
-        if header == name and value is not None:
-            if 0 < len(value) <= 19 and value.isdigit():
-                return int(value)
-            if len(value) == 8 and value[0] < 0x80:
-                return int.from_bytes(value, "big")
-            return None
-    return None
 
 
 @dataclass
@@ -125,7 +114,7 @@ class Shapes:
                 self.changed[topic] = why
 
     def _foreign(self, tp: TP, record: FetchedRecord, prints: Mapping[str, tuple[int, int] | None]) -> str | None:
-        source_partition = _int_header(record, self.partition_header)
+        source_partition = int_header(record, self.partition_header)
         if source_partition is not None:
             self.carries_partition.add(tp.topic)
             if source_partition != tp.partition:
@@ -138,7 +127,7 @@ class Shapes:
             return None  # unkeyed records may repeat across partitions: their content proves nothing
         printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.offset_header)
         seen = prints.get(printed)
-        claimed = _int_header(record, self.offset_header)
+        claimed = int_header(record, self.offset_header)
         if seen is None or seen[0] == tp.partition or (claimed is not None and claimed != seen[1]):
             return None
         return (
@@ -195,7 +184,7 @@ class _Part:
     """The target offsets of the records whose source record the topic holds more than once (``mark_repeats``)."""
 
     def add(self, record: FetchedRecord, partition_header: str, offset_header: str) -> None:
-        source, source_offset = _int_header(record, partition_header), _int_header(record, offset_header)
+        source, source_offset = int_header(record, partition_header), int_header(record, offset_header)
         self.offsets.append(record.offset)
         self.source_offsets.append(-1 if source_offset is None else source_offset)
         self.timestamps.append(record.timestamp)
