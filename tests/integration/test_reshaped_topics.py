@@ -143,6 +143,8 @@ def test_with_the_partition_header_every_target_partition_resumes_without_a_skip
         mine = [e for e in on_topic if e["group"] == group]
         assert sorted(e["target_partition"] for e in mine) == list(range(targets)), mine
         assert all(e["status"] == "mapped" for e in mine), mine
+    first = next(iter(case.groups))
+    commit(target, first, {TP(restored.topic, 0): 0})  # an offset it held on the target before the apply
     assert case.apply("mapped")[0] == 0
     log = read_back(target, restored)
     for group, positions in case.groups.items():
@@ -158,6 +160,14 @@ def test_with_the_partition_header_every_target_partition_resumes_without_a_skip
                 assert not processed_after and (not needed or resume == min(needed)), entry
     other = target.committed_offsets([case.both])[case.both]
     assert other[TP(case.other_restored, 0)].offset == 4
+    status, out, err = run(
+        "rollback", "--plan", str(case.folder / "mapped.json"), "--bootstrap-servers",
+        case.brokers.target.bootstrap_servers, "--execute",
+    )  # fmt: skip
+    assert status == 0, out + err  # the second promise: every target partition back as it was
+    after = target.committed_offsets(list(case.groups))
+    assert {tp: c.offset for tp, c in after[first].items()} == {TP(restored.topic, 0): 0}
+    assert all(not any(tp.topic == restored.topic for tp in after[g]) for g in case.groups if g != first)
 
 
 @pytest.mark.parametrize(("sources", "targets"), SHAPES)
