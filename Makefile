@@ -18,6 +18,7 @@ install: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports  # the layers (pyproject.toml, [tool.importlinter]; docs/architecture.md)
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

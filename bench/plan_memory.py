@@ -32,7 +32,7 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotStream, count_groups
 from offset_restore.snapshot.model import SnapshotManifest
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
 
 from bench.handler_memory import PARTITIONS, VALUE, groups, record_key

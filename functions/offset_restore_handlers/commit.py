@@ -23,9 +23,9 @@ from offset_restore.apply.steps import commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.keys import COMMIT_IDEMPOTENCY_PK
-from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.stores.runs import RunRecord
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
-from offset_restore.workflow.runs import RunRecord
 from offset_restore.workflow.settings import ApplySettings, read_secret, restore_folder
 
 from offset_restore_handlers.requests import BatchRequest, parse

@@ -8,11 +8,11 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import S3Store
 from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, tracer
-from offset_restore.workflow.runs import RunRecord
 from offset_restore.workflow.settings import table_from_env
 from offset_restore.workflow.steps import RunInput, prepare_work
 from pydantic import ValidationError

@@ -10,8 +10,8 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.stores.keys import restore_folder
-from offset_restore.stores.mapping_store import MappingStore
 from offset_restore.stores.storage import S3Store
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.report import ReportBuilder
 from offset_restore.workflow.report_timeline import read_timeline

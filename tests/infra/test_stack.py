@@ -332,7 +332,7 @@ def test_a_stopped_or_timed_out_execution_has_its_lock_released(app: App) -> Non
 def test_outputs_name_what_the_cli_reads_by_stack(app: App, env: str) -> None:
     """`unlock --stack` and `start --stack` read these outputs (operations.STACK_OUTPUTS); the target
     cluster is the deployment's own, the one the Lock function keys its lock on."""
-    from offset_restore.cli.operations import STACK_OUTPUTS
+    from offset_restore.workflow.executions import STACK_OUTPUTS
 
     found = template(app, env).to_json()["Outputs"]
     assert set(STACK_OUTPUTS) <= set(found)

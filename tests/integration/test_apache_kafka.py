@@ -19,7 +19,7 @@ from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.model import Plan
 from offset_restore.translate.plan import PlanOptions

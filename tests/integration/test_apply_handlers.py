@@ -7,7 +7,7 @@ import pytest
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import PlanEntry, Status
 
 from tests.helpers import Brokers, LambdaContext, active_member, produce, unique

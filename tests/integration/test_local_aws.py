@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.core.responses import ActionResult
 from offset_restore.devtools.local_aws import REGION, TABLE, local_workflow
-from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import Status
 
 from tests.helpers import plan_entry

@@ -17,7 +17,7 @@ from offset_restore.devtools.local_broker import free_port
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.model import default_cluster_name
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import LocalStore, S3Store
 
 from tests.helpers import Brokers, commit, new_broker, produce, unique

@@ -10,7 +10,7 @@ import pytest
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import S3Store
 from offset_restore.workflow.settings import ClusterSettings
 

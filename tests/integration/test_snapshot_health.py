@@ -15,7 +15,7 @@ from offset_restore.cli.main import main
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import LocalStore
 
 from tests.helpers import Brokers, LambdaContext, commit, new_broker, produce, unique

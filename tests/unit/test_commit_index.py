@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from offset_restore.apply import commit_index
+from offset_restore.apply.commit_index import IndexBuilder, read_batch, read_groups
 from offset_restore.errors import BadInputError
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.model import PlanEntry, Status
-from offset_restore.workflow import commit_index
-from offset_restore.workflow.commit_index import IndexBuilder, read_batch, read_groups
 
 from tests.helpers import plan_entry
 

@@ -1,8 +1,8 @@
-"""Control characters in names are shown, not sent to the terminal (cli/arguments.printable)."""
+"""Control characters in names are shown, not sent to the terminal (terminal.printable)."""
 
 from __future__ import annotations
 
-from offset_restore.cli.arguments import printable, printable_line
+from offset_restore.terminal import printable, printable_line
 
 
 def test_control_characters_become_escapes_and_lines_stay_lines() -> None:

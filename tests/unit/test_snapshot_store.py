@@ -17,7 +17,7 @@ from offset_restore.snapshot.model import (
     default_cluster_name,
     validate_name,
 )
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import LocalStore, open_location
 
 T0 = datetime(2026, 11, 20, 10, 0, tzinfo=UTC)

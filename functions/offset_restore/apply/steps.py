@@ -20,19 +20,19 @@ from offset_restore.apply.commit import (
     apply_plan,
     check_entries_fit,
 )
-from offset_restore.apply.rollback import RollbackTarget, rollback_plan
-from offset_restore.errors import BadInputError
-from offset_restore.snapshot.filters import NameFilter
-from offset_restore.stores.mapping_store import MappingStore
-from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
-from offset_restore.workflow.commit_index import (
+from offset_restore.apply.commit_index import (
     COMMIT_BATCH_GROUPS,
     commit_candidates,
     read_batch,
     read_groups,
     writable_and_waiting,
 )
+from offset_restore.apply.rollback import RollbackTarget, rollback_plan
+from offset_restore.errors import BadInputError
+from offset_restore.snapshot.filters import NameFilter
+from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
 
 __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "rollback_run", "step_result"]
 

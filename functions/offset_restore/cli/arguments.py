@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -25,6 +24,7 @@ from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
 from offset_restore.snapshot.model import parse_time
+from offset_restore.terminal import printable, printable_line
 from offset_restore.validation import describe
 
 __all__ = [
@@ -61,27 +61,6 @@ def write_result(
     if args.json:
         out.write(document + "\n")
     (err if args.json else out).write(text)
-
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def printable(text: str) -> str:
-    """``text`` for a terminal: control characters other than the line breaks and tabs it is made of
-    shown as escapes (``\\r``, ``\\x1b``): a group id holding a carriage return would overwrite its
-    line, an escape sequence would rewrite the terminal. (A newline inside a name is not told from a
-    line's end here; the JSON document carries every name exactly.)"""
-    return _CONTROL.sub(lambda m: "\\r" if m.group() == "\r" else f"\\x{ord(m.group()):02x}", text)
-
-
-_LINE_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
-_NAMED = {"\r": "\\r", "\n": "\\n", "\t": "\\t"}
-
-
-def printable_line(text: str) -> str:
-    """One line for a terminal: every control character shown as an escape, line breaks and tabs too
-    (they can only come from a name or a message inside the line)."""
-    return _LINE_CONTROL.sub(lambda m: _NAMED.get(m.group(), f"\\x{ord(m.group()):02x}"), text)
 
 
 def add_execute(parser: argparse.ArgumentParser) -> None:

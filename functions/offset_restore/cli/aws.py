@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from offset_restore.cli.operations import stack_outputs
 from offset_restore.errors import BadInputError
+from offset_restore.workflow.executions import stack_outputs
 
 __all__ = ["add_deployment", "aws_client", "describe_aws_error", "from_stack"]
 

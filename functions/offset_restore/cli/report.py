@@ -8,7 +8,7 @@ from typing import TextIO
 
 from offset_restore.cli.arguments import Commands
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
-from offset_restore.cli.operations import fetch_report
+from offset_restore.workflow.executions import fetch_report
 
 __all__ = ["register", "run"]
 

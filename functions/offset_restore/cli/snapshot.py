@@ -20,9 +20,10 @@ from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot, run_snapshot_from_export
+from offset_restore.snapshot.summary import snapshot_summary
 from offset_restore.stores.storage import open_location
 
-__all__ = ["empty_reason", "register", "run", "snapshot_summary"]
+__all__ = ["empty_reason", "register", "run"]
 
 
 def register(commands: Commands) -> None:
@@ -151,29 +152,3 @@ def _check_sources(args: argparse.Namespace) -> None:
         raise BadInputError("--from-export reads no cluster: leave out --bootstrap-servers and --from-offsets-topic")
     if not args.from_export and not args.bootstrap_servers:
         raise BadInputError("--bootstrap-servers is required (or --from-export FILE)")
-
-
-def snapshot_summary(result: SnapshotResult) -> list[str]:
-    c = result.counts
-    states = ", ".join(f"{count} {state}" for state, count in c.states.items()) or "none"
-    lines = [
-        f"Snapshot {result.snapshot_id} of cluster {result.cluster} ({result.source})",
-        f"  groups            {c.groups:,} ({states}); {c.groups_without_commits:,} without commits",
-        f"  group-partitions  {c.group_partitions:,} on {c.partitions:,} partitions; total lag {c.total_lag:,}",
-    ]
-    if result.source == "cluster":
-        lines.append(f"  evidence          {c.with_evidence:,} with evidence, {c.evidence_incomplete:,} incomplete")
-    else:
-        lines.append(
-            f"  offsets topic     {c.offsets_topic_records:,} records, {c.offsets_topic_corrupt:,} corrupt skipped"
-        )
-    requests = sum(result.requests.values())
-    lines += [
-        f"  took              {result.duration_s:.2f} s, {requests:,} Kafka requests",
-        f"  written to        {result.location}/{result.manifest}",
-    ]
-    lines += [f"  top lag           {g.group}: {g.lag:,}" for g in result.top_lag[:3] if g.lag]
-    lines += [f"  note: {note}" for note in result.notes[:10]]
-    if len(result.notes) > 10:
-        lines.append(f"  ... and {len(result.notes) - 10} more notes in the manifest")
-    return lines

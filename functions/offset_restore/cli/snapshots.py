@@ -7,7 +7,7 @@ import json
 from typing import TextIO
 
 from offset_restore.cli.arguments import Commands
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
 
 __all__ = ["register", "run"]

@@ -9,8 +9,8 @@ from typing import TextIO
 
 from offset_restore.cli.arguments import Commands, printable_line
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
-from offset_restore.cli.operations import follow, start_run
 from offset_restore.errors import BadInputError
+from offset_restore.workflow.executions import follow, start_run
 
 __all__ = ["register", "run"]
 

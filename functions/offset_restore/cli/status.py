@@ -8,8 +8,8 @@ from typing import TextIO
 
 from offset_restore.cli.arguments import Commands, printable_line
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
-from offset_restore.cli.operations import run_status
-from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.workflow.executions import run_status
 
 __all__ = ["register", "run"]
 

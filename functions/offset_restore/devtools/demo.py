@@ -25,9 +25,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from offset_restore.cli.arguments import printable_line
-from offset_restore.cli.operations import follow
-from offset_restore.cli.snapshot import snapshot_summary
 from offset_restore.devtools.brokers import started
 from offset_restore.devtools.local_aws import BUCKET, local_workflow
 from offset_restore.kafka.cluster import KafkaCluster, group_member
@@ -35,10 +32,13 @@ from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
+from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.snapshot.summary import snapshot_summary
 from offset_restore.stores.keys import restore_object
-from offset_restore.stores.snapshot_store import SnapshotRepository
 from offset_restore.stores.storage import S3Store
+from offset_restore.terminal import printable_line
 from offset_restore.translate.model import PlanEntry
+from offset_restore.workflow.executions import follow
 
 if TYPE_CHECKING:
     from offset_restore.devtools.brokers import Broker

@@ -27,7 +27,7 @@ from offset_restore.snapshot.live import (
 )
 from offset_restore.snapshot.model import SnapshotCounts, SnapshotManifest, default_cluster_name
 from offset_restore.snapshot.offsets_topic import OffsetsTopicReader, snapshot_from_commits
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import BlobStore
 
 __all__ = ["SnapshotResult", "check_selection", "run_snapshot", "run_snapshot_from_export"]

@@ -1,5 +1,5 @@
 """Every storage key layout in one place (docs/design.md §5.4 and §5.5): the DynamoDB items of a restore
-and of the lock, and the restore's S3 folder. Snapshots keep theirs in ``snapshot_store``, which owns
+and of the lock, and the restore's S3 folder. Snapshots keep theirs in ``snapshot.store``, which owns
 that format end to end."""
 
 from __future__ import annotations

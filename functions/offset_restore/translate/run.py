@@ -16,11 +16,11 @@ from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress, Snapshot
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, default_cluster_name, validate_name
-from offset_restore.stores.mapping_store import MappingStore
-from offset_restore.stores.snapshot_store import MANIFEST, SnapshotRepository, StoredGroups
+from offset_restore.snapshot.store import MANIFEST, SnapshotRepository, StoredGroups
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument, ProblemKind
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
@@ -34,8 +34,8 @@ from offset_restore.translate.plan import (
     plan_entries,
     translate,
 )
+from offset_restore.translate.work_items import WorkItem
 from offset_restore.validation import describe
-from offset_restore.workflow.work_items import WorkItem
 
 __all__ = [
     "PlanResult",

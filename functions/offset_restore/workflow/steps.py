@@ -9,20 +9,20 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from offset_restore.apply.commit import WAIT_TIMEOUT_S
+from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.snapshot.model import GroupSnapshot, parse_time, validate_name
+from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.keys import restore_object
-from offset_restore.stores.mapping_store import MappingStore, entry_key
-from offset_restore.stores.snapshot_store import SnapshotRepository
+from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
 from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
+from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe
-from offset_restore.workflow.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
-from offset_restore.workflow.runs import RunRecord
-from offset_restore.workflow.work_items import WorkItem, split_work
 
 __all__ = [
     "RunInput",

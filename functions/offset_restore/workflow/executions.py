@@ -10,7 +10,7 @@ from typing import Any, TextIO
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.stores.keys import restore_object
-from offset_restore.stores.mapping_store import MappingStore
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import SummaryTally
 
 __all__ = ["STACK_OUTPUTS", "fetch_report", "follow", "run_status", "stack_name", "stack_outputs", "start_run"]
