@@ -42,9 +42,10 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.model import ClusterRef, Plan, PlanSummary
-from offset_restore.translate.plan import PlanOptions, parse_offset_header, translate
+from offset_restore.translate.plan import PlanOptions, translate
 
 RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000

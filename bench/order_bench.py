@@ -38,9 +38,10 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
-from offset_restore.translate.plan import PlanOptions, parse_offset_header, translate
+from offset_restore.translate.plan import PlanOptions, translate
 from offset_restore.translate.search import search_first_at_least
 
 from tests.disorder import HEADER, Judgement, Slot, TargetRecord, copy, layouts, restored_part

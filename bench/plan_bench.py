@@ -41,8 +41,9 @@ from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
-from offset_restore.translate.plan import PlanOptions, parse_offset_header, translate
+from offset_restore.translate.plan import PlanOptions, translate
 
 RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 
 from kafka import KafkaConsumer, TopicPartition
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.model import PlanEntry
-from offset_restore.translate.plan import parse_offset_header
 
 HEADER = "x-source-offset"
 

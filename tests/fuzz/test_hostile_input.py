@@ -23,10 +23,10 @@ from hypothesis import strategies as st
 from offset_restore.apply.run import PlanFile
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.offsets_topic import CorruptRecordError, OffsetCommit, Tombstone, decode_record
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.plan import parse_offset_header
 from offset_restore.translate.run import parse_topic_map
 from offset_restore.workflow.steps import RunInput, validate_input
 from offset_restore_handlers.requests import ApplyRequest, BatchRequest, CheckRequest, LockRequest, ReportRequest, parse

@@ -30,9 +30,9 @@ from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, Group
 from offset_restore.kafka.rounds import FetchRounds, Served, Source, Unserved, fetch_from
 from offset_restore.snapshot.filters import NameFilter, rewind_option
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import default_cluster_name
 from offset_restore.translate.model import Plan, PlanEntry, written_by_apply
-from offset_restore.translate.plan import parse_offset_header
 
 __all__ = [
     "WAIT_TIMEOUT_S",

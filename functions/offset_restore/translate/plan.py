@@ -33,12 +33,12 @@ from offset_restore.kafka.rounds import (
 )
 from offset_restore.packing import packed
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.fingerprint_counts import Found, doubts
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads, evidence_prints
-from offset_restore.translate.headers import parse_offset_header
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
 from offset_restore.translate.reshaped import (
@@ -65,7 +65,6 @@ __all__ = [
     "TranslateStats",
     "collect_positions",
     "decide_positions",
-    "parse_offset_header",
     "plan_entries",
     "translate",
 ]

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, fingerprint
+from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import PartitionSnapshot
-from offset_restore.translate.headers import int_header
 from offset_restore.translate.model import PlanEntry
 
 __all__ = [
