@@ -20,7 +20,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile
 from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.kafka.cluster import KafkaCluster

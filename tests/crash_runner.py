@@ -17,7 +17,8 @@ import sys
 from collections.abc import Sequence
 
 import offset_restore.apply.commit as apply_module
-from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.run import PlanFile, Sealing
 from offset_restore.kafka.cluster import KafkaCluster

@@ -10,7 +10,9 @@ from typing import Any
 
 import boto3
 import pytest
-from offset_restore.apply.commit import ApplyOptions, apply_plan, check_plan_fits
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.fit import check_plan_fits
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile
 from offset_restore.apply.steps import commit_groups
 from offset_restore.errors import CommitInterruptedError

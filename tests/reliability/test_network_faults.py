@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 import pytest
-from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile, run_apply, run_rollback
 from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError
 from offset_restore.kafka.cluster import KafkaCluster

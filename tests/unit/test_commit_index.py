@@ -67,7 +67,8 @@ def test_apply_writes_no_partition_of_a_group_two_entries_would_write_twice() ->
     group is held with why, the other groups are written."""
     from datetime import UTC, datetime
 
-    from offset_restore.apply.commit import ApplyOptions, _groups_to_write
+    from offset_restore.apply.commit import _groups_to_write
+    from offset_restore.apply.model import ApplyOptions
     from offset_restore.translate.model import ClusterRef, Plan
 
     twice = [entry("g", 0, "mapped"), entry("g", 1, "mapped").model_copy(update={"target_partition": 0})]

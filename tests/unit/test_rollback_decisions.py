@@ -69,7 +69,7 @@ def test_what_apply_never_wrote_is_left_alone_and_the_rest_of_the_group_undone()
         assert work.restore == {TP("orders", 0): CommittedOffset(3, None)}
         assert work.left_alone == ["orders/1: apply never wrote 50 there; it holds 90 (its consumers' commit), left "
                                    "as it is (before this restore it held 9)"]  # fmt: skip
-    unanswered = never.model_copy(update={"reason": NO_ANSWER})
+    unanswered = never.model_copy(update={"reason": NO_ANSWER, "outcome": "unanswered"})
     assert "apply's commit, unanswered, may have written 50" in str(_undo_of([unanswered], now, allow_rewind=False))
     landed = never.model_copy(update={"status": "mapped"})
     work = _undo_of([landed], {TP("orders", 1): CommittedOffset(50, None)}, allow_rewind=False)

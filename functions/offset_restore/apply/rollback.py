@@ -23,15 +23,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from offset_restore.apply.commit import (
-    ApplyOptions,
-    ApplyReport,
-    ApplyTarget,
-    active_groups,
-    maybe_written,
-    skip_active,
-    wait_for_empty,
-)
+from offset_restore.apply.commit import maybe_written
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget
+from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.translate.model import Plan, PlanEntry
@@ -98,7 +92,7 @@ def rollback_plan(
         return report
     for work in undo.values():  # on record before the first write: an interrupted rollback shows
         for entry in work.entries:
-            entry.status, entry.reason = "mapped", f"rollback started {datetime.now(UTC).isoformat()}"
+            entry.record_outcome("rollback_started", f"rollback started {datetime.now(UTC).isoformat()}", status="mapped")
     before_write()
     save(plan)
     before_write()
@@ -237,7 +231,6 @@ def _verify(undo: Mapping[str, _Undo], target: RollbackTarget, report: ApplyRepo
 
 def _mark_rolled_back(entries: Iterable[PlanEntry]) -> None:
     for entry in entries:
-        entry.status = "mapped"
-        entry.reason = "rolled back: the previous target offset was put back"
+        entry.record_outcome("rolled_back", "rolled back: the previous target offset was put back", status="mapped")
         entry.verified = None
         entry.previous_recorded = False

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from offset_restore.apply.commit import ApplyOptions, ApplyReport, apply_plan, check_plan_fits
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.fit import check_plan_fits
 from offset_restore.apply.locks import LockLostError, TargetLock
+from offset_restore.apply.model import ApplyOptions, ApplyReport
 from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.seal import PlanKey, seal_plan, unsealed
 from offset_restore.apply.steps import rollback_run

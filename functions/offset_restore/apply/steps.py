@@ -11,15 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from offset_restore.apply.commit import (
-    ApplyOptions,
-    ApplyReport,
-    ApplyTarget,
-    WaitTimeoutError,
-    active_groups,
-    apply_plan,
-    check_entries_fit,
-)
+from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.commit_index import (
     COMMIT_BATCH_GROUPS,
     commit_candidates,
@@ -27,7 +19,10 @@ from offset_restore.apply.commit_index import (
     read_groups,
     writable_and_waiting,
 )
+from offset_restore.apply.fit import check_entries_fit
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget
 from offset_restore.apply.rollback import RollbackTarget, rollback_plan
+from offset_restore.apply.waiting import WaitTimeoutError, active_groups
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.storage import BlobStore
@@ -242,4 +237,4 @@ def rollback_run(
 
 
 def _state(entry: PlanEntry) -> tuple[object, ...]:
-    return entry.status, entry.reason, entry.verified, entry.previous_recorded
+    return entry.status, entry.outcome, entry.reason, entry.verified, entry.previous_recorded

@@ -9,7 +9,7 @@ import json
 import shlex
 from typing import TextIO
 
-from offset_restore.apply.commit import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
+from offset_restore.apply.model import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
 from offset_restore.apply.run import PlanFile, run_apply
 from offset_restore.cli.arguments import (
     Commands,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from offset_restore.apply.commit import ApplyOptions, ApplyReport
+from offset_restore.apply.model import ApplyOptions, ApplyReport
 from offset_restore.apply.run import PlanFile, rollback_workflow_run, run_rollback
 from offset_restore.cli.apply import write_apply_report, write_preview
 from offset_restore.cli.arguments import (

@@ -6,7 +6,7 @@ import secrets
 from collections import Counter
 from collections.abc import Iterable
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -14,18 +14,65 @@ from offset_restore.kafka.model import TP
 
 __all__ = [
     "Method",
+    "Outcome",
     "Plan",
     "PlanEntry",
     "PlanSummary",
     "Status",
     "csv_unsafe",
     "holds_group",
+    "legacy_outcome",
     "new_restore_id",
     "written_by_apply",
 ]
 
 Method = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
+Outcome = Literal[
+    "unanswered",
+    "ahead",
+    "active",
+    "moved_on",
+    "target_changed",
+    "not_written",
+    "refused",
+    "rollback_started",
+    "rolled_back",
+]
+"""What the last apply or rollback did with an entry when it did not simply write it (docs/design.md §5.2):
+``unanswered`` the commit got no answer (all or nothing of the group written); ``ahead`` the group is past
+the mapped offset on the target, not rewound; ``active`` the group had members; ``moved_on`` its offsets
+changed while apply ran; ``target_changed`` the records next to the mapped offset are no longer the
+plan's; ``not_written`` another reason (the entry's ``reason`` says it); ``refused`` the broker refused
+this partition; ``rollback_started``/``rolled_back`` a rollback is writing / wrote the previous offset
+back. The report counts from this field; the ``reason`` beside it is for people and may be reworded."""
+
+_LEGACY_NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply again"
+
+
+def legacy_outcome(status: object, reason: object) -> Outcome | None:
+    """The outcome of an entry written before the field existed (a plan file, a DynamoDB item), read
+    from its reason as the report used to read it. Frozen: these are the words those versions wrote."""
+    text = reason if isinstance(reason, str) else ""
+    if status == "committed":  # written (again, after a rollback whose words stayed on the entry)
+        return None
+    if text.startswith("rolled back"):
+        return "rolled_back"
+    if text.startswith("rollback started"):
+        return "rollback_started"
+    if text == _LEGACY_NO_ANSWER:
+        return "unanswered"
+    if status == "skipped":
+        return "ahead" if text.startswith("ahead:") else "not_written"
+    if status == "failed" and text.startswith("commit refused"):
+        return "refused"
+    if not text.startswith("not written: "):
+        return None
+    if "still active" in text or "member joined" in text:
+        return "active"
+    if "moved on since" in text:
+        return "moved_on"
+    return "target_changed" if text.startswith("not written: the target changed since the plan") else "not_written"
 
 
 def written_by_apply(status: str, rewinding: bool) -> bool:
@@ -68,6 +115,9 @@ class PlanEntry(BaseModel):
     """At most this many records may be processed twice (0 when exact; null when unknown)."""
     status: Status
     reason: str | None = None
+    outcome: Outcome | None = None
+    """What the last apply or rollback did with this entry, when it did not simply write it (``Outcome``);
+    ``reason`` then says it in words."""
     metadata: str | None = None
     previous_target_offset: int | None = Field(default=None, ge=0, strict=True)
     previous_metadata: str | None = None
@@ -104,6 +154,33 @@ class PlanEntry(BaseModel):
     @property
     def holds(self) -> bool:
         return holds_group(self.status, self.holds_group)
+
+    def record_outcome(self, outcome: Outcome, reason: str, status: Status | None = None) -> None:
+        """Say what apply or rollback did with this entry: the outcome the report counts, the words people read."""
+        self.outcome, self.reason = outcome, reason
+        if status is not None:
+            self.status = status
+
+    def clear_outcome(self) -> None:
+        """The entry is written as planned (or decided again): an earlier run's outcome, and the reason
+        that said it, no longer hold. A reason the plan gave is kept."""
+        if self.outcome is not None:
+            self.outcome, self.reason = None, None
+
+    def mark_committed(self) -> None:
+        self.status = "committed"
+        self.clear_outcome()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _outcome_of_older_entries(cls, data: Any) -> Any:
+        """An entry written before ``outcome`` existed (a plan file, a DynamoDB item) takes it from its
+        reason, as the report used to; an entry that has the field, null or not, keeps it."""
+        if isinstance(data, dict) and "outcome" not in data:
+            outcome = legacy_outcome(data.get("status"), data.get("reason"))
+            if outcome is not None:
+                return {**data, "outcome": outcome}
+        return data
 
     @model_validator(mode="after")
     def _written_entries_have_an_offset(self) -> PlanEntry:

@@ -1,0 +1,102 @@
+"""The records a plan read next to each mapped offset, read again on the target (docs/design.md §6): just
+before the commit (a group whose target changed is not written) and after it (the verification). Both
+ask the same questions of the same records, in shared fetch rounds."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from offset_restore.apply.model import ApplyTarget
+from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.kafka.rounds import FetchRounds, Served, Unserved, fetch_from
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.headers import parse_offset_header
+from offset_restore.translate.model import PlanEntry
+
+__all__ = ["changed_since_plan", "checked_offsets", "records_at", "verify_problem"]
+
+
+def checked_offsets(entry: PlanEntry) -> set[int]:
+    """The target offsets whose records the checks before and after a commit read: the mapped one
+    (when the plan found the snapshot's record there) and the anchor."""
+    at = entry.target_offset if entry.expected_fingerprint else None
+    return {o for o in (at, entry.anchor_offset) if o is not None}
+
+
+def verify_problem(
+    entry: PlanEntry, records: Mapping[tuple[TP, int], FetchedRecord], tp: TP, header: str | None
+) -> str | None:
+    """Why the target does not hold what the plan says at this entry's offset (None: it does)."""
+    if entry.expected_fingerprint and entry.target_offset is not None:
+        record = records.get((tp, entry.target_offset))
+        if record is None:
+            return "no record is there"
+        # The restore's offset header is not part of the source record the fingerprint was taken of.
+        printed = fingerprint(record.key, record.value, record.headers, exclude_header=header or DEFAULT_OFFSET_HEADER)
+        if printed != entry.expected_fingerprint:
+            return f"another record is there (record {entry.target_offset} is not the snapshot's record the plan found)"
+    if entry.anchor_offset is not None:
+        return _anchor_problem(entry, records.get((tp, entry.anchor_offset)), header)
+    return None
+
+
+def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+    """The record at each wanted offset that is on the target (absent: no record there), in shared
+    fetch rounds: a window often holds several offsets asked for. A partition that cannot be read
+    (an error, or unserved round after round) counts as holding none of them: the check that asked
+    then fails, which never lets a commit through."""
+    pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
+    found: dict[tuple[TP, int], FetchedRecord] = {}
+    rounds = FetchRounds(fetch_from(target))
+    while any(pending.values()):
+        positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
+        for tp, outcome in rounds.round(positions).items():
+            offsets = pending[tp]
+            if isinstance(outcome, Served):
+                for r in outcome.answer.records:
+                    if r.offset in offsets:
+                        found[(tp, r.offset)] = r
+                # Every offset the answer read past is settled, found or not (compacted away).
+                pending[tp] = {offset for offset in offsets if offset >= outcome.answer.read_to}
+            elif not isinstance(outcome, Unserved):
+                pending[tp] = set()  # past the log's end, or unreadable: not there
+    return found
+
+
+def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header: str | None) -> dict[str, str]:
+    """Groups whose target no longer holds, next to a mapped offset, the record the plan read there
+    (a restore run again, a topic refilled), or whose mapped offset no longer holds the snapshot's
+    record the plan found there: group -> which partition and why. Checked just before the commit
+    (the same checks as the verification after it); such a group is not written."""
+    checked = [e for e in entries if e.anchor_offset is not None or e.expected_fingerprint]
+    wanted: dict[TP, set[int]] = defaultdict(set)
+    for e in checked:
+        wanted[e.target].update(checked_offsets(e))
+    records = records_at(target, wanted)
+    changed: dict[str, str] = {}
+    for e in checked:
+        tp = e.target
+        problem = verify_problem(e, records, tp, header)
+        if problem and e.group not in changed:
+            changed[e.group] = (
+                f"the target changed since the plan: {tp} {problem}; nothing written to the group, plan again"
+            )
+    return changed
+
+
+def _anchor_problem(entry: PlanEntry, record: FetchedRecord | None, header: str | None) -> str | None:
+    if record is None:
+        return f"has no record at {entry.anchor_offset} any more"
+    if entry.anchor_timestamp is not None and record.timestamp != entry.anchor_timestamp:
+        return f"record {entry.anchor_offset} has timestamp {record.timestamp}, the plan read {entry.anchor_timestamp}"
+    if entry.anchor_source_offset is not None and header:
+        carried = next((v for name, v in record.headers if name == header), None)
+        try:
+            source = parse_offset_header(carried)
+        except ValueError:
+            source = None
+        if source != entry.anchor_source_offset:
+            planned = entry.anchor_source_offset
+            return f"record {entry.anchor_offset} carries source offset {source}, the plan read {planned}"
+    return None

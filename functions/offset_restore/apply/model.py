@@ -1,0 +1,103 @@
+"""What an apply works with and returns: the target it writes (a protocol the Kafka adapter meets), the
+options the CLI and the workflow give it, and the report it fills — shared by apply, rollback and the
+workflow's commit steps."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds
+from offset_restore.kafka.rounds import Source
+from offset_restore.snapshot.filters import NameFilter
+from offset_restore.translate.model import Outcome
+
+__all__ = ["WAIT_TIMEOUT_S", "ApplyOptions", "ApplyReport", "ApplyTarget", "Progress"]
+
+
+class ApplyTarget(Source, Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+    def topic_partitions(self) -> dict[str, int]: ...
+    def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
+    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
+    def alter_offsets_many(
+        self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
+    ) -> dict[str, dict[TP, str | None]]: ...
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
+
+
+WAIT_TIMEOUT_S = 900
+"""How long apply waits for active groups by default, the CLI and the workflow alike: long enough for
+consumers to be stopped by hand in an incident, short enough that a forgotten one is named soon."""
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    wait_timeout_s: float = WAIT_TIMEOUT_S
+    poll_interval_s: float = 5.0
+    on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
+    allow_rewind: bool = False
+    """Every group may be moved back (the workflow's ``allow_rewind``)."""
+    rewind_groups: NameFilter | None = None
+    """Only these may (``--allow-rewind GROUP_REGEX``): a decision the operator makes per group."""
+    dry_run: bool = False
+
+    def rewinds(self, group: str) -> bool:
+        """Whether ``group`` may be moved back past where it is on the target."""
+        return self.allow_rewind or (self.rewind_groups is not None and self.rewind_groups(group))
+
+    def __post_init__(self) -> None:
+        # A nan wait would poll without pause; an infinite one never ends. Refused from any caller.
+        for name, value, low in (
+            ("wait_timeout_s", self.wait_timeout_s, 0.0),
+            ("poll_interval_s", self.poll_interval_s, 0.0),
+        ):
+            if not math.isfinite(value) or value < low:
+                raise BadInputError(f"{name} must be a finite number of seconds >= {low:g}, not {value}")
+
+
+@dataclass
+class ApplyReport:
+    groups_planned: int = 0
+    groups_committed: list[str] = field(default_factory=list)
+    groups_unchanged: list[str] = field(default_factory=list)
+    groups_skipped: dict[str, str] = field(default_factory=dict)
+    groups_failed: dict[str, str] = field(default_factory=dict)
+    offsets_committed: int = 0
+    rewinds_skipped: int = 0
+    ahead: dict[str, int] = field(default_factory=dict)
+    """Groups not rewound, with the offsets they skip on the target past the mapped position."""
+    verified: int = 0
+    verify_failed: list[str] = field(default_factory=list)
+    dry_run_lines: list[str] = field(default_factory=list)
+    """A preview's changes, one line each (``_describe``)."""
+    would_write: int = 0
+    would_write_groups: int = 0
+    in_place: int = 0
+    """In a preview: offsets already at their mapped value on the target."""
+    left_alone: list[str] = field(default_factory=list)
+    """Rollback: partitions whose offset apply never wrote, with what the target holds there instead
+    (not apply's to undo, ``--allow-rewind`` or not)."""
+    waited_s: float = 0.0
+    timings: dict[str, float] = field(default_factory=dict)
+    polls: int = 0
+
+    skip_outcomes: dict[str, Outcome] = field(default_factory=dict)
+    """Per skipped group, what kept it from being written (``Outcome``): what its entries record."""
+
+    def skip(self, group: str, outcome: Outcome, why: str) -> None:
+        """A group this run does not write, with what held it (for the report) and why (for people)."""
+        self.groups_skipped[group] = why
+        self.skip_outcomes[group] = outcome
+
+    @property
+    def done_in_part(self) -> bool:
+        return bool(self.groups_skipped or self.rewinds_skipped)
+
+
+Progress = Callable[[str, int, int], None]
