@@ -1,0 +1,55 @@
+"""The cluster and its topics: its id, each topic's partitions and their leaders, creating topics and
+moving a log's start.
+
+Leaders come from one Metadata request (built and decoded in ``protocol.py``); a fetch round sends
+each partition's request to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from kafka import TopicPartition as KafkaTopicPartition
+from kafka.admin import NewTopic
+
+from offset_restore.kafka import internals, protocol
+from offset_restore.kafka.calls import Calls
+from offset_restore.kafka.model import TP
+
+__all__ = ["Topics"]
+
+
+class Topics(Calls):
+    """Mixin of ``KafkaCluster``: the cluster and its topics."""
+
+    @property
+    def cluster_id(self) -> str:
+        return str(internals.cluster_id(self._admin) or "unknown-cluster")
+
+    def _metadata(self) -> Any:
+        request = protocol.metadata_request()
+
+        async def send() -> Any:
+            return await self._manager.send(request, request_timeout_ms=self._request_ms)
+
+        return self._run("reading cluster metadata", send)
+
+    def _leaders(self) -> tuple[dict[str, int], dict[TP, int]]:
+        """Partition counts of every non-internal topic, and the leader of each partition."""
+        return protocol.topics_and_leaders(self._metadata())
+
+    def topic_partitions(self) -> dict[str, int]:
+        """Every non-internal topic with its partition count."""
+        return self._leaders()[0]
+
+    def create_topics(self, partitions_by_topic: Mapping[str, int]) -> None:
+        new = [NewTopic(name, count, 1) for name, count in partitions_by_topic.items()]
+        if new:
+            self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms, retry=False)
+
+    def delete_records(self, before: Mapping[TP, int]) -> None:
+        """Move each partition's log start to the offset given (a retention loss, for tests and the
+        comparison; a restore never deletes records)."""
+        asked = {KafkaTopicPartition(tp.topic, tp.partition): offset for tp, offset in before.items()}
+        self._call("deleting records", self._admin.delete_records, asked, timeout_ms=self._request_ms, retry=False)
