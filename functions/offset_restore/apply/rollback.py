@@ -92,7 +92,9 @@ def rollback_plan(
         return report
     for work in undo.values():  # on record before the first write: an interrupted rollback shows
         for entry in work.entries:
-            entry.record_outcome("rollback_started", f"rollback started {datetime.now(UTC).isoformat()}", status="mapped")
+            entry.record_outcome(
+                "rollback_started", f"rollback started {datetime.now(UTC).isoformat()}", status="mapped"
+            )
     before_write()
     save(plan)
     before_write()
