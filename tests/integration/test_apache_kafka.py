@@ -22,7 +22,7 @@ from offset_restore.snapshot.run import run_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.model import Plan
-from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique

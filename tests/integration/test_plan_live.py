@@ -11,7 +11,8 @@ from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import Checkpoint, MemoryCheckpoints
 from offset_restore.translate.model import PlanEntry
-from offset_restore.translate.plan import MalformedHeaderError, PlanOptions, translate
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.plan import MalformedHeaderError, translate
 
 from tests.helpers import Produced, commit, expected_target, produce, restore, unique
 

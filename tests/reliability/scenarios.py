@@ -14,7 +14,7 @@ from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.model import Plan, PlanEntry
-from offset_restore.translate.plan import PlanOptions
+from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique

@@ -1,11 +1,11 @@
-"""A plan keeps the snapshot's evidence before each position packed (``translate/plan.py``): what it
+"""A plan keeps the snapshot's evidence before each position packed (``translate/positions.py``): what it
 gives back must be exactly what the snapshot held, whatever the fingerprints look like."""
 
 from __future__ import annotations
 
 import pytest
 from offset_restore.snapshot.fingerprint import fingerprint
-from offset_restore.translate.plan import Evidence, pack_evidence, unpack_evidence
+from offset_restore.translate.positions import Evidence, pack_evidence, unpack_evidence
 
 STANDARD = [Evidence(7 + i, 1_700_000_000_000 + i, fingerprint(str(i).encode(), b"v")) for i in range(3)]
 

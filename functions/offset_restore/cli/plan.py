@@ -21,7 +21,7 @@ from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_P
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.document import ProblemKind
-from offset_restore.translate.plan import STRATEGIES, PlanOptions
+from offset_restore.translate.options import STRATEGIES, PlanOptions
 from offset_restore.translate.run import (
     PlanResult,
     SnapshotChoice,

@@ -15,15 +15,13 @@ from __future__ import annotations
 import operator
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.positions import Position
 from offset_restore.translate.restore_order import ObservedPartition
 from offset_restore.translate.search import KeyOf
-
-if TYPE_CHECKING:  # plan.py imports this module: the type only, not at run time
-    from offset_restore.translate.plan import Position
 
 __all__ = ["MAX_HELD_RECORDS", "ORDER_LOOKBACK", "EvidencePrints", "HeaderReads", "evidence_prints"]
 

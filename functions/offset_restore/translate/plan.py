@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import re
-import struct
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Literal, Protocol, cast
+from dataclasses import replace
+from typing import cast
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.mirror_checkpoints import read_checkpoints
@@ -25,24 +23,31 @@ from offset_restore.kafka.rounds import (
     POINT_READ_BYTES,
     AtEnd,
     Failed,
-    FetchRounds,
     Served,
-    Source,
     fetch_from,
     read_forward,
 )
 from offset_restore.packing import packed
-from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.context import Context, TargetCluster
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.fingerprint_counts import Found, doubts
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads, evidence_prints
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.model import Method, PlanEntry
+from offset_restore.translate.options import PlanOptions, Strategy
+from offset_restore.translate.positions import (
+    Decision,
+    Position,
+    PositionKey,
+    TranslateStats,
+    evidence_of,
+    pack_evidence,
+)
 from offset_restore.translate.reshaped import (
-    DEFAULT_PARTITION_HEADER,
     Reshaped,
     Shapes,
     held_entries,
@@ -54,24 +59,8 @@ from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
 from offset_restore.translate.search import KeyedRecord, KeyOf, PartitionIndex, SearchResult, search_first_at_least
 
-__all__ = [
-    "STRATEGIES",
-    "Decision",
-    "MalformedHeaderError",
-    "OrderCheck",
-    "PlanOptions",
-    "Position",
-    "TargetCluster",
-    "TranslateStats",
-    "collect_positions",
-    "decide_positions",
-    "plan_entries",
-    "translate",
-]
+__all__ = ["MalformedHeaderError", "collect_positions", "decide_positions", "plan_entries", "translate"]
 
-Strategy = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp"]
-OrderCheck = Literal["windows", "full"]
-STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "mm2", "timestamp")
 FINGERPRINT_SCAN_LIMIT = 5_000
 FINGERPRINT_FOLLOW_RECORDS = 100
 """Records read past the first one newer than a position's evidence: a region copied twice close
@@ -80,172 +69,8 @@ WHOLE_READ_BYTES = 1024 * 1024
 """Bytes per partition per fetch when a partition is read whole."""
 
 
-class TargetCluster(Source, Protocol):
-    @property
-    def cluster_id(self) -> str: ...
-    def topic_partitions(self) -> dict[str, int]: ...
-    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
-
-
 class MalformedHeaderError(BadInputError):
     """A restored record carries the offset header with a value that is not an offset."""
-
-
-@dataclass(frozen=True)
-class PlanOptions:
-    strategies: tuple[Strategy, ...] = STRATEGIES
-    offset_header: str = DEFAULT_OFFSET_HEADER
-    partition_header: str = DEFAULT_PARTITION_HEADER
-    """The header a restore adds with the source partition: what maps a topic whose shape changed."""
-    topic_map: Mapping[str, str] = field(default_factory=dict)
-    target_cluster: str | None = None
-    """The target's name in checkpoint keys (default: the cluster id the brokers report)."""
-    order_check: OrderCheck = "windows"
-    """``windows``: the header search checks the order of every window it reads and reads a partition
-    whole only when something contradicts order; ``full``: every partition is read whole (proof that
-    does not rest on the order of records not read, at the cost of reading everything)."""
-    timestamp_margin_ms: int = 1_000
-    """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
-    mm2_checkpoints_topic: str | None = None
-    """MirrorMaker 2's checkpoint topic on the target, for the mm2 strategy (default: the target's only
-    ``*.checkpoints.internal``)."""
-    whole_when_cheaper: bool = True
-    """With ``windows``: read a partition whole, instead of searching it, when that costs fewer bytes
-    than a window per position (hundreds of groups on one partition). Off only in tests of the
-    windows check itself, on partitions too small for a search to be the cheaper way."""
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A source record the snapshot read (``RecordEvidence``'s fields), held compactly."""
-
-    offset: int
-    timestamp: int
-    fingerprint: str
-
-
-_PACKED = struct.Struct(">qq16s")
-"""One evidence record as 32 bytes: offset, timestamp and the fingerprint's 128 bits."""
-_STANDARD_PRINT = re.compile("[0-9a-f]{32}")
-
-
-class EvidenceRecord(Protocol):
-    """``Evidence`` or the snapshot's ``RecordEvidence``."""
-
-    @property
-    def offset(self) -> int: ...
-    @property
-    def timestamp(self) -> int: ...
-    @property
-    def fingerprint(self) -> str: ...
-
-
-def pack_evidence(records: Sequence[EvidenceRecord]) -> bytes | tuple[Evidence, ...]:
-    """Evidence records as 32 bytes each when every fingerprint is the standard 32 hex digits
-    (``snapshot/fingerprint.py``), else as they are. A plan holds the records before every distinct
-    position: at 240,000 positions, objects cost about 500 bytes a position more than packed bytes."""
-    if all(_STANDARD_PRINT.fullmatch(e.fingerprint) for e in records):
-        try:
-            return b"".join(_PACKED.pack(e.offset, e.timestamp, bytes.fromhex(e.fingerprint)) for e in records)
-        except struct.error:  # an offset or timestamp beyond 64 bits
-            pass
-    return tuple(map(_evidence, records))  # given back as they were
-
-
-def unpack_evidence(packed: bytes | tuple[Evidence, ...]) -> tuple[Evidence, ...]:
-    if isinstance(packed, tuple):
-        return packed
-    return tuple(Evidence(o, t, d.hex()) for o, t, d in _PACKED.iter_unpack(packed))
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """One distinct source position and what the snapshot knows of it."""
-
-    source: TP
-    target: TP
-    committed: int
-    log_start: int | None
-    log_end: int | None
-    next: Evidence | None
-    packed_before: bytes | tuple[Evidence, ...]
-    """The records before the position, oldest first (``pack_evidence``): read through ``before``.
-    Only the fingerprint and timestamp strategies and caught-up groups need them."""
-
-    @property
-    def before(self) -> tuple[Evidence, ...]:
-        return unpack_evidence(self.packed_before)
-
-    @property
-    def last_source_record(self) -> int | None:
-        """The offset of the source's last data record at snapshot time, if known."""
-        if self.next is None and self.packed_before:
-            return self.before[-1].offset  # read by the snapshot itself: no transaction marker
-        return self.log_end - 1 if self.log_end is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    status: Literal["mapped", "pending", "unmapped"]
-    target_offset: int | None = None
-    method: Method | None = None
-    exact: bool = False
-    max_duplicates: int | None = None
-    reason: str | None = None
-    expected_fingerprint: str | None = None
-    """The target record is the copy of the snapshot's next record, with this fingerprint: apply
-    verifies it."""
-    anchor: tuple[int, int | None, int | None] | None = None
-    """(offset, source offset, timestamp) of the target record at the resume point (or the last one
-    before it when resuming at the end), as the plan read it: apply refuses a target that changed."""
-
-
-@dataclass
-class TranslateStats:
-    positions: int = 0
-    reshaped: dict[str, Reshaped] = field(default_factory=dict)
-    """Source topics whose shape changed in the restore (``translate/reshaped.py``), their positions
-    taken out of the strategies: ``plan_entries`` maps or holds their groups whole."""
-    fetch_rounds: dict[str, int] = field(default_factory=dict)
-    fetches: dict[str, int] = field(default_factory=dict)
-    records_read: dict[str, int] = field(default_factory=dict)
-    rounds_per_partition: dict[str, dict[TP, int]] = field(default_factory=dict)
-    bytes_read: dict[str, int] = field(default_factory=dict)
-    out_of_order: dict[TP, str] = field(default_factory=dict)
-    """Partitions the header strategy found out of order (and read whole), with why."""
-
-
-PositionKey = tuple[str, int, int]  # source topic, partition, committed offset
-
-
-@dataclass
-class _Context:
-    target: TargetCluster
-    options: PlanOptions
-    cluster_name: str
-    bounds: dict[TP, LogBounds]
-    checkpoints: CheckpointReader | None
-    stats: TranslateStats
-    mm2: MirrorCheckpoints | str | None = None
-    """MirrorMaker 2's checkpoints (read when the mm2 strategy first needs them), or why there are none."""
-    timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
-
-    def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
-        """Fetch rounds on the target, reading up to the log ends the plan began with."""
-        return FetchRounds(
-            fetch_from(self.target),
-            ends={tp: b.end for tp, b in self.bounds.items()},
-            partition_bytes=partition_max_bytes or POINT_READ_BYTES,
-        )
-
-    def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
-        s = self.stats
-        s.fetch_rounds[strategy] = s.fetch_rounds.get(strategy, 0) + rounds
-        s.fetches[strategy] = s.fetches.get(strategy, 0) + fetches
-        s.records_read[strategy] = s.records_read.get(strategy, 0) + records
-        merged = s.rounds_per_partition.setdefault(strategy, {})
-        for tp, n in per_partition.items():
-            merged[tp] = merged.get(tp, 0) + n
 
 
 def translate(
@@ -287,7 +112,7 @@ def decide_positions(
     report = progress or (lambda phase, done, total: None)
     stats.positions = len(positions)
     topic_counts = target.topic_partitions()
-    context = _Context(
+    context = Context(
         target=target,
         options=options,
         cluster_name=options.target_cluster or default_cluster_name(target.cluster_id),
@@ -300,7 +125,7 @@ def decide_positions(
     decisions = _missing_on_target(positions, topic_counts)
     declined: dict[PositionKey, list[str]] = defaultdict(list)
     undecided = positions
-    strategies: dict[Strategy, Callable[[dict[PositionKey, Position], _Context], dict[PositionKey, Decision | str]]]
+    strategies: dict[Strategy, Callable[[dict[PositionKey, Position], Context], dict[PositionKey, Decision | str]]]
     strategies = {
         "header": _by_header,
         "fingerprint": _by_fingerprint,
@@ -352,7 +177,7 @@ def _reshaped_topics(
     positions: dict[PositionKey, Position],
     topics: Mapping[str, int],
     source_partitions: Mapping[str, int],
-    ctx: _Context,
+    ctx: Context,
 ) -> dict[str, Reshaped]:
     """The source topics whose shape changed in the restore (their positions taken out of
     ``positions``), each with its whole index when its records carry the source partition."""
@@ -382,7 +207,7 @@ def _reshaped_topics(
     return found
 
 
-def _index_or_why(reshaped: Reshaped, shapes: Shapes, topics: Mapping[str, int], ctx: _Context) -> None:
+def _index_or_why(reshaped: Reshaped, shapes: Shapes, topics: Mapping[str, int], ctx: Context) -> None:
     """Read a changed topic whole when its records carry the source partition; else say why not."""
     options, name = ctx.options, reshaped.target_topic
     if "header" not in options.strategies:
@@ -505,13 +330,9 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
         committed=p.committed_offset,
         log_start=p.log_start,
         log_end=p.log_end,
-        next=_evidence(p.next) if p.next else None,
+        next=evidence_of(p.next) if p.next else None,
         packed_before=pack_evidence(p.before),
     )
-
-
-def _evidence(record: EvidenceRecord) -> Evidence:
-    return Evidence(record.offset, record.timestamp, record.fingerprint)
 
 
 # -- header -----------------------------------------------------------------------------------------
@@ -543,7 +364,7 @@ def _header_key(name: str) -> KeyOf:
     return key_of
 
 
-def _by_header(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+def _by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
     """The header search, checked: a partition whose windows contradict a restore in order, or whose
     answer the snapshot's evidence contradicts, is read whole and answered order-independently."""
     name = ctx.options.offset_header
@@ -606,7 +427,7 @@ _Begun = tuple[PartitionLog, int]
 
 
 def _cheaper_whole(
-    undecided: Mapping[PositionKey, Position], ctx: _Context, reads: HeaderReads
+    undecided: Mapping[PositionKey, Position], ctx: Context, reads: HeaderReads
 ) -> tuple[dict[TP, str], dict[TP, _Begun]]:
     """Partitions where reading every record once costs fewer bytes than a window per position: the
     dense ones (hundreds of groups on a partition), with the whole read begun. One point read from
@@ -761,7 +582,7 @@ def _read_whole_and_decide(
     undecided: dict[PositionKey, Position],
     suspect: dict[TP, str],
     reads: HeaderReads,
-    ctx: _Context,
+    ctx: Context,
     begun: dict[TP, _Begun],
 ) -> dict[PositionKey, Decision | str]:
     """Read every suspect partition once, in shared fetch rounds, and answer its positions from the
@@ -791,7 +612,7 @@ def _decide_read_whole(
     undecided: dict[PositionKey, Position],
     why: str,
     reads: HeaderReads,
-    ctx: _Context,
+    ctx: Context,
 ) -> dict[PositionKey, Decision | str]:
     bounds = ctx.bounds[tp]
     disorder = disorder_in(log, [(bounds.start, bounds.end)])
@@ -843,7 +664,7 @@ def _from_the_start(
 
 
 def _read_partitions(
-    tps: Sequence[TP], ctx: _Context, reads: HeaderReads, begun: dict[TP, _Begun]
+    tps: Sequence[TP], ctx: Context, reads: HeaderReads, begun: dict[TP, _Begun]
 ) -> dict[TP, PartitionLog | str]:
     """Every record of each partition from its log start to its end when the plan began (on from
     where ``begun`` left off, taking it)."""
@@ -940,7 +761,7 @@ def _content_check(pos: Position, key: int, seen: str | None) -> tuple[str | Non
 # -- checkpoint -------------------------------------------------------------------------------------
 
 
-def _by_checkpoint(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+def _by_checkpoint(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
     reader = ctx.checkpoints
     if reader is None:
         return dict.fromkeys(undecided, "no checkpoint table configured")
@@ -1009,7 +830,7 @@ def load_mirror_checkpoints(target: TargetCluster, options: PlanOptions) -> Mirr
         raise BadInputError(str(error)) from None
 
 
-def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+def _by_mm2(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
     """MM2's translation as a lower bound (translate/mm2.py), made exact by the fingerprint strategy's
     search for the snapshot's evidence (from the evidence's time, so copies of it anywhere near are
     seen); where the evidence is not found exactly once, the earlier of MM2's bound and what the
@@ -1039,7 +860,7 @@ def _by_mm2(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[Posit
     return outcome
 
 
-def _searched_by_time(positions: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+def _searched_by_time(positions: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
     """The fingerprint strategy's search for the positions with evidence, unless that strategy
     already ran before this one and could not place them."""
     order = ctx.options.strategies
@@ -1118,7 +939,7 @@ def _skew(index: PartitionIndex) -> int:
 
 
 def _search_time(
-    stamps: Mapping[PositionKey, tuple[TP, int]], ctx: _Context, strategy: str, margin: int
+    stamps: Mapping[PositionKey, tuple[TP, int]], ctx: Context, strategy: str, margin: int
 ) -> tuple[dict[PositionKey, SearchResult], dict[TP, int]]:
     """The first record with a timestamp >= each stamp less the skew seen on its partition and
     ``margin``. Timestamps are not in order when producer clocks differ: each pass may read windows
@@ -1138,7 +959,7 @@ def _search_time(
     return results, skews
 
 
-def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+def _by_timestamp(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
     """The first record at or after the committed record's time, less the clock skew seen on the
     target and a margin: never exact, and the bound on duplicates holds while no producer's clock was
     further off than that."""
@@ -1166,7 +987,7 @@ def _by_timestamp(undecided: dict[PositionKey, Position], ctx: _Context) -> dict
 
 
 def _timestamp_decision(
-    pos: Position, result: SearchResult, stamp: int, skew: int, margin: int, count: int | None, ctx: _Context
+    pos: Position, result: SearchResult, stamp: int, skew: int, margin: int, count: int | None, ctx: Context
 ) -> Decision | str:
     allowance = skew + margin
     if not result.complete:
@@ -1198,7 +1019,7 @@ def _timestamp_decision(
     )
 
 
-def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: _Context) -> dict[PositionKey, int | None]:
+def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: Context) -> dict[PositionKey, int | None]:
     """How many records from each start offset on come before the first with a timestamp past the
     limit: from what the searches read, reading on only where that is not enough. None: not counted
     (the partition stopped answering, or the run is longer than the rounds allowed)."""
@@ -1249,7 +1070,7 @@ def _cut_by_log_start(
     return []
 
 
-def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: _Context) -> dict[PositionKey, Decision | str]:
+def _by_fingerprint(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
     """Find the evidence sequence (records before, then the next one) among target records of the
     same time, read from the first record as old as the oldest piece of evidence."""
     outcome: dict[PositionKey, Decision | str] = {}
@@ -1348,7 +1169,7 @@ def _read_back(
     doubted: Mapping[PositionKey, tuple[int, str]],
     since: Mapping[PositionKey, tuple[int, int]],
     positions: Mapping[PositionKey, Position],
-    ctx: _Context,
+    ctx: Context,
 ) -> dict[PositionKey, Decision | str]:
     """For the positions with more records before them than the source had (``doubted``: key -> the
     offset just after the last match before them, and why), read what their window did not — from there to
@@ -1392,7 +1213,7 @@ def _read_back(
 
 
 def _scan_windows(
-    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: _Context
+    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: Context
 ) -> dict[PositionKey, list[FetchedRecord] | str]:
     """Records from each start until ``FINGERPRINT_FOLLOW_RECORDS`` past the first one newer than the
     evidence (bounded). Positions on one partition take turns: a round reads one window per

@@ -24,10 +24,8 @@ from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
+from offset_restore.translate.options import STRATEGIES, PlanOptions, Strategy
 from offset_restore.translate.plan import (
-    STRATEGIES,
-    PlanOptions,
-    Strategy,
     collect_positions,
     decide_positions,
     load_mirror_checkpoints,

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from offset_restore.packing import packed
 from offset_restore.snapshot.model import GroupSnapshot
-from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+from offset_restore.translate.options import STRATEGIES, OrderCheck, Strategy
 from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
 
 __all__ = ["WorkItem", "split_work"]

@@ -19,7 +19,7 @@ from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
-from offset_restore.translate.plan import STRATEGIES, OrderCheck, Strategy
+from offset_restore.translate.options import STRATEGIES, OrderCheck, Strategy
 from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
 from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe

@@ -1,0 +1,56 @@
+"""What the strategies read the target through: the cluster (``TargetCluster``), and one plan's
+``Context`` — its options, the log bounds it began with, the checkpoints and the indexes the
+strategies share, and the counts of what each read (``TranslateStats``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from offset_restore.kafka.model import TP, LogBounds
+from offset_restore.kafka.rounds import POINT_READ_BYTES, FetchRounds, Source, fetch_from
+from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.mm2 import MirrorCheckpoints
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.positions import TranslateStats
+from offset_restore.translate.search import PartitionIndex
+
+__all__ = ["Context", "TargetCluster"]
+
+
+class TargetCluster(Source, Protocol):
+    @property
+    def cluster_id(self) -> str: ...
+    def topic_partitions(self) -> dict[str, int]: ...
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
+
+
+@dataclass
+class Context:
+    target: TargetCluster
+    options: PlanOptions
+    cluster_name: str
+    bounds: dict[TP, LogBounds]
+    checkpoints: CheckpointReader | None
+    stats: TranslateStats
+    mm2: MirrorCheckpoints | str | None = None
+    """MirrorMaker 2's checkpoints (read when the mm2 strategy first needs them), or why there are none."""
+    timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
+
+    def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
+        """Fetch rounds on the target, reading up to the log ends the plan began with."""
+        return FetchRounds(
+            fetch_from(self.target),
+            ends={tp: b.end for tp, b in self.bounds.items()},
+            partition_bytes=partition_max_bytes or POINT_READ_BYTES,
+        )
+
+    def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
+        s = self.stats
+        s.fetch_rounds[strategy] = s.fetch_rounds.get(strategy, 0) + rounds
+        s.fetches[strategy] = s.fetches.get(strategy, 0) + fetches
+        s.records_read[strategy] = s.records_read.get(strategy, 0) + records
+        merged = s.rounds_per_partition.setdefault(strategy, {})
+        for tp, n in per_partition.items():
+            merged[tp] = merged.get(tp, 0) + n
