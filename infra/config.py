@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from offset_restore.kafka.msk_iam import msk_arn_region, msk_host_region
+from offset_restore.workflow.environment import ClusterVariables
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 __all__ = ["MSK_PORTS", "MSK_PUBLIC_PORTS", "ClusterConfig", "EnvironmentConfig", "NetworkConfig"]
@@ -153,8 +154,9 @@ class ClusterConfig(BaseModel):
         assert self.arn is not None
         return [self.arn.replace(":cluster/", f":{kind}/", 1) + "/*"]
 
-    def environment(self, prefix: str) -> dict[str, str]:
-        """The variables ``offset_restore.workflow.settings`` reads for this cluster."""
+    def environment(self, names: ClusterVariables) -> dict[str, str]:
+        """The variables ``offset_restore.workflow.settings`` reads for this cluster, under ``names``
+        (``workflow.environment.SOURCE`` or ``TARGET``)."""
         protocol, mechanism = {
             "iam": ("SASL_SSL", "AWS_MSK_IAM"),
             "scram": ("SASL_SSL", "SCRAM-SHA-512"),
@@ -162,13 +164,13 @@ class ClusterConfig(BaseModel):
             "plaintext": ("PLAINTEXT", "NONE"),
         }[self.auth]
         variables = {
-            f"{prefix}_CLUSTER_NAME": self.name,
-            f"{prefix}_BOOTSTRAP_SERVERS": self.bootstrap_servers,
-            f"{prefix}_SECURITY_PROTOCOL": protocol,
-            f"{prefix}_SASL_MECHANISM": mechanism,
+            names.name: self.name,
+            names.bootstrap_servers: self.bootstrap_servers,
+            names.security_protocol: protocol,
+            names.sasl_mechanism: mechanism,
         }
         if self.scram_secret_arn:
-            variables[f"{prefix}_SASL_SECRET_ARN"] = self.scram_secret_arn
+            variables[names.sasl_secret_arn] = self.scram_secret_arn
         return variables
 
 

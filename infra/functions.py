@@ -15,6 +15,18 @@ from aws_cdk import BundlingOptions, DockerImage, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from offset_restore.workflow.environment import (
+    NAMESPACE,
+    POWERTOOLS_METRICS_NAMESPACE,
+    POWERTOOLS_SERVICE_NAME,
+    RESTORE_BUCKET,
+    SERVICE,
+    SNAPSHOT_BUCKET,
+    SOURCE,
+    TABLE_NAME,
+    TARGET,
+    TOPIC_ARN,
+)
 from offset_restore_handlers.wiring import MEMORY_MB, SNAPSHOT_HANDLER, TASK_HANDLERS
 
 from infra.bundling import LocalPipBundling
@@ -46,22 +58,23 @@ class Functions:
                 local=LocalPipBundling(FUNCTIONS_DIR, RUNTIME.name.removeprefix("python")),
             ),
         )
-        source_env = config.source.environment("SOURCE")
-        target_env = config.target.environment("TARGET")
-        table_env = {"TABLE_NAME": storage.table.table_name}
-        bucket_env = {"RESTORE_BUCKET": storage.bucket.bucket_name}
+        source_env = config.source.environment(SOURCE)
+        target_env = config.target.environment(TARGET)
+        table_env = {TABLE_NAME: storage.table.table_name}
+        bucket_env = {RESTORE_BUCKET: storage.bucket.bucket_name}
+        # The names are workflow.environment's, the ones the functions' settings models read.
         environments = {
-            "Validate": {"SOURCE_CLUSTER_NAME": config.source.name, "TARGET_CLUSTER_NAME": config.target.name},
-            "Lock": {**table_env, "TARGET_CLUSTER_NAME": config.target.name},
+            "Validate": {SOURCE.name: config.source.name, TARGET.name: config.target.name},
+            "Lock": {**table_env, TARGET.name: config.target.name},
             "Prepare": {**table_env, **bucket_env},
             "Translate": {**target_env, **table_env, **bucket_env},
             "Summarize": {**table_env, **bucket_env},
             "CheckEmpty": {**target_env, **table_env, **bucket_env},
             "Commit": {**target_env, **table_env, **bucket_env},
-            "Report": {**table_env, **bucket_env, "TOPIC_ARN": storage.topic.topic_arn},
+            "Report": {**table_env, **bucket_env, TOPIC_ARN: storage.topic.topic_arn},
         }
         self.snapshot = self._function(
-            "Snapshot", SNAPSHOT_HANDLER, {**source_env, "SNAPSHOT_BUCKET": storage.bucket.bucket_name}
+            "Snapshot", SNAPSHOT_HANDLER, {**source_env, SNAPSHOT_BUCKET: storage.bucket.bucket_name}
         )
         self.tasks = {
             name: self._function(name, handler, environments[name]) for name, handler in TASK_HANDLERS.items()
@@ -94,8 +107,8 @@ class Functions:
     def _network(self, environment: dict[str, str]) -> dict[str, object]:
         """The network of the cluster the function talks to: the snapshot reads only the source, the
         workflow's Kafka functions only the target; the others run outside any VPC."""
-        for prefix, cluster in (("SOURCE", self.config.source), ("TARGET", self.config.target)):
-            if f"{prefix}_BOOTSTRAP_SERVERS" in environment:
+        for variables, cluster in ((SOURCE, self.config.source), (TARGET, self.config.target)):
+            if variables.bootstrap_servers in environment:
                 return self.networks.function_options(cluster)
         return {}
 
@@ -106,7 +119,7 @@ class Functions:
             retention=retention(self.config.log_retention_days),
             removal_policy=RemovalPolicy.DESTROY,
         )
-        needs_kafka = any(key.endswith("_BOOTSTRAP_SERVERS") for key in environment)
+        needs_kafka = any(v.bootstrap_servers in environment for v in (SOURCE, TARGET))
         return lambda_.Function(
             self.stack,
             f"{name}Function",
@@ -120,8 +133,8 @@ class Functions:
             log_group=log_group,
             environment={
                 **environment,
-                "POWERTOOLS_SERVICE_NAME": "offset-restore",
-                "POWERTOOLS_METRICS_NAMESPACE": "OffsetRestore",
+                POWERTOOLS_SERVICE_NAME: SERVICE,
+                POWERTOOLS_METRICS_NAMESPACE: NAMESPACE,
             },
             **self._network(environment),  # type: ignore[arg-type]
         )
