@@ -12,7 +12,7 @@ from offset_restore.apply.steps import check_empty
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
-from offset_restore.workflow.settings import ApplySettings, read_secret, restore_folder
+from offset_restore.workflow.settings import ApplySettings, read_secret
 
 from offset_restore_handlers.requests import CheckRequest, parse
 
@@ -36,7 +36,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             started_at=request.started_at,
             timeout_s=request.timeout_seconds,
             fail_on_timeout=request.on_wait_timeout == "fail",
-            index=restore_folder(request.restore_id),
+            index=settings.restore_folder(request.restore_id, boto3.client("s3")),
         )
     metrics.add_metric(name="GroupsStillActive", unit=MetricUnit.Count, value=len(result.active))
     return result.output()

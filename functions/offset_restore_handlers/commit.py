@@ -26,7 +26,7 @@ from offset_restore.stores.keys import COMMIT_IDEMPOTENCY_PK
 from offset_restore.stores.runs import RunRecord
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
-from offset_restore.workflow.settings import ApplySettings, read_secret, restore_folder
+from offset_restore.workflow.settings import ApplySettings, read_secret
 
 from offset_restore_handlers.requests import BatchRequest, parse
 
@@ -61,7 +61,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
                 target,
                 MappingStore(settings.table, dynamodb),
                 allow_rewind=request.allow_rewind,
-                index=restore_folder(request.restore_id),
+                index=settings.restore_folder(request.restore_id, boto3.client("s3")),
                 offset_header=runs.resolved(request.restore_id).get("offset_header"),
             )
         return result.output()

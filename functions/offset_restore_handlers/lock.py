@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
 from offset_restore.workflow.observability import logger, tracer
-from offset_restore.workflow.settings import table_from_env
+from offset_restore.workflow.settings import LockSettings
 
 from offset_restore_handlers.requests import LockRequest, parse
 
@@ -17,14 +16,15 @@ from offset_restore_handlers.requests import LockRequest, parse
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = LockSettings.from_env()
     request = parse(LockRequest, event, "lock")
     logger.append_keys(restore_id=request.restore_id)
     # The deployment's own target, whatever name the input gave (a typo must not make a second lock);
     # owned by the execution, not the restore id (two executions of one id are two writers).
-    cluster = os.environ.get("TARGET_CLUSTER_NAME") or request.target_cluster
+    cluster = settings.target_cluster or request.target_cluster
     owner = request.owner or request.restore_id
     ttl = workflow_lock_ttl(request.interval_seconds)
-    lock = TargetLock(table_from_env(), boto3.client("dynamodb"), cluster, owner, ttl_s=ttl)
+    lock = TargetLock(settings.table, boto3.client("dynamodb"), cluster, owner, ttl_s=ttl)
     if request.action == "acquire":
         lock.acquire()
     else:

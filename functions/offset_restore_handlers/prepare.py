@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import boto3
@@ -13,7 +12,7 @@ from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import S3Store
 from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, tracer
-from offset_restore.workflow.settings import table_from_env
+from offset_restore.workflow.settings import PrepareSettings
 from offset_restore.workflow.steps import RunInput, prepare_work
 from pydantic import ValidationError
 
@@ -23,9 +22,7 @@ from offset_restore_handlers.requests import PrepareRequest, parse
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    bucket = os.environ.get("RESTORE_BUCKET")
-    if not bucket:
-        raise BadInputError("the function's environment is incomplete or invalid: RESTORE_BUCKET not set")
+    settings = PrepareSettings.from_env()
     request = parse(PrepareRequest, event, "prepare")
     try:
         run = RunInput.model_validate({k: v for k, v in request.run.items() if k in RunInput.model_fields})
@@ -33,6 +30,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise BadInputError(f"invalid prepare request: {describe(error)}") from None
     logger.append_keys(restore_id=run.restore_id)
     s3 = boto3.client("s3")
-    snapshots = SnapshotRepository(S3Store(bucket, os.environ.get("SNAPSHOT_PREFIX", ""), s3))
-    runs = RunRecord(table_from_env(), boto3.client("dynamodb"))
-    return prepare_work(run, snapshots, S3Store(bucket, "", s3), runs)
+    # The snapshots where the Snapshot function writes them: one bucket, the same prefix.
+    snapshots = SnapshotRepository(S3Store(settings.bucket, settings.snapshot_prefix, s3))
+    runs = RunRecord(settings.table, boto3.client("dynamodb"))
+    return prepare_work(run, snapshots, S3Store(settings.bucket, "", s3), runs)

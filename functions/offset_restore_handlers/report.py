@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
@@ -15,15 +14,22 @@ from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.report import ReportBuilder
 from offset_restore.workflow.report_timeline import read_timeline
-from offset_restore.workflow.settings import table_from_env
+from offset_restore.workflow.settings import ReportSettings
 
 from offset_restore_handlers.requests import ReportRequest, parse
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+CONTENT_TYPES = {"html": "text/html", "md": "text/markdown"}
+"""A document's content type by its extension; anything else is JSON."""
 
 
 @metrics.log_metrics
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = ReportSettings.from_env()
     request = parse(ReportRequest, event, "report")
     restore_id = str(request.run.get("restore_id", "unknown"))
     logger.append_keys(restore_id=restore_id)
@@ -31,21 +37,42 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     timeline = read_timeline(boto3.client("stepfunctions"), request.execution) if request.execution else []
     report = ReportBuilder(run, request.outcome, timeline)
     if request.run:
-        for entry in MappingStore(table_from_env(), boto3.client("dynamodb")).iter_entries(restore_id):
+        for entry in MappingStore(settings.table, boto3.client("dynamodb")).iter_entries(restore_id):
             report.add(entry)
-    store = S3Store(os.environ["RESTORE_BUCKET"], restore_folder(restore_id), boto3.client("s3"))
+    _write_documents(report, restore_id, settings.bucket, boto3.client("s3"))
+    link = f"s3://{settings.bucket}/restores/{restore_id}/report.html"
+    subject, text = _notification(report, run, request.error, restore_id, link)
+    if settings.topic_arn:
+        boto3.client("sns").publish(TopicArn=settings.topic_arn, Subject=subject, Message=text)
+    _add_metrics(report, request.run)
+    return {"outcome": report.outcome, "report": link, "message": text}
+
+
+def _write_documents(report: ReportBuilder, restore_id: str, bucket: str, s3: S3Client) -> None:
+    """Each document stored as it is built, then let go (a large run's report.json is big)."""
+    store = S3Store(bucket, restore_folder(restore_id), s3)
     for name, body in report.documents():
-        kind = {"html": "text/html", "md": "text/markdown"}.get(name.rsplit(".", 1)[-1], "application/json")
+        kind = CONTENT_TYPES.get(name.rsplit(".", 1)[-1], "application/json")
         store.put(name, body, kind)
-    summary, outcome = report.summary, report.outcome  # "applied, needs attention" when something was left
+
+
+def _notification(
+    report: ReportBuilder, run: dict[str, Any], error: dict[str, Any] | None, restore_id: str, link: str
+) -> tuple[str, str]:
+    """The SNS subject and message. Read after the documents are built: the outcome is then the
+    effective one ("applied, needs attention" when something was left)."""
+    outcome = report.outcome
     text = (
         f"offset-restore {restore_id}: {outcome}. {report.glance()}."
         + (f" Snapshot {run['work'].get('snapshot_id')}: {report.snapshot_age.phrase}." if report.snapshot_age else "")
-        + (f" Error: {request.error.get('Error')}: {request.error.get('Cause')}" if request.error else "")
-        + f" Report: s3://{store.bucket}/restores/{restore_id}/report.html"
+        + (f" Error: {error.get('Error')}: {error.get('Cause')}" if error else "")
+        + f" Report: {link}"
     )
-    if os.environ.get("TOPIC_ARN"):
-        boto3.client("sns").publish(TopicArn=os.environ["TOPIC_ARN"], Subject=f"offset-restore {outcome}", Message=text)
+    return f"offset-restore {outcome}", text
+
+
+def _add_metrics(report: ReportBuilder, run: dict[str, Any]) -> None:
+    summary = report.summary
     metrics.add_metric(name="Runs", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="Pending", unit=MetricUnit.Count, value=summary.pending)
     metrics.add_metric(name="Unmapped", unit=MetricUnit.Count, value=summary.unmapped)
@@ -53,10 +80,5 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         metrics.add_metric(name="ExactRatio", unit=MetricUnit.Percent, value=100 * summary.exact / summary.mapped)
     if report.snapshot_age:
         metrics.add_metric(name="SnapshotAgeSeconds", unit=MetricUnit.Seconds, value=report.snapshot_age.seconds)
-    if isinstance(request.run.get("started_at"), int | float):
-        metrics.add_metric(name="RunSeconds", unit=MetricUnit.Seconds, value=time.time() - request.run["started_at"])
-    return {
-        "outcome": outcome,
-        "report": f"s3://{store.bucket}/restores/{restore_id}/report.html",
-        "message": text,
-    }
+    if isinstance(run.get("started_at"), int | float):
+        metrics.add_metric(name="RunSeconds", unit=MetricUnit.Seconds, value=time.time() - run["started_at"])

@@ -8,7 +8,7 @@ import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, tracer
-from offset_restore.workflow.settings import restore_folder, table_from_env
+from offset_restore.workflow.settings import SummarizeSettings
 from offset_restore.workflow.steps import summarize
 
 from offset_restore_handlers.requests import SummarizeRequest, parse
@@ -17,13 +17,14 @@ from offset_restore_handlers.requests import SummarizeRequest, parse
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = SummarizeSettings.from_env()
     request = parse(SummarizeRequest, event, "summarize")
     logger.append_keys(restore_id=request.restore_id)
     result = summarize(
         request.restore_id,
-        MappingStore(table_from_env(), boto3.client("dynamodb")),
+        MappingStore(settings.table, boto3.client("dynamodb")),
         request.retries_left,
-        index=restore_folder(request.restore_id),
+        index=settings.restore_folder(request.restore_id, boto3.client("s3")),
         allow_rewind=request.allow_rewind,
     )
     return result.model_dump(mode="json")

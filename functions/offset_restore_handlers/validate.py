@@ -5,29 +5,25 @@ A bad input fails here, with every problem named, before anything else happens.
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.workflow.observability import logger, tracer
+from offset_restore.workflow.settings import ValidateSettings
 from offset_restore.workflow.steps import validate_input
-
-
-def _defaults() -> dict[str, Any]:
-    names = {"source_cluster": "SOURCE_CLUSTER_NAME", "target_cluster": "TARGET_CLUSTER_NAME", "mode": "DEFAULT_MODE"}
-    return {key: os.environ[name] for key, name in names.items() if os.environ.get(name)}
 
 
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    settings = ValidateSettings.from_env()
     raw = event.get("input") if isinstance(event, dict) else None
     if not isinstance(raw, dict):
         raise BadInputError("invalid execution input: it must be a JSON object")
     name = event.get("execution_name")
-    run = validate_input({**raw, "execution_name": name if isinstance(name, str) else None}, _defaults())
+    run = validate_input({**raw, "execution_name": name if isinstance(name, str) else None}, settings.defaults())
     logger.append_keys(restore_id=run.restore_id)
     logger.info("run validated", extra={"mode": run.mode})
     # Loop counters the state machine carries from state to state (JSONPath has no variables).

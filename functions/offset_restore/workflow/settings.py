@@ -1,30 +1,62 @@
 """Settings of the Lambda functions, parsed from their environment when a handler runs (never at
-import), so that tests and each invocation see the environment as it is."""
+import), so that tests and each invocation see the environment as it is.
+
+One model per function (or per group of functions that read the same), each field marked with the
+variable it is read from (``Variable``) or the cluster whose variables it is (``Cluster``): the
+model reads nothing else, a missing or bad variable is named, and the names are those of
+``workflow.environment``, the ones the stack sets.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.connection import ConnectionSettings, SaslMechanism, SecurityProtocol
-from offset_restore.stores.keys import restore_folder as restore_folder_key
-from offset_restore.stores.storage import BlobStore
+from offset_restore.stores.keys import restore_folder
+from offset_restore.stores.storage import BlobStore, S3Store
+from offset_restore.workflow.environment import (
+    DEFAULT_MODE,
+    KAFKA_CONNECT_TIMEOUT_S,
+    KAFKA_RETRIES,
+    RESTORE_BUCKET,
+    SNAPSHOT_BUCKET,
+    SNAPSHOT_PREFIX,
+    SOURCE,
+    TABLE_NAME,
+    TARGET,
+    TOPIC_ARN,
+    ClusterVariables,
+)
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
 
 __all__ = [
     "ApplySettings",
+    "Cluster",
     "ClusterSettings",
+    "FunctionSettings",
+    "LockSettings",
+    "PrepareSettings",
+    "ReportSettings",
     "SnapshotSettings",
+    "SummarizeSettings",
     "TranslateSettings",
+    "ValidateSettings",
+    "Variable",
     "cluster_from_env",
     "read_secret",
-    "restore_folder",
-    "table_from_env",
 ]
+
+INCOMPLETE = "the function's environment is incomplete or invalid"
 
 
 class ClusterSettings(BaseModel):
@@ -66,82 +98,183 @@ class ClusterSettings(BaseModel):
         )
 
 
-def _env_names(prefix: str) -> dict[str, str]:
+def _env_names(variables: ClusterVariables) -> dict[str, str]:
     return {
-        "name": f"{prefix}_CLUSTER_NAME",
-        "bootstrap_servers": f"{prefix}_BOOTSTRAP_SERVERS",
-        "security_protocol": f"{prefix}_SECURITY_PROTOCOL",
-        "sasl_mechanism": f"{prefix}_SASL_MECHANISM",
-        "sasl_secret_arn": f"{prefix}_SASL_SECRET_ARN",
-        "connect_timeout_s": "KAFKA_CONNECT_TIMEOUT_S",
-        "retries": "KAFKA_RETRIES",
+        "name": variables.name,
+        "bootstrap_servers": variables.bootstrap_servers,
+        "security_protocol": variables.security_protocol,
+        "sasl_mechanism": variables.sasl_mechanism,
+        "sasl_secret_arn": variables.sasl_secret_arn,
+        "connect_timeout_s": KAFKA_CONNECT_TIMEOUT_S,
+        "retries": KAFKA_RETRIES,
     }
 
 
-def cluster_from_env(prefix: str, env: Mapping[str, str]) -> ClusterSettings:
-    """``<PREFIX>_BOOTSTRAP_SERVERS`` and friends; ``<PREFIX>_SASL_MECHANISM=NONE`` turns SASL off."""
-    names = _env_names(prefix)
+def _problems(error: ValidationError, names: Mapping[str, str]) -> list[str]:
+    """Each error by the variable it came from, not the field's name (which the operator never sees)."""
+    return [f"{names.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" if e["loc"] else e["msg"] for e in error.errors()]
+
+
+def _cluster(variables: ClusterVariables, env: Mapping[str, str]) -> tuple[ClusterSettings | None, list[str]]:
+    names = _env_names(variables)
     values: dict[str, Any] = {key: env[name] for key, name in names.items() if env.get(name)}
     if env.get(names["sasl_mechanism"]) == "NONE":
         values["sasl_mechanism"] = None
     try:
-        return ClusterSettings.model_validate(values)
+        return ClusterSettings.model_validate(values), []
     except ValidationError as error:
-        problems = "; ".join(f"{names.get(str(e['loc'][0]), e['loc'][0])}: {e['msg']}" for e in error.errors())
-        raise BadInputError(f"the function's environment is incomplete or invalid: {problems}") from None
+        return None, _problems(error, names)
 
 
-class SnapshotSettings(BaseModel):
-    """``SOURCE_*`` cluster variables, ``SNAPSHOT_BUCKET`` and optional ``SNAPSHOT_PREFIX``."""
+def cluster_from_env(prefix: str, env: Mapping[str, str]) -> ClusterSettings:
+    """``<PREFIX>_BOOTSTRAP_SERVERS`` and friends; ``<PREFIX>_SASL_MECHANISM=NONE`` turns SASL off."""
+    cluster, problems = _cluster(ClusterVariables(prefix), env)
+    if cluster is None:
+        raise BadInputError(f"{INCOMPLETE}: {'; '.join(problems)}")
+    return cluster
+
+
+@dataclass(frozen=True)
+class Variable:
+    """In a settings field's annotation: the environment variable the field is read from."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """In a ``ClusterSettings`` field's annotation: the cluster whose variables the field is read from."""
+
+    variables: ClusterVariables
+
+
+def _marker(name: str, field: FieldInfo) -> Variable | Cluster:
+    markers = [m for m in field.metadata if isinstance(m, Variable | Cluster)]
+    if len(markers) != 1:
+        raise TypeError(f"settings field {name} must say where it is read from: one Variable(...) or Cluster(...)")
+    return markers[0]
+
+
+class FunctionSettings(BaseModel):
+    """The base of every function's settings. A field without its variable is refused when the class is
+    defined: what a function reads is always written on its model."""
 
     model_config = ConfigDict(frozen=True)
 
-    source: ClusterSettings
-    bucket: str
-    prefix: str = ""
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        for name, field in cls.model_fields.items():
+            _marker(name, field)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> SnapshotSettings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Self:
+        """The settings from ``env`` (the process's environment by default); every variable that is
+        required and not set, or set and invalid, is named in one ``BadInputError``. An empty variable
+        counts as not set."""
         env = os.environ if env is None else env
-        if not env.get("SNAPSHOT_BUCKET"):
-            raise BadInputError("the function's environment is incomplete or invalid: SNAPSHOT_BUCKET is not set")
-        return cls(
-            source=cluster_from_env("SOURCE", env), bucket=env["SNAPSHOT_BUCKET"], prefix=env.get("SNAPSHOT_PREFIX", "")
-        )
-
-
-class TranslateSettings(BaseModel):
-    """``TARGET_*`` cluster variables, ``RESTORE_BUCKET`` (work items) and ``TABLE_NAME``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    target: ClusterSettings
-    bucket: str
-    table: str
-
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> TranslateSettings:
-        env = os.environ if env is None else env
-        missing = [name for name in ("RESTORE_BUCKET", "TABLE_NAME") if not env.get(name)]
+        values: dict[str, Any] = {}
+        missing: list[str] = []
+        problems: list[str] = []
+        names: dict[str, str] = {}
+        for name, field in cls.model_fields.items():
+            marker = _marker(name, field)
+            if isinstance(marker, Cluster):
+                cluster, wrong = _cluster(marker.variables, env)
+                values[name] = cluster
+                problems += wrong
+            elif env.get(marker.name):
+                values[name], names[name] = env[marker.name], marker.name
+            elif field.is_required():
+                missing.append(marker.name)
         if missing:
-            raise BadInputError(f"the function's environment is incomplete or invalid: {', '.join(missing)} not set")
-        return cls(target=cluster_from_env("TARGET", env), bucket=env["RESTORE_BUCKET"], table=env["TABLE_NAME"])
+            problems.insert(0, f"{', '.join(missing)} not set")
+        if not problems:
+            try:
+                return cls.model_validate(values)
+            except ValidationError as error:
+                problems = _problems(error, names)
+        raise BadInputError(f"{INCOMPLETE}: {'; '.join(problems)}")
 
 
-class ApplySettings(BaseModel):
-    """``TARGET_*`` cluster variables and ``TABLE_NAME``."""
+def _folder(bucket: str | None, restore_id: str, s3: S3Client) -> BlobStore | None:
+    return S3Store(bucket, restore_folder(restore_id), s3) if bucket else None
 
-    model_config = ConfigDict(frozen=True)
 
-    target: ClusterSettings
-    table: str
+class SnapshotSettings(FunctionSettings):
+    """The scheduled snapshot: the source cluster, and where its snapshots go."""
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> ApplySettings:
-        env = os.environ if env is None else env
-        if not env.get("TABLE_NAME"):
-            raise BadInputError("the function's environment is incomplete or invalid: TABLE_NAME not set")
-        return cls(target=cluster_from_env("TARGET", env), table=env["TABLE_NAME"])
+    source: Annotated[ClusterSettings, Cluster(SOURCE)]
+    bucket: Annotated[str, Variable(SNAPSHOT_BUCKET)]
+    prefix: Annotated[str, Variable(SNAPSHOT_PREFIX)] = ""
+
+
+class ValidateSettings(FunctionSettings):
+    """The defaults of an execution input: the deployment's clusters, and a mode if one is configured."""
+
+    source_cluster: Annotated[str | None, Variable(SOURCE.name)] = None
+    target_cluster: Annotated[str | None, Variable(TARGET.name)] = None
+    mode: Annotated[str | None, Variable(DEFAULT_MODE)] = None
+
+    def defaults(self) -> dict[str, str]:
+        """The input fields these fill in where the input gives none (only the ones that are set)."""
+        return {key: value for key, value in self.model_dump().items() if value}
+
+
+class LockSettings(FunctionSettings):
+    """The table of the lock, and the deployment's target: the lock is keyed on that name, whatever
+    name the input gave (a typo must not make a second lock)."""
+
+    table: Annotated[str, Variable(TABLE_NAME)]
+    target_cluster: Annotated[str | None, Variable(TARGET.name)] = None
+
+
+class PrepareSettings(FunctionSettings):
+    """Where the snapshots are (the Snapshot function's bucket and prefix) and the work items go."""
+
+    bucket: Annotated[str, Variable(RESTORE_BUCKET)]
+    table: Annotated[str, Variable(TABLE_NAME)]
+    snapshot_prefix: Annotated[str, Variable(SNAPSHOT_PREFIX)] = ""
+
+
+class TranslateSettings(FunctionSettings):
+    """The target cluster, ``RESTORE_BUCKET`` (work items) and ``TABLE_NAME``."""
+
+    target: Annotated[ClusterSettings, Cluster(TARGET)]
+    bucket: Annotated[str, Variable(RESTORE_BUCKET)]
+    table: Annotated[str, Variable(TABLE_NAME)]
+
+
+class SummarizeSettings(FunctionSettings):
+    """The table of the mappings; with the bucket, the commit index is written to the restore's folder."""
+
+    table: Annotated[str, Variable(TABLE_NAME)]
+    bucket: Annotated[str | None, Variable(RESTORE_BUCKET)] = None
+
+    def restore_folder(self, restore_id: str, s3: S3Client) -> BlobStore | None:
+        """The restore's folder (its commit index), or None when the function has no bucket."""
+        return _folder(self.bucket, restore_id, s3)
+
+
+class ApplySettings(FunctionSettings):
+    """The target cluster and the table; with the bucket, batches are read from the commit index."""
+
+    target: Annotated[ClusterSettings, Cluster(TARGET)]
+    table: Annotated[str, Variable(TABLE_NAME)]
+    bucket: Annotated[str | None, Variable(RESTORE_BUCKET)] = None
+
+    def restore_folder(self, restore_id: str, s3: S3Client) -> BlobStore | None:
+        """The restore's folder (its commit index), or None when the function has no bucket."""
+        return _folder(self.bucket, restore_id, s3)
+
+
+class ReportSettings(FunctionSettings):
+    """Where the report goes, the table it reads the mappings from, and the topic of its summary
+    (none: the summary is only returned)."""
+
+    bucket: Annotated[str, Variable(RESTORE_BUCKET)]
+    table: Annotated[str, Variable(TABLE_NAME)]
+    topic_arn: Annotated[str | None, Variable(TOPIC_ARN)] = None
 
 
 def read_secret(arn: str) -> str:
@@ -149,23 +282,3 @@ def read_secret(arn: str) -> str:
     import boto3
 
     return str(boto3.client("secretsmanager").get_secret_value(SecretId=arn)["SecretString"])
-
-
-def table_from_env(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    if not env.get("TABLE_NAME"):
-        raise BadInputError("the function's environment is incomplete or invalid: TABLE_NAME not set")
-    return env["TABLE_NAME"]
-
-
-def restore_folder(restore_id: str, env: Mapping[str, str] | None = None) -> BlobStore | None:
-    """The restore's folder in ``RESTORE_BUCKET`` (its work items, commit index and report), or None
-    when the function has no bucket."""
-    env = os.environ if env is None else env
-    if not env.get("RESTORE_BUCKET"):
-        return None
-    import boto3
-
-    from offset_restore.stores.storage import S3Store
-
-    return S3Store(env["RESTORE_BUCKET"], restore_folder_key(restore_id), boto3.client("s3"))
