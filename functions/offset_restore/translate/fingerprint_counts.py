@@ -1,10 +1,10 @@
 """What the fingerprint windows cannot see, from every position of a partition together.
 
 Each position's window is read by time, from the first record as old as its evidence to a little
-past the first one newer (``translate/plan.py``): records moved or copied again far from it are not
-in it, so a match can call exact what skips records moved earlier, or what reads again a region
-copied twice later (a replication task that restarted). What every window of the partition read
-together shows it:
+past the first one newer (``translate/strategies/fingerprint.py``): records moved or copied again
+far from it are not in it, so a match can call exact what skips records moved earlier, or what
+reads again a region copied twice later (a replication task that restarted). What every window of
+the partition read together shows it:
 
 - **Placed records.** A record whose fingerprint is some position's evidence is the copy of that
   source record. A group resumes no later than the first placed record at or past its committed

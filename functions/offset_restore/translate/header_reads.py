@@ -1,5 +1,5 @@
 """What the header strategy read of each partition, and the records of it to compare with the
-snapshot's evidence (translate/plan.py's ``_by_header``; docs/translation.md).
+snapshot's evidence (translate/strategies/header.py's ``by_header``; docs/translation.md).
 
 A search and a whole read keep every window (for the order check) and the fingerprints of the
 records that may have to be compared with the snapshot's evidence: the records carrying a committed
@@ -163,7 +163,7 @@ class HeaderReads:
 MAX_HELD_RECORDS = 10_000
 """Records without the header a whole read holds until its first record with the header: past that,
 the records before it are not compared with the evidence, and a group whose next record is not in
-the restore resumes at the log's start (translate/plan.py, ``_from_the_start``)."""
+the restore resumes at the log's start (translate/strategies/whole_read.py, ``_from_the_start``)."""
 
 EvidencePrints = dict[str, tuple[int, ...]]
 """A partition's evidence: fingerprint -> the source offsets of the snapshot's records with it."""

@@ -4,7 +4,7 @@ Two uses, both keeping the rule that a group never resumes past a record on the 
 - **A lower bound per position.** Every checkpoint of a partition, whichever group it belongs to,
   says "source offset u is at or after target offset d". For a position ``c`` the greatest ``d`` among
   checkpoints with ``u <= c`` is therefore a lower bound of where ``c``'s record is; the strategy
-  (translate/plan.py) then reads forward from there for the snapshot's evidence to make it exact.
+  (translate/strategies/mm2.py) then reads forward from there for the snapshot's evidence to make it exact.
 - **The fresher observation wins.** A checkpoint MM2 emitted after the snapshot completed saw the
   group later than the snapshot did. When it names a greater source offset, the group moved on: both
   the snapshot's position and MM2's translation are lower bounds of where it is, so the later of the

@@ -25,13 +25,8 @@ from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_gro
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.options import STRATEGIES, PlanOptions, Strategy
-from offset_restore.translate.plan import (
-    collect_positions,
-    decide_positions,
-    load_mirror_checkpoints,
-    plan_entries,
-    translate,
-)
+from offset_restore.translate.plan import collect_positions, decide_positions, plan_entries, translate
+from offset_restore.translate.strategies.mm2 import load_mirror_checkpoints
 from offset_restore.translate.work_items import WorkItem
 from offset_restore.validation import describe
 

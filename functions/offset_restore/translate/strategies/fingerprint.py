@@ -1,0 +1,316 @@
+"""The fingerprint strategy: the snapshot's evidence (the records before a position, then the next
+one) found among the target's records of the same time; what the windows of one partition together
+doubt (``fingerprint_counts``) is not exact, or resumes earlier."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import cast
+
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.rounds import AtEnd, Failed, Served, read_forward
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.context import Context
+from offset_restore.translate.fingerprint_counts import Found, doubts
+from offset_restore.translate.header_reads import evidence_prints
+from offset_restore.translate.positions import Decision, Position, PositionKey
+from offset_restore.translate.strategies.time_search import search_time
+
+__all__ = ["by_fingerprint"]
+
+FINGERPRINT_SCAN_LIMIT = 5_000
+FINGERPRINT_FOLLOW_RECORDS = 100
+"""Records read past the first one newer than a position's evidence: a region copied twice close
+after the match (a replication task restarted) shows there (docs/translation.md)."""
+
+
+def _cut_by_log_start(
+    sequence: list[str], prints: list[str], window: list[FetchedRecord], log_start: int, pos: Position
+) -> list[str]:
+    """The evidence the target can hold when its log begins inside it: the records before the
+    committed one were lost before the copy (or deleted since), so the target's first records are the
+    sequence's end, down to the next record itself. Empty when they are not."""
+    if pos.next is None or not window or window[0].offset != log_start:
+        return []
+    for cut in range(1, len(sequence)):
+        if prints[: len(sequence) - cut] == sequence[cut:]:
+            return sequence[cut:]
+    return []
+
+
+def by_fingerprint(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
+    """Find the evidence sequence (records before, then the next one) among target records of the
+    same time, read from the first record as old as the oldest piece of evidence."""
+    outcome: dict[PositionKey, Decision | str] = {}
+    wanted = {}
+    for key, pos in undecided.items():
+        evidence = [*pos.before, *([pos.next] if pos.next else [])]
+        if not evidence:
+            outcome[key] = "the snapshot has no evidence for this position"
+        else:
+            wanted[key] = (pos.target, min(e.timestamp for e in evidence), None)
+    # Read from before the oldest evidence by the skew seen: copies of the evidence that a disordered
+    # region put earlier are then in the window, and the match is not called exact.
+    results, skews = search_time({key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0)
+    scans = {}
+    for key, result in results.items():
+        if not result.complete:
+            outcome[key] = result.reason or "search did not finish"
+        elif result.found is None:
+            outcome[key] = "no target record is as recent as the evidence"
+        else:
+            scans[key] = result.found.offset
+    windows = _scan_windows(scans, undecided, ctx)
+    printed: dict[TP, dict[int, str]] = defaultdict(dict)  # windows of one partition overlap
+    for key, window in windows.items():
+        pos = undecided[key]
+        if not isinstance(window, str):
+            cache = printed[pos.target]
+            for r in window:
+                if r.offset not in cache:
+                    cache[r.offset] = fingerprint(r.key, r.value, r.headers, exclude_header=ctx.options.offset_header)
+        prints = window if isinstance(window, str) else [printed[pos.target][r.offset] for r in window]
+        outcome[key] = _match(pos, window, prints, ctx.bounds[pos.target].start)
+    moved = _doubted(outcome, undecided, printed)
+    since = {key: (scans[key], wanted[key][1] - skews.get(wanted[key][0], 0)) for key in moved}
+    return _read_back(outcome, moved, since, undecided, ctx)
+
+
+def _doubted(
+    outcome: dict[PositionKey, Decision | str],
+    positions: Mapping[PositionKey, Position],
+    printed: Mapping[TP, Mapping[int, str]],
+) -> dict[PositionKey, tuple[int, str]]:
+    """Mark what ``fingerprint_counts`` doubts, from every window of each partition together
+    (``printed``: the fingerprint of every record read, by partition and offset), not exact; returns
+    the positions it would resume earlier, with where (``_read_back`` decides)."""
+    found: dict[TP, list[Found]] = defaultdict(list)
+    for key, decision in outcome.items():
+        pos = positions[key]
+        if isinstance(decision, Decision) and decision.target_offset is not None:
+            placed = pos.next is not None and decision.expected_fingerprint == pos.next.fingerprint
+            source = pos.next.offset if pos.next is not None and placed else pos.committed
+            found[pos.target].append(Found(key, pos.committed, source, decision.target_offset, placed, decision.exact))
+    on: dict[TP, list[Position]] = defaultdict(list)
+    for pos in positions.values():
+        on[pos.target].append(pos)
+    moved: dict[PositionKey, tuple[int, str]] = {}
+    for tp, decided in found.items():
+        evidence = evidence_prints(on[tp])
+        records = [(evidence[p][0], evidence[p][-1], o) for o, p in printed.get(tp, {}).items() if p in evidence]
+        may_skip, may_repeat = doubts(decided, records)
+        for doubted, doubt in may_repeat.items():
+            key = cast(PositionKey, doubted)
+            repeated = outcome[key]
+            assert isinstance(repeated, Decision)
+            outcome[key] = _not_exact(repeated, doubt.why)
+        for doubted, doubt in may_skip.items():
+            key = cast(PositionKey, doubted)
+            decision = outcome[key]
+            assert isinstance(decision, Decision)
+            offset = decision.target_offset
+            if doubt.counted and doubt.offset is not None:
+                moved[key] = (doubt.offset, doubt.why)  # decided by reading back
+            elif doubt.offset is not None and offset is not None and doubt.offset < offset:
+                outcome[key] = _resumed_at(decision, doubt.offset, doubt.why)
+            else:
+                outcome[key] = _not_exact(decision, doubt.why)
+    return moved
+
+
+def _not_exact(decision: Decision, why: str) -> Decision:
+    """The decision where it is, claiming nothing: not exact, no bound."""
+    return replace(decision, exact=False, max_duplicates=None, reason=why)
+
+
+def _resumed_at(decision: Decision, offset: int, why: str) -> Decision:
+    """The decision resuming earlier, at a record the plan did not place: not exact, no bound."""
+    return replace(_not_exact(decision, why), target_offset=offset, expected_fingerprint=None, anchor=None)
+
+
+FINGERPRINT_READ_BACK_LIMIT = 50_000
+"""Records read back before a window whose counts show records moved there (per partition)."""
+
+
+def _read_back(
+    outcome: dict[PositionKey, Decision | str],
+    doubted: Mapping[PositionKey, tuple[int, str]],
+    since: Mapping[PositionKey, tuple[int, int]],
+    positions: Mapping[PositionKey, Position],
+    ctx: Context,
+) -> dict[PositionKey, Decision | str]:
+    """For the positions with more records before them than the source had (``doubted``: key -> the
+    offset just after the last match before them, and why), read what their window did not — from there to
+    where the window began (``since``: key -> (window start, the time it searched from)) — and
+    resume at the first record as recent as the window's time: older ones are not records at or past
+    the group's position (the assumption the window itself rests on). Nothing new enough there: the
+    match stands, not exact. Past the read-back limit, the earlier offset stands."""
+    moved = {key: low for key, (low, _) in doubted.items()}
+    reasons = {key: why for key, (_, why) in doubted.items()}
+    region: dict[TP, tuple[int, int]] = {}
+    for key, low in moved.items():
+        tp, start = positions[key].target, since[key][0]
+        lo, hi = region.get(tp, (low, start))
+        region[tp] = (min(lo, low), max(hi, start))
+    stamps: dict[TP, list[tuple[int, int]]] = defaultdict(list)  # (offset, timestamp) read
+    reached = {tp: lo for tp, (lo, _) in region.items()}
+    rounds = ctx.rounds()
+
+    def take(tp: TP, fetched: Served | AtEnd) -> int | None:
+        if isinstance(fetched, AtEnd):
+            reached[tp] = region[tp][1]
+            return None
+        stamps[tp].extend((r.offset, r.timestamp) for r in fetched.answer.records)
+        reached[tp] = fetched.answer.read_to
+        done = fetched.answer.read_to >= region[tp][1] or len(stamps[tp]) > FINGERPRINT_READ_BACK_LIMIT
+        return None if done else fetched.answer.read_to
+
+    failed = read_forward(rounds, {tp: lo for tp, (lo, hi) in region.items() if lo < hi}, take)
+    ctx.record("fingerprint (read back)", rounds.rounds, rounds.fetches, rounds.records, {})
+    for key, low in moved.items():
+        tp, (start, stamp) = positions[key].target, since[key]
+        decision = outcome[key]
+        assert isinstance(decision, Decision) and decision.target_offset is not None
+        covered = tp not in failed and reached.get(tp, low) >= start
+        read = (o for o, t in stamps.get(tp, []) if low <= o < start and t >= stamp)
+        first = next(read, None) if covered else low
+        if first is not None and first < decision.target_offset:
+            why = reasons[key] + (f": {first} is as recent as the evidence" if covered else " (not read back)")
+            outcome[key] = _resumed_at(decision, first, why)
+    return outcome
+
+
+def _scan_windows(
+    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: Context
+) -> dict[PositionKey, list[FetchedRecord] | str]:
+    """Records from each start until ``FINGERPRINT_FOLLOW_RECORDS`` past the first one newer than the
+    evidence (bounded). Positions on one partition take turns: a round reads one window per
+    partition."""
+    windows: dict[PositionKey, list[FetchedRecord] | str] = {}
+    collected: dict[PositionKey, list[FetchedRecord]] = {key: [] for key in starts}
+    past: dict[PositionKey, int] = dict.fromkeys(starts, -1)
+    cursor = dict(starts)
+    rounds = ctx.rounds()
+    while len(windows) < len(starts):
+        asked: dict[TP, PositionKey] = {}
+        for key in sorted(set(starts) - set(windows)):
+            asked.setdefault(positions[key].target, key)
+        outcomes = rounds.round({tp: cursor[key] for tp, key in asked.items()})
+        for tp, key in asked.items():
+            outcome = outcomes[tp]
+            if isinstance(outcome, Failed):
+                windows[key] = outcome.reason
+            elif isinstance(outcome, AtEnd):
+                windows[key] = collected[key]
+            elif isinstance(outcome, Served):
+                cursor[key], past[key] = _extend_window(collected[key], positions[key], outcome.answer, past[key])
+                if len(collected[key]) > FINGERPRINT_SCAN_LIMIT + FINGERPRINT_FOLLOW_RECORDS:
+                    windows[key] = f"more than {FINGERPRINT_SCAN_LIMIT} target records before the evidence's time"
+                elif cursor[key] < 0 or cursor[key] >= max(outcome.end, 0):
+                    windows[key] = collected[key]
+    ctx.record("fingerprint", rounds.rounds, rounds.fetches, rounds.records, {})
+    return windows
+
+
+def _extend_window(window: list[FetchedRecord], pos: Position, answer: PartitionFetch, past: int) -> tuple[int, int]:
+    """Add an answer's records to a scan window; where to read next (-1: done) and how many records
+    were read since the first one newer than every piece of evidence (-1: none yet). The evidence's
+    sequence cannot start after that record; the ``FINGERPRINT_FOLLOW_RECORDS`` after it are read
+    too, for copies of the evidence or older records that a region copied twice puts there."""
+    newest = max(e.timestamp for e in [*pos.before, *([pos.next] if pos.next else [])])
+    for record in answer.records:
+        window.append(record)
+        if past >= 0:
+            past += 1
+        elif record.timestamp > newest and pos.next is not None:
+            past = 0
+        if past >= FINGERPRINT_FOLLOW_RECORDS:
+            return -1, past
+    return answer.read_to, past
+
+
+def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] | str, log_start: int) -> Decision | str:
+    """The decision from one position's window (``prints``: its records' fingerprints)."""
+    if isinstance(window, str):
+        return window
+    assert not isinstance(prints, str)
+    sequence = [e.fingerprint for e in pos.before] + ([pos.next.fingerprint] if pos.next else [])
+    matches = [i for i in range(len(prints) - len(sequence) + 1) if prints[i : i + len(sequence)] == sequence]
+    if not matches:
+        sequence = _cut_by_log_start(sequence, prints, window, log_start, pos)
+        matches = [0] if sequence else []
+    n = len(sequence)
+    if not matches:
+        return "the evidence records were not found on the target"
+    if len(matches) > 1:
+        return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
+    first, last = matches[0], matches[0] + n - 1
+    following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
+    evidence = [*pos.before, *([pos.next] if pos.next else [])]
+    newest = max(e.timestamp for e in evidence)
+    recent = pos.next.timestamp if pos.next is not None else newest + 1  # as recent as the next record
+    newer = [r.offset for r in window[:first] if r.timestamp >= min(recent, newest + 1)]
+    every = {e.fingerprint for e in evidence}  # with a sequence cut by the log start, its lost part too
+    strays = [i for i, p in enumerate(prints) if p in every and not first <= i <= last]
+    if strays:
+        # A copy of an evidence record outside the match: the region is repeated or out of order, so
+        # the records around the match cannot be placed. Resume at the earliest copy of the next
+        # record (nothing at or after it is skipped) and claim no bound.
+        nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
+        at = min([*nexts, last]) if pos.next is not None else None
+        offset = window[at].offset if at is not None else following
+        shown = ", ".join(str(window[i].offset) for i in strays[:5])
+        return Decision(
+            "mapped",
+            min(offset, following, *newer[:1]),
+            "fingerprint",
+            False,
+            None,
+            f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
+            "out of order; resume at the earliest copy of the next record, duplicates not bounded",
+            pos.next.fingerprint if at is not None and pos.next is not None and not newer else None,
+        )
+    if newer:
+        # Records newer than the evidence before it: records past the position, moved earlier (the
+        # window goes on past the first newer record, to see what follows the match).
+        return Decision(
+            "mapped",
+            newer[0],
+            "fingerprint",
+            False,
+            None,
+            f"target offsets {', '.join(map(str, newer[:5]))} before the match hold records as recent as the "
+            "snapshot's next record (records past the position, moved earlier?): resume at the first of them, "
+            "duplicates not bounded",
+        )
+    oldest = min(e.timestamp for e in evidence[len(evidence) - n :])
+    older = [r.offset for r in window[last + 1 :] if r.timestamp < oldest]
+    if older:
+        return Decision(
+            "mapped",
+            window[last].offset if pos.next is not None else following,
+            "fingerprint",
+            False,
+            None,
+            f"target offsets {', '.join(map(str, older[:5]))} after the match hold records older than the snapshot's "
+            "evidence: a region copied twice or reordered may follow; resume at the match, duplicates not bounded",
+            pos.next.fingerprint if pos.next is not None else None,
+            (window[last].offset, None, window[last].timestamp),
+        )
+    if pos.next is not None:
+        return Decision(
+            "mapped",
+            window[last].offset,
+            "fingerprint",
+            True,
+            0,
+            None,
+            pos.next.fingerprint,
+            (window[last].offset, None, window[last].timestamp),
+        )
+    anchor = (window[last].offset, None, window[last].timestamp)
+    return Decision(
+        "mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record", None, anchor
+    )

@@ -1,0 +1,187 @@
+"""The header strategy: the restore's offset header searched, checked by the order of the windows
+read and by the snapshot's evidence; a partition either contradicts is read whole
+(``strategies/whole_read.py``)."""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import replace
+
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.rounds import fetch_from
+from offset_restore.snapshot.headers import parse_offset_header
+from offset_restore.translate.context import Context
+from offset_restore.translate.header_reads import HeaderReads
+from offset_restore.translate.positions import Decision, Position, PositionKey
+from offset_restore.translate.restore_order import disorder_in
+from offset_restore.translate.resume_points import PartitionLog
+from offset_restore.translate.search import KeyOf, SearchResult, search_first_at_least
+from offset_restore.translate.strategies.outcomes import beyond, expected_print
+from offset_restore.translate.strategies.whole_read import Begun, cheaper_whole, read_whole_and_decide
+
+__all__ = ["MalformedHeaderError", "by_header"]
+
+
+class MalformedHeaderError(BadInputError):
+    """A restored record carries the offset header with a value that is not an offset."""
+
+
+def _guess(pos: Position, bounds: LogBounds) -> int | None:
+    """Where the record would be if the restore kept the source's density of records."""
+    if pos.log_start is None or pos.log_end is None or pos.log_end <= pos.log_start:
+        return None
+    density = (bounds.end - bounds.start) / (pos.log_end - pos.log_start)
+    return bounds.start + int((pos.committed - pos.log_start) * min(1.0, density))
+
+
+def _header_key(name: str) -> KeyOf:
+    def key_of(tp: TP, record: FetchedRecord) -> int | None:
+        for header, value in record.headers:
+            if header == name:
+                try:
+                    return parse_offset_header(value)
+                except ValueError:
+                    shown = (value or b"")[:24].hex()
+                    raise MalformedHeaderError(
+                        f"record {record.offset} of {tp} has header {name} = 0x{shown}, which is neither "
+                        "an 8-byte big-endian offset nor a decimal number; fix the restore or choose "
+                        "--strategies without header"
+                    ) from None
+        return None
+
+    return key_of
+
+
+def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
+    """The header search, checked: a partition whose windows contradict a restore in order, or whose
+    answer the snapshot's evidence contradicts, is read whole and answered order-independently."""
+    name = ctx.options.offset_header
+    key_of = _header_key(name)
+    prints: dict[TP, set[int]] = defaultdict(set)
+    for pos in undecided.values():
+        prints[pos.target].add(pos.committed)
+        if pos.next is not None:
+            prints[pos.target].add(pos.next.offset)
+    reads = HeaderReads(key_of, name, prints, undecided.values())
+    outcome: dict[PositionKey, Decision | str] = {}
+    suspect: dict[TP, str] = {}
+    begun: dict[TP, Begun] = {}
+    if ctx.options.order_check == "full":
+        suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
+    else:
+        if ctx.options.whole_when_cheaper:
+            suspect, begun = cheaper_whole(undecided, ctx, reads)
+        wanted = {
+            k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target]))
+            for k, pos in undecided.items()
+            if pos.target not in suspect
+        }
+        results, stats = search_first_at_least(
+            wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe
+        )
+        ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        logs: dict[TP, PartitionLog] = {}
+        for tp, observed in reads.observed.items():
+            log, ranges = observed.merged()
+            logs[tp] = log
+            problem = disorder_in(log, ranges)
+            if problem:
+                suspect[tp] = problem
+        for key, pos in undecided.items():
+            if pos.target in suspect or key not in results:
+                continue
+            decision = _header_decision(pos, results[key], name)
+            problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
+            if problem:
+                suspect[pos.target] = problem
+            else:
+                outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
+    if suspect:
+        outcome.update(read_whole_and_decide(undecided, suspect, reads, ctx, begun))
+    ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
+    return outcome
+
+
+def _contradiction(pos: Position, result: SearchResult, reads: HeaderReads, bounds: LogBounds) -> str | None:
+    """Why the snapshot's evidence contradicts the search's answer (None: it does not, or cannot).
+
+    The record found must be the snapshot's next record when it carries that record's source offset;
+    a gap inside the restored range is believed only when the source itself had no record there; and
+    records without the header before the first restored one (which the search read) are part of the
+    restore when the snapshot's evidence is among them.
+    """
+    found, c = result.found, pos.committed
+    if not result.complete or found is None:
+        return None
+    if result.below is None and found.offset > bounds.start and pos.next is not None and pos.next.offset < found.key:
+        sighted = sorted(o for o in reads.sightings.get(pos.target, {}) if o < found.offset)
+        if sighted:
+            return (
+                f"target offsets {sighted[0]}..{sighted[-1]} carry no offset header but hold records of the snapshot's "
+                f"evidence, before the first restored record found (target offset {found.offset})"
+            )
+        if pos.target in reads.unchecked:
+            return (
+                f"records without the offset header lie before the first restored record found (target offset "
+                f"{found.offset}), and the snapshot's record {pos.next.offset} may be among them"
+            )
+    if pos.next is None:
+        if found.key > c and result.below is not None and pos.log_end is not None and c < pos.log_end:
+            return (
+                f"the restore has no record for source offsets {c}..{found.key - 1}, and without the "
+                "snapshot's evidence that gap cannot be checked"
+            )
+        return None
+    if found.key == pos.next.offset:
+        seen = reads.print_at(pos.target, found.offset)
+        if seen is not None and seen != pos.next.fingerprint:
+            return (
+                f"target offset {found.offset} carries source offset {found.key}, but its content differs "
+                f"from the snapshot's record {found.key}"
+            )
+    elif found.key > pos.next.offset and result.below is not None:
+        return (
+            f"the source had record {pos.next.offset} when the snapshot was taken, but the first record "
+            f"carrying a source offset >= {c} found by the search carries {found.key}"
+        )
+    return None
+
+
+def _header_decision(pos: Position, result: SearchResult, header: str) -> Decision | str:
+    c = pos.committed
+    if not result.complete:
+        return result.reason or "search did not finish"
+    if result.found is None and result.below is None:
+        return f"no record of {pos.target} carries header {header}"
+    if result.found is not None:
+        expected = expected_print(pos, result.found.key)
+        if result.below is None and result.found.key > c:
+            return Decision(
+                "mapped",
+                result.found.offset,
+                "earliest",
+                True,
+                0,
+                f"committed offset {c} is before the restored range (first restored source offset "
+                f"{result.found.key}): resume at the earliest restored record",
+                expected_fingerprint=expected,
+            )
+        gap = f"source records {c}..{result.found.key - 1} are not in the restore" if result.found.key > c else None
+        return Decision("mapped", result.found.offset, "header", True, 0, gap, expected_fingerprint=expected)
+    last = result.below
+    assert last is not None
+    return beyond(pos, last.key, last.offset + 1, 0, "")
+
+
+def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: SearchResult) -> Decision | str:
+    """The decision with the record next to its resume point that apply checks is still there."""
+    if isinstance(decision, str) or decision.status != "mapped" or log is None:
+        return decision
+    record = result.found or result.below
+    if record is None:
+        return decision
+    at = bisect.bisect_left(log.offsets, record.offset)
+    stamp = log.timestamps[at] if at < len(log) and log.offsets[at] == record.offset else None
+    return replace(decision, anchor=(record.offset, record.key, stamp))

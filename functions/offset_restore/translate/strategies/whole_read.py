@@ -1,0 +1,259 @@
+"""The header strategy's whole read: a partition whose windows or evidence contradict a restore in
+order, or where reading it all costs less than searching, is read once from its log start and
+answered from the running maximum of its headers (``resume_points``), whatever its order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from offset_restore.kafka.model import TP
+from offset_restore.kafka.rounds import POINT_READ_BYTES, AtEnd, Served, read_forward
+from offset_restore.packing import packed
+from offset_restore.translate.context import Context
+from offset_restore.translate.evidence_placement import Placement, place_by_evidence
+from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads
+from offset_restore.translate.model import Method
+from offset_restore.translate.positions import Decision, Position, PositionKey
+from offset_restore.translate.restore_order import disorder_in
+from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
+from offset_restore.translate.strategies.outcomes import beyond, expected_print
+
+__all__ = ["WHOLE_READ_BYTES", "Begun", "cheaper_whole", "read_whole_and_decide"]
+
+WHOLE_READ_BYTES = 1024 * 1024
+"""Bytes per partition per fetch when a partition is read whole."""
+
+MIN_RECORD_BYTES = 16
+"""No record takes fewer bytes on the wire (its length, attributes, deltas and empty key and value):
+a partition whose every record at this size outweighs a window per position is not worth probing."""
+MAX_WHOLE_READ_BYTES = 256 * 1024 * 1024
+"""The largest partition read whole to save searches: the probe measures one batch, and a log whose
+older records are larger than that batch would cost more than estimated."""
+
+
+Begun = tuple[PartitionLog, int]
+"""A partition's whole read already begun: its first records, and the offset to read on from."""
+
+
+def cheaper_whole(
+    undecided: Mapping[PositionKey, Position], ctx: Context, reads: HeaderReads
+) -> tuple[dict[TP, str], dict[TP, Begun]]:
+    """Partitions where reading every record once costs fewer bytes than a window per position: the
+    dense ones (hundreds of groups on a partition), with the whole read begun. One point read from
+    the log start per candidate measures its bytes per offset and is the whole read's first window;
+    the whole read then also answers order-independently (``read_whole_and_decide``)."""
+    distinct: dict[TP, set[int]] = defaultdict(set)
+    for pos in undecided.values():
+        distinct[pos.target].add(pos.committed)
+    probes: dict[TP, int] = {}
+    for tp, offsets in distinct.items():
+        b = ctx.bounds[tp]
+        if b.end > b.start and len(offsets) * POINT_READ_BYTES >= (b.end - b.start) * MIN_RECORD_BYTES:
+            probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
+    rounds = ctx.rounds()
+    cheaper: dict[TP, str] = {}
+    begun: dict[TP, Begun] = {}
+    for tp, outcome in rounds.round(probes).items():
+        if not isinstance(outcome, Served):
+            continue  # the search will meet the same answer and say so
+        b, answer = ctx.bounds[tp], outcome.answer
+        whole = (b.end - b.start) * answer.size / (answer.read_to - probes[tp])
+        searched = len(distinct[tp]) * POINT_READ_BYTES
+        if whole <= min(searched, MAX_WHOLE_READ_BYTES):
+            cheaper[tp] = (
+                f"read whole: about {whole / 1e6:,.1f} MB, less than a window for each of its "
+                f"{len(distinct[tp]):,} positions ({searched / 1e6:,.1f} MB)"
+            )
+            begun[tp] = (PartitionLog(), answer.read_to)
+            begun[tp][0].extend(reads.whole(tp, answer))
+    ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
+    return cheaper, begun
+
+
+WHOLE_READ_SHARE_RECORDS = 4_000_000
+WHOLE_READ_SHARE_PARTITIONS = 64
+"""Partitions read whole are read and decided in shares of at most 64 partitions and about 4 million
+records: memory holds one share's logs (24 bytes a record) and one round's answers (1 MiB a
+partition), where a round over every dense partition could bring a whole topic at once."""
+
+
+def read_whole_and_decide(
+    undecided: dict[PositionKey, Position],
+    suspect: dict[TP, str],
+    reads: HeaderReads,
+    ctx: Context,
+    begun: dict[TP, Begun],
+) -> dict[PositionKey, Decision | str]:
+    """Read every suspect partition once, in shared fetch rounds, and answer its positions from the
+    running maximum of the headers (``resume_points``); a share of partitions at a time."""
+    outcome: dict[PositionKey, Decision | str] = {}
+    by_tp: dict[TP, list[PositionKey]] = defaultdict(list)
+    for key, pos in undecided.items():
+        if pos.target in suspect:
+            by_tp[pos.target].append(key)
+    least = WHOLE_READ_SHARE_RECORDS // WHOLE_READ_SHARE_PARTITIONS
+    weight = {tp: max(least, ctx.bounds[tp].end - ctx.bounds[tp].start) for tp in suspect}
+    for share in packed(sorted(suspect), weight.__getitem__, WHOLE_READ_SHARE_RECORDS):
+        for tp, log in _read_partitions(share, ctx, reads, begun).items():
+            keys = by_tp.get(tp, [])
+            if isinstance(log, str):
+                outcome.update(dict.fromkeys(keys, log))
+            else:
+                outcome.update(_decide_read_whole(tp, log, keys, undecided, suspect[tp], reads, ctx))
+        reads.forget(share)
+    return outcome
+
+
+def _decide_read_whole(
+    tp: TP,
+    log: PartitionLog,
+    keys: list[PositionKey],
+    undecided: dict[PositionKey, Position],
+    why: str,
+    reads: HeaderReads,
+    ctx: Context,
+) -> dict[PositionKey, Decision | str]:
+    bounds = ctx.bounds[tp]
+    disorder = disorder_in(log, [(bounds.start, bounds.end)])
+    if disorder:
+        ctx.stats.out_of_order[tp] = disorder
+        note = f" [{tp} is out of order: {disorder}; answered from all {len(log):,} of its records]"
+    else:
+        note = f" [checked by reading all {len(log):,} records of {tp}, which are in order: {why}]"
+    placement = place_by_evidence(
+        log,
+        reads.sightings.get(tp, {}),
+        assume_order=ctx.options.order_check == "windows",
+        disproven=reads.disproven.get(tp, set()),
+    )
+    answers = resume_points(log, {undecided[k].committed for k in keys})
+    restored, header = log.restored_range(), ctx.options.offset_header
+    decisions = {
+        key: _ordered_decision(
+            undecided[key], answers, log, restored, note, reads, header, placement, in_order=not disorder
+        )
+        for key in keys
+    }
+    if tp in reads.unchecked and restored is not None:
+        decisions.update(_from_the_start(log, restored[2], {k: undecided[k] for k in keys}, note))
+    return decisions
+
+
+def _from_the_start(
+    log: PartitionLog, lowest: int, positions: Mapping[PositionKey, Position], note: str
+) -> dict[PositionKey, Decision | str]:
+    """More records without the header before the first restored one than a whole read holds to
+    compare with the evidence: a group whose next record the restore does not carry may have it
+    among them, and resumes at the log's start (nothing skipped, duplicates not bounded)."""
+    out: dict[PositionKey, Decision | str] = {}
+    for key, pos in positions.items():
+        if pos.next is not None and pos.next.offset < lowest and len(log):
+            out[key] = Decision(
+                "mapped",
+                log.offsets[0],
+                "earliest",
+                False,
+                None,
+                f"more than {MAX_HELD_RECORDS:,} records without the offset header lie before the first restored one "
+                f"and were not compared with the snapshot's evidence; its record {pos.next.offset} may be among them: "
+                f"resume at the log's start, duplicates not bounded{note}",
+                anchor=(log.offsets[0], None if log.keys[0] == NO_KEY else log.keys[0], log.timestamps[0]),
+            )
+    return out
+
+
+def _read_partitions(
+    tps: Sequence[TP], ctx: Context, reads: HeaderReads, begun: dict[TP, Begun]
+) -> dict[TP, PartitionLog | str]:
+    """Every record of each partition from its log start to its end when the plan began (on from
+    where ``begun`` left off, taking it)."""
+    first = {tp: begun.pop(tp, (PartitionLog(), ctx.bounds[tp].start)) for tp in tps}
+    logs: dict[TP, PartitionLog | str] = {tp: log for tp, (log, _) in first.items()}
+    starts = {tp: start for tp, (_, start) in first.items() if start < ctx.bounds[tp].end}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        log = logs[tp]
+        assert isinstance(log, PartitionLog)
+        log.extend(reads.whole(tp, outcome.answer))
+        return outcome.answer.read_to if outcome.answer.read_to < ctx.bounds[tp].end else None
+
+    rounds = ctx.rounds(WHOLE_READ_BYTES)
+    for tp, failure in read_forward(rounds, starts, take).items():
+        logs[tp] = f"reading {tp} whole failed: {failure.reason}"
+    ctx.record("header (whole partitions)", rounds.rounds, rounds.fetches, rounds.records, {})
+    return logs
+
+
+def _ordered_decision(
+    pos: Position,
+    answers: Mapping[int, Resume],
+    log: PartitionLog,
+    restored: tuple[int, int, int, int] | None,
+    note: str,
+    reads: HeaderReads,
+    header: str,
+    placement: Placement,
+    *,
+    in_order: bool,
+) -> Decision | str:
+    """A decision from the resume point of a partition read whole (docs/translation.md);
+    ``restored``: the log's ``restored_range()``; ``placement``: what the snapshot's evidence placed
+    where the headers did not (``evidence_placement``); ``in_order``: its headers only grow."""
+    c = pos.committed
+    answer = answers.get(c)
+    if answer is None or restored is None:
+        return f"no record of {pos.target} carries header {header}"
+    _, last, lowest, highest = restored
+    if answer.beyond and not answer.pulled_back:
+        decision = beyond(pos, highest, answer.offset, answer.duplicates, note)
+        return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
+    header_key = log.keys[answer.index]
+    # The anchor names the source offset the record carries only where that says what is missing before
+    # it: the report counts the records between as lost before the backup. Not for a header the content
+    # contradicts, nor past the committed offset in a partition out of order (those records may lie
+    # after the resume point).
+    doubtful = answer.index in placement.contradicted or (not in_order and header_key > pos.committed)
+    named = None if header_key == NO_KEY or doubtful else header_key
+    anchor = (answer.offset, named, log.timestamps[answer.index])
+    if answer.pulled_back:
+        return Decision(
+            "mapped",
+            answer.offset,
+            "header",
+            False,
+            answer.duplicates,
+            f"target offset {answer.offset} has no offset header inside the restored range and may carry "
+            f"any source offset: resume there, {answer.duplicates} records may be read twice{note}",
+            anchor=anchor,
+        )
+    key = answer.carried if answer.carried is not None else header_key
+    parts = [placement.notes[answer.index]] if answer.index in placement.notes else []
+    if key > c and answer.index not in log.spans:
+        parts.append(f"source records {c}..{key - 1} are not in the restore before target offset {answer.offset}")
+    if answer.duplicates:
+        parts.append(f"{answer.duplicates} records at or after it carry an earlier source offset (read twice)")
+    expected, differs = _content_check(pos, key, reads.print_at(pos.target, answer.offset))
+    if differs:
+        parts.append(f"its content differs from the snapshot's record {key}")
+    exact = answer.exact and not differs and answer.index not in placement.contradicted
+    if answer.index in placement.contradicted:
+        parts.append("its header and its content disagree: not exact")
+    method: Method = "fingerprint" if header_key == NO_KEY else "earliest" if lowest > c else "header"
+    reason = "; ".join(parts) + note
+    return Decision("mapped", answer.offset, method, exact, answer.duplicates, reason, expected, anchor)
+
+
+def _content_check(pos: Position, key: int, seen: str | None) -> tuple[str | None, bool]:
+    """The fingerprint apply must find at the resume point, and whether the record read there
+    contradicts the snapshot's (it carries the next record's source offset, not its content). A
+    record whose content is the snapshot's next record is that record, whatever its header says."""
+    expected = expected_print(pos, key)
+    if pos.next is not None and seen == pos.next.fingerprint:
+        return seen, False
+    if expected is not None and seen is not None and seen != expected:
+        return None, True
+    return expected, False
