@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.stores.keys import restore_folder
+from offset_restore.stores.keys import report_document, report_page
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
@@ -40,7 +40,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         for entry in MappingStore(settings.table, boto3.client("dynamodb")).iter_entries(restore_id):
             report.add(entry)
     _write_documents(report, restore_id, settings.bucket, boto3.client("s3"))
-    link = f"s3://{settings.bucket}/restores/{restore_id}/report.html"
+    link = f"s3://{settings.bucket}/{report_page(restore_id)}"
     subject, text = _notification(report, run, request.error, restore_id, link)
     if settings.topic_arn:
         boto3.client("sns").publish(TopicArn=settings.topic_arn, Subject=subject, Message=text)
@@ -50,10 +50,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
 
 def _write_documents(report: ReportBuilder, restore_id: str, bucket: str, s3: S3Client) -> None:
     """Each document stored as it is built, then let go (a large run's report.json is big)."""
-    store = S3Store(bucket, restore_folder(restore_id), s3)
+    store = S3Store(bucket, "", s3)
     for name, body in report.documents():
         kind = CONTENT_TYPES.get(name.rsplit(".", 1)[-1], "application/json")
-        store.put(name, body, kind)
+        store.put(report_document(restore_id, name), body, kind)
 
 
 def _notification(

@@ -1,5 +1,6 @@
 """The functions' settings: read through their models only, when a handler runs, under the names the
-deployment has always used; a missing or bad variable is named."""
+deployment has always used; a missing or bad variable is named. Also the report's keys, which the
+report handler no longer builds itself."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Annotated, Any
 
 import pytest
 from offset_restore.errors import BadInputError
+from offset_restore.stores.keys import report_document, report_page
 from offset_restore.workflow import environment
 from offset_restore.workflow.settings import (
     ApplySettings,
@@ -173,3 +175,8 @@ def test_a_handler_reads_its_settings_when_it_runs(name: str, monkeypatch: pytes
 
 def test_every_handler_but_validate_needs_some_variable() -> None:
     assert set(REQUIRED) == set(HANDLERS) - {"Validate"}
+
+
+def test_the_report_keys_are_in_the_restore_folder() -> None:
+    assert report_page("r-1") == "restores/r-1/report.html"
+    assert report_document("r-1", "report.json") == "restores/r-1/report.json"

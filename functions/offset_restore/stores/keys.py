@@ -5,12 +5,16 @@ that format end to end."""
 from __future__ import annotations
 
 __all__ = [
+    "COMMIT_IDEMPOTENCY_KEY_PREFIX",
     "COMMIT_IDEMPOTENCY_PK",
     "LOCK_SK",
     "MAPPING_PREFIX",
     "META_SK",
+    "REPORT_PAGE",
     "lock_pk",
     "mapping_sk",
+    "report_document",
+    "report_page",
     "restore_folder",
     "restore_object",
     "restore_pk",
@@ -22,6 +26,12 @@ MAPPING_PREFIX = "MAP#"
 LOCK_SK = "LOCK"
 COMMIT_IDEMPOTENCY_PK = "IDEMPOTENCY#commit"
 """powertools Idempotency records of the commit step (a retried batch returns its first answer)."""
+COMMIT_IDEMPOTENCY_KEY_PREFIX = "commit"
+"""The sort key of such a record is ``commit#<hash of the step's input>``: the prefix is fixed here, not
+derived from where the code lives (powertools' default is the function's module and name), so that
+moving the code does not leave a retry unable to find its first answer."""
+REPORT_PAGE = "report.html"
+"""The report people open (the run's summary links to it); report.json and report.md sit beside it."""
 
 
 def restore_pk(restore_id: str) -> str:
@@ -47,4 +57,15 @@ def restore_folder(restore_id: str) -> str:
 
 
 def restore_object(restore_id: str, name: str) -> str:
+    """An object of the restore's folder: ``restores/<restore_id>/<name>``."""
     return f"{restore_folder(restore_id)}/{name}"
+
+
+def report_document(restore_id: str, name: str) -> str:
+    """One of the run's report documents (report.json, report.md, report.html), in the restore's folder."""
+    return restore_object(restore_id, name)
+
+
+def report_page(restore_id: str) -> str:
+    """The key of the run's report.html, the link its notification and its result give."""
+    return report_document(restore_id, REPORT_PAGE)
