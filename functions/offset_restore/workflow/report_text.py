@@ -1,0 +1,109 @@
+"""The report's words (pure): what to do about each kind of trouble, what to do next for each thing
+that holds a group back, and the sentences that sum a run up — one copy, so that report.json, the
+page, the Markdown and the SNS message say the same thing in the same words."""
+
+from __future__ import annotations
+
+from offset_restore.workflow.report_facts import CARDS
+from offset_restore.workflow.report_model import Headline, counted
+
+__all__ = ["ADVICE", "ATTENTION", "NEXT", "SAFE", "done", "done_phrase", "glance", "headline_text", "ready_title"]
+
+ADVICE = {
+    "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
+    "continues where this run stopped.",
+    "reshaped": "The restore re-partitioned these topics (see the reason) and their records do not carry the "
+    "source partition: no partition of these groups is written, on any topic, lest their consumers read the "
+    "changed topic from their reset policy. Restore with the source-partition header (partition_header, default "
+    "x-source-partition) or into a topic of the source's shape, then run again.",
+    "unmapped": "No strategy could place these partitions (see the reason). Check that the topic exists on the "
+    "target and carries the restore's offset header, or give a topic_map; otherwise reset them by hand.",
+    "skipped": "Ahead: the group's consumers started on the target and are past the mapped offset, so they skip "
+    "the records between. Rewind it (allow_rewind, or apply --allow-rewind 'GROUP') if they must read them, or "
+    "accept the skip.",
+    "failed": "The broker refused part of the group's commit. Check the target cluster and run again; the "
+    "previous offsets are kept in the table for a rollback.",
+    "not_written": "This run did not write these groups (the reason says why: still active, moved on since the "
+    "run read them, the target changed since the plan). Nothing of theirs changed; deal with the reason and run "
+    "again with the same restore_id.",
+    "unverified": "Written, but the target does not hold what the plan says at the offset (another record is "
+    "there, or the offset reads back otherwise). Check the group before its consumers start; roll it back if need "
+    "be (the previous offsets are in the table).",
+    "unanswered": "The commit went out but the cluster stopped answering before it confirmed: each group holds "
+    "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
+    "answers: it reads the target first and finishes them.",
+}
+ATTENTION = ("unverified", "unanswered", "failed", "not_written", "skipped", "pending", "reshaped", "unmapped")
+"""The kinds of trouble a report lists, the most serious first."""
+
+NEXT = {
+    "failed": "check the target cluster, then run again with the same restore_id",
+    "unverified": "check the group before its consumers start; roll it back if need be (offset-restore rollback "
+    "--restore-id ID --stack ENV)",
+    "pending": "run again with the same restore_id once the restore has reached its records",
+    "unmapped": "give a topic_map for a renamed topic, or reset the partition by hand",
+    "reshaped": "the restore re-partitioned a topic it reads and its records do not say their source partition: "
+    "restore it with the source-partition header (partition_header) or into a topic of the source's shape, then run "
+    "again; until then none of its partitions is written",
+    "active": "stop its consumers on the target, then run again with the same restore_id",
+    "not_written": "deal with the reason shown, then run again with the same restore_id",
+    "ahead": "its consumers started on the target and skip records: rewind it (allow_rewind, or apply "
+    "--allow-rewind 'GROUP'), or accept the skip",
+    "unanswered": "apply again with the same restore_id: it reads the target first and finishes the commit",
+    "rolled_back": "it is back at the offsets it held before the apply (or on its way: run the rollback again "
+    "if it did not finish); apply again to write the plan's offsets",
+    "end_unsure": "it resumes at the end without proof: wait until the restore has finished, then plan again",
+}
+"""For each thing that holds a group back, what to do next."""
+
+SAFE = "Safe to start consumers"
+
+
+def done(outcome: str) -> str:
+    """The status a partition has once the run did its part."""
+    return "mapped" if outcome == "planned" else "committed"
+
+
+def ready_title(outcome: str) -> str | None:
+    """What the groups the run did its part for are: safe to start after an apply, ready to apply
+    after a plan (nothing is written: started now, consumers would begin from their reset policy); a
+    rollback's report has no such list."""
+    if outcome == "planned":
+        return "Ready to apply (nothing is written yet)"
+    return None if outcome.startswith("rolled back") else SAFE
+
+
+def done_phrase(outcome: str) -> str:
+    if outcome == "planned":
+        return "ready to apply (nothing written)"
+    return "still at the run's offsets" if outcome.startswith("rolled back") else "restored, safe to start"
+
+
+def _ratio(head: Headline) -> str:
+    return "-" if head.exact_ratio is None else f"{100 * head.exact_ratio:.1f}%"
+
+
+def headline_text(head: Headline, outcome: str, lost_partitions: int) -> str:
+    """The headline in one sentence: groups restored, exact partitions, the bound on duplicates and
+    the records lost before the backup, each over every partition of the run."""
+    text = (
+        f"{head.groups_restored:,} of {counted(head.groups, 'group')} {done_phrase(outcome).split(',')[0]} "
+        f"(every partition {done(outcome)}); {head.exact:,} of {counted(head.partitions, 'partition')} exact "
+        f"({_ratio(head)}); at most {head.records_at_risk:,} records read twice"
+    )
+    if head.entries_without_bound:
+        text += f" ({head.entries_without_bound:,} partitions without a bound)"
+    if head.lost_records:
+        text += f"; {head.lost_records:,} records lost before the backup ({counted(lost_partitions, 'partition')})"
+    return text
+
+
+def glance(head: Headline, outcome: str) -> str:
+    """The headline in one sentence, with what needs attention counted (the SNS message: a run that
+    left partitions behind must not read as a clean one)."""
+    attention = [(title, head.cards[key]) for key, title, serious in CARDS if serious and head.cards[key]]
+    said = f"{head.groups_restored:,} of {counted(head.groups, 'group')} {done_phrase(outcome)}; "
+    said += f"{head.exact:,} of {counted(head.partitions, 'partition')} exact"
+    if attention:
+        said += "; needs attention: " + ", ".join(f"{count:,} {title}" for title, count in attention)
+    return said
