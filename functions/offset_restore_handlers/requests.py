@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeVar
 from aws_lambda_powertools.utilities import parser
 from offset_restore.errors import BadInputError
 from offset_restore.validation import describe
+from offset_restore.workflow.commit_step import CommitStep, RollbackSelection
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 __all__ = [
@@ -50,6 +51,16 @@ class BatchRequest(ApplyRequest):
         elif (self.groups is None) == (self.batch is None):
             raise ValueError("give either groups or batch")
         return self
+
+    def step(self) -> CommitStep:
+        """The library's view of this input (``workflow.commit_step``); the whole input, the execution's
+        id included, is what tells a retry of the state from a new call."""
+        selection: list[str] | int | RollbackSelection
+        if self.rollback:
+            selection = RollbackSelection(self.groups_regex, self.exclude_groups)
+        else:
+            selection = self.groups if self.groups is not None else (self.batch or 0)
+        return CommitStep(self.restore_id, selection, self.allow_rewind, retry_key=self.model_dump(mode="json"))
 
 
 class CheckRequest(ApplyRequest):

@@ -1,6 +1,6 @@
 """The functions' settings: read through their models only, when a handler runs, under the names the
-deployment has always used; a missing or bad variable is named. Also the report's keys, which the
-report handler no longer builds itself."""
+deployment has always used; a missing or bad variable is named. Also the two things the handlers
+no longer build themselves: the report's keys and the commit step's idempotency."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import re
 from pathlib import Path
 from typing import Annotated, Any
 
+import boto3
 import pytest
 from offset_restore.errors import BadInputError
 from offset_restore.stores.keys import report_document, report_page
 from offset_restore.workflow import environment
+from offset_restore.workflow.idempotency import commit_idempotency
 from offset_restore.workflow.settings import (
     ApplySettings,
     FunctionSettings,
@@ -180,3 +182,25 @@ def test_every_handler_but_validate_needs_some_variable() -> None:
 def test_the_report_keys_are_in_the_restore_folder() -> None:
     assert report_page("r-1") == "restores/r-1/report.html"
     assert report_document("r-1", "report.json") == "restores/r-1/report.json"
+
+
+def test_a_commit_retried_with_its_input_gets_the_first_answer(table: str) -> None:
+    """The records are the project table's items (``IDEMPOTENCY#commit``, ``commit#<hash>``)."""
+    dynamodb = boto3.client("dynamodb")
+    idempotency = commit_idempotency(table, dynamodb, LambdaContext())  # type: ignore[arg-type]
+    calls: list[int] = []
+
+    def work() -> dict[str, Any]:
+        calls.append(1)
+        return {"committed": [f"g-{len(calls)}"]}
+
+    first = idempotency.once(work, key={"restore_id": "r-1", "execution": "e1"})
+    assert idempotency.once(work, key={"restore_id": "r-1", "execution": "e1"}) == first == {"committed": ["g-1"]}
+    assert idempotency.once(work, key={"restore_id": "r-1", "execution": "e2"}) == {"committed": ["g-2"]}
+    items = dynamodb.query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk",
+        ExpressionAttributeValues={":pk": {"S": "IDEMPOTENCY#commit"}},
+    )["Items"]
+    assert len(items) == 2 and all(item["sk"]["S"].startswith("commit#") for item in items)
+    assert all(item["status"]["S"] == "COMPLETED" and "ttl" in item for item in items)

@@ -1,0 +1,102 @@
+"""The workflow's Commit state as one call: a batch of a restore's groups committed on the target
+(previous offsets saved first) and verified, once per execution; or, in the workflow's rollback mode,
+the previous offsets the run's commits saved put back.
+
+The handler parses the state's input into a ``CommitStep`` and returns what this gives: the step's
+output (``CommitResult.output()``: names bounded, counts whole), the same for a first attempt, its
+retries and a rollback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.steps import commit_groups, rollback_run, step_result
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.snapshot.filters import NameFilter
+from offset_restore.stores.runs import RunRecord
+from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.workflow.idempotency import Idempotency
+from offset_restore.workflow.settings import ApplySettings, read_secret
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+__all__ = ["CommitStep", "RollbackSelection", "commit_step"]
+
+
+@dataclass(frozen=True)
+class RollbackSelection:
+    """The rollback mode's groups: those of the run that match ``groups_regex`` and not ``exclude_groups``."""
+
+    groups_regex: str | None = None
+    exclude_groups: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitStep:
+    """One Commit state's work. ``selection``: the groups by name, the number of a commit batch of the
+    workflow, or a rollback. ``retry_key``: what tells a retry of the state from a new call — its
+    whole input, the execution's id included."""
+
+    restore_id: str
+    selection: Sequence[str] | int | RollbackSelection
+    allow_rewind: bool
+    retry_key: Mapping[str, Any]
+
+
+def commit_step(
+    step: CommitStep,
+    settings: ApplySettings,
+    dynamodb: DynamoDBClient,
+    s3: S3Client,
+    idempotency: Idempotency,
+    secret_reader: Callable[[str], str] = read_secret,
+) -> dict[str, Any]:
+    """The step's output. A commit returns its first answer to a retry (``idempotency``); a rollback
+    is not cached: it reads the target's offsets now, so running it again is safe, and an active group
+    it left is rolled back by running it again once the group is empty."""
+    runs = RunRecord(settings.table, dynamodb)
+    mappings = MappingStore(settings.table, dynamodb)
+    selection = step.selection
+    if isinstance(selection, RollbackSelection):
+        return _roll_back(step.restore_id, selection, step.allow_rewind, settings, secret_reader, mappings, runs)
+
+    def commit() -> dict[str, Any]:
+        with KafkaCluster(settings.target.connection(secret_reader)) as target:
+            runs.committed_to(step.restore_id, target.cluster_id)  # what a rollback checks its brokers by
+            result = commit_groups(
+                step.restore_id,
+                selection,
+                target,
+                mappings,
+                allow_rewind=step.allow_rewind,
+                index=settings.restore_folder(step.restore_id, s3),
+                offset_header=runs.resolved(step.restore_id).get("offset_header"),
+            )
+        return result.output()
+
+    return idempotency.once(commit, key=step.retry_key)
+
+
+def _roll_back(
+    restore_id: str,
+    selection: RollbackSelection,
+    allow_rewind: bool,
+    settings: ApplySettings,
+    secret_reader: Callable[[str], str],
+    mappings: MappingStore,
+    runs: RunRecord,
+) -> dict[str, Any]:
+    """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
+    named, not waited for."""
+    groups = NameFilter.parse(selection.groups_regex, selection.exclude_groups, "groups")
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
+    with KafkaCluster(settings.target.connection(secret_reader)) as target:
+        _, cluster_id = runs.target_of(restore_id)
+        _, report = rollback_run(restore_id, target, mappings, options, groups, cluster_id=cluster_id)
+    return step_result(report).output()
