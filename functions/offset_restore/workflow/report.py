@@ -4,7 +4,8 @@ partitions folded, the inputs, the snapshot used (and how old its positions were
 started: the recovery point this run restored to) and the timings.
 
 The builder computes what the report says once, as a ``report_model.Report``; each document is a
-rendering of that model alone (``report_json``, ``report_markdown``, ``report_html``)."""
+rendering of that model alone (``report_json``, ``report_markdown``, ``report_html``), and so is the
+SNS notification (``notification``)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from typing import Any
 from offset_restore.apply.commit import NO_ANSWER, NOT_WRITTEN
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.snapshot.model import parse_time
+from offset_restore.stores.keys import restore_object
 from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
 from offset_restore.workflow.report_facts import CARDS, Facts, facts_of
 from offset_restore.workflow.report_html import html_page
@@ -33,6 +35,7 @@ from offset_restore.workflow.report_model import (
     GroupRows,
     Headline,
     InputRow,
+    Notification,
     PartitionRow,
     Ready,
     Report,
@@ -49,6 +52,7 @@ __all__ = [
     "ReportBuilder",
     "SnapshotAge",
     "effective_outcome",
+    "notification",
     "render_report",
     "snapshot_age",
 ]
@@ -199,6 +203,21 @@ def render_report(
     for entry in entries:
         report.add(entry)
     return dict(report.documents())
+
+
+def notification(report: Report, bucket: str, error: Mapping[str, Any] | None = None) -> Notification:
+    """What the SNS topic is told of a run: the outcome as subject; the headline with what needs
+    attention counted, the snapshot's age, the step's error (``Error``, ``Cause``) and where the
+    report is as message — a run that left partitions behind must not read as a clean one."""
+    restore_id = str(report.input.get("restore_id", "unknown"))
+    location = f"s3://{bucket}/{restore_object(restore_id, 'report.html')}"
+    message = (
+        f"offset-restore {restore_id}: {report.outcome}. {report.glance}."
+        + (f" Snapshot {report.snapshot_id}: {report.snapshot_age.phrase}." if report.snapshot_age else "")
+        + (f" Error: {error.get('Error')}: {error.get('Cause')}" if error else "")
+        + f" Report: {location}"
+    )
+    return Notification(f"offset-restore {report.outcome}", message, location)
 
 
 def _headline(tally: SummaryTally, facts: Facts) -> Headline:

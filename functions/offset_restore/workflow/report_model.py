@@ -1,6 +1,6 @@
 """What a run's report says, as typed values (pure): the builder (``report.ReportBuilder``) computes
 them once from the run and its mappings, and every rendering — report.json (``report_json``),
-report.md (``report_markdown``), report.html (``report_html``) — only reads
+report.md (``report_markdown``), report.html (``report_html``), the SNS notification — only reads
 them. So a rendering decides how a fact looks, never what it is: the page and the Markdown cannot
 disagree on which groups may start, and a new rendering needs no knowledge of plan entries.
 
@@ -28,6 +28,7 @@ __all__ = [
     "GroupRows",
     "Headline",
     "InputRow",
+    "Notification",
     "PartitionRow",
     "Ready",
     "Report",
@@ -213,6 +214,15 @@ class Report:
     charts: Charts
     input: Mapping[str, Any]
     """The run as the report step received it (report.json's ``input``)."""
+
+
+class Notification(NamedTuple):
+    """What the SNS topic is sent about a run, and where its report is."""
+
+    subject: str
+    message: str
+    location: str
+    """The report.html's S3 URL."""
 
 
 def counted(count: int, noun: str) -> str:
