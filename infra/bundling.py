@@ -16,9 +16,12 @@ import jsii
 from aws_cdk import ILocalBundling
 from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
 
-__all__ = ["LAMBDA_PLATFORMS", "LocalPipBundling", "handler_sources", "runtime_dependencies"]
+__all__ = ["LAMBDA_PLATFORMS", "PACKAGE_DATA", "LocalPipBundling", "handler_sources", "runtime_dependencies"]
 
 _OURS = ("offset_restore", "offset_restore_handlers")
+PACKAGE_DATA = ("*.json", "templates/*.j2")
+"""What a package of ours reads beside its modules, not imports: wire schemas (``kafka/schemas``) and
+the report's templates (``workflow/templates``), as pyproject.toml's package-data has them for the wheel."""
 LAMBDA_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
 """The wheels Lambda's x86_64 Python runtime runs (Amazon Linux 2023, glibc 2.34): cramjam, which
 decodes snappy, ships only ``manylinux_2_28`` wheels."""
@@ -52,7 +55,7 @@ def _imports(source: Path) -> set[str]:
 
 def handler_sources(functions_dir: Path) -> list[Path]:
     """The files of ours that the deployed handlers (those ``offset_restore_handlers.wiring`` names)
-    import, transitively, with their packages' ``__init__`` files and JSON data (wire schemas);
+    import, transitively, with their packages' ``__init__`` files and data (``PACKAGE_DATA``);
     relative to ``functions_dir``."""
     modules = {h.rsplit(".", 1)[0] for h in [*TASK_HANDLERS.values(), SNAPSHOT_HANDLER]}
     found_modules = {name: _module_file(functions_dir, name) for name in modules}
@@ -72,7 +75,8 @@ def handler_sources(functions_dir: Path) -> list[Path]:
                 module = _module_file(functions_dir, ".".join(parts[:depth]))
                 if module is not None and module not in found:
                     todo.append(module)
-    data = {json for source in found if source.name == "__init__.py" for json in source.parent.glob("*.json")}
+    packages = [source.parent for source in found if source.name == "__init__.py"]
+    data = {path for package in packages for pattern in PACKAGE_DATA for path in package.glob(pattern)}
     return sorted(path.relative_to(functions_dir) for path in found | data)
 
 

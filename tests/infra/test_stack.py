@@ -359,6 +359,7 @@ def test_the_code_asset_holds_what_the_handlers_import_and_nothing_else(tmp_path
     assert not [name for name in copied if name.startswith(("offset_restore/cli/", "offset_restore/devtools/"))]
     assert "offset_restore/apply/rollback.py" in copied  # the workflow's rollback mode (issue 20) runs it
     assert "offset_restore/kafka/schemas/ConsumerGroupDescribeResponse.json" in copied
+    assert "offset_restore/workflow/templates/report.html.j2" in copied  # report.html is drawn from it
     assert "offset_restore_handlers/wiring.py" not in copied  # read at deploy time, not at run time
     from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
 
@@ -366,6 +367,8 @@ def test_the_code_asset_holds_what_the_handlers_import_and_nothing_else(tmp_path
     probe = (
         "import importlib, sys\n"
         f"for name in {handlers!r}: importlib.import_module(name)\n"
+        "from offset_restore.workflow.report import render_report\n"  # the page's template, read from the asset
+        "assert render_report({'restore_id': 'r'}, [], 'planned')['report.html'].startswith(b'<!doctype html>')\n"
         "ours = [m for n, m in sys.modules.items() if n.split('.')[0].startswith('offset_restore')]\n"
         f"outside = [m.__name__ for m in ours if not (m.__file__ or '').startswith({str(tmp_path)!r})]\n"
         "assert not outside, outside\n"

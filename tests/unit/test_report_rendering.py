@@ -6,17 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import tomllib
 from datetime import timedelta
+from fnmatch import fnmatch
 from html.parser import HTMLParser
+from pathlib import Path
 
 from offset_restore.workflow.report import ReportBuilder
-from offset_restore.workflow.report_html import html_page
+from offset_restore.workflow.report_html import TEMPLATES, html_page
 from offset_restore.workflow.report_json import json_document
 from offset_restore.workflow.report_markdown import markdown
 from offset_restore.workflow.report_timeline import Phase
 
 from tests.unit.test_report_glance import ROWS, row
 
+ROOT = Path(__file__).resolve().parents[2]
 NASTY = "a<b>&amp;\"c' </td><script>x</script>\nd|e"
 """A name as anyone who may create a consumer group or a topic could choose it."""
 TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "p", "span", "div", "b", "section", "ul", "li"}
@@ -113,3 +117,17 @@ def test_the_snapshot_age_and_timings_read_as_before() -> None:
     assert report.timings.started_at is not None and report.timings.phrase().startswith(
         "started 2027-01-15T08:00:00+00:00, finished "
     )
+
+
+def test_the_wheel_and_the_asset_carry_every_template() -> None:
+    """pyproject.toml's package-data (the wheel, ``pip install .``) and the asset's data patterns
+    (``infra.bundling.PACKAGE_DATA``) both match each file of the templates' folder."""
+    from infra.bundling import PACKAGE_DATA
+
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    package = ROOT / "functions" / "offset_restore"
+    files = [path for path in TEMPLATES.iterdir() if path.is_file()]
+    assert files and (TEMPLATES / "report.html.j2") in files
+    for path in files:
+        assert any(fnmatch(str(path.relative_to(package)), pattern) for pattern in declared["offset_restore"]), path
+        assert any(fnmatch(str(path.relative_to(TEMPLATES.parent)), pattern) for pattern in PACKAGE_DATA), path
