@@ -35,7 +35,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.devtools.brokers import KINDS
 from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.kafka.cluster import KafkaCluster

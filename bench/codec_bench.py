@@ -24,7 +24,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot

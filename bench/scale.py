@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import run_apply
 from offset_restore.devtools import process_memory
 from offset_restore.devtools.brokers import BROKER_NAMES, KINDS

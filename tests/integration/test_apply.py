@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from offset_restore.apply.commit import ApplyOptions, apply_plan
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile
 from offset_restore.apply.seal import PlanKey, seal_plan
 from offset_restore.cli.main import main

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import run_apply
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP

@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from offset_restore.apply.commit import NO_ANSWER
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
@@ -93,7 +92,7 @@ def check_planned_or_previous(
         at_plan = all(held.get(TP(e.target_topic, e.partition)) == e.target_offset for e in entries)
         at_previous = all(held.get(TP(e.target_topic, e.partition)) == e.previous_target_offset for e in entries)
         assert at_plan or at_previous, f"{group} holds a mix: {held}"
-        if any(e.reason == NO_ANSWER for e in entries):
+        if any(e.outcome == "unanswered" for e in entries):
             unanswered.add(group)
         elif at_plan and not at_previous:
             assert all(e.status == "committed" for e in entries), f"{group} is written but the plan does not say so"

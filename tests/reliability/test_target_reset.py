@@ -9,7 +9,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile, run_apply
 from offset_restore.apply.steps import commit_groups
 from offset_restore.errors import BadInputError

@@ -11,8 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from offset_restore.translate.mapping_store import _value
+from offset_restore.translate.mapping_store import entry_of
 from offset_restore.translate.model import Plan, PlanEntry
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
@@ -50,7 +49,7 @@ def test_a_plan_file_written_before_outcomes_reads_with_them() -> None:
 def test_dynamodb_items_written_before_outcomes_read_with_them() -> None:
     items = json.loads((FIXTURES / "mapping-items-before-outcomes.json").read_text())
     assert all("outcome" not in item for item in items)
-    entries = [PlanEntry.model_validate({k: _value(v) for k, v in item.items()}) for item in items]
+    entries = [entry_of(item) for item in items]
     assert _outcomes(entries) == EXPECTED
 
 

@@ -18,7 +18,7 @@ from offset_restore.translate.model import PlanEntry
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["MappingStore", "entry_key"]
+__all__ = ["MappingStore", "entry_key", "entry_of"]
 
 REPLACEABLE = ("pending", "unmapped")
 
@@ -52,6 +52,12 @@ def _value(attribute: Mapping[str, Any]) -> Any:
     if "M" in attribute:
         return {k: _value(v) for k, v in attribute["M"].items()}
     return attribute["S"]
+
+
+def entry_of(item: Mapping[str, Any]) -> PlanEntry:
+    """The plan entry a mapping item holds (its key aside): items written by any version read, the
+    fields added since taking their defaults (``outcome`` from the reason, ``PlanEntry``)."""
+    return PlanEntry.model_validate({k: _value(v) for k, v in item.items() if k not in ("pk", "sk")})
 
 
 class MappingStore:
@@ -130,10 +136,7 @@ class MappingStore:
 
     def entries_by_keys(self, restore_id: str, sort_keys: list[str]) -> list[PlanEntry]:
         """The entries with these sort keys (a commit batch's, from the commit index)."""
-        return [
-            PlanEntry.model_validate({k: _value(v) for k, v in item.items() if k not in ("pk", "sk")})
-            for item in self._batch_get(restore_id, sort_keys)
-        ]
+        return [entry_of(item) for item in self._batch_get(restore_id, sort_keys)]
 
     def _batch_get(self, restore_id: str, sort_keys: list[str], projection: str | None = None) -> list[dict[str, Any]]:
         """Items by key, 100 per BatchGetItem, strongly consistent; unprocessed keys read again."""
@@ -202,6 +205,5 @@ class MappingStore:
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
-                values = {k: _value(v) for k, v in item.items() if k not in ("pk", "sk")}
-                if wanted is None or values["group"] in wanted:
-                    yield PlanEntry.model_validate(values)
+                if wanted is None or item["group"]["S"] in wanted:
+                    yield entry_of(item)

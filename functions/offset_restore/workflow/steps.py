@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from offset_restore.apply.commit import WAIT_TIMEOUT_S
 from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
+from offset_restore.apply.model import WAIT_TIMEOUT_S
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.snapshot.model import GroupSnapshot, parse_time, validate_name
