@@ -47,7 +47,7 @@ from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.model import ClusterRef, Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
+from offset_restore.translate.translation import translate
 
 RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000

@@ -31,7 +31,7 @@ from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.model import ClusterRef, Plan
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
+from offset_restore.translate.translation import translate
 
 from bench.bytes_bench import Cost, measured, scan
 from bench.two_clusters import Row, bench_parser, produce, two_clusters, write_results

@@ -43,7 +43,7 @@ from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
+from offset_restore.translate.translation import translate
 
 from bench.order_bench import BASE_MS, VALUE, Counted, measure, snapshot, write
 from tests.disorder import HEADER, Slot, copy

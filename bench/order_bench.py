@@ -42,8 +42,8 @@ from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
 from offset_restore.translate.search import search_first_at_least
+from offset_restore.translate.translation import translate
 
 from tests.disorder import HEADER, Judgement, Slot, TargetRecord, copy, layouts, restored_part
 

@@ -44,7 +44,7 @@ from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
+from offset_restore.translate.translation import translate
 
 RESULTS = Path(__file__).parent / "results"
 BASE_MS = 1_700_000_000_000

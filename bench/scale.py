@@ -52,8 +52,8 @@ from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.model import Plan
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
 from offset_restore.translate.run import SnapshotChoice, run_plan
+from offset_restore.translate.translation import translate
 from offset_restore_handlers.wiring import MEMORY_MB
 
 from bench.apply_bench import one_consumer_per_group

@@ -40,8 +40,8 @@ from offset_restore.kafka.rounds import read_whole
 from offset_restore.snapshot.live import Snapshot, SnapshotOptions, take_snapshot
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
 from offset_restore.translate.positions import TranslateStats
+from offset_restore.translate.translation import translate
 
 from bench.bytes_bench import Cost, measured
 from bench.two_clusters import Row, bench_parser, produce, two_clusters, write_results

@@ -21,9 +21,9 @@ from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
 from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.run import SnapshotChoice, run_plan
+from offset_restore.translate.translation import translate
 
 from tests.disorder import (
     Judgement,

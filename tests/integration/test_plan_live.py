@@ -12,8 +12,8 @@ from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import Checkpoint, MemoryCheckpoints
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
 from offset_restore.translate.strategies.header import MalformedHeaderError
+from offset_restore.translate.translation import translate
 
 from tests.helpers import Produced, commit, expected_target, produce, restore, unique
 

@@ -8,14 +8,20 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import boto3
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
 from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP
+from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.mm2 import FRESHER_MARGIN_MS
-from offset_restore.translate.model import Plan
+from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.translate.run import translate_work_item
+from offset_restore.workflow.steps import RunInput, prepare_work
 
 from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run as run_cli
@@ -100,14 +106,15 @@ def next_record_on(cluster: KafkaCluster, topic: str, partition: int, source_off
 
 
 def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkpoint_wins(
-    brokers: Brokers, source: KafkaCluster, replica: ApacheBroker, tmp_path: Path
+    brokers: Brokers, source: KafkaCluster, replica: ApacheBroker, tmp_path: Path, table: str
 ) -> None:
     """The real MirrorMaker 2 (offset.lag.max 100) replicates a topic that lost its first 50 records
     on one partition before the copy, and syncs three groups. MM2 alone resumes them early; the
     ``mm2`` strategy alone (its checkpoints refined by the snapshot's evidence) puts the groups the
     snapshot saw exactly on their next record; a group that moved after the snapshot resumes from
-    MM2's newer checkpoint, which says so, never past its record. Apply then writes the plan over
-    MM2's offsets."""
+    MM2's newer checkpoint, which says so, never past its record. The workflow's path (prepare's work
+    items, the translate step into DynamoDB) answers entry for entry as the CLI's plan does, the newer
+    checkpoint included. Apply then writes the plan over MM2's offsets."""
     assert isinstance(brokers.source, ApacheBroker)
     topic, prefix = unique("mm2"), unique("mm2-g")
     source.create_topics({topic: 2})
@@ -168,6 +175,8 @@ def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkp
             e = entries[(moved, p)]
             assert e.source_offset == placed[moved][p] and "after the snapshot" in (e.reason or ""), e
             assert next_record_on(mirror, topic, p, (120, 10)[p]) < (e.target_offset or 0) <= truth[(moved, p)], e
+        workflow = workflow_entries(snaps, tmp_path / "work", replica, table, f"{prefix}.*", ["mm2"])
+        assert {key: _answer(e) for key, e in workflow.items()} == {key: _answer(e) for key, e in entries.items()}
 
         status, out, err = run_cli(
             "apply", "--plan", str(plan), "--bootstrap-servers", replica.bootstrap_servers, "--execute"
@@ -179,6 +188,29 @@ def test_mm2_strategy_makes_mirror_makers_checkpoints_exact_and_a_fresher_checkp
         applied = Plan.model_validate_json(plan.read_text()).entries
         previous = {(e.group, e.partition): e.previous_target_offset for e in applied}
         assert previous == synced, "apply records MM2's offsets as the previous ones (rollback puts them back)"
+
+
+def workflow_entries(
+    snapshots: Path, work: Path, target: ApacheBroker, table: str, groups: str, strategies: list[str]
+) -> dict[tuple[str, int], PlanEntry]:
+    """The workflow's translation of the latest snapshot in ``snapshots``: prepare's work items and the
+    translate step's entries in (moto's) DynamoDB, as the state machine runs them."""
+    repository = SnapshotRepository(open_location(str(snapshots)))
+    _, manifest = repository.latest(None)
+    run = RunInput.model_validate(
+        {"restore_id": "peers", "source_cluster": manifest.cluster, "target_cluster": "dr", "groups": groups,
+         "strategies": strategies}
+    )  # fmt: skip
+    store = open_location(str(work))
+    prepared = prepare_work(run, repository, store)
+    mappings = MappingStore(table, boto3.client("dynamodb"))
+    for key in prepared["work_items"]:
+        translate_work_item(store, key, target.settings(), mappings, target_cluster="dr")
+    return {(e.group, e.partition): e for e in mappings.entries("peers")}
+
+
+def _answer(entry: PlanEntry) -> tuple[object, ...]:
+    return entry.status, entry.target_offset, entry.method, entry.exact, entry.max_duplicates, entry.source_offset
 
 
 # -- kafka-consumer-groups --export as a snapshot ---------------------------------------------------

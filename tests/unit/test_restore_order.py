@@ -16,9 +16,9 @@ from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.plan import translate
 from offset_restore.translate.restore_order import ObservedPartition, find_disorder
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, resume_points
+from offset_restore.translate.translation import translate
 
 from tests.disorder import Judgement, Slot, TargetRecord, copy, layouts, random_layout, restored_part
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from typing import TextIO
+from typing import TextIO, get_args
+
+from pydantic import ValidationError
 
 from offset_restore.cli.arguments import (
     Commands,
@@ -17,11 +19,10 @@ from offset_restore.cli.arguments import (
 )
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
-from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_PARTITION_HEADER
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.document import ProblemKind
-from offset_restore.translate.options import STRATEGIES, PlanOptions
+from offset_restore.translate.options import PLAN_DEFAULTS, OrderCheck, PlanOptions
 from offset_restore.translate.run import (
     PlanResult,
     SnapshotChoice,
@@ -29,6 +30,7 @@ from offset_restore.translate.run import (
     parse_topic_map,
     run_plan,
 )
+from offset_restore.validation import describe
 
 __all__ = ["plan_summary", "register", "run"]
 
@@ -58,19 +60,19 @@ def register(commands: Commands) -> None:
     plan.add_argument("--output", required=True, metavar="PLAN_LOCATION", help="file or s3://bucket/key for the plan")
     plan.add_argument(
         "--strategies",
-        default=",".join(STRATEGIES),
+        default=",".join(PLAN_DEFAULTS.strategies),
         metavar="LIST",
         help="strategies in the order to try (default: %(default)s)",
     )
     plan.add_argument(
         "--offset-header",
-        default=DEFAULT_OFFSET_HEADER,
+        default=PLAN_DEFAULTS.offset_header,
         metavar="NAME",
         help="header holding the source offset in restored records (default: %(default)s)",
     )
     plan.add_argument(
         "--partition-header",
-        default=DEFAULT_PARTITION_HEADER,
+        default=PLAN_DEFAULTS.partition_header,
         metavar="NAME",
         help="header holding the source partition in restored records: what maps a topic the restore "
         "re-partitioned (default: %(default)s)",
@@ -81,8 +83,8 @@ def register(commands: Commands) -> None:
     plan.add_argument("--groups", metavar="REGEX", help="only these groups of the snapshot (whole-name match)")
     plan.add_argument(
         "--order-check",
-        choices=("windows", "full"),
-        default="windows",
+        choices=get_args(OrderCheck),
+        default=PLAN_DEFAULTS.order_check,
         help="windows: check the order of every window the header search reads and read a partition whole "
         "only when something contradicts a restore in order; full: read every partition whole, proof that does "
         "not rest on the order of records not read (default: %(default)s)",
@@ -90,7 +92,7 @@ def register(commands: Commands) -> None:
     plan.add_argument(
         "--timestamp-margin-ms",
         type=margin_ms,
-        default=1000,
+        default=PLAN_DEFAULTS.timestamp_margin_ms,
         metavar="MS",
         help="the timestamp strategy resumes this much earlier than the clock skew it sees on the target "
         "(default: %(default)s)",
@@ -122,19 +124,27 @@ def register(commands: Commands) -> None:
     plan.set_defaults(run=run)
 
 
+def _options(args: argparse.Namespace) -> PlanOptions:
+    """The plan's settings from the command line, checked by the model the workflow's input uses."""
+    try:
+        return PlanOptions(
+            strategies=parse_strategies(args.strategies),
+            offset_header=args.offset_header,
+            partition_header=args.partition_header,
+            topic_map=parse_topic_map(args.topic_map),
+            target_cluster=args.target_cluster,
+            order_check=args.order_check,
+            mm2_checkpoints_topic=args.mm2_checkpoints_topic,
+            timestamp_margin_ms=args.timestamp_margin_ms,
+        )
+    except ValidationError as error:
+        raise BadInputError(f"plan: {describe(error)}") from None
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.snapshot_id and args.snapshot_as_of:
         raise BadInputError("give --snapshot-id or --snapshot-as-of, not both")
-    options = PlanOptions(
-        strategies=parse_strategies(args.strategies),
-        offset_header=args.offset_header,
-        partition_header=args.partition_header,
-        topic_map=parse_topic_map(args.topic_map),
-        target_cluster=args.target_cluster,
-        order_check=args.order_check,
-        mm2_checkpoints_topic=args.mm2_checkpoints_topic,
-        timestamp_margin_ms=args.timestamp_margin_ms,
-    )
+    options = _options(args)
     checkpoints = None
     if args.checkpoint_table:
         import boto3

@@ -1,37 +1,74 @@
-"""What a plan is asked for (``PlanOptions``) and the strategies it may try, by name: the CLI, the
-handlers' work items and the workflow's input take these names; the dispatcher (translate/plan.py)
-tries the strategies in the order asked for."""
+"""What a plan is asked for, declared once: ``PlanSettings`` are the choices a person makes (the CLI's
+options take their defaults from it, the workflow's execution input and its work items are it), and
+``PlanOptions`` adds what one run knows of its target. The dispatcher (translate/plan.py) tries the
+strategies in the order asked for."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_PARTITION_HEADER
 
-__all__ = ["STRATEGIES", "OrderCheck", "PlanOptions", "Strategy"]
+__all__ = ["PLAN_DEFAULTS", "STRATEGIES", "OrderCheck", "PlanOptions", "PlanSettings", "Strategy"]
 
 Strategy = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp"]
 OrderCheck = Literal["windows", "full"]
 STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "mm2", "timestamp")
 
 
-@dataclass(frozen=True)
-class PlanOptions:
+MAX_TIMESTAMP_MARGIN_MS = 86_400_000
+"""A day: a larger margin is a typo, not a margin."""
+
+
+class PlanSettings(BaseModel):
+    """The plan's settings as a person gives them: on the command line, in the execution input
+    (docs/design.md §5.3), carried by each work item to the translate step. One declaration, so the
+    two paths cannot drift apart on a default or a check."""
+
+    model_config = ConfigDict(extra="forbid")
+
     strategies: tuple[Strategy, ...] = STRATEGIES
-    offset_header: str = DEFAULT_OFFSET_HEADER
-    partition_header: str = DEFAULT_PARTITION_HEADER
+    offset_header: str = Field(default=DEFAULT_OFFSET_HEADER, min_length=1)
+    partition_header: str = Field(default=DEFAULT_PARTITION_HEADER, min_length=1)
     """The header a restore adds with the source partition: what maps a topic whose shape changed."""
-    topic_map: Mapping[str, str] = field(default_factory=dict)
-    target_cluster: str | None = None
-    """The target's name in checkpoint keys (default: the cluster id the brokers report)."""
+    topic_map: dict[str, str] = Field(default_factory=dict)
+    """Source topic -> target topic, for topics renamed in the restore."""
     order_check: OrderCheck = "windows"
     """``windows``: the header search checks the order of every window it reads and reads a partition
     whole only when something contradicts order; ``full``: every partition is read whole (proof that
     does not rest on the order of records not read, at the cost of reading everything)."""
-    timestamp_margin_ms: int = 1_000
+    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=MAX_TIMESTAMP_MARGIN_MS)
     """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
+
+    @model_validator(mode="after")
+    def _coherent(self) -> PlanSettings:
+        if not self.strategies:
+            raise ValueError("strategies: name at least one")
+        if len(set(self.strategies)) != len(self.strategies):
+            raise ValueError("strategies: a strategy is named twice")
+        targets = list(self.topic_map.values())
+        if len(set(targets)) != len(targets):
+            raise ValueError("topic_map maps two source topics to one target topic")
+        return self
+
+    def plan_settings(self) -> PlanSettings:
+        """These settings alone (from a model that carries more: the execution input, a work item)."""
+        return PlanSettings(**{name: getattr(self, name) for name in PlanSettings.model_fields})
+
+
+PLAN_DEFAULTS = PlanSettings()
+"""Every default of a plan, for the CLI's options and their help."""
+
+
+class PlanOptions(PlanSettings):
+    """A plan's settings and what its run knows of the target (the CLI's own options, or tests')."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    target_cluster: str | None = None
+    """The target's name in checkpoint keys (default: the cluster id the brokers report)."""
     mm2_checkpoints_topic: str | None = None
     """MirrorMaker 2's checkpoint topic on the target, for the mm2 strategy (default: the target's only
     ``*.checkpoints.internal``)."""
@@ -39,3 +76,8 @@ class PlanOptions:
     """With ``windows``: read a partition whole, instead of searching it, when that costs fewer bytes
     than a window per position (hundreds of groups on one partition). Off only in tests of the
     windows check itself, on partitions too small for a search to be the cheaper way."""
+
+    @classmethod
+    def of(cls, settings: PlanSettings, **run: object) -> PlanOptions:
+        """The options of one run from the settings it was given."""
+        return cls.model_validate({**settings.plan_settings().model_dump(), **run})

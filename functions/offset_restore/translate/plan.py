@@ -10,7 +10,7 @@ decides is ``unmapped`` with every reason.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
@@ -35,25 +35,7 @@ from offset_restore.translate.strategies.mm2 import by_mm2
 from offset_restore.translate.strategies.timestamp import by_timestamp
 from offset_restore.translate.strategies.whole_read import WHOLE_READ_BYTES
 
-__all__ = ["collect_positions", "decide_positions", "plan_entries", "translate"]
-
-
-def translate(
-    groups: Sequence[GroupSnapshot],
-    target: TargetCluster,
-    options: PlanOptions,
-    *,
-    checkpoints: CheckpointReader | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
-    source_partitions: Mapping[str, int] | None = None,
-) -> tuple[list[PlanEntry], TranslateStats]:
-    """Plan entries for every group-partition of ``groups``; reads the target, writes nothing.
-    ``source_partitions``: each topic's partition count on the source (the snapshot's)."""
-    positions = collect_positions(groups, options)
-    decisions, stats = decide_positions(
-        positions, target, options, checkpoints=checkpoints, progress=progress, source_partitions=source_partitions
-    )
-    return list(plan_entries(groups, decisions, options, reshaped=stats.reshaped)), stats
+__all__ = ["collect_positions", "decide_positions", "plan_entries"]
 
 
 def decide_positions(

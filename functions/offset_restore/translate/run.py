@@ -12,7 +12,6 @@ from pydantic import BaseModel, ValidationError
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress, Snapshot
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, default_cluster_name, validate_name
@@ -21,12 +20,11 @@ from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument, ProblemKind
 from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.model import ClusterRef as _ClusterRef
-from offset_restore.translate.model import Plan, PlanEntry, PlanSummary, csv_unsafe, new_restore_id
+from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.options import STRATEGIES, PlanOptions, Strategy
-from offset_restore.translate.plan import collect_positions, decide_positions, plan_entries, translate
-from offset_restore.translate.strategies.mm2 import load_mirror_checkpoints
+from offset_restore.translate.plan import collect_positions
+from offset_restore.translate.translation import translation
 from offset_restore.translate.work_items import WorkItem
 from offset_restore.validation import describe
 
@@ -165,22 +163,17 @@ def run_plan(
     checked = _checked_for_csv(selected, options.topic_map) if csv_path else selected
     positions = collect_positions(checked, options)  # every items file read and checked: no Kafka yet
     started = time.perf_counter()
-    fresher: dict[tuple[str, str, int], Fresher] = {}
     with connect(connection) as target:
-        mm2 = load_mirror_checkpoints(target, options) if "mm2" in options.strategies else None
-        if isinstance(mm2, MirrorCheckpoints) and mm2.newer_than(manifest.completed_at):
-            selected = _Fresher(selected, mm2, manifest.completed_at, options.topic_map, fresher)
-            positions = collect_positions(selected, options)
-        decisions, stats = decide_positions(
-            positions,
+        done = translation(
+            selected,
             target,
             options,
+            snapshot_completed_at=manifest.completed_at,
+            positions=positions,
             checkpoints=checkpoints,
-            mm2=mm2,
             progress=progress,
             source_partitions=manifest.topic_partitions,
         )
-        fresh_bounds = _bounds_of(target, fresher, options.topic_map)
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
@@ -195,12 +188,11 @@ def run_plan(
         offset_header=options.offset_header,
         topic_map=dict(options.topic_map),
         order_check=options.order_check if "header" in options.strategies else None,
-        out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
-        reshaped={topic: r.why for topic, r in sorted(stats.reshaped.items())},
+        out_of_order={str(tp): why for tp, why in sorted(done.stats.out_of_order.items())},
+        reshaped={topic: r.why for topic, r in sorted(done.stats.reshaped.items())},
     )
     with PlanDocument(csv=bool(csv_path)) as document:
-        changed = stats.reshaped
-        for entry in plan_entries(selected, decisions, options, _settler(fresher, fresh_bounds), reshaped=changed):
+        for entry in done.entries():
             document.add(entry)
         plan, content = document.finish(header)
         with content:
@@ -208,7 +200,7 @@ def run_plan(
         if csv_path:
             csv_store, csv_key = _split(csv_path)
             csv_store.put_file(csv_key, document.csv_file(), "text/csv")
-    medians = {name: _median(list(per.values())) for name, per in stats.rounds_per_partition.items() if per}
+    medians = {name: _median(list(per.values())) for name, per in done.stats.rounds_per_partition.items() if per}
     return PlanResult(
         restore_id=restore_id,
         snapshot_id=plan.snapshot_id,
@@ -219,60 +211,17 @@ def run_plan(
         summary=plan.summary,
         duration_s=round(time.perf_counter() - started, 3),
         requests=requests,
-        fetch_rounds=stats.fetch_rounds,
+        fetch_rounds=done.stats.fetch_rounds,
         median_rounds_per_partition=medians,
         out_of_order=plan.out_of_order,
         problems=list(document.problems.values()),
         reshaped=plan.reshaped,
         csv_left_out=document.csv_left_out,
         csv_left_out_count=document.csv_left_out_count,
-        fresher_from_mm2=len(fresher),
+        fresher_from_mm2=len(done.fresher),
         created_at=plan.created_at,
         snapshot_positions_at=manifest.as_of or manifest.created_at,
     )
-
-
-def _bounds_of(
-    target: KafkaCluster, fresher: Mapping[tuple[str, str, int], Fresher], topic_map: Mapping[str, str]
-) -> dict[TP, LogBounds]:
-    """The target logs of the group-partitions with a newer MM2 checkpoint (those that exist); no
-    request when there are none (the usual plan)."""
-    if not fresher:
-        return {}
-    topics = target.topic_partitions()
-    wanted = {TP(topic_map.get(t, t), p) for _, t, p in fresher}
-    return target.log_bounds(tp for tp in wanted if tp.partition < topics.get(tp.topic, 0))
-
-
-def _settler(
-    fresher: Mapping[tuple[str, str, int], Fresher], bounds: Mapping[TP, LogBounds]
-) -> Callable[[PlanEntry], PlanEntry] | None:
-    if not fresher:
-        return None
-
-    def settled(entry: PlanEntry) -> PlanEntry:
-        newer = fresher.get((entry.group, entry.topic, entry.partition))
-        return entry if newer is None else settle(entry, newer, bounds.get(entry.target))
-
-    return settled
-
-
-class _Fresher:
-    """The snapshot's groups as ``fresher_groups`` gives them, each time they are iterated (the plan
-    reads them twice: positions, then entries)."""
-
-    def __init__(
-        self,
-        groups: Iterable[GroupSnapshot],
-        table: MirrorCheckpoints,
-        completed: datetime,
-        topic_map: Mapping[str, str],
-        found: dict[tuple[str, str, int], Fresher],
-    ) -> None:
-        self.groups, self.table, self.completed, self.topic_map, self.found = groups, table, completed, topic_map, found
-
-    def __iter__(self) -> Iterator[GroupSnapshot]:
-        return fresher_groups(self.groups, self.table, self.completed, self.topic_map, self.found)
 
 
 def _checked_for_csv(groups: Iterable[GroupSnapshot], topic_map: Mapping[str, str]) -> Iterator[GroupSnapshot]:
@@ -335,19 +284,17 @@ def translate_work_item(
         item = WorkItem.model_validate_json(store.get(key))
     except ValidationError as error:
         raise BadInputError(f"work item {store.description}/{key} is invalid: {describe(error)}") from None
-    options = PlanOptions(
-        strategies=tuple(item.strategies),
-        offset_header=item.offset_header,
-        partition_header=item.partition_header,
-        topic_map=item.topic_map,
-        target_cluster=target_cluster,
-        order_check=item.order_check,
-        timestamp_margin_ms=item.timestamp_margin_ms,
-    )
+    options = PlanOptions.of(item, target_cluster=target_cluster)
     with connect(connection) as target:
-        entries, _ = translate(
-            item.groups, target, options, checkpoints=checkpoints, source_partitions=item.source_partitions
+        done = translation(
+            item.groups,
+            target,
+            options,
+            snapshot_completed_at=item.snapshot_completed_at,
+            checkpoints=checkpoints,
+            source_partitions=item.source_partitions,
         )
+    entries = list(done.entries())
     counts = mappings.put(item.restore_id, entries)
     return WorkItemResult(
         restore_id=item.restore_id,

@@ -4,31 +4,31 @@ that the state machine passes only their keys (its payloads are limited to 256 K
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
 from offset_restore.packing import packed
 from offset_restore.snapshot.model import GroupSnapshot
-from offset_restore.translate.options import STRATEGIES, OrderCheck, Strategy
-from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
+from offset_restore.translate.options import PlanSettings
 
 __all__ = ["WorkItem", "split_work"]
 
 
-class WorkItem(BaseModel):
+class WorkItem(PlanSettings):
+    """One translate invocation's share of a restore: the plan's settings (the execution input's) and
+    the snapshot's facts the translation needs besides its groups."""
+
     model_config = ConfigDict(extra="forbid")
 
     restore_id: str
     snapshot_id: str
+    snapshot_completed_at: datetime | None = None
+    """When the snapshot completed: a MirrorMaker 2 checkpoint emitted after it is newer (the same rule
+    as the CLI's plan). None in work items written before it was carried: the snapshot's positions."""
     source_cluster: str
-    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
-    offset_header: str = "x-source-offset"
-    partition_header: str = DEFAULT_PARTITION_HEADER
     source_partitions: dict[str, int] = Field(default_factory=dict)
     """Each topic's partition count on the source (the snapshot's): tells a topic re-partitioned."""
-    topic_map: dict[str, str] = Field(default_factory=dict)
-    order_check: OrderCheck = "windows"
-    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
     groups: list[GroupSnapshot]
 
 

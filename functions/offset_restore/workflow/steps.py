@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.apply.model import WAIT_TIMEOUT_S
@@ -19,8 +19,7 @@ from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
-from offset_restore.translate.options import STRATEGIES, OrderCheck, Strategy
-from offset_restore.translate.reshaped import DEFAULT_PARTITION_HEADER
+from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
 from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe
 
@@ -34,6 +33,7 @@ __all__ = [
 ]
 
 WORK_ITEM_GROUP_PARTITIONS = 2_000
+_DEFAULT_PARTITION_HEADER = PLAN_DEFAULTS.partition_header
 
 
 class WaitSettings(BaseModel):
@@ -43,8 +43,9 @@ class WaitSettings(BaseModel):
     interval_seconds: int = Field(default=15, ge=1, le=3_600)
 
 
-class RunInput(BaseModel):
-    """The execution input of docs/design.md §5.3 with every default filled in."""
+class RunInput(PlanSettings):
+    """The execution input of docs/design.md §5.3 with every default filled in: the plan's settings
+    (``PlanSettings``, as the CLI's ``plan`` has them) and the run's own."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -55,14 +56,6 @@ class RunInput(BaseModel):
     groups: str = ".*"
     exclude_groups: str | None = DEFAULT_EXCLUDE_GROUPS
     topics: str | None = None
-    topic_map: dict[str, str] = Field(default_factory=dict)
-    strategies: list[Strategy] = Field(default_factory=lambda: list(STRATEGIES))
-    offset_header: str = "x-source-offset"
-    partition_header: str = DEFAULT_PARTITION_HEADER
-    """The header a restore adds with the source partition: what maps a topic the restore re-partitioned."""
-    order_check: OrderCheck = "windows"
-    """How the header strategy checks the restore's order (docs/translation.md): ``windows`` or ``full``."""
-    timestamp_margin_ms: int = Field(default=1_000, ge=0, le=86_400_000)
     mode: Literal["plan", "apply", "rollback"] = "plan"
     """``rollback`` puts back the previous offsets the commits of the run ``restore_id`` saved."""
     wait: WaitSettings = Field(default_factory=WaitSettings)
@@ -98,13 +91,6 @@ class RunInput(BaseModel):
         except BadInputError as error:
             raise ValueError(str(error)) from None
         return value
-
-    @model_validator(mode="after")
-    def _topic_map_is_one_to_one(self) -> RunInput:
-        targets = list(self.topic_map.values())
-        if len(set(targets)) != len(targets):
-            raise ValueError("topic_map maps two source topics to one target topic")
-        return self
 
 
 def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> RunInput:
@@ -163,16 +149,12 @@ def prepare_work(
     # Work items are written as they fill: memory holds one, not the whole snapshot.
     for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
         item = WorkItem(
+            **run.plan_settings().model_dump(),
             restore_id=run.restore_id,
             snapshot_id=manifest.snapshot_id,
+            snapshot_completed_at=manifest.completed_at,
             source_cluster=run.source_cluster,
-            strategies=run.strategies,
-            offset_header=run.offset_header,
-            partition_header=run.partition_header,
             source_partitions=manifest.topic_partitions,
-            topic_map=run.topic_map,
-            order_check=run.order_check,
-            timestamp_margin_ms=run.timestamp_margin_ms,
             groups=batch,
         )
         keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
@@ -200,7 +182,7 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
         "order_check": run.order_check,
         "timestamp_margin_ms": run.timestamp_margin_ms,
         # Only when set: a restore first run before the option existed resolves as it did then.
-        **({"partition_header": run.partition_header} if run.partition_header != DEFAULT_PARTITION_HEADER else {}),
+        **({"partition_header": run.partition_header} if run.partition_header != _DEFAULT_PARTITION_HEADER else {}),
     }
 
 

@@ -1,0 +1,146 @@
+"""One translation of a snapshot's groups, assembled the same way for the CLI's ``plan`` and the
+workflow's translate step: the two paths read the same settings and apply the same rules, so the
+automated failover answers as the operator's command does (it once lacked the newer-checkpoint rule).
+
+The order: MirrorMaker 2's checkpoints are read when the mm2 strategy is asked for; a checkpoint
+emitted after the snapshot completed moves its group-partition to the checkpoint's position (the newer
+position wins, translate/mm2.py); then every position is decided by the strategies (translate/plan.py)
+and the entries are made, those moved by a newer checkpoint settled against the target's log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from offset_restore.kafka.model import TP, LogBounds
+from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.context import TargetCluster
+from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
+from offset_restore.translate.model import PlanEntry
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.plan import collect_positions, decide_positions, plan_entries
+from offset_restore.translate.positions import Decision, Position, PositionKey, TranslateStats
+from offset_restore.translate.strategies.mm2 import load_mirror_checkpoints
+
+__all__ = ["Translation", "translate", "translation"]
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class Translation:
+    """What the strategies decided for a snapshot's groups, and how to make the plan's entries of it
+    (after the target is closed: making them reads no Kafka)."""
+
+    groups: Iterable[GroupSnapshot]
+    """The groups as translated: with the positions newer checkpoints moved (iterable again)."""
+    options: PlanOptions
+    decisions: dict[PositionKey, Decision]
+    stats: TranslateStats
+    fresher: dict[tuple[str, str, int], Fresher] = field(default_factory=dict)
+    """Group-partitions a MirrorMaker 2 checkpoint newer than the snapshot moved."""
+    fresh_bounds: dict[TP, LogBounds] = field(default_factory=dict)
+
+    def entries(self) -> Iterator[PlanEntry]:
+        """The plan's entries, one group after another (the groups are read again)."""
+        return plan_entries(self.groups, self.decisions, self.options, self._settler(), reshaped=self.stats.reshaped)
+
+    def _settler(self) -> Callable[[PlanEntry], PlanEntry] | None:
+        if not self.fresher:
+            return None
+
+        def settled(entry: PlanEntry) -> PlanEntry:
+            newer = self.fresher.get((entry.group, entry.topic, entry.partition))
+            return entry if newer is None else settle(entry, newer, self.fresh_bounds.get(entry.target))
+
+        return settled
+
+
+def translation(
+    groups: Iterable[GroupSnapshot],
+    target: TargetCluster,
+    options: PlanOptions,
+    *,
+    snapshot_completed_at: datetime | None,
+    positions: dict[PositionKey, Position] | None = None,
+    checkpoints: CheckpointReader | None = None,
+    progress: Progress | None = None,
+    source_partitions: Mapping[str, int] | None = None,
+) -> Translation:
+    """Decide every position of ``groups`` (re-iterable: a stored snapshot is read again for the
+    entries) on ``target``. ``positions``: already collected from ``groups`` (the CLI collects them
+    before its first Kafka request, so a bad items file fails before any); collected again when a
+    newer checkpoint moves some. ``snapshot_completed_at`` None: no checkpoint counts as newer."""
+    mm2 = load_mirror_checkpoints(target, options) if "mm2" in options.strategies else None
+    fresher: dict[tuple[str, str, int], Fresher] = {}
+    if isinstance(mm2, MirrorCheckpoints) and snapshot_completed_at and mm2.newer_than(snapshot_completed_at):
+        groups = _Fresher(groups, mm2, snapshot_completed_at, options.topic_map, fresher)
+        positions = None
+    if positions is None:
+        positions = collect_positions(groups, options)
+    decisions, stats = decide_positions(
+        positions,
+        target,
+        options,
+        checkpoints=checkpoints,
+        mm2=mm2,
+        progress=progress,
+        source_partitions=source_partitions,
+    )
+    return Translation(groups, options, decisions, stats, fresher, _bounds_of(target, fresher, options.topic_map))
+
+
+def translate(
+    groups: Sequence[GroupSnapshot],
+    target: TargetCluster,
+    options: PlanOptions,
+    *,
+    snapshot_completed_at: datetime | None = None,
+    checkpoints: CheckpointReader | None = None,
+    progress: Progress | None = None,
+    source_partitions: Mapping[str, int] | None = None,
+) -> tuple[list[PlanEntry], TranslateStats]:
+    """Plan entries for every group-partition of ``groups``, in memory; reads the target, writes nothing."""
+    done = translation(
+        groups,
+        target,
+        options,
+        snapshot_completed_at=snapshot_completed_at,
+        checkpoints=checkpoints,
+        progress=progress,
+        source_partitions=source_partitions,
+    )
+    return list(done.entries()), done.stats
+
+
+def _bounds_of(
+    target: TargetCluster, fresher: Mapping[tuple[str, str, int], Fresher], topic_map: Mapping[str, str]
+) -> dict[TP, LogBounds]:
+    """The target logs of the group-partitions with a newer MM2 checkpoint (those that exist); no
+    request when there are none (the usual plan)."""
+    if not fresher:
+        return {}
+    topics = target.topic_partitions()
+    wanted = {TP(topic_map.get(t, t), p) for _, t, p in fresher}
+    return target.log_bounds(tp for tp in wanted if tp.partition < topics.get(tp.topic, 0))
+
+
+class _Fresher:
+    """The snapshot's groups as ``fresher_groups`` gives them, each time they are iterated (the plan
+    reads them twice: positions, then entries)."""
+
+    def __init__(
+        self,
+        groups: Iterable[GroupSnapshot],
+        table: MirrorCheckpoints,
+        completed: datetime,
+        topic_map: Mapping[str, str],
+        found: dict[tuple[str, str, int], Fresher],
+    ) -> None:
+        self.groups, self.table, self.completed, self.topic_map, self.found = groups, table, completed, topic_map, found
+
+    def __iter__(self) -> Iterator[GroupSnapshot]:
+        return fresher_groups(self.groups, self.table, self.completed, self.topic_map, self.found)
