@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.stores.keys import report_document, report_page
+from offset_restore.stores.keys import report_document
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
-from offset_restore.workflow.report import ReportBuilder
+from offset_restore.workflow.report import ReportBuilder, notification
 from offset_restore.workflow.report_timeline import read_timeline
 from offset_restore.workflow.settings import ReportSettings
 
@@ -40,12 +40,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         for entry in MappingStore(settings.table, boto3.client("dynamodb")).iter_entries(restore_id):
             report.add(entry)
     _write_documents(report, restore_id, settings.bucket, boto3.client("s3"))
-    link = f"s3://{settings.bucket}/{report_page(restore_id)}"
-    subject, text = _notification(report, run, request.error, restore_id, link)
+    # Read after the documents are built: the outcome is then the effective one ("applied, needs attention").
+    assert report.report is not None
+    note = notification(report.report, settings.bucket, request.error)
     if settings.topic_arn:
-        boto3.client("sns").publish(TopicArn=settings.topic_arn, Subject=subject, Message=text)
+        boto3.client("sns").publish(TopicArn=settings.topic_arn, Subject=note.subject, Message=note.message)
     _add_metrics(report, request.run)
-    return {"outcome": report.outcome, "report": link, "message": text}
+    return {"outcome": report.outcome, "report": note.location, "message": note.message}
 
 
 def _write_documents(report: ReportBuilder, restore_id: str, bucket: str, s3: S3Client) -> None:
@@ -54,21 +55,6 @@ def _write_documents(report: ReportBuilder, restore_id: str, bucket: str, s3: S3
     for name, body in report.documents():
         kind = CONTENT_TYPES.get(name.rsplit(".", 1)[-1], "application/json")
         store.put(report_document(restore_id, name), body, kind)
-
-
-def _notification(
-    report: ReportBuilder, run: dict[str, Any], error: dict[str, Any] | None, restore_id: str, link: str
-) -> tuple[str, str]:
-    """The SNS subject and message. Read after the documents are built: the outcome is then the
-    effective one ("applied, needs attention" when something was left)."""
-    outcome = report.outcome
-    text = (
-        f"offset-restore {restore_id}: {outcome}. {report.glance()}."
-        + (f" Snapshot {run['work'].get('snapshot_id')}: {report.snapshot_age.phrase}." if report.snapshot_age else "")
-        + (f" Error: {error.get('Error')}: {error.get('Cause')}" if error else "")
-        + f" Report: {link}"
-    )
-    return f"offset-restore {outcome}", text
 
 
 def _add_metrics(report: ReportBuilder, run: dict[str, Any]) -> None:

@@ -7,12 +7,18 @@ import html
 import json
 from html.parser import HTMLParser
 
-from offset_restore.translate.model import PlanEntry, PlanSummary, Status
+from offset_restore.translate.model import Outcome, PlanEntry, PlanSummary, Status
 from offset_restore.workflow.report import ADVICE, render_report
 
 
 def entry(
-    group: str, partition: int, status: Status, exact: bool = True, dup: int | None = 0, reason: str | None = None
+    group: str,
+    partition: int,
+    status: Status,
+    exact: bool = True,
+    dup: int | None = 0,
+    reason: str | None = None,
+    outcome: Outcome | None = None,
 ) -> PlanEntry:
     mapped = status in ("mapped", "committed", "skipped")
     return PlanEntry(
@@ -27,6 +33,7 @@ def entry(
         max_duplicates=dup if mapped else None,
         status=status,
         reason=reason,
+        outcome=outcome,
     )
 
 
@@ -84,7 +91,7 @@ def test_report_headline_matches_the_entries_and_says_what_to_do() -> None:
 def test_groups_whose_commit_got_no_answer_are_named_with_what_to_do() -> None:
     from offset_restore.apply.commit import NO_ANSWER
 
-    entries = [entry("billing", 0, "committed"), entry("ledger", 0, "mapped", reason=NO_ANSWER)]
+    entries = [entry("billing", 0, "committed"), entry("ledger", 0, "mapped", reason=NO_ANSWER, outcome="unanswered")]
     files = render_report({"restore_id": "r-2"}, entries, "failed")
     document = json.loads(files["report.json"])
     assert document["attention"]["unanswered"] == {"groups": ["ledger"], "what_to_do": ADVICE["unanswered"]}

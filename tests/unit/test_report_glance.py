@@ -36,8 +36,8 @@ ROWS = [
     row("ledger", 0, "committed"),
     row("ledger", 1, "unmapped", reason="topic ledger does not exist on the target"),  # not restored
     row("audit", 0, "pending", reason="the restore has reached source offset 40"),
-    row("late", 0, "skipped", reason="ahead: the group is at 150 on the target, past the mapped 90; not rewound"),
-    row("busy", 0, "mapped", reason=NOT_WRITTEN + "still active on the target (Stable, 1 members)"),
+    row("late", 0, "skipped", outcome="ahead", reason="ahead: the group is at 150 on the target, past the mapped 90"),
+    row("busy", 0, "mapped", outcome="active", reason=NOT_WRITTEN + "still active on the target (Stable, 1 members)"),
     row("odd", 0, "committed", verified=False),
 ]
 
@@ -96,9 +96,11 @@ def test_unanswered_rolled_back_and_unproven_ends_hold_their_groups() -> None:
 
     rows = [
         row("ok", 0, "committed"),
-        row("silent", 0, "mapped", reason=NO_ANSWER),
-        row("undone", 0, "mapped", reason="rolled back: the previous target offset was put back"),
-        row("halfway", 0, "mapped", reason="rollback started 2026-12-01T03:00:00+00:00"),
+        row("silent", 0, "mapped", outcome="unanswered", reason=NO_ANSWER),
+        row(
+            "undone", 0, "mapped", outcome="rolled_back", reason="rolled back: the previous target offset was put back"
+        ),
+        row("halfway", 0, "mapped", outcome="rollback_started", reason="rollback started 2026-12-01T03:00:00+00:00"),
         row("tail", 0, "committed", method="end", exact=False, max_duplicates=0),
     ]
     document = json.loads(render_report({"restore_id": "r"}, rows, "applied")["report.json"])
@@ -107,6 +109,43 @@ def test_unanswered_rolled_back_and_unproven_ends_hold_their_groups() -> None:
     assert document["safe_to_start"] == ["ok"] and "apply again" in document["do_not_start_yet"]["silent"]["next"]
     rolled = json.loads(render_report({"restore_id": "r"}, rows, "rolled back")["report.json"])
     assert rolled["safe_to_start"] == [] and rolled["ready_to_apply"] == []
+
+
+def test_the_cards_count_outcomes_whatever_the_reasons_say() -> None:
+    """Rewording a message changes no card: the report reads ``outcome``, never the reason's words."""
+    reworded = [
+        row(e.group, e.partition, e.status, **{**e.model_dump(exclude={"group", "partition", "status"}), "reason": "x"})
+        for e in ROWS
+    ]
+    same = json.loads(render_report({"restore_id": "r"}, reworded, "applied")["report.json"])["headline"]["cards"]
+    assert same == json.loads(render_report({"restore_id": "r"}, ROWS, "applied")["report.json"])["headline"]["cards"]
+    # And words that once meant an outcome mean nothing when the entry says it had none.
+    told = [row("quiet", 0, "mapped", outcome=None, reason="rolled back: the previous target offset was put back")]
+    waits = json.loads(render_report({"restore_id": "r"}, told, "applied")["report.json"])["do_not_start_yet"]
+    assert waits["quiet"]["held_by"] == "not_written"
+
+
+def test_a_plan_written_before_outcomes_reports_as_it_did() -> None:
+    """An older plan file (tests/fixtures, written by the code before the field) keeps the cards and
+    holds the code of its day gave it (checked against that code), but one: a group applied again
+    after a rollback, whose entry kept the rollback's words, was counted rolled back; it is committed."""
+    from pathlib import Path
+
+    from offset_restore.translate.model import Plan
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "plan-before-outcomes.json"
+    entries = Plan.model_validate_json(fixture.read_text()).entries
+    document = json.loads(render_report({"restore_id": "r"}, entries, "applied")["report.json"])
+    cards = document["headline"]["cards"]
+    counted = {card: cards[card] for card in ("unanswered", "active", "ahead", "rolled_back", "failed", "not_written")}
+    assert counted == {"unanswered": 1, "active": 3, "ahead": 1, "rolled_back": 2, "failed": 1, "not_written": 3}
+    held = {group: wait["held_by"] for group, wait in document["do_not_start_yet"].items()}
+    assert held == {
+        "ahead": "ahead", "changed": "not_written", "live": "active", "mover": "not_written", "planned": "not_written",
+        "racing": "active", "refused_all": "active", "silent": "unanswered", "split": "failed",
+        "undoing": "rolled_back", "undone": "rolled_back", "waiting": "pending",
+    }  # fmt: skip
+    assert sorted(document["safe_to_start"]) == ["reapplied", "settled"]
 
 
 def test_a_resume_at_the_copy_of_its_own_next_record_loses_nothing() -> None:

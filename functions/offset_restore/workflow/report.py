@@ -17,12 +17,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from offset_restore.apply.commit import NO_ANSWER, NOT_WRITTEN
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.snapshot.model import parse_time
-from offset_restore.stores.keys import restore_object
+from offset_restore.stores.keys import report_page
 from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
-from offset_restore.workflow.report_facts import CARDS, Facts, facts_of
+from offset_restore.workflow.report_facts import CARDS, NOT_WRITTEN_OUTCOMES, Facts, facts_of
 from offset_restore.workflow.report_html import html_page
 from offset_restore.workflow.report_json import json_document
 from offset_restore.workflow.report_markdown import markdown
@@ -70,9 +69,10 @@ def _lost(e: PlanEntry) -> int:
 
 
 def _needs_attention(row: PartitionRow) -> str:
-    if row.status == "mapped" and row.reason == NO_ANSWER:
+    """The attention list a partition is named under (its status, or what apply did with it)."""
+    if row.status == "mapped" and row.outcome == "unanswered":
         return "unanswered"
-    if row.status == "mapped" and (row.reason or "").startswith(NOT_WRITTEN):
+    if row.status == "mapped" and row.outcome in NOT_WRITTEN_OUTCOMES:
         return "not_written"
     if row.status == "committed" and row.verified is False:
         return "unverified"
@@ -143,6 +143,7 @@ class ReportBuilder:
                 e.verified,
                 e.holds_group,
                 _lost(e),
+                e.outcome,
             )
         )
         self._entries.write(b",\n    " if self._entries.tell() else b"\n    ")
@@ -210,7 +211,7 @@ def notification(report: Report, bucket: str, error: Mapping[str, Any] | None = 
     attention counted, the snapshot's age, the step's error (``Error``, ``Cause``) and where the
     report is as message — a run that left partitions behind must not read as a clean one."""
     restore_id = str(report.input.get("restore_id", "unknown"))
-    location = f"s3://{bucket}/{restore_object(restore_id, 'report.html')}"
+    location = f"s3://{bucket}/{report_page(restore_id)}"
     message = (
         f"offset-restore {restore_id}: {report.outcome}. {report.glance}."
         + (f" Snapshot {report.snapshot_id}: {report.snapshot_age.phrase}." if report.snapshot_age else "")

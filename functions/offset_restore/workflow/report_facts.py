@@ -15,13 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.apply.commit import NO_ANSWER
-
-__all__ = ["CARDS", "Facts", "Row", "facts_of", "outcome_of"]
+__all__ = ["CARDS", "NOT_WRITTEN_OUTCOMES", "Facts", "Row", "facts_of", "outcome_of"]
 
 
 class Row(Protocol):
-    """The fields of a mapping the facts need (``workflow.report._Row``), read only."""
+    """The fields of a mapping the facts need (``report_model.PartitionRow``), read only."""
 
     @property
     def group(self) -> str: ...
@@ -41,6 +39,8 @@ class Row(Protocol):
     def held(self) -> bool: ...
     @property
     def lost(self) -> int: ...
+    @property
+    def outcome(self) -> str | None: ...
 
 
 # Each card: its key, its title, and whether a non-zero count needs someone's attention.
@@ -63,15 +63,19 @@ CARDS = (
 )
 
 
+NOT_WRITTEN_OUTCOMES = frozenset({"active", "moved_on", "target_changed", "not_written"})
+"""Apply's outcomes of a group it left unwritten (``PlanEntry.outcome``; ``unanswered`` is its own card)."""
+
+
 def outcome_of(row: Row, done: str) -> str:
-    """The one outcome a partition is counted under (the charts' and the cards' categories)."""
-    reason = row.reason or ""
-    if reason.startswith(("rolled back", "rollback started")):
+    """The one outcome a partition is counted under (the charts' and the cards' categories): from
+    its status and the outcome apply or rollback recorded, never from the words of its reason."""
+    if row.outcome in ("rolled_back", "rollback_started"):
         return "rolled_back"
     if row.status == "skipped":
-        return "ahead" if reason.startswith("ahead:") else "not_written"
+        return "ahead" if row.outcome == "ahead" else "not_written"
     if row.status == "mapped" and done == "committed":
-        return _unwritten(reason)
+        return _unwritten(row.outcome)
     if row.status == "unmapped" and row.held:
         return "reshaped"
     if row.status in ("pending", "unmapped", "failed"):
@@ -85,10 +89,11 @@ def outcome_of(row: Row, done: str) -> str:
     return "bounded" if row.max_duplicates is not None else "unbounded"
 
 
-def _unwritten(reason: str) -> str:
-    if reason == NO_ANSWER:
+def _unwritten(outcome: str | None) -> str:
+    """A mapped partition an apply run left: no answer, live consumers, or another reason."""
+    if outcome == "unanswered":
         return "unanswered"
-    return "active" if "still active" in reason or "member joined" in reason else "not_written"
+    return "active" if outcome == "active" else "not_written"
 
 
 @dataclass

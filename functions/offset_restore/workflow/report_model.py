@@ -61,6 +61,8 @@ class PartitionRow(NamedTuple):
     """An entry of a topic whose shape changed, not mapped: it holds its whole group."""
     lost: int = 0
     """Source records between the group's position and the record it resumes at (lost before the backup)."""
+    outcome: str | None = None
+    """What apply or rollback did with the entry when it did not simply write it (``PlanEntry.outcome``)."""
 
 
 class SnapshotAge(NamedTuple):
