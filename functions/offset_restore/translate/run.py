@@ -24,6 +24,7 @@ from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.options import STRATEGIES, PlanOptions, Strategy
 from offset_restore.translate.plan import collect_positions
+from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.translation import translation
 from offset_restore.translate.work_items import WorkItem
 from offset_restore.validation import describe
@@ -177,20 +178,8 @@ def run_plan(
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
-    header = Plan(
-        restore_id=restore_id,
-        snapshot_id=manifest.snapshot_id,
-        created_at=datetime.now(UTC),
-        source=_ClusterRef(cluster=manifest.cluster),
-        target=_ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id),
-        entries=[],
-        strategies=list(options.strategies),
-        offset_header=options.offset_header,
-        topic_map=dict(options.topic_map),
-        order_check=options.order_check if "header" in options.strategies else None,
-        out_of_order={str(tp): why for tp, why in sorted(done.stats.out_of_order.items())},
-        reshaped={topic: r.why for topic, r in sorted(done.stats.reshaped.items())},
-    )
+    target_ref = _ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id)
+    header = _plan_header(restore_id, manifest, target_ref, options, done.stats)
     with PlanDocument(csv=bool(csv_path)) as document:
         for entry in done.entries():
             document.add(entry)
@@ -221,6 +210,26 @@ def run_plan(
         fresher_from_mm2=len(done.fresher),
         created_at=plan.created_at,
         snapshot_positions_at=manifest.as_of or manifest.created_at,
+    )
+
+
+def _plan_header(
+    restore_id: str, manifest: SnapshotManifest, target: _ClusterRef, options: PlanOptions, stats: TranslateStats
+) -> Plan:
+    """The plan document without its entries (``PlanDocument`` writes them as they are made)."""
+    return Plan(
+        restore_id=restore_id,
+        snapshot_id=manifest.snapshot_id,
+        created_at=datetime.now(UTC),
+        source=_ClusterRef(cluster=manifest.cluster),
+        target=target,
+        entries=[],
+        strategies=list(options.strategies),
+        offset_header=options.offset_header,
+        topic_map=dict(options.topic_map),
+        order_check=options.order_check if "header" in options.strategies else None,
+        out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
+        reshaped={topic: r.why for topic, r in sorted(stats.reshaped.items())},
     )
 
 
