@@ -1,4 +1,4 @@
-"""Apply a plan to the target cluster safely (docs/design.md §2.3-2.6, §6), and roll it back.
+"""Apply a plan to the target cluster safely (docs/design.md §2.3-2.6, §6); rollback.py undoes it.
 
 The order of work keeps every promise of §6:
 1. choose the groups: only ``mapped`` entries are written; a group with a ``pending`` entry waits
@@ -12,7 +12,8 @@ The order of work keeps every promise of §6:
    group is already past the mapped offset (its consumers started on the target, e.g. with
    ``auto.offset.reset=latest``) are skipped — a decision for the operator, shown with the offsets
    the group would skip — unless ``allow_rewind`` names the group;
-5. read the offsets back, and fetch the record at each new offset whose fingerprint is known.
+5. read the offsets back, and fetch the record at each new offset whose fingerprint is known
+   (verification.py; the same checks as before the write, anchors.py).
 """
 
 from __future__ import annotations

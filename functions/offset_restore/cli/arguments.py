@@ -1,5 +1,5 @@
 """What every command shares: the strict parser, the connection options, value parsers that refuse
-nonsense by name, the single-writer lock of a CLI run, options filled from a deployed stack, and the
+nonsense by name, the single-writer lock of a CLI run (options filled from a deployed stack: cli/aws.py), and the
 one way a result is written (a summary for people, or one JSON document with the summary on stderr).
 """
 
@@ -38,7 +38,6 @@ __all__ = [
     "iso_time",
     "margin_ms",
     "non_negative",
-    "printable_line",
     "rewind_groups",
     "sealing",
     "seconds",

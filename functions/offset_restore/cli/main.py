@@ -16,11 +16,12 @@ from importlib import metadata
 from typing import TextIO
 
 from offset_restore.cli import apply, demo, plan, report, rollback, snapshot, snapshots, start, status, unlock
-from offset_restore.cli.arguments import StrictParser, printable_line
+from offset_restore.cli.arguments import StrictParser
 from offset_restore.cli.aws import describe_aws_error
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.log_safety import keep_secrets_out_of_logs
 from offset_restore.kafka.protocol import readable_codecs
+from offset_restore.terminal import printable_line
 
 __all__ = ["build_parser", "main"]
 

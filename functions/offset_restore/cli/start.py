@@ -7,9 +7,10 @@ import json
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cli.arguments import Commands, printable_line
+from offset_restore.cli.arguments import Commands
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
+from offset_restore.terminal import printable_line
 from offset_restore.workflow.executions import follow, start_run
 
 __all__ = ["register", "run"]

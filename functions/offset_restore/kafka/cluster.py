@@ -3,8 +3,7 @@ decoded in ``protocol.py`` and kafka-python's private calls in ``internals.py``.
 
 kafka-python 3.0 runs its I/O on a background thread; coroutines given to ``manager.run`` run there,
 which lets one call send a request to every broker before waiting for the first answer. Only the
-``kafka`` package (this module, the modules it is composed of, ``protocol.py``, ``internals.py``)
-imports kafka-python.
+``kafka`` package imports kafka-python (a contract of ``make lint``, pyproject.toml).
 
 ``KafkaCluster`` is the one object the rest of the code uses; it is composed of one mixin per
 capability, as kafka-python's ``KafkaAdminClient`` is, each building on those it needs:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from offset_restore.apply.commit import ApplyOptions
+from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.steps import commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.filters import NameFilter

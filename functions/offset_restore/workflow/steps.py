@@ -1,5 +1,6 @@
 """The steps of the Step Functions workflow that are not snapshot, translate or apply themselves:
-validate the execution input (docs/design.md §5.3), prepare work items, summarize the mappings, report."""
+validate the execution input (docs/design.md §5.3), prepare work items, summarize the mappings (the report is
+workflow/report.py)."""
 
 from __future__ import annotations
 
