@@ -17,15 +17,23 @@ The scenario, on Apache Kafka (one source, three targets, each its own single-no
   moves, as a schedule would); (a) on MM2's lag-100 replica: plan (default strategies, MM2's
   checkpoints included) and apply; (b) on a restore copy (a copy of the records that survived, each
   with its source offset in the ``x-source-offset`` header): plan and apply, and Apache Kafka's own
-  ``kafka-consumer-groups --reset-offsets --from-file plan.csv --execute`` timed on the same plan.
+  ``kafka-consumer-groups --reset-offsets --from-file plan.csv --execute`` timed on the same plan;
+- **the workflow** (the automated path): the state machine through moto's Step Functions interpreter
+  with the real handlers (``devtools/local_aws.py``), on MM2's lag-100 replica from the same snapshot
+  (copied to the workflow's bucket), default strategies (mm2 among them), ``allow_rewind`` as the
+  CLI's apply has it. A plan-mode execution's entries must equal the CLI's plan entry for entry, the
+  apply-mode execution's entries the CLI's applied plan, and the offsets it commits the CLI's (the run
+  stops and says where they differ); its rollback then puts back MM2's offsets before the CLI applies,
+  so each row's offsets are its own work.
 
 The truth for each group-partition is the source's final committed offset ``c``: the group must read
 next the target copy of source record ``c`` (or the end, when it had read everything; or the first
 record, when ``c`` was lost before the copy). Each target is read whole once to place every record;
 each tool's committed offset is then exact, N records early (duplicates) or N records late (skipped).
 
-Writes ``bench/results/compare.md`` (the table, with the broker, versions and machine) and
-``bench/results/compare.svg`` (duplicates and skips per tool).
+Writes ``bench/results/compare.md`` (the table, with the broker, versions and machine),
+``bench/results/compare.svg`` (duplicates and skips per tool) and ``bench/results/compare.json`` (every
+group-partition: its truth, what each tool committed).
 """
 
 from __future__ import annotations
@@ -49,15 +57,21 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import boto3
 from offset_restore.cli.main import main as cli
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
+from offset_restore.devtools.local_aws import BUCKET, REGION, TABLE, Workflow, local_workflow
 from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
-from offset_restore.translate.model import Plan
+from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.translate.model import Plan, PlanEntry
 
 from bench.compare_chart import svg
+from bench.workflow_run import measure
 
 RESULTS = Path(__file__).with_name("results")
 BASE_MS = 1_764_000_000_000
@@ -77,6 +91,8 @@ class Tool:
     methods: dict[str, int] = field(default_factory=dict)
     label: str = ""
     """A short name for the chart."""
+    where: str = "lag100"
+    """The target it resumes on (``placement``'s key): ``lag100``, ``lag0`` or ``copy``."""
 
 
 def run_cli(*argv: str) -> str:
@@ -313,14 +329,20 @@ def plan_with_cli(name: str, snapshots: Path, target: ApacheBroker, work: Path, 
     run_cli("plan", "--snapshot", str(snapshots), "--bootstrap-servers", target.bootstrap_servers,
             "--output", str(plan), "--csv", str(csv), *more)  # fmt: skip
     seconds = time.perf_counter() - started
+    entries = Plan.model_validate_json(plan.read_text()).entries
+    planned = {
+        (e.group, e.partition): e.target_offset for e in entries if e.status == "mapped" and e.target_offset is not None
+    }
+    return Tool(name, planned, seconds, note=f"plan {seconds:.1f} s", methods=methods_of(entries)), plan, csv
+
+
+def methods_of(entries: list[PlanEntry]) -> dict[str, int]:
+    """How the entries were placed (``fingerprint exact``, ``mm2``, ``unmapped``...), counted."""
     methods: dict[str, int] = {}
-    planned: dict[Key, int] = {}
-    for e in Plan.model_validate_json(plan.read_text()).entries:
+    for e in entries:
         how = f"{e.method or e.status}{' exact' if e.exact else ''}"
         methods[how] = methods.get(how, 0) + 1
-        if e.status == "mapped" and e.target_offset is not None:
-            planned[(e.group, e.partition)] = e.target_offset
-    return Tool(name, planned, seconds, note=f"plan {seconds:.1f} s", methods=methods), plan, csv
+    return methods
 
 
 def applied(tool: Tool, plan: Path, target: ApacheBroker, groups: list[str]) -> Tool:
@@ -360,6 +382,144 @@ def consumer_groups_tool(csv: Path, target: ApacheBroker, groups: list[str], sec
     )
 
 
+# -- the workflow ---------------------------------------------------------------------------------
+
+WORKFLOW_RESTORE = "cmp-workflow"
+APPLY_OWNED = {
+    "outcome",
+    "previous_target_offset",
+    "previous_metadata",
+    "previous_recorded",
+    "previous_seal",
+    "verified",
+}
+"""What apply (or rollback) records into an entry: the plan-mode comparison leaves these out."""
+APPLIED_FIELDS = ("status", "target_offset", "previous_target_offset", "verified")
+"""What both applies record of an entry, compared after them (the CLI's seal is its own)."""
+
+
+@dataclass
+class WorkflowRun:
+    """The workflow's row, and the entries it answered: in plan mode (DynamoDB after the Translate
+    steps) and after its apply mode's Commit steps."""
+
+    tool: Tool
+    planned: list[PlanEntry]
+    applied: list[PlanEntry]
+    invocations: dict[str, int]
+
+
+def copy_snapshot(workflow: Workflow, snapshots: Path) -> str:
+    """The CLI's snapshot in the workflow's bucket, under the keys the Snapshot function writes
+    (``snapshots/<cluster>/...``); returns its cluster's name (the run's ``source_cluster``)."""
+    for path in sorted(p for p in snapshots.rglob("*") if p.is_file()):
+        workflow.s3.put_object(Bucket=BUCKET, Key=path.relative_to(snapshots).as_posix(), Body=path.read_bytes())
+    _, manifest = SnapshotRepository(open_location(str(snapshots))).latest(None)
+    return manifest.cluster
+
+
+def execute(workflow: Workflow, run_input: dict[str, Any], name: str) -> dict[str, Any]:
+    done = workflow.run(run_input, name=name, timeout_s=900)
+    if done["status"] != "SUCCEEDED":
+        raise SystemExit(f"the workflow's execution {name} ended {done['status']}: {done.get('cause')}")
+    return done
+
+
+def workflow_tool(source: ApacheBroker, target: ApacheBroker, snapshots: Path, groups: list[str]) -> WorkflowRun:
+    """The state machine on MM2's replica, as the automated failover runs it: a plan-mode execution
+    (its entries, for the comparison with the CLI's plan), then the apply-mode execution, timed (its
+    Translate and Commit steps are the CLI's plan and apply); what the target then holds is the row.
+    Its rollback-mode execution then puts back what MM2 had synced, so the CLI's apply starts where
+    this one did; the run stops if the replica does not hold MM2's offsets again."""
+    before = committed_on(target, groups)
+    with local_workflow(source.bootstrap_servers, target.bootstrap_servers) as flow:
+        run_input = {
+            "restore_id": WORKFLOW_RESTORE,
+            "source_cluster": copy_snapshot(flow, snapshots),
+            "pending_retries": 0,
+        }
+        mappings = MappingStore(TABLE, boto3.client("dynamodb", region_name=REGION))
+        execute(flow, {**run_input, "mode": "plan"}, f"{WORKFLOW_RESTORE}-plan")
+        planned = mappings.entries(WORKFLOW_RESTORE)
+        # allow_rewind: as the CLI's apply has it (MM2 synced offsets to the replica first).
+        figures = measure(
+            flow, {**run_input, "mode": "apply", "allow_rewind": True}, f"{WORKFLOW_RESTORE}-apply", len(planned)
+        )
+        applied = mappings.entries(WORKFLOW_RESTORE)
+        committed = committed_on(target, groups)
+        execute(flow, {"mode": "rollback", "restore_id": WORKFLOW_RESTORE}, f"{WORKFLOW_RESTORE}-rollback")
+    back = committed_on(target, groups)
+    if back != before:
+        changed = sorted(k for k in {*back, *before} if back.get(k) != before.get(k))
+        raise SystemExit(
+            f"the workflow's rollback left {len(changed)} group-partitions off MM2's offsets: {changed[:5]}"
+        )
+    steps = {name: figures.seconds[name] for name in ("Translate", "Commit")}
+    tool = Tool(
+        "offset-restore's workflow on MM2's replica (lag 100): Step Functions (moto), the real handlers",
+        committed,
+        figures.wall_s,
+        note=f"execution {figures.wall_s:.1f} s (translate {steps['Translate']:.1f} s + commit "
+        f"{steps['Commit']:.1f} s, {sum(figures.invocations.values())} Lambda invocations)",
+        methods=methods_of(planned),
+        label="offset-restore workflow (MM2 replica)",
+    )
+    return WorkflowRun(tool, planned, applied, dict(figures.invocations))
+
+
+def differences(name: str, cli: list[PlanEntry], flow: list[PlanEntry], fields: tuple[str, ...] | None) -> list[str]:
+    """Where the workflow's entries differ from the CLI's: one line per group-partition (``fields``
+    None: every field of the plan but those apply records)."""
+
+    def answers(entries: list[PlanEntry]) -> dict[tuple[str, str, int, int | None], dict[str, Any]]:
+        found = {}
+        for e in entries:
+            dumped = e.model_dump(mode="json")
+            kept = (
+                {k: v for k, v in dumped.items() if k not in APPLY_OWNED}
+                if fields is None
+                else {k: dumped[k] for k in fields}
+            )
+            found[(e.group, e.topic, e.partition, e.target_partition)] = kept
+        return found
+
+    by_cli, by_flow = answers(cli), answers(flow)
+    lines = []
+    for key in sorted({*by_cli, *by_flow}, key=str):
+        a, b = by_cli.get(key), by_flow.get(key)
+        if a != b:
+            if a is None or b is None:
+                lines.append(f"{name} {key}: {'only the workflow' if a is None else 'only the CLI'} has it")
+            else:
+                lines.append(
+                    f"{name} {key}: "
+                    + "; ".join(
+                        f"{k} CLI {a.get(k)!r} workflow {b.get(k)!r}" for k in sorted({*a, *b}) if a.get(k) != b.get(k)
+                    )
+                )
+    return lines
+
+
+def same_as_cli(
+    cli: Tool, cli_planned: list[PlanEntry], cli_applied: list[PlanEntry], flow: WorkflowRun
+) -> dict[str, int]:
+    """The workflow's row against the CLI's, entry for entry: the plans (every field but what apply
+    records), the applied entries (status, offset, previous offset, verification) and the offsets on
+    the replica. Stops the run, naming the differences, when they differ; returns what was compared."""
+    wrong = differences("plan", cli_planned, flow.planned, None)
+    wrong += differences("applied", cli_applied, flow.applied, APPLIED_FIELDS)
+    wrong += [
+        f"committed {key}: CLI {cli.committed.get(key)} workflow {flow.tool.committed.get(key)}"
+        for key in sorted({*cli.committed, *flow.tool.committed})
+        if cli.committed.get(key) != flow.tool.committed.get(key)
+    ]
+    if wrong:
+        raise SystemExit(
+            f"the workflow's row differs from the CLI's (differences: {len(wrong)}):\n" + "\n".join(wrong[:40])
+        )
+    return {"entries": len(cli_planned), "committed": len(cli.committed)}
+
+
 # -- the run --------------------------------------------------------------------------------------
 
 
@@ -397,6 +557,9 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
             facts["snapshot_s"] = time.perf_counter() - snap_started
             time.sleep(args.live_after_s)  # the live groups move on after the scheduled snapshot
         truth = {(g, p): o for g, by_p in {**statics, **live}.items() for p, o in by_p.items()}
+        moved = {(g, p) for g, by_p in live.items() for p in by_p}
+        if not moved:
+            raise SystemExit("no live group: the scenario needs a group still consuming after the snapshot (--live)")
         groups = sorted({g for g, _ in truth})
         wait_settled(mm2, [lag100, lag0], groups)
         facts["mm2_synced_s"] = time.perf_counter() - mm2_started
@@ -411,7 +574,11 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
                 label="MM2, lag.max 100",
             ),
             Tool(
-                "MirrorMaker 2 offset sync, offset.lag.max=0", committed_on(lag0, groups), 0.0, label="MM2, lag.max 0"
+                "MirrorMaker 2 offset sync, offset.lag.max=0",
+                committed_on(lag0, groups),
+                0.0,
+                label="MM2, lag.max 0",
+                where="lag0",
             ),
         ]
         mm2_only, _, _ = plan_with_cli("mm2-only", snapshots, lag100, work, "--strategies", "mm2")
@@ -420,18 +587,26 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
         on_mm2, plan, _ = plan_with_cli("on-mm2", snapshots, lag100, work)
         on_mm2.name = "offset-restore on MM2's replica (lag 100): snapshot + MM2 checkpoints"
         on_mm2.label = "offset-restore (MM2 replica)"
+        cli_planned = Plan.model_validate_json(plan.read_text()).entries  # before apply records into it
+        # The workflow first, on the replica as MM2 left it (its rollback puts that back for the CLI).
+        flow = workflow_tool(source_broker, lag100, snapshots, groups)
         tools += [mm2_only, applied(on_mm2, plan, lag100, groups)]
+        facts["workflow_same"] = same_as_cli(
+            on_mm2, cli_planned, Plan.model_validate_json(plan.read_text()).entries, flow
+        )
+        facts["workflow_invocations"] = flow.invocations
+        tools.append(flow.tool)
         on_copy, plan, csv = plan_with_cli("on-copy", snapshots, copy_broker, work)
         on_copy.name = "offset-restore on a restore copy (offset header): snapshot only"
         on_copy.label = "offset-restore (restore copy)"
+        on_copy.where = "copy"
         # Kafka's own tool first, on groups not yet on the copy: what it commits is its own work.
         kcg = consumer_groups_tool(csv, copy_broker, groups, on_copy.seconds)
+        kcg.where = "copy"
         tools.append(applied(on_copy, plan, copy_broker, groups))
         tools.append(kcg)
         places = {"lag100": placement(lag100, args.partitions), "lag0": placement(lag0, args.partitions)}
         places["copy"] = placement(copy_broker, args.partitions)
-        where = ["lag100", "lag0", "lag100", "lag100", "copy", "copy"]
-        moved = {(g, p) for g, by_p in live.items() for p in by_p}
         facts["group_partitions"], facts["live_group_partitions"] = len(truth), len(moved)
         facts["details"] = {
             f"{g}/{p}": {"truth": c, "want": {w: places[w][p].want(c) for w in places}}
@@ -443,10 +618,12 @@ def run(args: argparse.Namespace) -> tuple[list[tuple[Tool, dict[str, Any]]], di
             "moved": {k: c for k, c in truth.items() if k in moved},
             "all": truth,
         }
-        return [
-            (t, {name: outcomes(t, part, places[w]) for name, part in subsets.items()})
-            for t, w in zip(tools, where, strict=True)
-        ], facts
+        results = [(t, {name: outcomes(t, part, places[t.where]) for name, part in subsets.items()}) for t in tools]
+        cli_row, flow_row = (next(o for t, o in results if t is row) for row in (on_mm2, flow.tool))
+        if cli_row != flow_row:
+            raise SystemExit(f"the workflow's outcomes differ from the CLI's: {flow_row} where the CLI has {cli_row}")
+        facts["workflow_outcomes"] = flow_row["all"]
+        return results, facts
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -485,11 +662,32 @@ def table(results: list[tuple[Tool, dict[str, Any]]], facts: dict[str, Any], arg
         f"{args.partitions * args.records:,} records in {facts['mm2_replicated_s']:.1f} s and synced offsets "
         f"all along; its offsets settled {facts['mm2_synced_s']:.1f} s after it started); offset-restore plans "
         f"and applies then (its snapshot, taken while MM2 ran, took {facts['snapshot_s']:.1f} s); "
-        "kafka-consumer-groups applies offset-restore's CSV (the plan's time included, a JVM start too).",
+        "kafka-consumer-groups applies offset-restore's CSV (the plan's time included, a JVM start too); the "
+        "workflow's time is its apply-mode execution's, on moto's interpreter in this process (every state, "
+        "moto's own work included).",
+        "",
+        *_workflow_lines(facts),
         "",
         "![where each tool resumes every group-partition](compare.svg)",
     ]
     return lines
+
+
+def _workflow_lines(facts: dict[str, Any]) -> list[str]:
+    """What the bench checked of the workflow's row against the CLI's (it stops when they differ)."""
+    same, flow = facts["workflow_same"], facts["workflow_outcomes"]
+    calls = ", ".join(f"{n} {name}" for name, n in sorted(facts["workflow_invocations"].items()))
+    return [
+        "The workflow's row matches the CLI's on MM2's replica entry for entry (checked by the run, which stops "
+        f"where they differ): the {same['entries']:,} entries of its plan-mode execution are the CLI plan's (every "
+        "field but those apply records), the entries after its apply-mode execution are the applied plan's (status, "
+        f"offset, previous offset, verification), and the {same['committed']:,} offsets it committed are those the "
+        f"CLI's apply committed: {flow['exact']:,} exact, {flow['early']:,} early ({flow['duplicates']:,} records read "
+        f"twice), {flow['late']:,} late ({flow['skipped']:,} records skipped) and {flow['missing']:,} not committed "
+        f"of all {facts['group_partitions']:,} group-partitions, live ones included. Its "
+        f"apply-mode execution's Lambda invocations: {calls}. Its rollback-mode execution then put back MM2's "
+        "offsets (checked) before the CLI applied.",
+    ]
 
 
 def _rows(results: list[tuple[Tool, dict[str, Any]]], subset: str) -> list[str]:

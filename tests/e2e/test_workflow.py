@@ -324,7 +324,7 @@ def test_a_group_left_unwritten_is_named_in_the_table_the_report_and_the_notific
     message = next(m for m in workflow.sns_queue if "silent-1" in m)
     assert "1 of 2 groups restored, safe to start" in message
     # b was not written; a's partition 1 resumes at the first restored record (source offsets 5..9 were lost).
-    lost = "5 records the groups will not read (lost before the backup)"
+    lost = "5 records the groups will not read (lost before the backup, or never restored)"
     assert f"needs attention: {lost}, 1 active on the target (not written)" in message
     assert report["safe_to_start"] == [a] and report["do_not_start_yet"][b]["held_by"] == "active"
     markdown = workflow.s3.get_object(Bucket="offset-restore", Key="restores/silent-1/report.md")["Body"].read()

@@ -43,9 +43,10 @@ def test_the_notification_says_the_outcome_the_headline_the_snapshot_and_where_t
     assert said == Notification(
         "offset-restore applied, needs attention",
         "offset-restore r-1: applied, needs attention. 2 of 7 groups restored, safe to start; 3 of 9 partitions "
-        "exact; needs attention: 30 records the groups will not read (lost before the backup), 1 ahead on the target "
-        "(not rewound), 1 active on the target (not written), 1 pending (restore not there yet), 1 unmapped, 1 did "
-        "not verify. Snapshot s-9: offsets as of 3 min before this run. Report: s3://restores/restores/r-1/report.html",
+        "exact; needs attention: 30 records the groups will not read (lost before the backup, or never restored), "
+        "1 ahead on the target (not rewound), 1 active on the target (not written), 1 pending (restore not there "
+        "yet), 1 unmapped, 1 did not verify. Snapshot s-9: offsets as of 3 min before this run. Report: "
+        "s3://restores/restores/r-1/report.html",
         "s3://restores/restores/r-1/report.html",
     )
     failed = notification(model({}, [], "failed", ERROR), BUCKET, ERROR)

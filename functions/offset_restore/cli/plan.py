@@ -98,6 +98,17 @@ def register(commands: Commands) -> None:
         "(default: %(default)s)",
     )
     plan.add_argument(
+        "--restore-complete",
+        action="append",
+        nargs="?",
+        const=ALL_OF_IT,
+        metavar="TOPIC[/PARTITION]",
+        help="the restore is finished and will bring nothing more: all of it (no value), or these source topics or "
+        "partitions (repeatable, or comma-separated). A group waiting for records the restore never brought resumes "
+        "after the last restored record instead of staying pending, and what it will never read is counted; each "
+        "pending entry's reason says what this would cost",
+    )
+    plan.add_argument(
         "--csv",
         metavar="PATH",
         help="also write group,topic,partition,offset lines (mapped only); refused when a group id or topic "
@@ -124,6 +135,17 @@ def register(commands: Commands) -> None:
     plan.set_defaults(run=run)
 
 
+ALL_OF_IT = "*"
+
+
+def _restore_complete(values: list[str] | None) -> bool | tuple[str, ...]:
+    """``--restore-complete`` as the settings have it: True for the whole restore, else the scopes named."""
+    scopes = [scope.strip() for value in values or [] for scope in value.split(",") if scope.strip()]
+    if ALL_OF_IT in scopes:
+        return True
+    return tuple(scopes) if scopes else False
+
+
 def _options(args: argparse.Namespace) -> PlanOptions:
     """The plan's settings from the command line, checked by the model the workflow's input uses."""
     try:
@@ -136,6 +158,7 @@ def _options(args: argparse.Namespace) -> PlanOptions:
             order_check=args.order_check,
             mm2_checkpoints_topic=args.mm2_checkpoints_topic,
             timestamp_margin_ms=args.timestamp_margin_ms,
+            restore_complete=_restore_complete(args.restore_complete),
         )
     except ValidationError as error:
         raise BadInputError(f"plan: {describe(error)}") from None

@@ -4,17 +4,34 @@ tool writes while it copies a partition, read by the ``checkpoint`` strategy.
 Item: ``pk = PROGRESS#<target cluster>#<target topic>#<partition>``, ``sk`` = the source offset
 zero-padded to 20 digits, attribute ``target_offset`` (number). The pair says: the record at this
 source offset was written at this target offset.
+
+A restore tool that finished a partition says so with the item ``sk = COMPLETE`` (attribute
+``last_source_offset``, number: the last source offset it restored): the plan then treats the
+partition as declared complete (``restore_complete``). Its sort key sorts after every pair's.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["Checkpoint", "CheckpointReader", "DynamoCheckpoints", "MemoryCheckpoints", "progress_key", "sort_key"]
+__all__ = [
+    "COMPLETE_SK",
+    "Checkpoint",
+    "CheckpointReader",
+    "DynamoCheckpoints",
+    "MemoryCheckpoints",
+    "progress_key",
+    "sort_key",
+]
+
+COMPLETE_SK = "COMPLETE"
+_HIGHEST = "9" * 20
+"""Above every pair's sort key and below ``COMPLETE_SK``: ranges of pairs end here."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,13 +52,22 @@ class CheckpointReader(Protocol):
     def floor(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None: ...
     def ceiling(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None: ...
     def last(self, cluster: str, topic: str, partition: int) -> Checkpoint | None: ...
+    def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]: ...
 
 
 class MemoryCheckpoints:
     """For tests and for restore tools that hand pairs over in process."""
 
-    def __init__(self, pairs: dict[tuple[str, str, int], list[Checkpoint]] | None = None) -> None:
+    def __init__(
+        self,
+        pairs: dict[tuple[str, str, int], list[Checkpoint]] | None = None,
+        complete: dict[tuple[str, str, int], int] | None = None,
+    ) -> None:
         self.pairs = {k: sorted(v, key=lambda c: c.source_offset) for k, v in (pairs or {}).items()}
+        self.complete = dict(complete or {})
+
+    def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        return {(t, p): self.complete[(cluster, t, p)] for t, p in partitions if (cluster, t, p) in self.complete}
 
     def _of(self, cluster: str, topic: str, partition: int) -> list[Checkpoint]:
         return self.pairs.get((cluster, topic, partition), [])
@@ -86,8 +112,32 @@ class DynamoCheckpoints:
 
     def ceiling(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None:
         return self._one(
-            progress_key(cluster, topic, partition), " AND sk >= :sk", {":sk": {"S": sort_key(source_offset)}}, True
+            progress_key(cluster, topic, partition),
+            " AND sk BETWEEN :sk AND :top",
+            {":sk": {"S": sort_key(source_offset)}, ":top": {"S": _HIGHEST}},
+            True,
         )
 
     def last(self, cluster: str, topic: str, partition: int) -> Checkpoint | None:
-        return self._one(progress_key(cluster, topic, partition), "", {}, False)
+        return self._one(progress_key(cluster, topic, partition), " AND sk <= :top", {":top": {"S": _HIGHEST}}, False)
+
+    def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """The partitions whose restore tool recorded that it finished, with its last source offset
+        (BatchGetItem, 100 keys a request; keys left unprocessed asked again)."""
+        wanted = sorted(set(partitions))
+        found: dict[tuple[str, int], int] = {}
+        for start in range(0, len(wanted), 100):
+            keys = [
+                {"pk": {"S": progress_key(cluster, t, p)}, "sk": {"S": COMPLETE_SK}}
+                for t, p in wanted[start : start + 100]
+            ]
+            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
+            for _ in range(10):
+                answer = self.client.batch_get_item(RequestItems=request)
+                for item in answer.get("Responses", {}).get(self.table, []):
+                    _, _, topic, partition = item["pk"]["S"].rsplit("#", 3)
+                    found[(topic, int(partition))] = int(item["last_source_offset"]["N"])
+                request = answer.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+        return found

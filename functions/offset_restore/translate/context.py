@@ -13,7 +13,7 @@ from offset_restore.kafka.rounds import POINT_READ_BYTES, FetchRounds, Source, f
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.positions import TranslateStats
+from offset_restore.translate.positions import Position, TranslateStats
 from offset_restore.translate.search import PartitionIndex
 
 __all__ = ["Context", "TargetCluster"]
@@ -37,6 +37,14 @@ class Context:
     mm2: MirrorCheckpoints | str | None = None
     """MirrorMaker 2's checkpoints (read when the mm2 strategy first needs them), or why there are none."""
     timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
+    recorded_complete: dict[TP, int] = field(default_factory=dict)
+    """Target partitions whose restore tool recorded that it finished, with its last source offset
+    (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
+
+    def completes(self, pos: Position) -> bool:
+        """Whether the restore of ``pos``'s partition is finished: the operator said so, or the restore
+        tool recorded it."""
+        return self.options.completes(pos.source) or pos.target in self.recorded_complete
 
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
         """Fetch rounds on the target, reading up to the log ends the plan began with."""

@@ -139,6 +139,9 @@ class PlanEntry(BaseModel):
     """The source offset the anchor record carried in the offset header (null: none, or not read)."""
     anchor_timestamp: int | None = Field(default=None, strict=True)
     """The anchor record's timestamp (null: not read)."""
+    never_restored: int | None = Field(default=None, ge=0, strict=True)
+    """At most this many source records the group had not processed will never be on the target: the
+    restore was declared complete before it brought them (``restore_complete``; null: none known)."""
     holds_group: bool = False
     """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
     the restore, not mapped: ``reason`` says why and what would end it)."""

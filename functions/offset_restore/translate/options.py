@@ -5,10 +5,12 @@ strategies in the order asked for."""
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from offset_restore.kafka.model import TP
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_PARTITION_HEADER
 
 __all__ = ["PLAN_DEFAULTS", "STRATEGIES", "OrderCheck", "PlanOptions", "PlanSettings", "Strategy"]
@@ -17,6 +19,9 @@ Strategy = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp"]
 OrderCheck = Literal["windows", "full"]
 STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "mm2", "timestamp")
 
+
+_SCOPE = re.compile(r"[a-zA-Z0-9._-]{1,249}(/(0|[1-9][0-9]{0,8}))?")
+"""A topic (Kafka's alphabet: no '/'), or a topic and one partition: ``payments``, ``payments/2``."""
 
 MAX_TIMESTAMP_MARGIN_MS = 86_400_000
 """A day: a larger margin is a typo, not a margin."""
@@ -41,6 +46,27 @@ class PlanSettings(BaseModel):
     does not rest on the order of records not read, at the cost of reading everything)."""
     timestamp_margin_ms: int = Field(default=1_000, ge=0, le=MAX_TIMESTAMP_MARGIN_MS)
     """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
+    restore_complete: bool | tuple[str, ...] = False
+    """The operator's word that the restore will bring nothing more: ``True`` for all of it, or the
+    source topics (``payments``) and partitions (``payments/2``) that are finished. A group waiting
+    there for records the restore never brought resumes at the end of the restored log instead of
+    staying pending, and the records it will never read are counted (translate/strategies/outcomes.py)."""
+
+    @field_validator("restore_complete")
+    @classmethod
+    def _scopes(cls, value: bool | tuple[str, ...]) -> bool | tuple[str, ...]:
+        if isinstance(value, bool):
+            return value
+        bad = [scope for scope in value if not _SCOPE.fullmatch(scope)]
+        if bad:
+            raise ValueError(f"restore_complete: {bad[0]!r} is not a topic or topic/partition (e.g. payments/2)")
+        return tuple(sorted(set(value)))
+
+    def completes(self, source: TP) -> bool:
+        """Whether the operator declared ``source`` (a source partition) restored to its end."""
+        if isinstance(self.restore_complete, bool):
+            return self.restore_complete
+        return source.topic in self.restore_complete or f"{source.topic}/{source.partition}" in self.restore_complete
 
     @model_validator(mode="after")
     def _coherent(self) -> PlanSettings:

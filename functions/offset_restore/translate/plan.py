@@ -68,6 +68,11 @@ def decide_positions(
         stats=stats,
         mm2=mm2,
     )
+    if checkpoints is not None:
+        finished = checkpoints.completed(
+            context.cluster_name, {(p.target.topic, p.target.partition) for p in positions.values()}
+        )
+        context.recorded_complete = {TP(t, p): last for (t, p), last in finished.items()}
     stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)
     decisions = _missing_on_target(positions, topic_counts)
     declined: dict[PositionKey, list[str]] = defaultdict(list)
@@ -246,6 +251,7 @@ def _entry(
         reason=decision.reason,
         metadata=p.metadata,
         expected_fingerprint=decision.expected_fingerprint,
+        never_restored=decision.never_read,
         anchor_offset=decision.anchor[0] if decision.anchor else None,
         anchor_source_offset=decision.anchor[1] if decision.anchor else None,
         anchor_timestamp=decision.anchor[2] if decision.anchor else None,

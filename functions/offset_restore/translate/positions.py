@@ -110,6 +110,9 @@ class Decision:
     anchor: tuple[int, int | None, int | None] | None = None
     """(offset, source offset, timestamp) of the target record at the resume point (or the last one
     before it when resuming at the end), as the plan read it: apply refuses a target that changed."""
+    never_read: int | None = None
+    """With the restore declared complete: at most this many source records the group had not processed
+    are not on the target and never will be (offsets counted; the source's records there were not read)."""
 
 
 @dataclass

@@ -68,6 +68,12 @@ def _lost(e: PlanEntry) -> int:
     return max(0, e.anchor_source_offset - e.source_offset)
 
 
+def _lost_in_all(e: PlanEntry) -> int:
+    """Records the group will not read: lost before the backup, and (the restore declared complete)
+    never restored after its position."""
+    return _lost(e) + (e.never_restored or 0)
+
+
 def _needs_attention(row: PartitionRow) -> str:
     """The attention list a partition is named under (its status, or what apply did with it)."""
     if row.status == "mapped" and row.outcome == "unanswered":
@@ -142,7 +148,7 @@ class ReportBuilder:
                 e.reason,
                 e.verified,
                 e.holds_group,
-                _lost(e),
+                _lost_in_all(e),
                 e.outcome,
             )
         )

@@ -49,7 +49,7 @@ CARDS = (
     ("bounded", "resume early, duplicates bounded", False),
     ("unbounded", "resume early, duplicates not bounded", True),
     ("end_unsure", "at the end; records a restore still writes would be skipped", True),
-    ("lost", "records the groups will not read (lost before the backup)", True),
+    ("lost", "records the groups will not read (lost before the backup, or never restored)", True),
     ("ahead", "ahead on the target (not rewound)", True),
     ("active", "active on the target (not written)", True),
     ("unanswered", "commit unanswered (all or nothing of the group written)", True),

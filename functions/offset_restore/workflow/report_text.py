@@ -11,7 +11,9 @@ __all__ = ["ADVICE", "ATTENTION", "NEXT", "SAFE", "done", "done_phrase", "glance
 
 ADVICE = {
     "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
-    "continues where this run stopped.",
+    "continues where this run stopped. If the restore is finished and will bring nothing more, run again with "
+    '"restore_complete" (true, or the topics and topic/partitions that are done): these groups then resume after '
+    "the last restored record, and each entry's reason says what they would never read.",
     "reshaped": "The restore re-partitioned these topics (see the reason) and their records do not carry the "
     "source partition: no partition of these groups is written, on any topic, lest their consumers read the "
     "changed topic from their reset policy. Restore with the source-partition header (partition_header, default "
@@ -40,7 +42,8 @@ NEXT = {
     "failed": "check the target cluster, then run again with the same restore_id",
     "unverified": "check the group before its consumers start; roll it back if need be (offset-restore rollback "
     "--restore-id ID --stack ENV)",
-    "pending": "run again with the same restore_id once the restore has reached its records",
+    "pending": "run again with the same restore_id once the restore has reached its records, or with "
+    '"restore_complete" if it is finished (the reason says what the group would never read)',
     "unmapped": "give a topic_map for a renamed topic, or reset the partition by hand",
     "reshaped": "the restore re-partitioned a topic it reads and its records do not say their source partition: "
     "restore it with the source-partition header (partition_header) or into a topic of the source's shape, then run "

@@ -17,10 +17,13 @@ def by_checkpoint(undecided: dict[PositionKey, Position], ctx: Context) -> dict[
     reader = ctx.checkpoints
     if reader is None:
         return dict.fromkeys(undecided, "no checkpoint table configured")
-    return {key: _checkpoint_decision(pos, reader, ctx.cluster_name) for key, pos in undecided.items()}
+    return {
+        key: _checkpoint_decision(pos, reader, ctx.cluster_name, complete=ctx.completes(pos))
+        for key, pos in undecided.items()
+    }
 
 
-def _checkpoint_decision(pos: Position, reader: CheckpointReader, cluster: str) -> Decision | str:
+def _checkpoint_decision(pos: Position, reader: CheckpointReader, cluster: str, *, complete: bool) -> Decision | str:
     """From the restore's own progress pairs; pairs whose target offsets do not grow with their source
     offsets (a restore that wrote out of order) are not trusted."""
     where = (cluster, pos.target.topic, pos.target.partition)
@@ -44,6 +47,11 @@ def _checkpoint_decision(pos: Position, reader: CheckpointReader, cluster: str) 
         return Decision("mapped", floor.target_offset, "checkpoint", True, 0, None, expected_print(pos, c))
     last_source = pos.last_source_record
     if last.source_offset < c and last_source is not None and last.source_offset < last_source:
+        if complete:  # where the restored log ends is the target's to say: the header strategy reads it
+            return (
+                f"restore checkpoints end at source offset {last.source_offset}, before the group's {c}, "
+                "and the restore is complete"
+            )
         return Decision(
             "pending", reason=f"restore checkpoints reach source offset {last.source_offset}; the group resumes at {c}"
         )

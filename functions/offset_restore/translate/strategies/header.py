@@ -92,7 +92,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         for key, pos in undecided.items():
             if pos.target in suspect or key not in results:
                 continue
-            decision = _header_decision(pos, results[key], name)
+            decision = _header_decision(pos, results[key], name, complete=ctx.completes(pos))
             problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
             if problem:
                 suspect[pos.target] = problem
@@ -149,7 +149,7 @@ def _contradiction(pos: Position, result: SearchResult, reads: HeaderReads, boun
     return None
 
 
-def _header_decision(pos: Position, result: SearchResult, header: str) -> Decision | str:
+def _header_decision(pos: Position, result: SearchResult, header: str, *, complete: bool) -> Decision | str:
     c = pos.committed
     if not result.complete:
         return result.reason or "search did not finish"
@@ -172,7 +172,7 @@ def _header_decision(pos: Position, result: SearchResult, header: str) -> Decisi
         return Decision("mapped", result.found.offset, "header", True, 0, gap, expected_fingerprint=expected)
     last = result.below
     assert last is not None
-    return beyond(pos, last.key, last.offset + 1, 0, "")
+    return beyond(pos, last.key, last.offset + 1, 0, "", complete=complete)
 
 
 def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: SearchResult) -> Decision | str:

@@ -8,26 +8,63 @@ from offset_restore.translate.positions import Decision, Position
 __all__ = ["beyond", "expected_print"]
 
 
-def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str) -> Decision:
+def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, complete: bool = False) -> Decision:
     """No restored record carries a source offset >= c: pending while the restore has not reached
-    the source's end, otherwise resume after the last restored record."""
+    the source's end, otherwise resume after the last restored record. ``complete``: the restore was
+    declared finished where it stopped (``restore_complete``): the group resumes after the last
+    restored record, and what it will never read is counted."""
     c = pos.committed
     last_source = pos.last_source_record
-    if last_source is not None and top < last_source:
+    short = last_source is not None and top < last_source
+    if short and not complete:
+        return Decision("pending", reason=_pending_reason(pos, top, note))
+    if short:
+        assert last_source is not None
+        unread = max(0, last_source - c + 1)
         return Decision(
-            "pending",
-            reason=f"the restore has reached source offset {top}; the source had records up to "
-            f"{last_source} and the group resumes at {c}{note}",
+            "mapped",
+            offset,
+            "end",
+            duplicates == 0,
+            duplicates,
+            f"the restore was declared complete at source offset {top} (the source had records up to {last_source}): "
+            f"resume after the last restored record; {_unread_phrase(c, last_source, unread)}{note}",
+            never_read=unread,
         )
     what = "caught up" if pos.log_end is not None and c == pos.log_end else "beyond the restored data"
+    assumed = (
+        "; this assumes the restore is complete: the snapshot knows no source log end (an export)"
+        if last_source is None
+        else ""
+    )
     return Decision(
         "mapped",
         offset,
         "end",
         duplicates == 0,
         duplicates,
-        f"group is {what}: resume after the last restored record (source offset {top}){note}",
+        f"group is {what}: resume after the last restored record (source offset {top}){note}{assumed}",
     )
+
+
+def _pending_reason(pos: Position, top: int, note: str) -> str:
+    """Why the entry waits, and what declaring the restore complete there would cost the group."""
+    c, last_source = pos.committed, pos.last_source_record
+    assert last_source is not None
+    unread = max(0, last_source - c + 1)
+    scope = f"{pos.source.topic}/{pos.source.partition}"
+    return (
+        f"the restore has reached source offset {top}; the source had records up to {last_source} and the group "
+        f"resumes at {c}{note}. If the restore is finished, declare it complete (plan --restore-complete {scope}, "
+        f'or "restore_complete" in the execution input): the group then resumes after the last restored record '
+        f"and {_unread_phrase(c, last_source, unread)}"
+    )
+
+
+def _unread_phrase(c: int, last_source: int, unread: int) -> str:
+    if unread == 0:
+        return f"misses nothing it had not processed (it had processed the source's records up to {c - 1})"
+    return f"would never read source records {c}..{last_source} (at most {unread:,} records it had not processed)"
 
 
 def expected_print(pos: Position, key: int) -> str | None:

@@ -132,7 +132,16 @@ def _decide_read_whole(
     restored, header = log.restored_range(), ctx.options.offset_header
     decisions = {
         key: _ordered_decision(
-            undecided[key], answers, log, restored, note, reads, header, placement, in_order=not disorder
+            undecided[key],
+            answers,
+            log,
+            restored,
+            note,
+            reads,
+            header,
+            placement,
+            in_order=not disorder,
+            complete=ctx.completes(undecided[key]),
         )
         for key in keys
     }
@@ -199,6 +208,7 @@ def _ordered_decision(
     placement: Placement,
     *,
     in_order: bool,
+    complete: bool,
 ) -> Decision | str:
     """A decision from the resume point of a partition read whole (docs/translation.md);
     ``restored``: the log's ``restored_range()``; ``placement``: what the snapshot's evidence placed
@@ -209,7 +219,7 @@ def _ordered_decision(
         return f"no record of {pos.target} carries header {header}"
     _, last, lowest, highest = restored
     if answer.beyond and not answer.pulled_back:
-        decision = beyond(pos, highest, answer.offset, answer.duplicates, note)
+        decision = beyond(pos, highest, answer.offset, answer.duplicates, note, complete=complete)
         return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
     header_key = log.keys[answer.index]
     # The anchor names the source offset the record carries only where that says what is missing before

@@ -1,0 +1,139 @@
+"""A restore that ended short (issue 34): the backup of ``payments/2`` ended at source offset 279, the
+snapshot saw the caught-up ``settlement`` group at 300 and ``billing`` at 290. Without a decision both
+wait (``pending``) and say what declaring the restore complete would cost; with it — for the whole
+restore, one partition, or recorded by the restore tool in DynamoDB — they resume after the last
+restored record, exact on what exists, and what ``billing`` will never read is counted. The CLI and the
+workflow's translate step answer alike."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import boto3
+import pytest
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.checkpoints import COMPLETE_SK, DynamoCheckpoints, progress_key
+from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.translate.run import translate_work_item
+from offset_restore.workflow.report import render_report
+from offset_restore.workflow.steps import RunInput, prepare_work
+
+from tests.helpers import Brokers, commit, produce, restore, unique
+from tests.integration.test_apply import run
+
+RESTORED_UP_TO = 280  # payments/2's backup ends at source offset 279; partitions 0 and 1 are whole
+
+
+class ShortRestore:
+    """Three partitions of 300 records; ``settlement`` caught up, ``billing`` behind on 0 and 1 and at
+    290 on 2; the snapshot, then a restore whose partition 2 stops at 279."""
+
+    def __init__(self, brokers: Brokers, source: KafkaCluster, target: KafkaCluster, folder: Path) -> None:
+        self.brokers, self.folder = brokers, folder
+        self.topic, prefix = unique("payments"), unique("short")
+        self.settlement, self.billing = f"{prefix}-settlement", f"{prefix}-billing"
+        source.create_topics({self.topic: 3})
+        records = {p: produce(source, self.topic, p, 300) for p in range(3)}
+        commit(source, self.settlement, {TP(self.topic, p): 300 for p in range(3)})
+        commit(source, self.billing, {TP(self.topic, 0): 120, TP(self.topic, 1): 200, TP(self.topic, 2): 290})
+        self.snapshots = folder / "snapshots"
+        status, out, err = run(
+            "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", f"{prefix}-.*",
+            "--output", str(self.snapshots),
+        )  # fmt: skip
+        assert status == 0, out + err
+        target.create_topics({self.topic: 3})
+        for p in range(3):
+            restore(target, self.topic, p, records[p] if p < 2 else records[p][:RESTORED_UP_TO])
+
+    def plan(self, name: str, *options: str) -> tuple[int, str, dict[tuple[str, int], PlanEntry]]:
+        path = self.folder / f"{name}.json"
+        status, out, err = run(
+            "plan", "--snapshot", str(self.snapshots), "--bootstrap-servers", self.brokers.target.bootstrap_servers,
+            "--output", str(path), "--target-cluster", "dr", *options,
+        )  # fmt: skip
+        assert status in (0, 3), out + err
+        return status, out, {(e.group, e.partition): e for e in Plan.model_validate_json(path.read_text()).entries}
+
+
+@pytest.fixture
+def short(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path) -> ShortRestore:
+    return ShortRestore(brokers, source, target, tmp_path)
+
+
+def _resumes_after_the_restore(entry: PlanEntry, never_restored: int) -> None:
+    assert (entry.status, entry.method, entry.exact, entry.max_duplicates) == ("mapped", "end", True, 0), entry
+    assert entry.target_offset == RESTORED_UP_TO and entry.never_restored == never_restored, entry
+    assert "declared complete at source offset 279" in (entry.reason or ""), entry.reason
+
+
+def test_without_the_decision_the_short_partition_waits_and_says_its_cost(short: ShortRestore) -> None:
+    status, out, entries = short.plan("waiting")
+    assert status == 3, out
+    settled, billed = entries[(short.settlement, 2)], entries[(short.billing, 2)]
+    assert settled.status == billed.status == "pending"
+    scope = f"--restore-complete {short.topic}/2"
+    assert scope in (settled.reason or "") and "misses nothing it had not processed" in (settled.reason or "")
+    assert scope in (billed.reason or "") and "would never read source records 290..299" in (billed.reason or "")
+    assert "at most 10 records" in (billed.reason or "")
+    assert all(e.status == "mapped" and e.exact for (_, p), e in entries.items() if p < 2)
+
+
+@pytest.mark.parametrize("scope", [None, "{topic}/2", "{topic}"])
+def test_declared_complete_the_caught_up_group_resumes_exactly_and_the_lost_tail_is_counted(
+    short: ShortRestore, scope: str | None
+) -> None:
+    options = ["--restore-complete"] + ([scope.format(topic=short.topic)] if scope else [])
+    status, out, entries = short.plan("complete", *options)
+    assert status == 0, out
+    _resumes_after_the_restore(entries[(short.settlement, 2)], 0)
+    _resumes_after_the_restore(entries[(short.billing, 2)], 10)
+    assert (entries[(short.billing, 0)].target_offset, entries[(short.billing, 0)].never_restored) == (120, None)
+    document = json.loads(render_report({"restore_id": "r"}, list(entries.values()), "planned")["report.json"])
+    assert document["headline"]["lost_records"] == 10 and document["headline"]["cards"]["pending"] == 0
+
+
+def test_another_partition_declared_complete_leaves_the_short_one_waiting(short: ShortRestore) -> None:
+    status, _, entries = short.plan("other", "--restore-complete", f"{short.topic}/1")
+    assert status == 3 and entries[(short.settlement, 2)].status == "pending"
+
+
+def test_the_workflow_reads_the_decision_from_its_input_or_from_the_restore_tool(
+    short: ShortRestore, table: str
+) -> None:
+    """The execution input's ``restore_complete``, or the restore tool's ``COMPLETE`` item in the table:
+    the translate step gives the CLI's entries."""
+    _, _, cli = short.plan("cli", "--restore-complete", f"{short.topic}/2")
+    _resumes_after_the_restore(cli[(short.settlement, 2)], 0)
+    dynamodb = boto3.client("dynamodb")
+
+    def workflow(restore_id: str, **given: object) -> dict[tuple[str, int], PlanEntry]:
+        repository = SnapshotRepository(open_location(str(short.snapshots)))
+        _, manifest = repository.latest(None)
+        run_input = RunInput.model_validate(
+            {"restore_id": restore_id, "source_cluster": manifest.cluster, "target_cluster": "dr", **given}
+        )
+        store = open_location(str(short.folder / restore_id))
+        mappings = MappingStore(table, dynamodb)
+        for key in prepare_work(run_input, repository, store)["work_items"]:
+            checkpoints = DynamoCheckpoints(table, dynamodb)
+            translate_work_item(store, key, short.brokers.target.settings(), mappings, target_cluster="dr",
+                                checkpoints=checkpoints)  # fmt: skip
+        return {(e.group, e.partition): e for e in mappings.entries(restore_id)}
+
+    def answer(entries: dict[tuple[str, int], PlanEntry]) -> dict[tuple[str, int], tuple[object, ...]]:
+        return {k: (e.status, e.target_offset, e.method, e.exact, e.never_restored) for k, e in entries.items()}
+
+    assert answer(workflow("by-input", restore_complete=[f"{short.topic}/2"])) == answer(cli)
+    assert workflow("before-record")[(short.settlement, 2)].status == "pending"
+    dynamodb.put_item(
+        TableName=table,
+        Item={"pk": {"S": progress_key("dr", short.topic, 2)}, "sk": {"S": COMPLETE_SK},
+              "last_source_offset": {"N": "279"}},
+    )  # fmt: skip
+    assert answer(workflow("by-record")) == answer(cli)
