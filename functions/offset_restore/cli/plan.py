@@ -236,6 +236,12 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[st
             f"  left out of the CSV: {result.csv_left_out_count:,} groups held whole, as apply holds them: {named}"
             + (f", and {more:,} more" if more > 0 else "")
         )
+    if result.csv_unmapped_topics:
+        topics = ", ".join(f"{topic} ({count:,})" for topic, count in result.csv_unmapped_topics.items())
+        lines.append(
+            f"  not in the CSV: the unmapped partitions of {topics}; their groups' other lines are there, as apply "
+            "writes them (their consumers start those partitions from their reset policy)"
+        )
     lines += [problem_line(kind) for kind in result.problems]
     more = s.pending + s.unmapped - sum(kind.count for kind in result.problems)
     if more > 0:

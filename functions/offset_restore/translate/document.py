@@ -56,6 +56,9 @@ class PlanDocument:
         self.csv_left_out: list[str] = []
         """Groups the CSV leaves out because an entry holds them (the first ``GROUPS_NAMED * 10``)."""
         self.csv_left_out_count = 0
+        self.csv_unmapped_topics: dict[str, int] = {}
+        """Target topics whose partitions have no line although their groups' other lines are there (the
+        topic is not on the target, or no strategy placed it): as apply, which writes the rest."""
         self._group: tuple[str | None, bool, list[str]] = (None, False, [])
         """The group whose CSV lines wait for its last entry: its name, whether an entry holds it, its lines."""
 
@@ -88,6 +91,8 @@ class PlanDocument:
         line = Plan.csv_line(entry)
         if line is not None:
             lines.append(line)
+        elif entry.status == "unmapped" and not entry.holds:
+            self.csv_unmapped_topics[entry.target_topic] = self.csv_unmapped_topics.get(entry.target_topic, 0) + 1
         self._group = (name, held or entry.holds, lines)
 
     def _flush_csv(self) -> None:

@@ -123,6 +123,9 @@ class PlanResult(BaseModel):
     csv_left_out: list[str] = []
     """The first groups ``--csv`` leaves out because an entry holds them (as apply would)."""
     csv_left_out_count: int = 0
+    csv_unmapped_topics: dict[str, int] = {}
+    """Target topics whose group-partitions are not in the CSV while the rest of their groups are (as
+    apply writes them), with how many: unmapped (missing on the target, or placed by no strategy)."""
     fresher_from_mm2: int = 0
     """Group-partitions resumed from a MirrorMaker 2 checkpoint newer than the snapshot (translate/mm2.py)."""
     created_at: datetime | None = None
@@ -207,6 +210,7 @@ def run_plan(
         reshaped=plan.reshaped,
         csv_left_out=document.csv_left_out,
         csv_left_out_count=document.csv_left_out_count,
+        csv_unmapped_topics=dict(sorted(document.csv_unmapped_topics.items())) if csv_path else {},
         fresher_from_mm2=len(done.fresher),
         created_at=plan.created_at,
         snapshot_positions_at=manifest.as_of or manifest.created_at,
