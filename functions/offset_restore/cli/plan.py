@@ -22,6 +22,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.document import ProblemKind
+from offset_restore.translate.model import PlanSummary
 from offset_restore.translate.options import PLAN_DEFAULTS, OrderCheck, PlanOptions
 from offset_restore.translate.run import (
     PlanResult,
@@ -146,6 +147,15 @@ def _restore_complete(values: list[str] | None) -> bool | tuple[str, ...]:
     return tuple(scopes) if scopes else False
 
 
+def _exposure(s: PlanSummary) -> str:
+    """What the plan cannot see: the groups live at the snapshot read again what they processed since."""
+    if not s.groups_live:
+        return "no group was live (none read again what it processed after it)"
+    unknown = s.entries_exposure_unknown
+    untold = f"; {unknown:,} partitions without an earlier snapshot to say" if unknown else ""
+    return f"{s.groups_live:,} groups were live: about {s.exposure_total:,} records they may read again{untold}"
+
+
 def _options(args: argparse.Namespace) -> PlanOptions:
     """The plan's settings from the command line, checked by the model the workflow's input uses."""
     try:
@@ -210,8 +220,9 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[st
         f"  mapped            {s.mapped:,} ({methods}); exact {s.exact:,}",
         f"  pending           {s.pending:,}",
         f"  unmapped          {s.unmapped:,}",
-        f"  duplicates bound  {s.max_duplicates_total:,} records at most"
+        f"  duplicates bound  {s.max_duplicates_total:,} records at most, as of the snapshot's positions"
         + (f"; {s.entries_without_bound:,} entries without a bound" if s.entries_without_bound else ""),
+        f"  after the snapshot {_exposure(s)}",
         f"  took              {result.duration_s:.2f} s, {sum(result.requests.values()):,} Kafka requests, "
         f"fetch rounds {result.fetch_rounds or '{}'}",
         f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),

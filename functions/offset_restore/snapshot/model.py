@@ -149,6 +149,12 @@ class SnapshotManifest(_Document):
     notes: list[str] = Field(default_factory=list)
     items: list[ItemsFile] = Field(default_factory=list)
 
+    @property
+    def positions_at(self) -> datetime:
+        """When the groups' positions were read (a restored ``__consumer_offsets`` says its own time):
+        what a plan from this snapshot is exact as of."""
+        return self.as_of or self.created_at
+
     @field_validator("snapshot_id")
     @classmethod
     def _id_is_safe(cls, value: str) -> str:

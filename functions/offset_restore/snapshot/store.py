@@ -114,6 +114,12 @@ class SnapshotRepository:
             )
         return found[-1]
 
+    def previous(self, manifest: SnapshotManifest) -> tuple[str, SnapshotManifest] | None:
+        """The newest snapshot of the same cluster taken before ``manifest`` (the history a group's
+        commit rate is read from), or None."""
+        earlier = [item for item in self.manifests(manifest.cluster) if item[1].created_at < manifest.created_at]
+        return earlier[-1] if earlier else None
+
     def by_id(self, snapshot_id: str, cluster: str | None = None) -> tuple[str, SnapshotManifest]:
         keys = [key for key in self._keys_of(snapshot_id, cluster) if key.endswith(f"/{MANIFEST}")]
         if not keys:

@@ -142,6 +142,14 @@ class PlanEntry(BaseModel):
     never_restored: int | None = Field(default=None, ge=0, strict=True)
     """At most this many source records the group had not processed will never be on the target: the
     restore was declared complete before it brought them (``restore_complete``; null: none known)."""
+    live_at_snapshot: bool | None = None
+    """The group had consumers when the snapshot read its positions, or its commits moved between the
+    last two snapshots: what it processed after them it reads again (``exposure``). Null: not known."""
+    exposure: int | None = Field(default=None, ge=0, strict=True)
+    """Estimated records the group processed on the source after the position this entry starts from
+    (the snapshot's, or a newer checkpoint's) and so reads again on the target, beyond
+    ``max_duplicates``: its commit rate between the last two snapshots x the time to the plan. Null: no
+    earlier snapshot to say (a live group) or not estimated."""
     holds_group: bool = False
     """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
     the restore, not mapped: ``reason`` says why and what would end it)."""
@@ -202,6 +210,14 @@ class PlanSummary(BaseModel):
     by_method: dict[str, int] = Field(default_factory=dict)
     max_duplicates_total: int = 0
     entries_without_bound: int = 0
+    groups_live: int = 0
+    """Groups live when the snapshot read their positions (``live_at_snapshot``): what they processed
+    after, they read again."""
+    exposure_total: int = 0
+    """Their estimated records read again beyond ``max_duplicates_total`` (``exposure``), over the
+    entries that have an estimate."""
+    entries_exposure_unknown: int = 0
+    """Entries of live groups no earlier snapshot gives a rate for."""
 
     @classmethod
     def of(cls, entries: Iterable[PlanEntry]) -> PlanSummary:
@@ -218,6 +234,7 @@ class SummaryTally:
         self.numbers: Counter[str] = Counter()
         self.statuses: Counter[str] = Counter()
         self.groups: set[str] = set()
+        self.live: set[str] = set()
         self.methods: Counter[str] = Counter()
 
     def add(self, e: PlanEntry) -> None:
@@ -225,6 +242,10 @@ class SummaryTally:
         n["entries"] += 1
         self.statuses[e.status] += 1
         self.groups.add(e.group)
+        if e.live_at_snapshot:
+            self.live.add(e.group)
+            n["exposure_total"] += e.exposure or 0
+            n["entries_exposure_unknown"] += e.exposure is None
         # Mapped means a target offset was found, whatever apply did with it since.
         if e.status not in ("pending", "unmapped") and e.target_offset is not None:
             n["mapped"] += 1
@@ -246,6 +267,9 @@ class SummaryTally:
             by_method=dict(sorted(self.methods.items())),
             max_duplicates_total=n["max_duplicates_total"],
             entries_without_bound=n["entries_without_bound"],
+            groups_live=len(self.live),
+            exposure_total=n["exposure_total"],
+            entries_exposure_unknown=n["entries_exposure_unknown"],
         )
 
 
@@ -278,6 +302,12 @@ class Plan(BaseModel):
     out_of_order: dict[str, str] = Field(default_factory=dict)
     """Target partitions (``topic/partition``) found out of order, with why; each was read whole."""
     reshaped: dict[str, str] = Field(default_factory=dict)
+    recovery_point: datetime | None = None
+    """When the snapshot read the positions (T): the plan is exact as of then, or of a newer
+    MirrorMaker 2 checkpoint where an entry's reason says so; what live groups processed after, they
+    read again (``summary.exposure_total``)."""
+    history_at: datetime | None = None
+    """When the snapshot before it read its positions: the groups' commit rates are measured from there."""
     """Source topics whose shape changed in the restore, with why (translate/reshaped.py)."""
 
     def problems(self) -> list[str]:

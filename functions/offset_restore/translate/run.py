@@ -19,6 +19,7 @@ from offset_restore.snapshot.store import MANIFEST, SnapshotRepository, StoredGr
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument, ProblemKind
+from offset_restore.translate.exposure import History, history_of
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
@@ -68,6 +69,18 @@ def find_snapshot(
     else:
         key, manifest = repository.latest(choice.cluster)
     return repository, key, manifest
+
+
+def snapshot_history(
+    repository: SnapshotRepository, manifest: SnapshotManifest, wanted: Callable[[str], bool]
+) -> History | None:
+    """The positions of the ``wanted`` groups in the snapshot before ``manifest`` (the groups' commit
+    rates, translate/exposure.py), or None when there is none."""
+    previous = repository.previous(manifest)
+    if previous is None:
+        return None
+    key, before = previous
+    return history_of((g for g in repository.groups(key, before) if wanted(g.group)), before.positions_at)
 
 
 def load_snapshot(choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location) -> Snapshot:
@@ -163,6 +176,7 @@ def run_plan(
         raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
     plan_store.check_writable()
     repository, key, manifest = find_snapshot(choice)
+    history = snapshot_history(repository, manifest, group_filter)
     selected: Iterable[GroupSnapshot] = StoredGroups(repository, key, manifest, group_filter)
     checked = _checked_for_csv(selected, options.topic_map) if csv_path else selected
     positions = collect_positions(checked, options)  # every items file read and checked: no Kafka yet
@@ -173,6 +187,8 @@ def run_plan(
             target,
             options,
             snapshot_completed_at=manifest.completed_at,
+            snapshot_at=manifest.positions_at,
+            history=history,
             positions=positions,
             checkpoints=checkpoints,
             progress=progress,
@@ -182,7 +198,7 @@ def run_plan(
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
     target_ref = _ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id)
-    header = _plan_header(restore_id, manifest, target_ref, options, done.stats)
+    header = _plan_header(restore_id, manifest, target_ref, options, done.stats, history.at if history else None)
     with PlanDocument(csv=bool(csv_path)) as document:
         for entry in done.entries():
             document.add(entry)
@@ -218,7 +234,12 @@ def run_plan(
 
 
 def _plan_header(
-    restore_id: str, manifest: SnapshotManifest, target: _ClusterRef, options: PlanOptions, stats: TranslateStats
+    restore_id: str,
+    manifest: SnapshotManifest,
+    target: _ClusterRef,
+    options: PlanOptions,
+    stats: TranslateStats,
+    history_at: datetime | None,
 ) -> Plan:
     """The plan document without its entries (``PlanDocument`` writes them as they are made)."""
     return Plan(
@@ -234,6 +255,8 @@ def _plan_header(
         order_check=options.order_check if "header" in options.strategies else None,
         out_of_order={str(tp): why for tp, why in sorted(stats.out_of_order.items())},
         reshaped={topic: r.why for topic, r in sorted(stats.reshaped.items())},
+        recovery_point=manifest.positions_at,
+        history_at=history_at,
     )
 
 
@@ -304,6 +327,8 @@ def translate_work_item(
             target,
             options,
             snapshot_completed_at=item.snapshot_completed_at,
+            snapshot_at=item.snapshot_at,
+            history=History(item.history_at, item.history) if item.history_at is not None else None,
             checkpoints=checkpoints,
             source_partitions=item.source_partitions,
         )

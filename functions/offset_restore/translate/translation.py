@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import TargetCluster
+from offset_restore.translate.exposure import GroupMotion, History, motion_of
 from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
@@ -43,10 +44,37 @@ class Translation:
     fresher: dict[tuple[str, str, int], Fresher] = field(default_factory=dict)
     """Group-partitions a MirrorMaker 2 checkpoint newer than the snapshot moved."""
     fresh_bounds: dict[TP, LogBounds] = field(default_factory=dict)
+    snapshot_at: datetime | None = None
+    """When the snapshot read the positions (T): what its entries are exact as of."""
+    history: History | None = None
+    """The snapshot before it, for each group's commit rate (``translate/exposure.py``)."""
+    planned_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def entries(self) -> Iterator[PlanEntry]:
-        """The plan's entries, one group after another (the groups are read again)."""
-        return plan_entries(self.groups, self.decisions, self.options, self._settler(), reshaped=self.stats.reshaped)
+        """The plan's entries, one group after another (the groups are read again), each saying whether
+        its group was live at T and what it may read again for what it processed after."""
+        settler = self._settler()
+        for group in self.groups:
+            motion = self._motion(group) if self.snapshot_at is not None else None
+            for entry in plan_entries([group], self.decisions, self.options, settler, reshaped=self.stats.reshaped):
+                yield entry if motion is None else self._exposed(entry, motion)
+
+    def _motion(self, group: GroupSnapshot) -> GroupMotion:
+        assert self.snapshot_at is not None
+        moved = {f"{t}/{p}": newer.snapshot_offset for (g, t, p), newer in self.fresher.items() if g == group.group}
+        return motion_of(group, self.snapshot_at, self.history, moved)
+
+    def _exposed(self, entry: PlanEntry, motion: GroupMotion) -> PlanEntry:
+        """``entry`` with its group's liveness and exposure; an entry a newer checkpoint moved is exposed
+        only from that checkpoint's time (the newer position wins)."""
+        assert self.snapshot_at is not None
+        since = self.snapshot_at
+        newer = self.fresher.get((entry.group, entry.topic, entry.partition))
+        if newer is not None:
+            since = datetime.fromtimestamp(newer.checkpoint.emitted_ms / 1000, UTC)
+        entry.live_at_snapshot = motion.live
+        entry.exposure = motion.exposure(f"{entry.topic}/{entry.partition}", since, self.planned_at)
+        return entry
 
     def _settler(self) -> Callable[[PlanEntry], PlanEntry] | None:
         if not self.fresher:
@@ -65,6 +93,8 @@ def translation(
     options: PlanOptions,
     *,
     snapshot_completed_at: datetime | None,
+    snapshot_at: datetime | None = None,
+    history: History | None = None,
     positions: dict[PositionKey, Position] | None = None,
     checkpoints: CheckpointReader | None = None,
     progress: Progress | None = None,
@@ -73,7 +103,9 @@ def translation(
     """Decide every position of ``groups`` (re-iterable: a stored snapshot is read again for the
     entries) on ``target``. ``positions``: already collected from ``groups`` (the CLI collects them
     before its first Kafka request, so a bad items file fails before any); collected again when a
-    newer checkpoint moves some. ``snapshot_completed_at`` None: no checkpoint counts as newer."""
+    newer checkpoint moves some. ``snapshot_completed_at`` None: no checkpoint counts as newer.
+    ``snapshot_at``: when the snapshot read the positions (T; None: entries say nothing of liveness);
+    ``history``: the snapshot before it (None: no rate, a live group's exposure unknown)."""
     mm2 = load_mirror_checkpoints(target, options) if "mm2" in options.strategies else None
     fresher: dict[tuple[str, str, int], Fresher] = {}
     if isinstance(mm2, MirrorCheckpoints) and snapshot_completed_at and mm2.newer_than(snapshot_completed_at):
@@ -90,7 +122,8 @@ def translation(
         progress=progress,
         source_partitions=source_partitions,
     )
-    return Translation(groups, options, decisions, stats, fresher, _bounds_of(target, fresher, options.topic_map))
+    bounds = _bounds_of(target, fresher, options.topic_map)
+    return Translation(groups, options, decisions, stats, fresher, bounds, snapshot_at, history)
 
 
 def translate(

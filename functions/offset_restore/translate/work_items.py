@@ -26,6 +26,13 @@ class WorkItem(PlanSettings):
     snapshot_completed_at: datetime | None = None
     """When the snapshot completed: a MirrorMaker 2 checkpoint emitted after it is newer (the same rule
     as the CLI's plan). None in work items written before it was carried: the snapshot's positions."""
+    snapshot_at: datetime | None = None
+    """When the snapshot read the positions (T): what the entries are exact as of."""
+    history_at: datetime | None = None
+    """When the snapshot before it read its positions (None: there is none)."""
+    history: dict[str, dict[str, int]] = Field(default_factory=dict)
+    """That snapshot's committed offsets of this item's groups (group -> "topic/partition" -> offset):
+    each group's commit rate, for what it may read again (translate/exposure.py)."""
     source_cluster: str
     source_partitions: dict[str, int] = Field(default_factory=dict)
     """Each topic's partition count on the source (the snapshot's): tells a topic re-partitioned."""

@@ -21,6 +21,7 @@ from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
+from offset_restore.translate.run import snapshot_history
 from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe
 
@@ -134,6 +135,7 @@ def prepare_work(
         runs.claim(run.restore_id, resolved_input(run, manifest.snapshot_id))
     group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
     topic_filter = NameFilter.parse(run.topics, None, "topics")
+    history = snapshot_history(snapshots, manifest, group_filter)
     counts = {"groups": 0, "group_partitions": 0}
 
     def selected() -> Iterator[GroupSnapshot]:
@@ -154,6 +156,11 @@ def prepare_work(
             restore_id=run.restore_id,
             snapshot_id=manifest.snapshot_id,
             snapshot_completed_at=manifest.completed_at,
+            snapshot_at=manifest.positions_at,
+            history_at=history.at if history else None,
+            history={g.group: dict(history.offsets[g.group]) for g in batch if g.group in history.offsets}
+            if history
+            else {},
             source_cluster=run.source_cluster,
             source_partitions=manifest.topic_partitions,
             groups=batch,

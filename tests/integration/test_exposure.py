@@ -1,0 +1,108 @@
+"""The recovery point in every answer (issue 34): a plan is exact as of the snapshot's positions (T); a
+group that kept consuming on the source after T reads again on the target what it processed since. Its
+estimate — the group's commit rate between the last two snapshots times the time from T to the plan —
+is tested against what the group then reads again: never below it, and within twice it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.translate.model import Plan
+
+from tests.helpers import Brokers, commit, produce, restore, unique
+from tests.integration.test_apply import run
+
+RATE = 200  # records a second the live group commits past on the source
+RECORDS = 5_000
+
+
+class Consumer(threading.Thread):
+    """A group committing ``RATE`` records a second, as a consumer at work does, until stopped."""
+
+    def __init__(self, brokers: Brokers, topic: str, group: str, start: int) -> None:
+        super().__init__(daemon=True)
+        self.brokers, self.tp, self.group, self.start_at = brokers, TP(topic, 0), group, start
+        self.stopped, self.last = threading.Event(), start
+
+    def run(self) -> None:
+        began = time.monotonic()
+        with KafkaCluster(self.brokers.source.settings()) as cluster:
+            while not self.stopped.is_set():
+                self.last = min(RECORDS, self.start_at + int(RATE * (time.monotonic() - began)))
+                cluster.alter_offsets(self.group, {self.tp: CommittedOffset(self.last, None)})
+                self.stopped.wait(0.05)
+
+
+def _snapshot(brokers: Brokers, folder: Path, prefix: str) -> None:
+    status, out, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", f"{prefix}-.*",
+        "--output", str(folder),
+    )  # fmt: skip
+    assert status == 0, out + err
+
+
+def test_a_live_groups_exposure_is_never_below_what_it_reads_again_and_within_twice_it(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    topic, prefix = unique("exposed"), unique("exp")
+    live, idle = f"{prefix}-live", f"{prefix}-idle"
+    source.create_topics({topic: 1})
+    records = produce(source, topic, 0, RECORDS)
+    commit(source, idle, {TP(topic, 0): 100})
+    consumer = Consumer(brokers, topic, live, 500)
+    consumer.start()
+    snapshots = tmp_path / "snapshots"
+    time.sleep(0.5)
+    _snapshot(brokers, snapshots, prefix)
+    time.sleep(4)  # the rate is measured between the two snapshots
+    _snapshot(brokers, snapshots, prefix)
+    time.sleep(3)  # consuming on after T: these records it will read again
+    consumer.stopped.set()  # the failover: the source is gone
+    consumer.join()
+    processed = consumer.last
+    target.create_topics({topic: 1})
+    restore(target, topic, 0, records)
+
+    plan = tmp_path / "plan.json"
+    status, out, err = run(
+        "plan", "--snapshot", str(snapshots), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(plan),
+    )  # fmt: skip
+    assert status == 0, out + err
+    document = Plan.model_validate_json(plan.read_text())
+    entries = {e.group: e for e in document.entries}
+    resumed = entries[live]
+    read_again = processed - resumed.source_offset  # resumes exactly at the snapshot's position
+    assert resumed.exact and resumed.live_at_snapshot and resumed.exposure is not None, resumed
+    assert read_again > 0 and read_again <= resumed.exposure <= 2 * read_again, (read_again, resumed.exposure)
+    assert (entries[idle].live_at_snapshot, entries[idle].exposure) == (False, 0)
+    assert document.recovery_point is not None and document.history_at is not None
+    assert document.history_at < document.recovery_point < document.created_at
+    assert document.summary.groups_live == 1 and document.summary.exposure_total == resumed.exposure
+    assert f"1 groups were live: about {resumed.exposure:,} records they may read again" in out, out
+
+
+def test_without_an_earlier_snapshot_a_live_groups_exposure_is_unknown_and_said(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """One snapshot only: the group's state shows it live, but nothing gives its rate."""
+    topic, prefix = unique("unknown"), unique("unk")
+    source.create_topics({topic: 1})
+    records = produce(source, topic, 0, 50)
+    commit(source, f"{prefix}-quiet", {TP(topic, 0): 10})
+    _snapshot(brokers, tmp_path / "snapshots", prefix)
+    target.create_topics({topic: 1})
+    restore(target, topic, 0, records)
+    plan = tmp_path / "plan.json"
+    status, out, err = run(
+        "plan", "--snapshot", str(tmp_path / "snapshots"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(plan),
+    )  # fmt: skip
+    assert status == 0, out + err
+    [entry] = Plan.model_validate_json(plan.read_text()).entries
+    assert (entry.live_at_snapshot, entry.exposure) == (False, 0)  # no members, no history: not live
+    assert "no group was live" in out, out
