@@ -159,3 +159,26 @@ def test_a_resume_at_the_copy_of_its_own_next_record_loses_nothing() -> None:
 def test_names_with_pipes_and_newlines_keep_the_markdown_tables_whole() -> None:
     markdown = render_report({"restore_id": "r"}, [row("a|b\nc", 0, "committed")], "applied")["report.md"].decode()
     assert "| a\\|b c | dr.orders | 0 |" in markdown
+
+
+def test_the_headline_says_what_it_is_exact_as_of_and_what_live_groups_may_read_again() -> None:
+    """ "Exact" is as of the snapshot: the groups live then read again what they processed since, and
+    the headline, the page's cards and the notification's sentence keep the two apart."""
+    rows = [
+        row("live", 0, "committed", live_at_snapshot=True, exposure=85),
+        row("live", 1, "committed", live_at_snapshot=True, exposure=15),
+        row("new", 0, "committed", live_at_snapshot=True, exposure=None),
+        row("idle", 0, "committed", live_at_snapshot=False, exposure=0),
+    ]
+    files = render_report({"restore_id": "r"}, rows, "applied")
+    head = json.loads(files["report.json"])["headline"]
+    assert (head["records_at_risk"], head["groups_live"], head["exposure_records"], head["exposure_unknown"]) == (
+        0, 2, 100, 1,
+    )  # fmt: skip
+    said = "after them, 2 live groups may read again about 100 records they processed since, 1 partitions"
+    assert "exact as of the snapshot's positions; " + said in files["report.md"].decode()
+    page = files["report.html"].decode()
+    assert "<b>100</b>records live groups may read again, processed after the snapshot (estimated)" in page
+    assert "<b>0</b>records at most read twice, as of the snapshot" in page
+    quiet = render_report({"restore_id": "r"}, rows[3:], "applied")["report.md"].decode()
+    assert "exact as of the snapshot's positions; no group was live then" in quiet

@@ -241,6 +241,9 @@ def _headline(tally: SummaryTally, facts: Facts) -> Headline:
         verified=facts.verified,
         cards={key: facts.card(key) for key, _, _ in CARDS},
         statuses=dict(sorted(tally.statuses.items())),
+        groups_live=summary.groups_live,
+        exposure_records=summary.exposure_total,
+        exposure_unknown=summary.entries_exposure_unknown,
     )
 
 

@@ -90,6 +90,12 @@ class Headline(NamedTuple):
     """Every card's count, shown or not (``report_facts.CARDS``)."""
     statuses: dict[str, int]
     """Partitions per status, by name."""
+    groups_live: int = 0
+    """Groups live when the snapshot read their positions: the numbers above are exact as of then."""
+    exposure_records: int = 0
+    """What those groups may read again, processed after the snapshot (estimated, ``PlanEntry.exposure``)."""
+    exposure_unknown: int = 0
+    """Partitions of live groups no earlier snapshot gives a rate for."""
 
 
 class Card(NamedTuple):

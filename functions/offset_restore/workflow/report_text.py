@@ -98,7 +98,19 @@ def headline_text(head: Headline, outcome: str, lost_partitions: int) -> str:
         text += f" ({head.entries_without_bound:,} partitions without a bound)"
     if head.lost_records:
         text += f"; {head.lost_records:,} records lost before the backup ({counted(lost_partitions, 'partition')})"
-    return text
+    return text + f" — exact as of the snapshot's positions; {exposure_text(head)}"
+
+
+def exposure_text(head: Headline) -> str:
+    """What happened after the snapshot, which no plan can see: the groups live then read again what they
+    processed since (their estimated exposure)."""
+    if not head.groups_live:
+        return "no group was live then"
+    unknown = f", {head.exposure_unknown:,} partitions without an estimate" if head.exposure_unknown else ""
+    return (
+        f"after them, {counted(head.groups_live, 'live group')} may read again about "
+        f"{head.exposure_records:,} records they processed since{unknown}"
+    )
 
 
 def glance(head: Headline, outcome: str) -> str:
@@ -109,4 +121,6 @@ def glance(head: Headline, outcome: str) -> str:
     said += f"{head.exact:,} of {counted(head.partitions, 'partition')} exact"
     if attention:
         said += "; needs attention: " + ", ".join(f"{count:,} {title}" for title, count in attention)
+    if head.groups_live:  # what no plan can see, said where the exact count is read
+        said += f"; exact as of the snapshot, {exposure_text(head)}"
     return said
