@@ -24,6 +24,9 @@ def test_start_follow_status_and_report(
 ) -> None:
     s = setup(brokers, source, target, workflow)
     (tmp_path / "input.json").write_text(json.dumps({"groups": f"{s['a']}|{s['b']}", "mode": "plan"}))
+    status, out, err = run("start", "--state-machine", workflow.arn, "--input", str(tmp_path / "input.json"),
+                           "--restore-id", "ops-1")  # fmt: skip
+    assert (status, out) == (0, "SUCCEEDED\n"), err  # a plan first; the same restore id then applies it
     status, out, err = run(
         "start",
         "--state-machine",

@@ -100,3 +100,16 @@ def test_a_refused_call_names_the_operation_the_code_and_the_fix(code: str, hint
 
 def test_other_errors_are_not_taken_for_aws_ones() -> None:
     assert describe_aws_error(ValueError("x")) is None
+
+
+def test_each_run_of_a_restore_gets_its_own_execution_name() -> None:
+    """Step Functions never reuses a name: the same restore id runs again (apply after plan, or once
+    the restore is declared complete) under a new one, at most 80 characters."""
+    from datetime import UTC, datetime
+
+    from offset_restore.cli.start import execution_name
+
+    first = execution_name("ops-1", datetime(2026, 12, 1, 3, 0, 0, 1, tzinfo=UTC))
+    again = execution_name("ops-1", datetime(2026, 12, 1, 3, 0, 0, 2, tzinfo=UTC))
+    assert first == "ops-1-20261201T030000000001Z" and first != again
+    assert len(execution_name("r" * 128) or "") == 80 and execution_name(None) is None

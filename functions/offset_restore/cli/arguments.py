@@ -28,6 +28,7 @@ from offset_restore.terminal import printable, printable_line
 from offset_restore.validation import describe
 
 __all__ = [
+    "ALL_OF_IT",
     "LOCK_TTL_S",
     "Commands",
     "StrictParser",
@@ -38,6 +39,7 @@ __all__ = [
     "iso_time",
     "margin_ms",
     "non_negative",
+    "restore_complete",
     "rewind_groups",
     "sealing",
     "seconds",
@@ -235,6 +237,17 @@ def margin_ms(value: str) -> int:
     if not 0 <= number <= 86_400_000:
         raise argparse.ArgumentTypeError(f"{value} is not between 0 and 86400000 ms (a day)")
     return number
+
+
+ALL_OF_IT = "*"
+
+
+def restore_complete(values: list[str] | None) -> bool | tuple[str, ...]:
+    """``--restore-complete`` as the settings have it: True for the whole restore, else the scopes named."""
+    scopes = [scope.strip() for value in values or [] for scope in value.split(",") if scope.strip()]
+    if ALL_OF_IT in scopes:
+        return True
+    return tuple(scopes) if scopes else False
 
 
 LOCK_TTL_S = 120

@@ -10,11 +10,13 @@ from typing import TextIO, get_args
 from pydantic import ValidationError
 
 from offset_restore.cli.arguments import (
+    ALL_OF_IT,
     Commands,
     add_connection,
     connection_settings,
     iso_time,
     margin_ms,
+    restore_complete,
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
@@ -136,17 +138,6 @@ def register(commands: Commands) -> None:
     plan.set_defaults(run=run)
 
 
-ALL_OF_IT = "*"
-
-
-def _restore_complete(values: list[str] | None) -> bool | tuple[str, ...]:
-    """``--restore-complete`` as the settings have it: True for the whole restore, else the scopes named."""
-    scopes = [scope.strip() for value in values or [] for scope in value.split(",") if scope.strip()]
-    if ALL_OF_IT in scopes:
-        return True
-    return tuple(scopes) if scopes else False
-
-
 def _exposure(s: PlanSummary) -> str:
     """What the plan cannot see: the groups live at the snapshot read again what they processed since."""
     if not s.groups_live:
@@ -168,7 +159,7 @@ def _options(args: argparse.Namespace) -> PlanOptions:
             order_check=args.order_check,
             mm2_checkpoints_topic=args.mm2_checkpoints_topic,
             timestamp_margin_ms=args.timestamp_margin_ms,
-            restore_complete=_restore_complete(args.restore_complete),
+            restore_complete=restore_complete(args.restore_complete),
         )
     except ValidationError as error:
         raise BadInputError(f"plan: {describe(error)}") from None

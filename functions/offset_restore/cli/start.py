@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cli.arguments import Commands
+from offset_restore.cli.arguments import ALL_OF_IT, Commands, restore_complete
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
 from offset_restore.terminal import printable_line
@@ -21,12 +22,37 @@ def register(commands: Commands) -> None:
     add_deployment(start, "the deployed environment (offset-restore-ENV): its state machine from the stack's outputs")
     start.add_argument("--state-machine", metavar="ARN", help="the deployed workflow (or --stack)")
     start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")
-    start.add_argument("--mode", choices=["plan", "apply"], help="plan only, or plan and commit")
+    start.add_argument(
+        "--mode", choices=["plan", "apply", "rollback"], help="plan only, plan and commit, or roll back --restore-id"
+    )
     start.add_argument("--groups", metavar="REGEX", help="only these groups")
-    start.add_argument("--restore-id", metavar="ID", help="names the run and its execution")
+    start.add_argument(
+        "--restore-id",
+        metavar="ID",
+        help="the restore this run belongs to: the same id again continues it (its execution is named ID-<time>)",
+    )
+    start.add_argument(
+        "--restore-complete",
+        action="append",
+        nargs="?",
+        const=ALL_OF_IT,
+        metavar="TOPIC[/PARTITION]",
+        help="the restore is finished (all of it, or these source topics or partitions): entries waiting for "
+        "records it never brought resume after the last restored record (as plan --restore-complete)",
+    )
     start.add_argument("--no-follow", action="store_true", help="start and return at once")
     start.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     start.set_defaults(run=run)
+
+
+def execution_name(restore_id: str | None, now: datetime | None = None) -> str | None:
+    """An execution's name for a run of ``restore_id``: unique per run (Step Functions never reuses a
+    name), so the same restore id can run again — to apply what a plan run showed, or to finish a
+    restore declared complete. At most 80 characters, as Step Functions allows."""
+    if restore_id is None:
+        return None
+    stamp = f"{(now or datetime.now(UTC)):%Y%m%dT%H%M%S%fZ}"
+    return f"{restore_id[: 80 - len(stamp) - 1]}-{stamp}"
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
@@ -43,8 +69,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     for key in ("mode", "groups", "restore_id"):
         if getattr(args, key) is not None:
             run_input[key] = getattr(args, key)
+    if args.restore_complete:
+        run_input["restore_complete"] = restore_complete(args.restore_complete)
     sfn = aws_client(args, "stepfunctions")
-    execution = start_run(sfn, args.state_machine, run_input, args.restore_id)
+    execution = start_run(sfn, args.state_machine, run_input, execution_name(args.restore_id))
     err.write(f"started {execution}\n")
     if args.no_follow:
         out.write(json.dumps({"execution_arn": execution}) + "\n" if args.json else f"{execution}\n")
