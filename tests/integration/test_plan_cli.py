@@ -16,7 +16,7 @@ from offset_restore.cli.main import main
 from offset_restore.devtools.local_broker import free_port
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.translate.checkpoints import progress_key, sort_key
+from offset_restore.stores.keys import progress_key, progress_sk
 from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, commit, produce, restore, unique
@@ -125,7 +125,7 @@ def test_checkpoints_from_dynamodb(setup: dict[str, str], tmp_path: Path, table:
                 TableName=table,
                 Item={
                     "pk": {"S": progress_key("dr", f"dr.{setup['topic']}", p)},
-                    "sk": {"S": sort_key(source_offset)},
+                    "sk": {"S": progress_sk(source_offset)},
                     "target_offset": {"N": str(source_offset - 10)},
                 },
             )

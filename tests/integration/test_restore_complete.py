@@ -15,8 +15,9 @@ import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.keys import COMPLETE_SK, progress_key
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.checkpoints import COMPLETE_SK, DynamoCheckpoints, progress_key
+from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.run import translate_work_item

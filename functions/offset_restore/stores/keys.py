@@ -1,18 +1,21 @@
-"""Every storage key layout in one place (docs/design.md §5.4 and §5.5): the DynamoDB items of a restore
-and of the lock, and the restore's S3 folder. Snapshots keep theirs in ``snapshot.store``, which owns
-that format end to end."""
+"""Every storage key layout in one place (docs/design.md §5.4 and §5.5): the DynamoDB items of a restore,
+of the lock and of a restore tool's progress, and the restore's S3 folder. Snapshots keep theirs in
+``snapshot.store``, which owns that format end to end."""
 
 from __future__ import annotations
 
 __all__ = [
     "COMMIT_IDEMPOTENCY_KEY_PREFIX",
     "COMMIT_IDEMPOTENCY_PK",
+    "COMPLETE_SK",
     "LOCK_SK",
     "MAPPING_PREFIX",
     "META_SK",
     "REPORT_PAGE",
     "lock_pk",
     "mapping_sk",
+    "progress_key",
+    "progress_sk",
     "report_document",
     "report_page",
     "restore_folder",
@@ -69,3 +72,18 @@ def report_document(restore_id: str, name: str) -> str:
 def report_page(restore_id: str) -> str:
     """The key of the run's report.html, the link its notification and its result give."""
     return report_document(restore_id, REPORT_PAGE)
+
+
+def progress_key(cluster: str, topic: str, partition: int) -> str:
+    """A restore tool's progress on one target partition: its (source -> target) pairs and its end."""
+    return f"PROGRESS#{cluster}#{topic}#{partition}"
+
+
+def progress_sk(source_offset: int) -> str:
+    """A pair's sort key: the source offset, zero-padded to 20 digits (they sort as numbers)."""
+    return f"{source_offset:020d}"
+
+
+COMPLETE_SK = "COMPLETE"
+"""The item a restore tool writes when it finished the partition (``last_source_offset``); it sorts after
+every pair's key."""

@@ -16,20 +16,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
-    "COMPLETE_SK",
     "Checkpoint",
     "CheckpointReader",
     "DynamoCheckpoints",
     "MemoryCheckpoints",
-    "progress_key",
-    "sort_key",
 ]
 
-COMPLETE_SK = "COMPLETE"
 _HIGHEST = "9" * 20
 """Above every pair's sort key and below ``COMPLETE_SK``: ranges of pairs end here."""
 
@@ -38,14 +36,6 @@ _HIGHEST = "9" * 20
 class Checkpoint:
     source_offset: int
     target_offset: int
-
-
-def progress_key(cluster: str, topic: str, partition: int) -> str:
-    return f"PROGRESS#{cluster}#{topic}#{partition}"
-
-
-def sort_key(source_offset: int) -> str:
-    return f"{source_offset:020d}"
 
 
 class CheckpointReader(Protocol):
@@ -107,14 +97,14 @@ class DynamoCheckpoints:
 
     def floor(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None:
         return self._one(
-            progress_key(cluster, topic, partition), " AND sk <= :sk", {":sk": {"S": sort_key(source_offset)}}, False
+            progress_key(cluster, topic, partition), " AND sk <= :sk", {":sk": {"S": progress_sk(source_offset)}}, False
         )
 
     def ceiling(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None:
         return self._one(
             progress_key(cluster, topic, partition),
             " AND sk BETWEEN :sk AND :top",
-            {":sk": {"S": sort_key(source_offset)}, ":top": {"S": _HIGHEST}},
+            {":sk": {"S": progress_sk(source_offset)}, ":top": {"S": _HIGHEST}},
             True,
         )
 
