@@ -260,6 +260,10 @@ def test_a_re_partitioning_restore_still_running_holds_the_group_until_it_reache
     assert case.apply("running")[0] == 3
     waiting = [g for g, s in by_group.items() if s == {"pending"}]
     assert waiting and all(target.committed_offsets([g])[g] == {} for g in waiting)
+    pending = [e for e in plan["entries"] if e["status"] == "pending"]
+    assert all(f"--restore-complete {case.topic}/" in e["reason"] for e in pending), pending[0]["reason"]
+    _, declared, said = case.plan("declared", "--restore-complete", case.topic)  # were it finished: none waits
+    assert {e["status"] for e in declared["entries"]} == {"mapped"}, said
     write(range(20, RECORDS))
     _, plan, said = case.plan("finished")
     assert {e["status"] for e in plan["entries"]} == {"mapped"}, said

@@ -230,7 +230,8 @@ def _reshaped_entries(group: GroupSnapshot, reshaped: Reshaped, options: PlanOpt
         )
         return held_entries(group.group, partitions, reshaped.target_topic, why)
     uncommitted = [u.partition for u in group.uncommitted_partitions if u.topic == reshaped.topic]
-    return map_group(group.group, partitions, reshaped.target_topic, reshaped.index, uncommitted)
+    finished = {p.partition for p in partitions if options.completes(TP(reshaped.topic, p.partition))}
+    return map_group(group.group, partitions, reshaped.target_topic, reshaped.index, uncommitted, finished)
 
 
 def _entry(

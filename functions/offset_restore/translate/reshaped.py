@@ -370,7 +370,9 @@ def _pending(
             reached = "no record" if top is None else f"source offset {top}"
             return (
                 f"the restore has reached {reached} of source partition {q}; the group resumes at {c} there "
-                f"and the source had records up to {last}"
+                f"and the source had records up to {last}. If the restore is finished, declare it complete "
+                f'(plan --restore-complete {p.topic}/{q}, or "restore_complete" in the execution input): the '
+                "group then resumes where its first unprocessed restored record lies"
             )
     return None
 
@@ -381,15 +383,17 @@ def map_group(
     target_topic: str,
     index: TopicIndex,
     uncommitted: Iterable[int] = (),
+    complete: Iterable[int] = (),
 ) -> list[PlanEntry]:
     """One entry per target partition of the changed topic: the group resumes where the first record
     it has not processed lies, on every target partition, so nothing any source position needs is
-    skipped; exact when no record it processed follows and every record's source is known."""
+    skipped; exact when no record it processed follows and every record's source is known. ``complete``:
+    source partitions whose restore was declared finished (``restore_complete``): not waited for."""
     committed = {p.partition: p.committed_offset for p in partitions}
     by_partition = {p.partition: p for p in partitions}
     known = {q for part in index.parts.values() for q in part.by_source}
     sources = sorted(known | set(committed) | set(uncommitted))
-    waiting = _pending(committed, by_partition, index)
+    waiting = _pending({q: c for q, c in committed.items() if q not in set(complete)}, by_partition, index)
     entries: list[PlanEntry] = []
     for t in sorted(index.parts):
         part, bounds = index.parts[t], index.bounds[t]
