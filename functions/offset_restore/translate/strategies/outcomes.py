@@ -18,33 +18,20 @@ def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, 
     short = last_source is not None and top < last_source
     if short and not complete:
         return Decision("pending", reason=_pending_reason(pos, top, note))
+    unread: int | None = None
     if short:
         assert last_source is not None
         unread = max(0, last_source - c + 1)
-        return Decision(
-            "mapped",
-            offset,
-            "end",
-            duplicates == 0,
-            duplicates,
-            f"the restore was declared complete at source offset {top} (the source had records up to {last_source}): "
-            f"resume after the last restored record; {_unread_phrase(c, last_source, unread)}{note}",
-            never_read=unread,
+        why = (
+            f"the restore was declared complete at source offset {top} (the source had records up to "
+            f"{last_source}): resume after the last restored record; {_unread_phrase(c, last_source, unread)}{note}"
         )
-    what = "caught up" if pos.log_end is not None and c == pos.log_end else "beyond the restored data"
-    assumed = (
-        "; this assumes the restore is complete: the snapshot knows no source log end (an export)"
-        if last_source is None
-        else ""
-    )
-    return Decision(
-        "mapped",
-        offset,
-        "end",
-        duplicates == 0,
-        duplicates,
-        f"group is {what}: resume after the last restored record (source offset {top}){note}{assumed}",
-    )
+    else:
+        what = "caught up" if pos.log_end is not None and c == pos.log_end else "beyond the restored data"
+        assumed = "; this assumes the restore is complete: the snapshot knows no source log end (an export)"
+        why = f"group is {what}: resume after the last restored record (source offset {top}){note}"
+        why += assumed if last_source is None else ""
+    return Decision("mapped", offset, "end", duplicates == 0, duplicates, why, never_read=unread)
 
 
 def _pending_reason(pos: Position, top: int, note: str) -> str:
