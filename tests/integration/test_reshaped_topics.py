@@ -264,6 +264,11 @@ def test_a_re_partitioning_restore_still_running_holds_the_group_until_it_reache
     assert all(f"--restore-complete {case.topic}/" in e["reason"] for e in pending), pending[0]["reason"]
     _, declared, said = case.plan("declared", "--restore-complete", case.topic)  # were it finished: none waits
     assert {e["status"] for e in declared["entries"]} == {"mapped"}, said
+    lost = {e["group"]: e["never_restored"] for e in declared["entries"] if e["never_restored"]}
+    # Each group's records from max(its position, 20) on were never restored, waiting or not.
+    expected = {g: sum(RECORDS - max(c, 20) for c in positions.values()) for g, positions in case.groups.items()
+                if g != case.both}  # fmt: skip
+    assert lost == expected, (lost, expected)
     write(range(20, RECORDS))
     _, plan, said = case.plan("finished")
     assert {e["status"] for e in plan["entries"]} == {"mapped"}, said

@@ -15,7 +15,7 @@ import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.store import SnapshotRepository
-from offset_restore.stores.keys import COMPLETE_SK, progress_key
+from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.mapping_store import MappingStore
@@ -157,3 +157,61 @@ def test_the_csv_leaves_out_what_apply_holds_and_writes_what_it_writes(short: Sh
     status, out, _ = short.plan("csv-complete", "--csv", str(short.folder / "all.csv"), "--restore-complete")
     written = (short.folder / "all.csv").read_text().splitlines()
     assert len(written) == 7 and f"{short.settlement},{short.topic},2,{RESTORED_UP_TO}" in written, written
+
+
+def test_a_restore_without_headers_finishes_by_its_checkpoints_and_its_recorded_end(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, table: str
+) -> None:
+    """The checkpoint strategy: a restore tool that writes no header but its progress pairs, and ended at
+    source offset 59 of 100. Its COMPLETE item naming 59 finishes the partition exactly; one naming
+    another offset (left by an earlier restore) does not; the operator's word resumes after the last pair
+    with what follows it counted as read twice."""
+    topic, group = unique("ckpt"), unique("ckpt-g")
+    source.create_topics({topic: 1})
+    records = produce(source, topic, 0, 100)
+    commit(source, group, {TP(topic, 0): 80})
+    snapshots = tmp_path / "snapshots"
+    status, out, err = run("snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", group,
+                           "--output", str(snapshots))  # fmt: skip
+    assert status == 0, out + err
+    target.create_topics({topic: 1})
+    dynamodb = boto3.client("dynamodb")
+    for source_offset, target_offset in restore(target, topic, 0, records[:60], header=None)[9::10]:
+        item = {"pk": {"S": progress_key("dr", topic, 0)}, "sk": {"S": progress_sk(source_offset)},
+                "target_offset": {"N": str(target_offset)}}  # fmt: skip
+        dynamodb.put_item(TableName=table, Item=item)
+
+    def plan(name: str, *options: str) -> PlanEntry:
+        path = tmp_path / f"{name}.json"
+        status, out, err = run(
+            "plan", "--snapshot", str(snapshots), "--bootstrap-servers", brokers.target.bootstrap_servers,
+            "--output", str(path), "--target-cluster", "dr", "--strategies", "checkpoint",
+            "--checkpoint-table", table, *options,
+        )  # fmt: skip
+        assert status in (0, 3), out + err
+        [entry] = Plan.model_validate_json(path.read_text()).entries
+        return entry
+
+    def recorded(last: int) -> None:
+        item = {
+            "pk": {"S": progress_key("dr", topic, 0)},
+            "sk": {"S": COMPLETE_SK},
+            "last_source_offset": {"N": str(last)},
+        }
+        dynamodb.put_item(TableName=table, Item=item)
+
+    assert plan("running").status == "pending"
+    recorded(40)  # an earlier restore's end: not this one's
+    assert plan("stale").status == "pending"
+    recorded(59)
+    finished = plan("recorded")
+    assert (finished.status, finished.method, finished.target_offset, finished.exact) == (
+        "mapped",
+        "checkpoint",
+        60,
+        True,
+    )
+    assert finished.never_restored == 20 and "declared complete" in (finished.reason or "")
+    dynamodb.delete_item(TableName=table, Key={"pk": {"S": progress_key("dr", topic, 0)}, "sk": {"S": COMPLETE_SK}})
+    declared = plan("declared", "--restore-complete")
+    assert (declared.target_offset, declared.exact, declared.max_duplicates) == (60, False, 0), declared

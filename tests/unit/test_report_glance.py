@@ -75,8 +75,8 @@ def test_markdown_is_clean_words_not_python() -> None:
     markdown = render_report(run, ROWS, "applied")["report.md"].decode()
     assert "{'" not in markdown and "None" not in markdown and "1 groups" not in markdown
     assert "**2 of 7 groups restored (every partition committed); 3 of 9 partitions exact" in markdown
-    assert "30 records lost before the backup (1 partitions)" not in markdown  # counted, said properly
-    assert "30 records lost before the backup (1 partition)" in markdown
+    assert "lost before the backup or never restored (1 partitions)" not in markdown  # counted, said properly
+    assert "30 records the groups will not read, lost before the backup or never restored (1 partition)" in markdown
     assert "## Safe to start consumers (2 groups)" in markdown and "billing, search" in markdown
     assert "- late: ahead: its consumers started on the target" in markdown
     assert '| wait | {"timeout_seconds": 60} |' in markdown and "retries_left" not in markdown

@@ -140,11 +140,12 @@ def register(commands: Commands) -> None:
 
 def _exposure(s: PlanSummary) -> str:
     """What the plan cannot see: the groups live at the snapshot read again what they processed since."""
-    if not s.groups_live:
-        return "no group was live (none read again what it processed after it)"
     unknown = s.entries_exposure_unknown
-    untold = f"; {unknown:,} partitions without an earlier snapshot to say" if unknown else ""
-    return f"{s.groups_live:,} groups were live: about {s.exposure_total:,} records they may read again{untold}"
+    untold = f"{unknown:,} partitions without an earlier snapshot to say whether their groups moved"
+    if not s.groups_live:
+        return untold if unknown else "no group was live (none read again what it processed after it)"
+    also = f"; {untold}" if unknown else ""
+    return f"{s.groups_live:,} groups were live: about {s.exposure_total:,} records they may read again{also}"
 
 
 def _options(args: argparse.Namespace) -> PlanOptions:

@@ -126,7 +126,9 @@ class DynamoCheckpoints:
                 answer = self.client.batch_get_item(RequestItems=request)
                 for item in answer.get("Responses", {}).get(self.table, []):
                     _, _, topic, partition = item["pk"]["S"].rsplit("#", 3)
-                    found[(topic, int(partition))] = int(item["last_source_offset"]["N"])
+                    last = item.get("last_source_offset", {}).get("N", "")
+                    if last.isdigit():  # an item without its last offset says nothing usable
+                        found[(topic, int(partition))] = int(last)
                 request = answer.get("UnprocessedKeys") or {}
                 if not request:
                     break

@@ -41,10 +41,11 @@ class Context:
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
 
-    def completes(self, pos: Position) -> bool:
-        """Whether the restore of ``pos``'s partition is finished: the operator said so, or the restore
-        tool recorded it."""
-        return self.options.completes(pos.source) or pos.target in self.recorded_complete
+    def completes(self, pos: Position, top: int) -> bool:
+        """Whether the restore of ``pos``'s partition is finished where it stopped, ``top`` being the last
+        source offset it restored: the operator said so, or the restore tool recorded that very offset as
+        its last (an item left by an earlier restore, or one still running past it, does not count)."""
+        return self.options.completes(pos.source) or self.recorded_complete.get(pos.target) == top
 
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
         """Fetch rounds on the target, reading up to the log ends the plan began with."""

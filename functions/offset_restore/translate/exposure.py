@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from offset_restore.snapshot.model import GroupSnapshot
 
@@ -44,11 +44,13 @@ def history_of(groups: Iterable[GroupSnapshot], at: datetime) -> History:
 class GroupMotion:
     """A group as the snapshot history saw it around T."""
 
-    live: bool
-    """It had consumers at T (its state), or its commits moved between the last two snapshots."""
+    live: bool | None
+    """It had consumers at T (its state), or its commits moved between the last two snapshots; None: it
+    had none at T and no earlier snapshot says whether it moved (a group new since, committing without
+    members)."""
     rates: Mapping[str, float] = field(default_factory=dict)
     """Records a second it committed past, per ``topic/partition``, between the last two snapshots
-    (empty: no earlier snapshot holds it)."""
+    (absent: no earlier snapshot holds that partition of it, or it was rewound)."""
 
     def exposure(self, partition: str, since: datetime, until: datetime) -> int | None:
         """Records the group may have processed on ``partition`` between ``since`` (the position the
@@ -56,8 +58,8 @@ class GroupMotion:
         the history cannot say (no earlier snapshot of the group)."""
         rate = self.rates.get(partition)
         if rate is None:
-            return None if self.live else 0
-        return math.ceil(rate * max(0.0, (until - since).total_seconds()))
+            return 0 if self.live is False else None
+        return math.ceil(rate * max(0.0, (_aware(until) - _aware(since)).total_seconds()))
 
 
 def motion_of(
@@ -68,13 +70,21 @@ def motion_of(
     MirrorMaker 2 checkpoint): the rate is the snapshots', not the checkpoint's."""
     live_state = group.state in LIVE_STATES and group.members > 0
     before = history.offsets.get(group.group) if history is not None else None
-    if history is None or before is None or at <= history.at:
-        return GroupMotion(live_state)
-    seconds = (at - history.at).total_seconds()
+    if history is None or before is None or _aware(at) <= _aware(history.at):
+        return GroupMotion(True if live_state else None)
+    seconds = (_aware(at) - _aware(history.at)).total_seconds()
     rates = {}
     for p in group.partitions:
         key = f"{p.topic}/{p.partition}"
         was, now = before.get(key), (at_snapshot or {}).get(key, p.committed_offset)
         # A partition new since, or rewound (reset by hand): its motion says nothing of its rate.
-        rates[key] = max(0, now - was) / seconds if was is not None else 0.0
-    return GroupMotion(live_state or any(rate > 0 for rate in rates.values()), rates)
+        if was is not None and now >= was:
+            rates[key] = (now - was) / seconds
+    moved = any(rate > 0 for rate in rates.values())
+    unknown = len(rates) < len(group.partitions)
+    return GroupMotion(True if live_state or moved else (None if unknown else False), rates)
+
+
+def _aware(moment: datetime) -> datetime:
+    """A time without a zone (a hand-written manifest) read as UTC, as the snapshot's own are."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -217,7 +217,8 @@ class PlanSummary(BaseModel):
     """Their estimated records read again beyond ``max_duplicates_total`` (``exposure``), over the
     entries that have an estimate."""
     entries_exposure_unknown: int = 0
-    """Entries of live groups no earlier snapshot gives a rate for."""
+    """Entries without an estimate: of groups no earlier snapshot gives a rate for (or a plan made
+    before the estimate existed)."""
 
     @classmethod
     def of(cls, entries: Iterable[PlanEntry]) -> PlanSummary:
@@ -244,8 +245,8 @@ class SummaryTally:
         self.groups.add(e.group)
         if e.live_at_snapshot:
             self.live.add(e.group)
-            n["exposure_total"] += e.exposure or 0
-            n["entries_exposure_unknown"] += e.exposure is None
+        n["exposure_total"] += e.exposure or 0
+        n["entries_exposure_unknown"] += e.exposure is None
         # Mapped means a target offset was found, whatever apply did with it since.
         if e.status not in ("pending", "unmapped") and e.target_offset is not None:
             n["mapped"] += 1

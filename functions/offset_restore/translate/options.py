@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_PARTITION_HEADER
@@ -46,7 +46,7 @@ class PlanSettings(BaseModel):
     does not rest on the order of records not read, at the cost of reading everything)."""
     timestamp_margin_ms: int = Field(default=1_000, ge=0, le=MAX_TIMESTAMP_MARGIN_MS)
     """The timestamp strategy resumes this much earlier than the skew it saw (clock differences)."""
-    restore_complete: bool | tuple[str, ...] = False
+    restore_complete: StrictBool | tuple[str, ...] = False
     """The operator's word that the restore will bring nothing more: ``True`` for all of it, or the
     source topics (``payments``) and partitions (``payments/2``) that are finished. A group waiting
     there for records the restore never brought resumes at the end of the restored log instead of

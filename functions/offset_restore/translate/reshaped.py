@@ -400,7 +400,28 @@ def map_group(
         need = _need_on(part, bounds, committed, sources)
         head = by_partition.get(need.binding) or partitions[0]
         entries.append(_entry(group, head, target_topic, t, committed, need, part, bounds, waiting))
+    unread = _never_restored(committed, by_partition, index, set(complete))
+    if entries and not waiting and unread:
+        first = entries[0]  # the group's count, said once (the entries are per target partition)
+        first.never_restored = sum(unread.values())
+        said = ", ".join(f"source partition {q}: at most {n:,} records" for q, n in sorted(unread.items()))
+        first.reason = f"{first.reason}; the restore was declared complete: never restored, {said}"
     return entries
+
+
+def _never_restored(
+    committed: Mapping[int, int], partitions: Mapping[int, PartitionSnapshot], index: TopicIndex, complete: set[int]
+) -> dict[int, int]:
+    """Per source partition declared complete, at most how many records the group had not processed the
+    restore never brought (offsets from its position to the source's last at the snapshot)."""
+    unread: dict[int, int] = {}
+    for q in sorted(complete & set(committed)):
+        top, p = index.top(q), partitions[q]
+        last = p.log_end - 1 if p.log_end is not None else None
+        first = max(committed[q], 0 if top is None else top + 1)  # the first the group had not and never will
+        if last is not None and last >= first:
+            unread[q] = last - first + 1
+    return unread
 
 
 def _entry(

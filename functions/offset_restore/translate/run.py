@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -9,7 +10,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, ValidationError
 
-from offset_restore.errors import BadInputError
+from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
@@ -29,6 +30,8 @@ from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.translation import translation
 from offset_restore.translate.work_items import WorkItem
 from offset_restore.validation import describe
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "PlanResult",
@@ -75,12 +78,17 @@ def snapshot_history(
     repository: SnapshotRepository, manifest: SnapshotManifest, wanted: Callable[[str], bool]
 ) -> History | None:
     """The positions of the ``wanted`` groups in the snapshot before ``manifest`` (the groups' commit
-    rates, translate/exposure.py), or None when there is none."""
-    previous = repository.previous(manifest)
-    if previous is None:
+    rates, translate/exposure.py), or None when there is none — or when it cannot be read (damaged,
+    expired): an estimate never blocks a failover; its entries then say their exposure is unknown."""
+    try:
+        previous = repository.previous(manifest)
+        if previous is None:
+            return None
+        key, before = previous
+        return history_of((g for g in repository.groups(key, before) if wanted(g.group)), before.positions_at)
+    except OffsetRestoreError as error:
+        logger.warning("the snapshot before %s cannot be read (%s): no commit rates", manifest.snapshot_id, error)
         return None
-    key, before = previous
-    return history_of((g for g in repository.groups(key, before) if wanted(g.group)), before.positions_at)
 
 
 def load_snapshot(choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location) -> Snapshot:

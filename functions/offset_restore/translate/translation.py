@@ -10,6 +10,7 @@ and the entries are made, those moved by a newer checkpoint settled against the 
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -49,11 +50,16 @@ class Translation:
     history: History | None = None
     """The snapshot before it, for each group's commit rate (``translate/exposure.py``)."""
     planned_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    _moved: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
+    """Per group, the snapshot's offsets of the partitions a newer checkpoint moved (``entries`` fills it)."""
 
     def entries(self) -> Iterator[PlanEntry]:
         """The plan's entries, one group after another (the groups are read again), each saying whether
         its group was live at T and what it may read again for what it processed after."""
         settler = self._settler()
+        self._moved = defaultdict(dict)
+        for (g, t, p), newer in self.fresher.items():
+            self._moved[g][f"{t}/{p}"] = newer.snapshot_offset
         for group in self.groups:
             motion = self._motion(group) if self.snapshot_at is not None else None
             for entry in plan_entries([group], self.decisions, self.options, settler, reshaped=self.stats.reshaped):
@@ -61,8 +67,7 @@ class Translation:
 
     def _motion(self, group: GroupSnapshot) -> GroupMotion:
         assert self.snapshot_at is not None
-        moved = {f"{t}/{p}": newer.snapshot_offset for (g, t, p), newer in self.fresher.items() if g == group.group}
-        return motion_of(group, self.snapshot_at, self.history, moved)
+        return motion_of(group, self.snapshot_at, self.history, self._moved.get(group.group))
 
     def _exposed(self, entry: PlanEntry, motion: GroupMotion) -> PlanEntry:
         """``entry`` with its group's liveness and exposure; an entry a newer checkpoint moved is exposed
@@ -70,7 +75,7 @@ class Translation:
         assert self.snapshot_at is not None
         since = self.snapshot_at
         newer = self.fresher.get((entry.group, entry.topic, entry.partition))
-        if newer is not None:
+        if newer is not None and entry.source_offset == newer.checkpoint.upstream:  # settle used the checkpoint
             since = datetime.fromtimestamp(newer.checkpoint.emitted_ms / 1000, UTC)
         entry.live_at_snapshot = motion.live
         entry.exposure = motion.exposure(f"{entry.topic}/{entry.partition}", since, self.planned_at)

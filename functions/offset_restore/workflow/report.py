@@ -150,6 +150,7 @@ class ReportBuilder:
                 e.holds_group,
                 _lost_in_all(e),
                 e.outcome,
+                e.never_restored is not None,
             )
         )
         self._entries.write(b",\n    " if self._entries.tell() else b"\n    ")

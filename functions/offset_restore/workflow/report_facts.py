@@ -41,6 +41,8 @@ class Row(Protocol):
     def lost(self) -> int: ...
     @property
     def outcome(self) -> str | None: ...
+    @property
+    def declared_end(self) -> bool: ...
 
 
 # Each card: its key, its title, and whether a non-zero count needs someone's attention.
@@ -84,8 +86,8 @@ def outcome_of(row: Row, done: str) -> str:
         return "unverified"
     if row.exact:
         return "exact"
-    if row.method == "end":  # resumes at the end without proof: what a restore still writes is skipped
-        return "end_unsure"
+    if row.method == "end" and not row.declared_end:  # at the end without proof: what a restore still writes is
+        return "end_unsure"  # skipped (a restore declared complete writes nothing more: its end is a bound)
     return "bounded" if row.max_duplicates is not None else "unbounded"
 
 

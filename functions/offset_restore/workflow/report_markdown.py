@@ -39,7 +39,9 @@ def _top(report: Report) -> list[str]:
         *(f"| {card.title} | {card.total:,} |" for card in report.cards if card.key != "lost"),
     ]
     if head.lost_records:
-        lines.append(f"| records lost before the backup | {head.lost_records:,} |")
+        lines.append(
+            f"| records the groups will not read (lost before the backup, or never restored) | {head.lost_records:,} |"
+        )
     return lines
 
 

@@ -63,6 +63,8 @@ class PartitionRow(NamedTuple):
     """Source records between the group's position and the record it resumes at (lost before the backup)."""
     outcome: str | None = None
     """What apply or rollback did with the entry when it did not simply write it (``PlanEntry.outcome``)."""
+    declared_end: bool = False
+    """It resumes at the end of a restore the operator declared complete (``never_restored`` is set)."""
 
 
 class SnapshotAge(NamedTuple):

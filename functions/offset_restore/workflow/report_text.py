@@ -97,7 +97,10 @@ def headline_text(head: Headline, outcome: str, lost_partitions: int) -> str:
     if head.entries_without_bound:
         text += f" ({head.entries_without_bound:,} partitions without a bound)"
     if head.lost_records:
-        text += f"; {head.lost_records:,} records lost before the backup ({counted(lost_partitions, 'partition')})"
+        text += (
+            f"; {head.lost_records:,} records the groups will not read, lost before the backup or never restored "
+            f"({counted(lost_partitions, 'partition')})"
+        )
     return text + f" — exact as of the snapshot's positions; {exposure_text(head)}"
 
 
@@ -105,7 +108,11 @@ def exposure_text(head: Headline) -> str:
     """What happened after the snapshot, which no plan can see: the groups live then read again what they
     processed since (their estimated exposure)."""
     if not head.groups_live:
-        return "no group was live then"
+        return (
+            f"{head.exposure_unknown:,} partitions without an estimate"
+            if head.exposure_unknown
+            else "no group was live then"
+        )
     unknown = f", {head.exposure_unknown:,} partitions without an estimate" if head.exposure_unknown else ""
     return (
         f"after them, {counted(head.groups_live, 'live group')} may read again about "

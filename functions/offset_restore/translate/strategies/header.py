@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
@@ -92,7 +94,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         for key, pos in undecided.items():
             if pos.target in suspect or key not in results:
                 continue
-            decision = _header_decision(pos, results[key], name, complete=ctx.completes(pos))
+            decision = _header_decision(pos, results[key], name, complete=partial(ctx.completes, pos))
             problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
             if problem:
                 suspect[pos.target] = problem
@@ -149,7 +151,9 @@ def _contradiction(pos: Position, result: SearchResult, reads: HeaderReads, boun
     return None
 
 
-def _header_decision(pos: Position, result: SearchResult, header: str, *, complete: bool) -> Decision | str:
+def _header_decision(
+    pos: Position, result: SearchResult, header: str, *, complete: Callable[[int], bool]
+) -> Decision | str:
     c = pos.committed
     if not result.complete:
         return result.reason or "search did not finish"
@@ -172,7 +176,7 @@ def _header_decision(pos: Position, result: SearchResult, header: str, *, comple
         return Decision("mapped", result.found.offset, "header", True, 0, gap, expected_fingerprint=expected)
     last = result.below
     assert last is not None
-    return beyond(pos, last.key, last.offset + 1, 0, "", complete=complete)
+    return beyond(pos, last.key, last.offset + 1, 0, "", complete=complete(last.key))
 
 
 def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: SearchResult) -> Decision | str:

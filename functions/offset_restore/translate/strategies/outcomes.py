@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from offset_restore.translate.positions import Decision, Position
 
-__all__ = ["beyond", "expected_print"]
+__all__ = ["beyond", "expected_print", "unread_phrase"]
 
 
 def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, complete: bool = False) -> Decision:
@@ -24,7 +24,7 @@ def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, 
         unread = max(0, last_source - c + 1)
         why = (
             f"the restore was declared complete at source offset {top} (the source had records up to "
-            f"{last_source}): resume after the last restored record; {_unread_phrase(c, last_source, unread)}{note}"
+            f"{last_source}): resume after the last restored record; {unread_phrase(c, last_source, unread)}{note}"
         )
     else:
         what = "caught up" if pos.log_end is not None and c == pos.log_end else "beyond the restored data"
@@ -44,11 +44,11 @@ def _pending_reason(pos: Position, top: int, note: str) -> str:
         f"the restore has reached source offset {top}; the source had records up to {last_source} and the group "
         f"resumes at {c}{note}. If the restore is finished, declare it complete (plan --restore-complete {scope}, "
         f'or "restore_complete" in the execution input): the group then resumes after the last restored record '
-        f"and {_unread_phrase(c, last_source, unread)}"
+        f"and {unread_phrase(c, last_source, unread)}"
     )
 
 
-def _unread_phrase(c: int, last_source: int, unread: int) -> str:
+def unread_phrase(c: int, last_source: int, unread: int) -> str:
     if unread == 0:
         return f"misses nothing it had not processed (it had processed the source's records up to {c - 1})"
     return f"would never read source records {c}..{last_source} (at most {unread:,} records it had not processed)"

@@ -5,8 +5,9 @@ answered from the running maximum of its headers (``resume_points``), whatever i
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 
 from offset_restore.kafka.model import TP
 from offset_restore.kafka.rounds import POINT_READ_BYTES, AtEnd, Served, read_forward
@@ -141,7 +142,7 @@ def _decide_read_whole(
             header,
             placement,
             in_order=not disorder,
-            complete=ctx.completes(undecided[key]),
+            complete=partial(ctx.completes, undecided[key]),
         )
         for key in keys
     }
@@ -208,7 +209,7 @@ def _ordered_decision(
     placement: Placement,
     *,
     in_order: bool,
-    complete: bool,
+    complete: Callable[[int], bool],
 ) -> Decision | str:
     """A decision from the resume point of a partition read whole (docs/translation.md);
     ``restored``: the log's ``restored_range()``; ``placement``: what the snapshot's evidence placed
@@ -219,7 +220,7 @@ def _ordered_decision(
         return f"no record of {pos.target} carries header {header}"
     _, last, lowest, highest = restored
     if answer.beyond and not answer.pulled_back:
-        decision = beyond(pos, highest, answer.offset, answer.duplicates, note, complete=complete)
+        decision = beyond(pos, highest, answer.offset, answer.duplicates, note, complete=complete(highest))
         return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
     header_key = log.keys[answer.index]
     # The anchor names the source offset the record carries only where that says what is missing before
