@@ -37,7 +37,7 @@ class ShortRestore:
     def __init__(self, brokers: Brokers, source: KafkaCluster, target: KafkaCluster, folder: Path) -> None:
         self.brokers, self.folder = brokers, folder
         self.topic, prefix = unique("payments"), unique("short")
-        self.settlement, self.billing = f"{prefix}-settlement", f"{prefix}-billing"
+        self.settlement, self.billing, self.behind = f"{prefix}-settlement", f"{prefix}-billing", f"{prefix}-behind"
         self.reader, self.ledger = f"{prefix}-reader", unique("ledger")  # the ledger topic is not restored
         source.create_topics({self.topic: 3, self.ledger: 1})
         produce(source, self.ledger, 0, 10)
@@ -45,6 +45,7 @@ class ShortRestore:
         records = {p: produce(source, self.topic, p, 300) for p in range(3)}
         commit(source, self.settlement, {TP(self.topic, p): 300 for p in range(3)})
         commit(source, self.billing, {TP(self.topic, 0): 120, TP(self.topic, 1): 200, TP(self.topic, 2): 290})
+        commit(source, self.behind, {TP(self.topic, 2): 100})  # inside the restored range, short of its end
         self.snapshots = folder / "snapshots"
         status, out, err = run(
             "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", f"{prefix}-.*",
@@ -95,11 +96,16 @@ def test_declared_complete_the_caught_up_group_resumes_exactly_and_the_lost_tail
     options = ["--restore-complete"] + ([scope.format(topic=short.topic)] if scope else [])
     _, out, entries = short.plan("complete", *options)
     assert "pending           0" in out, out  # exit 3 still: the reader's ledger topic is not on the target
+    assert "never restored    at most 30 records the groups had not processed" in out, out
     _resumes_after_the_restore(entries[(short.settlement, 2)], 0)
     _resumes_after_the_restore(entries[(short.billing, 2)], 10)
-    assert (entries[(short.billing, 0)].target_offset, entries[(short.billing, 0)].never_restored) == (120, None)
+    behind = entries[(short.behind, 2)]  # resumes at its own record; what follows the restore's end is lost
+    assert (behind.method, behind.exact, behind.target_offset, behind.never_restored) == ("header", True, 100, 20)
+    assert "source records 280..299 (at most 20) will never be read" in (behind.reason or ""), behind.reason
+    billed = entries[(short.billing, 0)]  # whole partition: nothing lost (or, not declared, not counted)
+    assert billed.target_offset == 120 and billed.never_restored in (None, 0), billed
     document = json.loads(render_report({"restore_id": "r"}, list(entries.values()), "planned")["report.json"])
-    assert document["headline"]["lost_records"] == 10 and document["headline"]["cards"]["pending"] == 0
+    assert document["headline"]["lost_records"] == 30 and document["headline"]["cards"]["pending"] == 0
 
 
 def test_another_partition_declared_complete_leaves_the_short_one_waiting(short: ShortRestore) -> None:
@@ -151,12 +157,12 @@ def test_the_csv_leaves_out_what_apply_holds_and_writes_what_it_writes(short: Sh
     status, out, _ = short.plan("csv", "--csv", str(csv))
     assert status == 3
     lines = csv.read_text().splitlines()
-    assert lines == [f"{short.reader},{short.topic},0,50"], lines
+    assert sorted(lines) == [f"{short.behind},{short.topic},2,100", f"{short.reader},{short.topic},0,50"], lines
     assert "left out of the CSV: 2 groups held whole" in out and short.settlement in out, out
     assert f"not in the CSV: the unmapped partitions of {short.ledger} (1)" in out, out
     status, out, _ = short.plan("csv-complete", "--csv", str(short.folder / "all.csv"), "--restore-complete")
     written = (short.folder / "all.csv").read_text().splitlines()
-    assert len(written) == 7 and f"{short.settlement},{short.topic},2,{RESTORED_UP_TO}" in written, written
+    assert len(written) == 8 and f"{short.settlement},{short.topic},2,{RESTORED_UP_TO}" in written, written
 
 
 def test_a_restore_without_headers_finishes_by_its_checkpoints_and_its_recorded_end(

@@ -215,6 +215,11 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[st
         f"  duplicates bound  {s.max_duplicates_total:,} records at most, as of the snapshot's positions"
         + (f"; {s.entries_without_bound:,} entries without a bound" if s.entries_without_bound else ""),
         f"  after the snapshot {_exposure(s)}",
+        *(
+            [f"  never restored    at most {s.never_restored_total:,} records the groups had not processed"]
+            if s.never_restored_total
+            else []
+        ),
         f"  took              {result.duration_s:.2f} s, {sum(result.requests.values()):,} Kafka requests, "
         f"fetch rounds {result.fetch_rounds or '{}'}",
         f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),

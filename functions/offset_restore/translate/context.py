@@ -37,6 +37,9 @@ class Context:
     mm2: MirrorCheckpoints | str | None = None
     """MirrorMaker 2's checkpoints (read when the mm2 strategy first needs them), or why there are none."""
     timestamp_indexes: dict[TP, PartitionIndex] = field(default_factory=dict)
+    tail_tops: dict[TP, int] = field(default_factory=dict)
+    """The highest source offset the offset header names among each target partition's last records
+    (the shape check's sample): where a restore declared complete stopped."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""

@@ -210,6 +210,9 @@ class PlanSummary(BaseModel):
     by_method: dict[str, int] = Field(default_factory=dict)
     max_duplicates_total: int = 0
     entries_without_bound: int = 0
+    never_restored_total: int = 0
+    """At most this many source records the groups had not processed will never be on the target (the
+    restore declared complete before them: ``never_restored``)."""
     groups_live: int = 0
     """Groups live when the snapshot read their positions (``live_at_snapshot``): what they processed
     after, they read again."""
@@ -246,6 +249,7 @@ class SummaryTally:
         if e.live_at_snapshot:
             self.live.add(e.group)
         n["exposure_total"] += e.exposure or 0
+        n["never_restored_total"] += e.never_restored or 0
         n["entries_exposure_unknown"] += e.exposure is None
         # Mapped means a target offset was found, whatever apply did with it since.
         if e.status not in ("pending", "unmapped") and e.target_offset is not None:
@@ -268,6 +272,7 @@ class SummaryTally:
             by_method=dict(sorted(self.methods.items())),
             max_duplicates_total=n["max_duplicates_total"],
             entries_without_bound=n["entries_without_bound"],
+            never_restored_total=n["never_restored_total"],
             groups_live=len(self.live),
             exposure_total=n["exposure_total"],
             entries_exposure_unknown=n["entries_exposure_unknown"],

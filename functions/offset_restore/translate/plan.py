@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from offset_restore.kafka.model import TP
+from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import Context, TargetCluster
@@ -32,6 +33,7 @@ from offset_restore.translate.strategies.checkpoint import by_checkpoint
 from offset_restore.translate.strategies.fingerprint import by_fingerprint
 from offset_restore.translate.strategies.header import by_header
 from offset_restore.translate.strategies.mm2 import by_mm2
+from offset_restore.translate.strategies.outcomes import with_unrestored_tail
 from offset_restore.translate.strategies.timestamp import by_timestamp
 from offset_restore.translate.strategies.whole_read import WHOLE_READ_BYTES
 
@@ -69,13 +71,12 @@ def decide_positions(
         mm2=mm2,
     )
     if checkpoints is not None:
-        finished = checkpoints.completed(
-            context.cluster_name, {(p.target.topic, p.target.partition) for p in positions.values()}
-        )
-        context.recorded_complete = {TP(t, p): last for (t, p), last in finished.items()}
+        context.recorded_complete = _recorded_complete(checkpoints, context.cluster_name, positions.values())
     stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)
     decisions = _missing_on_target(positions, topic_counts)
     declined: dict[PositionKey, list[str]] = defaultdict(list)
+    ended = context.recorded_complete
+    restored = {k: p for k, p in positions.items() if options.completes(p.source) or p.target in ended}
     undecided = positions
     strategies: dict[Strategy, Callable[[dict[PositionKey, Position], Context], dict[PositionKey, Decision | str]]]
     strategies = {
@@ -97,8 +98,28 @@ def decide_positions(
                 declined[key].append(f"{name}: {outcome}")
     for key in undecided:
         decisions[key] = Decision("unmapped", reason="; ".join(declined.get(key, ())) or "no strategy was asked for")
+    _count_unrestored_tails(restored, decisions, context)
     report("strategies", len(options.strategies), len(options.strategies))
     return decisions, stats
+
+
+def _recorded_complete(checkpoints: CheckpointReader, cluster: str, positions: Iterable[Position]) -> dict[TP, int]:
+    """The target partitions whose restore tool recorded its end (``COMPLETE``), with its last source offset."""
+    finished = checkpoints.completed(cluster, {(p.target.topic, p.target.partition) for p in positions})
+    return {TP(t, p): last for (t, p), last in finished.items()}
+
+
+def _count_unrestored_tails(
+    finished: Mapping[PositionKey, Position], decisions: dict[PositionKey, Decision], ctx: Context
+) -> None:
+    """On partitions whose restore is finished, what the groups mapped inside it had not processed after
+    its end: never restored, counted (the end is the highest source offset the partition's last records
+    carry, as the shape check read them)."""
+    for key, pos in finished.items():
+        top = ctx.tail_tops.get(pos.target)
+        decision = decisions.get(key)
+        if decision is not None and top is not None and ctx.completes(pos, top):
+            decisions[key] = with_unrestored_tail(decision, pos, top)
 
 
 def collect_positions(groups: Iterable[GroupSnapshot], options: PlanOptions) -> dict[PositionKey, Position]:
@@ -125,6 +146,20 @@ def _every_partition(positions: Mapping[PositionKey, Position], topics: Mapping[
     return {TP(name, p) for name in names if name in topics for p in range(topics[name])}
 
 
+def _highest_header(records: Iterable[FetchedRecord], header: str) -> int | None:
+    """The highest source offset ``header`` names among ``records`` (None: none carries it readably)."""
+    found = [value for r in records for name, value in r.headers if name == header]
+    offsets = [o for o in map(_offset_or_none, found) if o is not None]
+    return max(offsets) if offsets else None
+
+
+def _offset_or_none(value: bytes | None) -> int | None:
+    try:
+        return parse_offset_header(value)
+    except ValueError:
+        return None
+
+
 def _reshaped_topics(
     positions: dict[PositionKey, Position],
     topics: Mapping[str, int],
@@ -149,6 +184,9 @@ def _reshaped_topics(
     for tp, records in sample_reads(rounds, ctx.bounds).items():
         if tp.topic in back:
             shapes.check_sample(back[tp.topic], tp, records)
+        top = _highest_header(records, options.offset_header)
+        if top is not None:
+            ctx.tail_tops[tp] = top
     ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.stats.bytes_read["shape (samples)"] = rounds.bytes
     found = {topic: Reshaped(topic, onto[topic], why) for topic, why in shapes.changed.items()}

@@ -3,9 +3,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from offset_restore.translate.positions import Decision, Position
 
-__all__ = ["beyond", "expected_print", "unread_phrase"]
+__all__ = ["beyond", "expected_print", "unread_phrase", "with_unrestored_tail"]
 
 
 def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, complete: bool = False) -> Decision:
@@ -32,6 +34,24 @@ def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, 
         why = f"group is {what}: resume after the last restored record (source offset {top}){note}"
         why += assumed if last_source is None else ""
     return Decision("mapped", offset, "end", duplicates == 0, duplicates, why, never_read=unread)
+
+
+def with_unrestored_tail(decision: Decision, pos: Position, top: int) -> Decision:
+    """A mapped entry on a partition whose restore was declared complete at source offset ``top``: the
+    records after it the group had not processed will never be on the target — counted, at most (source
+    offsets, as of the snapshot). Entries that already count theirs (an end) are left as they are."""
+    last_source = pos.last_source_record
+    if decision.status != "mapped" or decision.never_read is not None or last_source is None:
+        return decision
+    first = max(pos.committed, top + 1)
+    unread = max(0, last_source - first + 1)
+    if not unread:
+        return replace(decision, never_read=0)
+    said = (
+        f"the restore was declared complete at source offset {top}: source records {first}..{last_source} "
+        f"(at most {unread:,}) will never be read"
+    )
+    return replace(decision, never_read=unread, reason=f"{decision.reason}; {said}" if decision.reason else said)
 
 
 def _pending_reason(pos: Position, top: int, note: str) -> str:
