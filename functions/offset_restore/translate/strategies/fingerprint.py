@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import cast
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
@@ -236,17 +236,37 @@ def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] |
     if isinstance(window, str):
         return window
     assert not isinstance(prints, str)
+    place = _place(pos, window, prints, log_start)
+    return place if isinstance(place, str) else _decide_at(pos, window, prints, place)
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where the snapshot's evidence sequence (``n`` records) lies in the window: indexes ``first..last``."""
+
+    first: int
+    last: int
+    n: int
+
+
+def _place(pos: Position, window: list[FetchedRecord], prints: list[str], log_start: int) -> _Place | str:
+    """The one place the evidence matches, or why there is none (absent, or ambiguous)."""
     sequence = [e.fingerprint for e in pos.before] + ([pos.next.fingerprint] if pos.next else [])
     matches = [i for i in range(len(prints) - len(sequence) + 1) if prints[i : i + len(sequence)] == sequence]
     if not matches:
         sequence = _cut_by_log_start(sequence, prints, window, log_start, pos)
         matches = [0] if sequence else []
-    n = len(sequence)
     if not matches:
         return "the evidence records were not found on the target"
     if len(matches) > 1:
         return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
-    first, last = matches[0], matches[0] + n - 1
+    return _Place(matches[0], matches[0] + len(sequence) - 1, len(sequence))
+
+
+def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], place: _Place) -> Decision:
+    """Exact at the match unless the window says the region around it cannot be placed: copies of the
+    evidence elsewhere, records as recent as the next one before it, or older ones after it."""
+    first, last = place.first, place.last
     following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
     evidence = [*pos.before, *([pos.next] if pos.next else [])]
     newest = max(e.timestamp for e in evidence)
@@ -255,23 +275,7 @@ def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] |
     every = {e.fingerprint for e in evidence}  # with a sequence cut by the log start, its lost part too
     strays = [i for i, p in enumerate(prints) if p in every and not first <= i <= last]
     if strays:
-        # A copy of an evidence record outside the match: the region is repeated or out of order, so
-        # the records around the match cannot be placed. Resume at the earliest copy of the next
-        # record (nothing at or after it is skipped) and claim no bound.
-        nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
-        at = min([*nexts, last]) if pos.next is not None else None
-        offset = window[at].offset if at is not None else following
-        shown = ", ".join(str(window[i].offset) for i in strays[:5])
-        return Decision(
-            "mapped",
-            min(offset, following, *newer[:1]),
-            "fingerprint",
-            False,
-            None,
-            f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
-            "out of order; resume at the earliest copy of the next record, duplicates not bounded",
-            pos.next.fingerprint if at is not None and pos.next is not None and not newer else None,
-        )
+        return _around_strays(pos, window, prints, strays, last, following, newer)
     if newer:
         # Records newer than the evidence before it: records past the position, moved earlier (the
         # window goes on past the first newer record, to see what follows the match).
@@ -285,8 +289,9 @@ def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] |
             "snapshot's next record (records past the position, moved earlier?): resume at the first of them, "
             "duplicates not bounded",
         )
-    oldest = min(e.timestamp for e in evidence[len(evidence) - n :])
+    oldest = min(e.timestamp for e in evidence[len(evidence) - place.n :])
     older = [r.offset for r in window[last + 1 :] if r.timestamp < oldest]
+    anchor = (window[last].offset, None, window[last].timestamp)
     if older:
         return Decision(
             "mapped",
@@ -297,20 +302,38 @@ def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] |
             f"target offsets {', '.join(map(str, older[:5]))} after the match hold records older than the snapshot's "
             "evidence: a region copied twice or reordered may follow; resume at the match, duplicates not bounded",
             pos.next.fingerprint if pos.next is not None else None,
-            (window[last].offset, None, window[last].timestamp),
+            anchor,
         )
     if pos.next is not None:
-        return Decision(
-            "mapped",
-            window[last].offset,
-            "fingerprint",
-            True,
-            0,
-            None,
-            pos.next.fingerprint,
-            (window[last].offset, None, window[last].timestamp),
-        )
-    anchor = (window[last].offset, None, window[last].timestamp)
+        return Decision("mapped", window[last].offset, "fingerprint", True, 0, None, pos.next.fingerprint, anchor)
     return Decision(
         "mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record", None, anchor
+    )
+
+
+def _around_strays(
+    pos: Position,
+    window: list[FetchedRecord],
+    prints: list[str],
+    strays: list[int],
+    last: int,
+    following: int,
+    newer: list[int],
+) -> Decision:
+    """A copy of an evidence record outside the match: the region is repeated or out of order, so the
+    records around the match cannot be placed. Resume at the earliest copy of the next record (nothing
+    at or after it is skipped) and claim no bound."""
+    nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
+    at = min([*nexts, last]) if pos.next is not None else None
+    offset = window[at].offset if at is not None else following
+    shown = ", ".join(str(window[i].offset) for i in strays[:5])
+    return Decision(
+        "mapped",
+        min(offset, following, *newer[:1]),
+        "fingerprint",
+        False,
+        None,
+        f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
+        "out of order; resume at the earliest copy of the next record, duplicates not bounded",
+        pos.next.fingerprint if at is not None and pos.next is not None and not newer else None,
     )
