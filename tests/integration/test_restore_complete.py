@@ -12,6 +12,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.store import SnapshotRepository
@@ -140,6 +141,8 @@ def test_the_workflow_reads_the_decision_from_its_input_or_from_the_restore_tool
         return {k: (e.status, e.target_offset, e.method, e.exact, e.never_restored) for k, e in entries.items()}
 
     assert answer(workflow("by-input", restore_complete=[f"{short.topic}/2"])) == answer(cli)
+    with pytest.raises(BadInputError, match="no group of the snapshot commits on topic dr-payments"):
+        workflow("refused", restore_complete=["dr-payments/2"])  # refused in Prepare, before any work item
     assert workflow("before-record")[(short.settlement, 2)].status == "pending"
     dynamodb.put_item(
         TableName=table,
@@ -221,3 +224,18 @@ def test_a_restore_without_headers_finishes_by_its_checkpoints_and_its_recorded_
     dynamodb.delete_item(TableName=table, Key={"pk": {"S": progress_key("dr", topic, 0)}, "sk": {"S": COMPLETE_SK}})
     declared = plan("declared", "--restore-complete")
     assert (declared.target_offset, declared.exact, declared.max_duplicates) == (60, False, 0), declared
+
+
+def test_a_scope_that_names_nothing_of_the_snapshot_is_refused_and_writes_nothing(short: ShortRestore) -> None:
+    """A typo, or the target's name of a renamed topic, would finish nothing in silence."""
+    for scope, said in (
+        ("payments-typo/2", "no group of the snapshot commits on topic payments-typo"),
+        (f"{short.topic}/7", f"{short.topic} has 3 partitions on the source"),
+    ):
+        path = short.folder / "refused.json"
+        status, _, err = run(
+            "plan", "--snapshot", str(short.snapshots), "--bootstrap-servers", short.brokers.target.bootstrap_servers,
+            "--output", str(path), "--restore-complete", scope,
+        )  # fmt: skip
+        assert status == 2 and said in err and "nothing was read or written" in err, err
+        assert not path.exists()

@@ -6,6 +6,7 @@ strategies in the order asked for."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
@@ -61,6 +62,23 @@ class PlanSettings(BaseModel):
         if bad:
             raise ValueError(f"restore_complete: {bad[0]!r} is not a topic or topic/partition (e.g. payments/2)")
         return tuple(sorted(set(value)))
+
+    def unknown_scopes(self, source_topics: Mapping[str, int]) -> list[str]:
+        """The ``restore_complete`` scopes that name no source topic (or partition) of the snapshot, each
+        with why: a typo, or the target's name of a renamed topic, would otherwise finish nothing in
+        silence. ``source_topics``: topic -> partition count on the source (empty: not known, not checked)."""
+        if isinstance(self.restore_complete, bool) or not source_topics:
+            return []
+        problems = []
+        for scope in self.restore_complete:
+            topic, _, partition = scope.partition("/")
+            if topic not in source_topics:
+                renamed = [s for s, t in self.topic_map.items() if t == topic]
+                hint = f" (the target's name of {renamed[0]}: give {renamed[0]})" if renamed else ""
+                problems.append(f"{scope}: no group of the snapshot commits on topic {topic}{hint}")
+            elif partition and int(partition) >= source_topics[topic]:
+                problems.append(f"{scope}: {topic} has {source_topics[topic]} partitions on the source")
+        return problems
 
     def completes(self, source: TP) -> bool:
         """Whether the operator declared ``source`` (a source partition) restored to its end."""

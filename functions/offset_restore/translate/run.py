@@ -24,7 +24,7 @@ from offset_restore.translate.exposure import History, history_of
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import ClusterRef as _ClusterRef
 from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
-from offset_restore.translate.options import STRATEGIES, PlanOptions, Strategy
+from offset_restore.translate.options import STRATEGIES, PlanOptions, PlanSettings, Strategy
 from offset_restore.translate.plan import collect_positions
 from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.translation import translation
@@ -41,7 +41,9 @@ __all__ = [
     "load_snapshot",
     "parse_strategies",
     "parse_topic_map",
+    "refuse_unknown_scopes",
     "run_plan",
+    "snapshot_history",
     "translate_work_item",
 ]
 
@@ -72,6 +74,17 @@ def find_snapshot(
     else:
         key, manifest = repository.latest(choice.cluster)
     return repository, key, manifest
+
+
+def refuse_unknown_scopes(settings: PlanSettings, manifest: SnapshotManifest) -> None:
+    """A ``restore_complete`` that names nothing of the snapshot is refused before anything is read or
+    written: it would leave the partition meant waiting, with no word why."""
+    problems = settings.unknown_scopes(manifest.topic_partitions)
+    if problems:
+        raise BadInputError(
+            f"restore_complete (--restore-complete): {'; '.join(problems[:5])}; give source topics as the snapshot "
+            f"{manifest.snapshot_id} names them (topic or topic/partition); nothing was read or written"
+        )
 
 
 def snapshot_history(
@@ -184,6 +197,7 @@ def run_plan(
         raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
     plan_store.check_writable()
     repository, key, manifest = find_snapshot(choice)
+    refuse_unknown_scopes(options, manifest)
     history = snapshot_history(repository, manifest, group_filter)
     selected: Iterable[GroupSnapshot] = StoredGroups(repository, key, manifest, group_filter)
     checked = _checked_for_csv(selected, options.topic_map) if csv_path else selected

@@ -21,7 +21,7 @@ from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
-from offset_restore.translate.run import snapshot_history
+from offset_restore.translate.run import refuse_unknown_scopes, snapshot_history
 from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe
 
@@ -131,6 +131,7 @@ def prepare_work(
         key, manifest = snapshots.by_id(run.snapshot["id"], run.source_cluster)
     else:
         key, manifest = snapshots.as_of(parse_time(run.snapshot["as_of"]), run.source_cluster)
+    refuse_unknown_scopes(run, manifest)
     if runs is not None:
         runs.claim(run.restore_id, resolved_input(run, manifest.snapshot_id))
     group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
