@@ -13,7 +13,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from offset_restore.kafka.model import TP, FetchedRecord
-from offset_restore.snapshot.headers import parse_offset_header
+from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import Context, TargetCluster
@@ -148,16 +148,8 @@ def _every_partition(positions: Mapping[PositionKey, Position], topics: Mapping[
 
 def _highest_header(records: Iterable[FetchedRecord], header: str) -> int | None:
     """The highest source offset ``header`` names among ``records`` (None: none carries it readably)."""
-    found = [value for r in records for name, value in r.headers if name == header]
-    offsets = [o for o in map(_offset_or_none, found) if o is not None]
+    offsets = [o for o in (int_header(r, header) for r in records) if o is not None]
     return max(offsets) if offsets else None
-
-
-def _offset_or_none(value: bytes | None) -> int | None:
-    try:
-        return parse_offset_header(value)
-    except ValueError:
-        return None
 
 
 def _reshaped_topics(
