@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from offset_restore.stores.batches import until_processed
 from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
 
 if TYPE_CHECKING:
@@ -113,7 +114,7 @@ class DynamoCheckpoints:
 
     def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The partitions whose restore tool recorded that it finished, with its last source offset
-        (BatchGetItem, 100 keys a request; keys left unprocessed asked again)."""
+        (BatchGetItem, 100 keys a request; keys left unprocessed asked again, ``until_processed``)."""
         wanted = sorted(set(partitions))
         found: dict[tuple[str, int], int] = {}
         for start in range(0, len(wanted), 100):
@@ -122,14 +123,11 @@ class DynamoCheckpoints:
                 for t, p in wanted[start : start + 100]
             ]
             request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            for _ in range(10):
-                answer = self.client.batch_get_item(RequestItems=request)
+            subject = f"the restore progress of cluster {cluster}"
+            for answer in until_processed(self.client.batch_get_item, request, "UnprocessedKeys", self.table, subject):
                 for item in answer.get("Responses", {}).get(self.table, []):
                     _, _, topic, partition = item["pk"]["S"].rsplit("#", 3)
                     last = item.get("last_source_offset", {}).get("N", "")
                     if last.isdigit():  # an item without its last offset says nothing usable
                         found[(topic, int(partition))] = int(last)
-                request = answer.get("UnprocessedKeys") or {}
-                if not request:
-                    break
         return found

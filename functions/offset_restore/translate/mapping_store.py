@@ -7,11 +7,11 @@ it is.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import StorageError
+from offset_restore.stores.batches import until_processed
 from offset_restore.stores.keys import MAPPING_PREFIX, mapping_sk, restore_pk
 from offset_restore.translate.model import PlanEntry
 
@@ -171,24 +171,7 @@ class MappingStore:
             self._until_processed(self.client.batch_write_item, request, "UnprocessedItems", restore_id)
 
     def _until_processed(self, call: Any, request: Any, leftover: str, restore_id: str) -> list[Any]:
-        """Send a batch request, then again with what DynamoDB left unprocessed (throttling), backing
-        off; returns every answer."""
-        from botocore.exceptions import ClientError
-
-        answers = []
-        for attempt in range(8):
-            try:
-                answer = call(RequestItems=request)
-            except ClientError as error:
-                raise StorageError(
-                    f"cannot access the mappings of {restore_id} in table {self.table}: {error}"
-                ) from None
-            answers.append(answer)
-            request = answer.get(leftover) or {}
-            if not request:
-                return answers
-            time.sleep(0.05 * 2**attempt)
-        raise StorageError(f"table {self.table} kept throttling the mappings of {restore_id}")
+        return until_processed(call, request, leftover, self.table, f"the mappings of {restore_id}")
 
     def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
         return list(self.iter_entries(restore_id, groups))
