@@ -32,6 +32,7 @@ from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, finger
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import PartitionSnapshot
 from offset_restore.translate.model import PlanEntry
+from offset_restore.translate.never_restored import never_restored
 
 __all__ = [
     "DEFAULT_PARTITION_HEADER",
@@ -418,9 +419,8 @@ def _never_restored(
     for q in sorted(complete & set(committed)):
         top, p = index.top(q), partitions[q]
         last = p.log_end - 1 if p.log_end is not None else None
-        first = max(committed[q], 0 if top is None else top + 1)  # the first the group had not and never will
-        if last is not None and last >= first:
-            unread[q] = last - first + 1
+        if last is not None and (count := never_restored(committed[q], top, last)):
+            unread[q] = count
     return unread
 
 

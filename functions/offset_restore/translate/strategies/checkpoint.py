@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from offset_restore.translate.checkpoints import Checkpoint, CheckpointReader
 from offset_restore.translate.context import Context
+from offset_restore.translate.never_restored import never_restored
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.strategies.outcomes import expected_print, unread_phrase
 
@@ -90,7 +91,7 @@ def _after_the_last_pair(pos: Position, last: Checkpoint, finished: _Finished) -
     records after it on the target may be restored ones the group processed (read twice, counted)."""
     c, last_source = pos.committed, pos.last_source_record
     assert last_source is not None
-    unread = max(0, last_source - c + 1)
+    unread = never_restored(c, last.source_offset, last_source)
     resume = last.target_offset + 1
     exact = finished.recorded == last.source_offset
     twice = 0 if exact else max(0, finished.end - resume)

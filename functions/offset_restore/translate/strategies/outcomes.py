@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from offset_restore.translate.never_restored import first_never_restored, never_restored
 from offset_restore.translate.positions import Decision, Position
 
 __all__ = ["beyond", "expected_print", "unread_phrase", "with_unrestored_tail"]
@@ -23,7 +24,7 @@ def beyond(pos: Position, top: int, offset: int, duplicates: int, note: str, *, 
     unread: int | None = None
     if short:
         assert last_source is not None
-        unread = max(0, last_source - c + 1)
+        unread = never_restored(c, top, last_source)
         why = (
             f"the restore was declared complete at source offset {top} (the source had records up to "
             f"{last_source}): resume after the last restored record; {unread_phrase(c, last_source, unread)}{note}"
@@ -43,8 +44,7 @@ def with_unrestored_tail(decision: Decision, pos: Position, top: int) -> Decisio
     last_source = pos.last_source_record
     if decision.status != "mapped" or decision.never_read is not None or last_source is None:
         return decision
-    first = max(pos.committed, top + 1)
-    unread = max(0, last_source - first + 1)
+    first, unread = first_never_restored(pos.committed, top), never_restored(pos.committed, top, last_source)
     if not unread:
         return replace(decision, never_read=0)
     said = (
@@ -58,7 +58,7 @@ def _pending_reason(pos: Position, top: int, note: str) -> str:
     """Why the entry waits, and what declaring the restore complete there would cost the group."""
     c, last_source = pos.committed, pos.last_source_record
     assert last_source is not None
-    unread = max(0, last_source - c + 1)
+    unread = never_restored(c, top, last_source)
     scope = f"{pos.source.topic}/{pos.source.partition}"
     return (
         f"the restore has reached source offset {top}; the source had records up to {last_source} and the group "
