@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
@@ -50,16 +51,11 @@ class Translation:
     history: History | None = None
     """The snapshot before it, for each group's commit rate (``translate/exposure.py``)."""
     planned_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-    _moved: dict[str, dict[str, int]] = field(default_factory=dict, repr=False)
-    """Per group, the snapshot's offsets of the partitions a newer checkpoint moved (``entries`` fills it)."""
 
     def entries(self) -> Iterator[PlanEntry]:
         """The plan's entries, one group after another (the groups are read again), each saying whether
         its group was live at T and what it may read again for what it processed after."""
         settler = self._settler()
-        self._moved = defaultdict(dict)
-        for (g, t, p), newer in self.fresher.items():
-            self._moved[g][f"{t}/{p}"] = newer.snapshot_offset
         for group in self.groups:
             motion = self._motion(group) if self.snapshot_at is not None else None
             for entry in plan_entries([group], self.decisions, self.options, settler, reshaped=self.stats.reshaped):
@@ -68,6 +64,14 @@ class Translation:
     def _motion(self, group: GroupSnapshot) -> GroupMotion:
         assert self.snapshot_at is not None
         return motion_of(group, self.snapshot_at, self.history, self._moved.get(group.group))
+
+    @cached_property
+    def _moved(self) -> dict[str, dict[str, int]]:
+        """Per group, the snapshot's own offsets of the partitions a newer checkpoint moved."""
+        moved: dict[str, dict[str, int]] = defaultdict(dict)
+        for (group, topic, partition), newer in self.fresher.items():
+            moved[group][f"{topic}/{partition}"] = newer.snapshot_offset
+        return moved
 
     def _exposed(self, entry: PlanEntry, motion: GroupMotion) -> PlanEntry:
         """``entry`` with its group's liveness and exposure; an entry a newer checkpoint moved is exposed
