@@ -239,3 +239,24 @@ def test_a_scope_that_names_nothing_of_the_snapshot_is_refused_and_writes_nothin
         )  # fmt: skip
         assert status == 2 and said in err and "nothing was read or written" in err, err
         assert not path.exists()
+
+
+def test_a_plan_finished_by_the_decision_applies_and_rolls_back_to_what_the_target_held(
+    short: ShortRestore, target: KafkaCluster
+) -> None:
+    """Both promises through the new entries: apply puts each group at the record after the last restored
+    one (never past a record on the target) and rollback puts back what the target held before."""
+    commit(target, short.settlement, {TP(short.topic, 2): 7})  # a consumer started on the target by mistake
+    _, _, entries = short.plan("applied", "--restore-complete", f"{short.topic}/2")
+    path = str(short.folder / "applied.json")
+    servers = (short.brokers.target.bootstrap_servers, "--target-cluster", "dr")
+    status, out, err = run("apply", "--plan", path, "--bootstrap-servers", *servers, "--execute", "--allow-rewind")
+    assert status in (0, 3), out + err  # 3: the reader's ledger partition is not on the target
+    held = target.committed_offsets([short.settlement, short.behind])
+    assert held[short.settlement][TP(short.topic, 2)].offset == RESTORED_UP_TO
+    assert held[short.behind][TP(short.topic, 2)].offset == entries[(short.behind, 2)].target_offset == 100
+    status, out, err = run("rollback", "--plan", path, "--bootstrap-servers", *servers, "--execute")
+    assert status == 0, out + err
+    back = target.committed_offsets([short.settlement, short.behind])
+    assert {tp: c.offset for tp, c in back[short.settlement].items()} == {TP(short.topic, 2): 7}
+    assert back.get(short.behind, {}) == {}  # apply created its offsets: rollback removed them
