@@ -5,12 +5,23 @@ they were. Shared by apply and rollback."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.model import GroupInfo
 
-__all__ = ["WRITABLE_STATES", "WaitTimeoutError", "active_groups", "skip_active", "wait_for_empty", "wait_until_empty"]
+__all__ = [
+    "WRITABLE_STATES",
+    "Polling",
+    "WaitTimeoutError",
+    "Waited",
+    "active_groups",
+    "poll_until_empty",
+    "skip_active",
+    "wait_for_empty",
+    "wait_until_empty",
+]
 
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
 
@@ -29,17 +40,57 @@ def wait_for_empty(
     clock: Callable[[], float],
 ) -> dict[str, GroupInfo]:
     """Poll until every group is writable or the timeout passes; returns the last descriptions."""
-    started = clock()
+    waited = poll_until_empty(
+        groups,
+        target.describe_groups,
+        Polling(options.wait_timeout_s, options.poll_interval_s, "waiting for groups to be empty"),
+        progress,
+        sleep,
+        clock,
+    )
+    report.polls += waited.polls
+    report.waited_s = waited.waited_s
+    return waited.infos
+
+
+@dataclass(frozen=True)
+class Polling:
+    """How long to wait for groups to empty, how often to look, and what the progress line says."""
+
+    timeout_s: float
+    interval_s: float
+    what: str
+
+
+@dataclass(frozen=True)
+class Waited:
+    infos: dict[str, GroupInfo]
+    """The groups' last descriptions."""
+    polls: int
+    waited_s: float
+
+
+def poll_until_empty(
+    groups: Sequence[str],
+    describe: Callable[[Sequence[str]], dict[str, GroupInfo]],
+    polling: Polling,
+    progress: Progress,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> Waited:
+    """The one wait loop for groups to lose their members, on the target (apply, rollback) or on the
+    source (a migration waits for the consumers it moves to stop): describe, and sleep until none is
+    active or the timeout passes."""
+    started, polls = clock(), 0
     while True:
-        report.polls += 1
-        infos = target.describe_groups(groups) if groups else {}
+        polls += 1
+        infos = describe(groups) if groups else {}
         active = active_groups(groups, infos)
-        progress("waiting for groups to be empty", len(groups) - len(active), len(groups))
+        progress(polling.what, len(groups) - len(active), len(groups))
         elapsed = clock() - started
-        if not active or elapsed >= options.wait_timeout_s:
-            report.waited_s = round(elapsed, 3)
-            return infos
-        sleep(min(options.poll_interval_s, max(0.0, options.wait_timeout_s - elapsed)))
+        if not active or elapsed >= polling.timeout_s:
+            return Waited(infos, polls, round(elapsed, 3))
+        sleep(min(polling.interval_s, max(0.0, polling.timeout_s - elapsed)))
 
 
 def active_groups(groups: Sequence[str], infos: Mapping[str, GroupInfo]) -> dict[str, GroupInfo]:

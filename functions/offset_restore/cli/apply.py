@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
-from typing import TextIO
+from typing import Any, TextIO
 
 from offset_restore.apply.model import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
 from offset_restore.apply.run import PlanFile, run_apply
@@ -29,7 +29,7 @@ from offset_restore.cli.progress import ProgressLine
 from offset_restore.snapshot.filters import rewind_option
 from offset_restore.translate.model import Plan
 
-__all__ = ["register", "run", "write_apply_report"]
+__all__ = ["apply_status", "preview_parts", "register", "report_parts", "run", "write_apply_report"]
 
 
 def register(commands: Commands) -> None:
@@ -115,6 +115,13 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 def write_preview(args: argparse.Namespace, plan: Plan, report: ApplyReport, out: TextIO, err: TextIO) -> int:
     """Every change, then what ``--execute`` would do; exit 0 (a preview that ran is done)."""
+    document, lines = preview_parts(args, plan, report)
+    write_result(args, out, err, json.dumps(document, indent=2), lines)
+    return 0
+
+
+def preview_parts(args: argparse.Namespace, plan: Plan, report: ApplyReport) -> tuple[dict[str, Any], list[str]]:
+    """A preview's JSON document and its lines (``migrate`` prints them after its own)."""
     lines = [
         f"Preview of plan {plan.restore_id} on {plan.target.cluster} (nothing written)",
         *(f"  {line}" for line in report.dry_run_lines),
@@ -137,13 +144,28 @@ def write_preview(args: argparse.Namespace, plan: Plan, report: ApplyReport, out
         "ahead": report.ahead,
         "not_now": report.groups_skipped,
     }
-    write_result(args, out, err, json.dumps(document, indent=2), lines)
-    return 0
+    return document, lines
 
 
 def write_apply_report(
     args: argparse.Namespace, plan: Plan, report: ApplyReport, out: TextIO, err: TextIO, what: str
 ) -> int:
+    document, lines = report_parts(args, plan, report, what)
+    write_result(args, out, err, json.dumps(document, indent=2), lines)
+    return apply_status(report)
+
+
+def apply_status(report: ApplyReport) -> int:
+    """1 when a group failed or did not verify, 3 when some were left, else 0."""
+    if report.groups_failed or report.verify_failed:
+        return 1
+    return 3 if report.done_in_part else 0
+
+
+def report_parts(
+    args: argparse.Namespace, plan: Plan, report: ApplyReport, what: str
+) -> tuple[dict[str, Any], list[str]]:
+    """An apply's (or rollback's) JSON document and its lines."""
     lines = [
         f"{what} of plan {plan.restore_id} on {plan.target.cluster}",
         f"  groups written    {len(report.groups_committed):,} ({report.offsets_committed:,} offsets)",
@@ -173,10 +195,7 @@ def write_apply_report(
         "verify_failed": report.verify_failed,
         "left_alone": report.left_alone,
     }
-    write_result(args, out, err, json.dumps(document, indent=2), lines)
-    if report.groups_failed or report.verify_failed:
-        return 1
-    return 3 if report.done_in_part else 0
+    return document, lines
 
 
 def _ahead_lines(args: argparse.Namespace, report: ApplyReport) -> list[str]:

@@ -35,6 +35,7 @@ __all__ = [
     "add_allow_rewind",
     "add_connection",
     "add_plan_key",
+    "add_source_connection",
     "connection_settings",
     "iso_time",
     "margin_ms",
@@ -43,6 +44,7 @@ __all__ = [
     "rewind_groups",
     "sealing",
     "seconds",
+    "source_connection_settings",
     "target_lock",
     "write_result",
 ]
@@ -278,3 +280,34 @@ def target_lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
     owner = f"cli:{socket.gethostname()}:{os.getpid()}"
     # A short expiry, renewed by the run's heartbeat: a run that died frees the target in two minutes.
     return TargetLock(args.lock_table, aws_client(args, "dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)
+
+
+def add_source_connection(parser: argparse.ArgumentParser) -> None:
+    """The source cluster of a command that reads two (``migrate``): its servers and a client
+    properties file for the rest (security, SASL, TLS), as kafka-consumer-groups' --command-config."""
+    group = parser.add_argument_group("source connection")
+    group.add_argument(
+        "--source-bootstrap-servers", required=True, metavar="HOST:PORT[,...]", help="brokers of the source cluster"
+    )
+    group.add_argument(
+        "--source-command-config",
+        metavar="FILE",
+        help="Kafka client properties of the source (security.protocol, sasl.*, ssl.truststore.*); default: PLAINTEXT",
+    )
+
+
+def source_connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> ConnectionSettings:
+    """``add_source_connection``'s options read as ``connection_settings`` reads the target's (the same
+    timeouts, retries and fetch limit)."""
+    source = dict.fromkeys(("security_protocol", "sasl_mechanism", "sasl_username", "sasl_password_env", "ssl_cafile"))
+    return connection_settings(
+        argparse.Namespace(
+            **{
+                **vars(args),
+                **source,
+                "bootstrap_servers": args.source_bootstrap_servers,
+                "command_config": args.source_command_config,
+            }
+        ),
+        err,
+    )

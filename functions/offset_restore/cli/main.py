@@ -15,7 +15,19 @@ from collections.abc import Sequence
 from importlib import metadata
 from typing import TextIO
 
-from offset_restore.cli import apply, demo, plan, report, rollback, snapshot, snapshots, start, status, unlock
+from offset_restore.cli import (
+    apply,
+    demo,
+    migrate,
+    plan,
+    report,
+    rollback,
+    snapshot,
+    snapshots,
+    start,
+    status,
+    unlock,
+)
 from offset_restore.cli.arguments import StrictParser
 from offset_restore.cli.aws import describe_aws_error
 from offset_restore.errors import OffsetRestoreError
@@ -25,7 +37,7 @@ from offset_restore.terminal import printable_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (snapshot, plan, apply, rollback, unlock, start, status, report, snapshots, demo)
+COMMANDS = (snapshot, plan, apply, migrate, rollback, unlock, start, status, report, snapshots, demo)
 """In the order ``--help`` lists them: the restore's path first, then the deployed workflow's."""
 
 

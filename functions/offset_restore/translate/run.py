@@ -44,6 +44,7 @@ __all__ = [
     "refuse_unknown_scopes",
     "run_plan",
     "snapshot_history",
+    "split_location",
     "translate_work_item",
 ]
 
@@ -192,7 +193,7 @@ def run_plan(
     restore_id = restore_id or new_restore_id()
     validate_or_refuse(restore_id)
     group_filter = NameFilter.parse(groups, None, "groups")
-    plan_store, plan_key = _split(output)
+    plan_store, plan_key = split_location(output)
     if plan_store.exists(plan_key):
         raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
     plan_store.check_writable()
@@ -228,7 +229,7 @@ def run_plan(
         with content:
             plan_store.put_file(plan_key, content, "application/json")
         if csv_path:
-            csv_store, csv_key = _split(csv_path)
+            csv_store, csv_key = split_location(csv_path)
             csv_store.put_file(csv_key, document.csv_file(), "text/csv")
     medians = {name: _median(list(per.values())) for name, per in done.stats.rounds_per_partition.items() if per}
     return PlanResult(
@@ -305,7 +306,8 @@ def validate_or_refuse(restore_id: str) -> None:
         raise BadInputError(str(error)) from None
 
 
-def _split(location: str) -> tuple[BlobStore, str]:
+def split_location(location: str) -> tuple[BlobStore, str]:
+    """A file's location as its folder's store and its name there."""
     folder, _, name = location.rstrip("/").rpartition("/")
     if not name:
         raise BadInputError(f"{location!r} names no file")

@@ -1,0 +1,150 @@
+"""One migration for the CLI (``offset-restore migrate``): the source is up, so every group moves exactly.
+
+The order is what makes it exact (issue 35): (1) wait until the groups are empty on the source, so their
+committed offsets are final; (2) take the snapshot then, so it holds those final positions and the records
+around them; (3) plan until every entry is proven exact — until then the replica or the restore has not
+brought the records at some committed position, and the plan is made again after a pause (bounded);
+(4) apply: wait until the groups are empty on the target, commit, verify. Without ``execute`` nothing
+waits and nothing is committed: the groups still active on the source are named and the apply previewed.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from offset_restore.apply.locks import TargetLock
+from offset_restore.apply.model import ApplyOptions, ApplyReport, Progress
+from offset_restore.apply.run import Sealing, run_apply
+from offset_restore.apply.waiting import Polling
+from offset_restore.errors import BadInputError
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.migration.source import StoppedOnSource, leave_out, still_active_error, stopped_on_source
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import SnapshotResult, run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.model import Plan, PlanSummary
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.run import PlanResult, SnapshotChoice, run_plan, split_location
+
+__all__ = ["Migration", "MigrationResult", "not_proven", "run_migration"]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """What a migration moves and how long it waits for each thing it waits for."""
+
+    snapshot: SnapshotOptions
+    plan: PlanOptions
+    apply: ApplyOptions
+    """``dry_run`` false: wait on the source, commit on the target; true: a preview."""
+    catch_up_timeout_s: float = 900.0
+    """How long to plan again while entries are not yet proven exact (the target still catching up)."""
+    restore_id: str | None = None
+
+
+@dataclass
+class MigrationResult:
+    source: StoppedOnSource
+    snapshot: SnapshotResult
+    plan: PlanResult
+    plans: int
+    """How many times the plan was made (1: the target held every record the first time)."""
+    caught_up_s: float
+    applied: tuple[Plan, ApplyReport] | None = None
+    """None when the target did not catch up in time: nothing was written."""
+
+    @property
+    def caught_up(self) -> bool:
+        return not_proven(self.plan.summary) == 0
+
+
+def not_proven(summary: PlanSummary) -> int:
+    """Entries not yet exact: pending, unmapped, or mapped without proof (the target lacks a record)."""
+    return summary.entries - summary.exact
+
+
+def run_migration(
+    source_connection: ConnectionSettings,
+    target_connection: ConnectionSettings,
+    snapshots: str,
+    plan_location: str,
+    migration: Migration,
+    *,
+    lock: TargetLock | None = None,
+    sealing: Sealing | None = None,
+    progress: Progress | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> MigrationResult:
+    plan_store, plan_key = split_location(plan_location)
+    if plan_store.exists(plan_key):  # said before the wait, not after it
+        raise BadInputError(f"{plan_location} already exists: a plan is never overwritten (apply records into it)")
+    show = progress or (lambda what, done, total: None)
+    preview = migration.apply.dry_run
+    options = migration.snapshot
+    polling = Polling(
+        0 if preview else migration.apply.wait_timeout_s,
+        migration.apply.poll_interval_s,
+        "waiting for the groups to stop on the source",
+    )
+    with connect(source_connection) as source:
+        stopped = stopped_on_source(source, options.group_filter(), polling, show, sleep, clock)
+    if stopped.still_active and not preview and migration.apply.on_wait_timeout == "fail":
+        raise still_active_error(stopped, polling.timeout_s)
+    final = replace(options, exclude_groups=leave_out(options.exclude_groups, list(stopped.still_active)))
+    snapshot = run_snapshot(source_connection, open_location(snapshots), final, progress=progress, connect=connect)
+    choice = SnapshotChoice(snapshots, snapshot.snapshot_id, cluster=snapshot.cluster)
+    plan, plans, waited = _plan_until_proven(
+        choice, target_connection, plan_location, migration, show, sleep, clock, connect
+    )
+    result = MigrationResult(stopped, snapshot, plan, plans, waited)
+    if result.caught_up or preview:
+        result.applied = run_apply(
+            plan_location,
+            target_connection,
+            migration.apply,
+            target_name=migration.plan.target_cluster,
+            lock=lock,
+            progress=progress,
+            sealing=sealing,
+            connect=connect,
+        )
+    return result
+
+
+def _plan_until_proven(
+    choice: SnapshotChoice,
+    target: ConnectionSettings,
+    location: str,
+    migration: Migration,
+    show: Progress,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+    connect: Callable[[ConnectionSettings], KafkaCluster],
+) -> tuple[PlanResult, int, float]:
+    """Plan, and while some entry is not exact and the catch-up timeout has not passed, pause and plan
+    again (a preview plans once). The attempts are written to a scratch folder (a plan file is never
+    overwritten) and the last one to ``location``."""
+    started, plans, restore_id = clock(), 0, migration.restore_id
+    timeout = 0.0 if migration.apply.dry_run else migration.catch_up_timeout_s
+    with tempfile.TemporaryDirectory(prefix="offset-restore-migrate-") as scratch:
+        while True:
+            plans += 1
+            attempt = str(Path(scratch, f"plan-{plans}.json"))
+            result = run_plan(choice, target, attempt, migration.plan, restore_id=restore_id, connect=connect)
+            restore_id = result.restore_id  # every attempt plans the same restore
+            left, elapsed = not_proven(result.summary), clock() - started
+            show("waiting for the target to hold every group's records", result.summary.exact, result.summary.entries)
+            if not left or elapsed >= timeout:
+                break
+            sleep(min(migration.apply.poll_interval_s, max(0.0, timeout - elapsed)))
+        store, key = split_location(location)
+        with open(attempt, "rb") as content:
+            store.put_file(key, content, "application/json")
+    return result.model_copy(update={"location": location}), plans, round(elapsed, 3)

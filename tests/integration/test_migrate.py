@@ -1,0 +1,172 @@
+"""``offset-restore migrate`` on Apache Kafka (issue 35): the source is up, so every group moves exactly —
+the live ones too. Consumers run on the source until the migration starts and stop during its wait; a
+replica brings the last records only after the snapshot (the migration plans again until it has); a group
+that never stops is waited for, then named: nothing written, or the others moved without it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.translate.model import Plan
+
+from tests.helpers import Brokers, Produced, active_member, commit, produce, restore, unique
+from tests.integration.test_apply import run
+
+LOST = 10
+"""The source's first 10 records were deleted (retention) before the replica was made from its log start:
+offsets differ by 10."""
+FIRST_COPY = 150
+"""The replica holds source offsets 10..149 when the migration starts; the rest comes later."""
+
+
+@contextmanager
+def consuming(bootstrap_servers: str, group: str, topic: str, stop: threading.Event) -> Iterator[None]:
+    """A real consumer of ``group``, reading a few records at a time and committing after each poll, until
+    ``stop`` is set (then it closes, as an operator's stopped service does)."""
+
+    def work() -> None:
+        consumer = KafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap_servers,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            max_poll_records=3,
+        )
+        try:
+            while not stop.is_set():
+                if consumer.poll(timeout_ms=300):  # what it read, committed as a service does after processing it
+                    consumer.commit()
+        except Exception as error:  # a dying consumer must say why, not hang the test
+            failures.append(error)
+        finally:
+            consumer.close()
+
+    failures: list[Exception] = []
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert not failures, failures
+
+
+class Migrating:
+    """Two partitions of 200 records, the first 10 deleted; static groups at the end, inside, near the
+    start; a replica (no offset headers, as MirrorMaker 2's) of the source from its log start, the last 50
+    records of each partition copied only ``late_s`` after the migration starts."""
+
+    def __init__(self, brokers: Brokers, source: KafkaCluster, target: KafkaCluster, folder: Path) -> None:
+        self.brokers, self.source, self.target, self.folder = brokers, source, target, folder
+        self.topic, self.prefix = unique("accounts"), unique("move")
+        source.create_topics({self.topic: 2})
+        target.create_topics({self.topic: 2})
+        self.records: dict[int, list[Produced]] = {p: produce(source, self.topic, p, 200) for p in range(2)}
+        source.delete_records({TP(self.topic, p): LOST for p in range(2)})
+        self.static = {
+            f"{self.prefix}-caught-up": {0: 200, 1: 200},
+            f"{self.prefix}-inside": {0: 120, 1: 37},
+            f"{self.prefix}-near-start": {0: 12, 1: 160},
+        }
+        for group, offsets in self.static.items():
+            commit(source, group, {TP(self.topic, p): o for p, o in offsets.items()})
+        for p in range(2):
+            restore(target, self.topic, p, self.records[p], keep=lambda r: LOST <= r.offset < FIRST_COPY, header=None)
+
+    def copy_the_rest(self, late_s: float) -> threading.Timer:
+        def rest() -> None:
+            with KafkaCluster(self.brokers.target_settings) as target:
+                for p in range(2):
+                    restore(target, self.topic, p, self.records[p], keep=lambda r: r.offset >= FIRST_COPY, header=None)
+
+        timer = threading.Timer(late_s, rest)
+        timer.start()
+        return timer
+
+    def migrate(self, *options: str) -> tuple[int, str, str]:
+        return run(
+            "migrate", "--source-bootstrap-servers", self.brokers.source.bootstrap_servers,
+            "--bootstrap-servers", self.brokers.target.bootstrap_servers,
+            "--snapshots", str(self.folder / "snapshots"), "--plan", str(self.folder / "plan.json"),
+            "--groups", f"{self.prefix}-.*", "--poll-interval", "0.3", "--target-cluster", "new", *options,
+        )  # fmt: skip
+
+    def truth(self, groups: list[str]) -> dict[tuple[str, int], int]:
+        """Where each group must resume on the target: the replica's copy of source record c (c - 10), or
+        the first record for a group at or before the source's log start."""
+        final = self.source.committed_offsets(groups)
+        return {(g, tp.partition): max(0, c.offset - LOST) for g in groups for tp, c in final[g].items()}
+
+    def on_target(self, groups: list[str]) -> dict[tuple[str, int], int]:
+        committed = self.target.committed_offsets(groups)
+        return {(g, tp.partition): c.offset for g in groups for tp, c in committed[g].items()}
+
+
+@pytest.fixture
+def migrating(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path) -> Migrating:
+    return Migrating(brokers, source, target, tmp_path)
+
+
+def test_live_groups_and_a_replica_catching_up_all_move_exactly(migrating: Migrating) -> None:
+    """Two groups consume on the source until 2 s into the migration's wait; the replica brings the last
+    records 4 s in. Every group-partition resumes at its true next record: 0 read twice, 0 skipped."""
+    live = [f"{migrating.prefix}-live-a", f"{migrating.prefix}-live-b"]
+    stop = threading.Event()
+    with ExitStack() as running:
+        for group in live:
+            running.enter_context(consuming(migrating.brokers.source.bootstrap_servers, group, migrating.topic, stop))
+        deadline = time.monotonic() + 20
+        while len(migrating.source.committed_offsets(live)[live[1]]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        threading.Timer(2.0, stop.set).start()
+        late = migrating.copy_the_rest(4.0)
+        status, out, err = migrating.migrate("--wait-timeout", "60", "--catch-up-timeout", "60", "--execute")
+        late.join()
+    plan = Plan.model_validate_json((migrating.folder / "plan.json").read_text())
+    assert status == 0, out + err + str([e for e in plan.entries if not e.exact])
+    groups = [*migrating.static, *live]
+    truth = migrating.truth(groups)
+    assert len(truth) == 10 and migrating.on_target(groups) == truth, out
+    assert all(e.exact and e.status == "committed" for e in plan.entries), [e for e in plan.entries if not e.exact]
+    assert "5 of 5 groups stopped on the source" in out and "every one of 10 group-partitions exact" in out, out
+    waited = float(out.split("stopped on the source after ")[1].split()[0])
+    assert waited >= 1.0, out  # the live groups were consuming when the migration started, and it waited
+    plans = int(out.split(" exact after ")[1].split()[0])
+    assert plans >= 2, out  # the caught-up group waited for the replica's last records
+
+
+def test_a_group_that_never_stops_is_named_and_nothing_is_written(migrating: Migrating) -> None:
+    stuck = f"{migrating.prefix}-stuck"
+    commit(migrating.source, stuck, {TP(migrating.topic, 0): 50})
+    migrating.copy_the_rest(0).join()
+    with active_member(migrating.brokers.source.bootstrap_servers, stuck, migrating.topic):
+        status, out, err = migrating.migrate("--wait-timeout", "1.5", "--execute")
+        assert status == 1, out + err
+        assert f"1 groups still have members on the source after 1.5 s: {stuck} (Stable, 1 members)" in err, err
+        assert "nothing was written" in err
+        assert not (migrating.folder / "plan.json").exists()
+        assert migrating.on_target([*migrating.static, stuck]) == {}
+        status, out, err = migrating.migrate("--wait-timeout", "1.5", "--on-wait-timeout", "commit_empty", "--execute")
+    assert status == 3, out + err
+    assert f"still active on the source, not moved: {stuck} (Stable, 1 members)" in out, out
+    groups = list(migrating.static)
+    assert migrating.on_target(groups) == migrating.truth(groups) and migrating.on_target([stuck]) == {}
+
+
+def test_without_execute_it_previews_and_commits_nothing(migrating: Migrating) -> None:
+    """A preview looks once on the source, plans once (the replica is still behind: said, not waited
+    for) and writes no offset."""
+    status, out, err = migrating.migrate()
+    assert status == 0, out + err
+    assert "NOT CAUGHT UP" in out and "previewed as they are" in out, out
+    assert "Preview of plan" in out and migrating.on_target(list(migrating.static)) == {}
