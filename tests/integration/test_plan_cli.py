@@ -155,7 +155,7 @@ def test_checkpoints_from_dynamodb(setup: dict[str, str], tmp_path: Path, table:
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--strategies", "header,guess"], "choose from header,fingerprint,checkpoint,mm2,timestamp"),
+        (["--strategies", "header,guess"], "choose from header,origin,fingerprint,checkpoint,mm2,timestamp"),
         (["--topic-map", "a"], "is not SRC_TOPIC=TGT_TOPIC"),
         (["--topic-map", "a=x", "--topic-map", "b=x"], "maps both a and b to x"),
         (["--snapshot-id", "nope"], "no complete snapshot with id nope"),

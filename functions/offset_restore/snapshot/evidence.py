@@ -4,7 +4,8 @@ For each wanted (partition, committed offset ``c``) we need the first record at 
 ``n`` records before it. Groups on the same partition and offset share one piece of evidence, and all
 the offsets wanted on one partition are read in one forward pass: each round fetches every partition
 that still needs records, from where its previous read stopped (or from the next window's start when
-the windows are far apart). Only offsets, timestamps and fingerprints are kept, never payloads.
+the windows are far apart). Only offsets, timestamps and fingerprints are kept, never payloads, and the
+restore's offset header where a record carries it (its origin offset: what a failback maps back with).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence
 
 __all__ = ["Evidence", "EvidenceStats", "collect_evidence"]
@@ -74,6 +76,7 @@ def collect_evidence(
                 offset=r.offset,
                 timestamp=r.timestamp,
                 fingerprint=fingerprint(r.key, r.value, r.headers, exclude_header=offset_header),
+                origin_offset=int_header(r, offset_header) if offset_header else None,
             )
             for r in answer.records
         )

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 import secrets
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -68,6 +68,17 @@ class RecordEvidence(_Document):
     offset: int
     timestamp: int
     fingerprint: str
+    origin_offset: int | None = None
+    """The restore's offset header on this record (the snapshot's ``offset_header``): its offset on the
+    cluster the restore came from, which a failback carries the group back to (the origin strategy).
+    Written only when the record carries it: a snapshot of a cluster no restore wrote stays as it was."""
+
+    @model_serializer(mode="wrap")
+    def _origin_when_known(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.origin_offset is None:
+            data.pop("origin_offset", None)
+        return data
 
 
 class PartitionSnapshot(_Document):

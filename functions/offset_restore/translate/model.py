@@ -26,7 +26,7 @@ __all__ = [
     "written_by_apply",
 ]
 
-Method = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
+Method = Literal["header", "origin", "fingerprint", "checkpoint", "mm2", "timestamp", "earliest", "end"]
 Status = Literal["mapped", "pending", "unmapped", "committed", "skipped", "failed"]
 Outcome = Literal[
     "unanswered",
@@ -359,7 +359,7 @@ def _offset_off_anchor(e: PlanEntry) -> str | None:
     entry that resumes after its last record."""
     if e.anchor_offset is None or e.target_offset is None or e.status not in ("mapped", "committed"):
         return None
-    after = e.method == "end" or (e.method in ("fingerprint", "mm2") and e.expected_fingerprint is None)
+    after = e.method == "end" or (e.method in ("fingerprint", "mm2", "origin") and e.expected_fingerprint is None)
     if e.anchor_offset == e.target_offset or (after and e.anchor_offset < e.target_offset):
         return None
     return f"has target_offset {e.target_offset}, but the record the plan read for it is at {e.anchor_offset}"

@@ -16,9 +16,9 @@ from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_P
 
 __all__ = ["PLAN_DEFAULTS", "STRATEGIES", "OrderCheck", "PlanOptions", "PlanSettings", "Strategy"]
 
-Strategy = Literal["header", "fingerprint", "checkpoint", "mm2", "timestamp"]
+Strategy = Literal["header", "origin", "fingerprint", "checkpoint", "mm2", "timestamp"]
 OrderCheck = Literal["windows", "full"]
-STRATEGIES: tuple[Strategy, ...] = ("header", "fingerprint", "checkpoint", "mm2", "timestamp")
+STRATEGIES: tuple[Strategy, ...] = ("header", "origin", "fingerprint", "checkpoint", "mm2", "timestamp")
 
 
 _SCOPE = re.compile(r"[a-zA-Z0-9._-]{1,249}(/(0|[1-9][0-9]{0,8}))?")

@@ -33,6 +33,7 @@ from offset_restore.translate.strategies.checkpoint import by_checkpoint
 from offset_restore.translate.strategies.fingerprint import by_fingerprint
 from offset_restore.translate.strategies.header import by_header
 from offset_restore.translate.strategies.mm2 import by_mm2
+from offset_restore.translate.strategies.origin import by_origin
 from offset_restore.translate.strategies.outcomes import with_unrestored_tail
 from offset_restore.translate.strategies.timestamp import by_timestamp
 from offset_restore.translate.strategies.whole_read import WHOLE_READ_BYTES
@@ -81,6 +82,7 @@ def decide_positions(
     strategies: dict[Strategy, Callable[[dict[PositionKey, Position], Context], dict[PositionKey, Decision | str]]]
     strategies = {
         "header": by_header,
+        "origin": by_origin,
         "fingerprint": by_fingerprint,
         "checkpoint": by_checkpoint,
         "mm2": by_mm2,
@@ -316,4 +318,6 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
         log_end=p.log_end,
         next=evidence_of(p.next) if p.next else None,
         packed_before=pack_evidence(p.before),
+        last_origin=p.before[-1].origin_offset if p.before else None,
+        next_origin=p.next.origin_offset if p.next else None,
     )

@@ -83,6 +83,12 @@ class Position:
     packed_before: bytes | tuple[Evidence, ...]
     """The records before the position, oldest first (``pack_evidence``): read through ``before``.
     Only the fingerprint and timestamp strategies and caught-up groups need them."""
+    last_origin: int | None = None
+    """The origin offset (the restore's offset header, ``RecordEvidence.origin_offset``) of the last
+    record before the position the snapshot read: where a failback's group has processed to on the
+    cluster the restore came from (the origin strategy). None: no such record, or it carries none."""
+    next_origin: int | None = None
+    """The origin offset of the snapshot's next record (None: no next record, or it carries none)."""
 
     @property
     def before(self) -> tuple[Evidence, ...]:

@@ -1,0 +1,215 @@
+"""The origin strategy, for a failback: the snapshot was taken of a cluster a restore wrote (the DR
+cluster after a failover), whose restored records carry the restore's offset header — their offsets on
+the cluster the restore came from, which is this plan's target (the primary, back). A group that
+processed the source's record L, the copy of the target's record ``h``, resumes at ``h + 1``: proven by
+reading the target's record at ``h`` and finding L there (its fingerprint and timestamp). A group at the
+source's log start resumes at the target's copy of its next record, proven the same way.
+
+The positions of one plan are read together: each target partition from its lowest offset wanted, on
+to the next, in shared fetch rounds (a position costs no round trip of its own), and a position whose
+snapshot records carry no origin offset (an ordinary restore's) costs no read at all."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.rounds import AtEnd, Served, read_forward
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.context import Context
+from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
+
+__all__ = ["by_origin"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """What one position asks of the target: the records that must be the snapshot's, and where the
+    group resumes when they are."""
+
+    resume: int
+    checks: tuple[tuple[int, Evidence], ...]
+    """(target offset, the snapshot's record the target must hold there)."""
+    anchor: int
+    """The target offset whose record apply checks is still there (the one at ``resume`` when checked)."""
+    expected: str | None
+    """The fingerprint of the record at ``resume``, when the plan checked it (the snapshot's next record)."""
+    said: str
+    """Why, in words (without the check's result)."""
+
+
+def by_origin(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
+    """Each position whose last processed record (or, at the source's log start, next record) carries
+    its origin offset, mapped exactly after (at) that offset on the target once the target's record
+    there is proven the same; every other position declined, with why."""
+    header = ctx.options.offset_header
+    outcome: dict[PositionKey, Decision | str] = {}
+    claims: dict[PositionKey, _Claim] = {}
+    for key, pos in undecided.items():
+        bounds = ctx.bounds.get(pos.target)
+        claim = _claim(pos, bounds, header) if bounds is not None else f"no log bounds of {pos.target}"
+        if isinstance(claim, str):
+            outcome[key] = claim
+        else:
+            claims[key] = claim
+    if not claims:
+        return outcome  # nothing to prove: no read
+    wanted: dict[TP, set[int]] = defaultdict(set)
+    for key, claim in claims.items():
+        wanted[undecided[key].target].update(offset for offset, _ in claim.checks)
+    records, failed = _records_at(wanted, ctx)
+    for key, claim in claims.items():
+        tp = undecided[key].target
+        problem = failed.get(tp) or _mismatch(tp, claim, records, header)
+        outcome[key] = problem or _mapped(tp, claim, records)
+    return outcome
+
+
+def _claim(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
+    """What proves the position's resume point on the target, or why the strategy cannot (then no read)."""
+    if pos.packed_before:
+        return _after_last(pos, bounds, header)
+    return _at_next(pos, bounds, header)
+
+
+def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
+    """The group processed the last record before its position: it resumes after that record's copy."""
+    h, c = pos.last_origin, pos.committed
+    if h is None and pos.next_origin is None:
+        return (
+            f"neither the last record the group processed nor its next one (around source offset {c}) carries "
+            f"{header}: the source is not a restore's copy of the target there, or the group processed records "
+            "produced on the source after the restore (which the target does not have)"
+        )
+    if h is None:
+        return (
+            f"the last record the group processed (before source offset {c}) carries no {header}: it was produced "
+            "on the source after the restore, and the target does not have it"
+        )
+    last = pos.before[-1]
+    if pos.next is not None and pos.next_origin is not None and pos.next_origin <= h:
+        return (
+            f"the source's record {last.offset} carries {header} = {h} but the next one, {pos.next.offset}, carries "
+            f"{pos.next_origin}: the restore is out of order here, and resuming after {h} could skip a record"
+        )
+    unreadable = _outside(h, bounds, f"the copy of the last record the group processed (source offset {last.offset})")
+    if unreadable:
+        return unreadable
+    said = (
+        f"the last record the group processed, source offset {last.offset}, carries {header} = {h}, and target "
+        f"offset {h} holds it (same content and timestamp): resume after it"
+    )
+    checks: tuple[tuple[int, Evidence], ...] = ((h, last),)
+    nxt, n = pos.next, pos.next_origin
+    if h + 1 >= bounds.end:
+        said += f", at the target's log end {bounds.end}"
+    elif nxt is not None and n == h + 1:
+        checks = ((h, last), (h + 1, nxt))
+        said += f"; target offset {h + 1} holds the group's next record (source offset {nxt.offset}) too"
+        return _Claim(h + 1, checks, h + 1, nxt.fingerprint, said)
+    if nxt is not None and n is None:
+        said += (
+            f"; the group's next record, source offset {nxt.offset}, carries no {header}: produced on the source "
+            "after the restore, it is not on the target"
+        )
+    elif nxt is not None and n is not None:
+        said += (
+            f"; its next record carries {header} = {n}: the target's records from {h + 1} before that one were never "
+            "on the source, and the group reads them"
+        )
+    return _Claim(h + 1, checks, h, None, said)
+
+
+def _at_next(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
+    """No record before the position: the group is at the source's log start and resumes at its next
+    record's copy on the target."""
+    nxt, n, c = pos.next, pos.next_origin, pos.committed
+    if nxt is None or n is None:
+        which = "none at or after it" if nxt is None else f"the next one, {nxt.offset}, carries no {header}"
+        return f"the snapshot read no record before source offset {c}, and {which}: no origin offset to map by"
+    if pos.log_start is not None and c > pos.log_start:
+        return (
+            f"the snapshot read no record before committed offset {c}, which is not the source's log "
+            f"start {pos.log_start}: what the group processed last is not known"
+        )
+    unreadable = _outside(n, bounds, f"the copy of the group's next record (source offset {nxt.offset})")
+    if unreadable:
+        return unreadable
+    said = (
+        f"the group is at the source's log start; its next record, source offset {nxt.offset}, carries {header} "
+        f"= {n}, and target offset {n} holds it (same content and timestamp): resume there"
+    )
+    return _Claim(n, ((n, nxt),), n, nxt.fingerprint, said)
+
+
+def _outside(offset: int, bounds: LogBounds, what: str) -> str | None:
+    """Why the target cannot hold ``offset`` (None: it may)."""
+    if offset < bounds.start:
+        return f"target offset {offset}, {what}, is below the target's log start {bounds.start}: it cannot be checked"
+    if offset >= bounds.end:
+        return f"the target's log ends at {bounds.end}: it has no offset {offset}, {what}"
+    return None
+
+
+def _records_at(
+    wanted: Mapping[TP, set[int]], ctx: Context
+) -> tuple[dict[tuple[TP, int], FetchedRecord], dict[TP, str]]:
+    """The target's record at each wanted offset (absent: none there), every partition from its lowest
+    offset on to the next in shared fetch rounds, and the partitions whose read failed, with why."""
+    pending = {tp: sorted(offsets) for tp, offsets in wanted.items()}
+    found: dict[tuple[TP, int], FetchedRecord] = {}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        answer = outcome.answer
+        for record in answer.records:
+            if record.offset in wanted[tp]:
+                found[(tp, record.offset)] = record
+        rest = pending[tp] = [offset for offset in pending[tp] if offset >= answer.read_to]
+        return rest[0] if rest else None
+
+    rounds = ctx.rounds()
+    starts = {tp: offsets[0] for tp, offsets in pending.items()}
+    failed = read_forward(rounds, starts, take, until={tp: offsets[-1] for tp, offsets in pending.items()})
+    ctx.record("origin", rounds.rounds, rounds.fetches, rounds.records, {})
+    ctx.stats.bytes_read["origin"] = ctx.stats.bytes_read.get("origin", 0) + rounds.bytes
+    return found, {tp: f"reading the target's records of {tp} failed: {f.reason}" for tp, f in failed.items()}
+
+
+def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord], header: str) -> str | None:
+    """Why the target does not hold the snapshot's records where their origin offsets say (None: it does)."""
+    for offset, evidence in claim.checks:
+        record = records.get((tp, offset))
+        if record is None:
+            return (
+                f"target offset {offset} holds no record (compacted away, or a transaction marker): the source's "
+                f"record {evidence.offset}, which carries {header} = {offset}, cannot be checked"
+            )
+        if fingerprint(record.key, record.value, record.headers, exclude_header=header) != evidence.fingerprint:
+            return (
+                f"the source's record {evidence.offset} carries {header} = {offset}, but target offset {offset} holds "
+                "another record (its content differs): the header does not describe this target"
+            )
+        if record.timestamp != evidence.timestamp:
+            return (
+                f"the source's record {evidence.offset} carries {header} = {offset} and target offset {offset} has its "
+                f"content, but timestamp {record.timestamp}, not {evidence.timestamp}: not proven the same record"
+            )
+    return None
+
+
+def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord]) -> Decision:
+    anchor = records[(tp, claim.anchor)]
+    return Decision(
+        "mapped",
+        claim.resume,
+        "origin",
+        True,
+        0,
+        claim.said,
+        expected_fingerprint=claim.expected,
+        anchor=(anchor.offset, None, anchor.timestamp),
+    )

@@ -1,0 +1,102 @@
+"""A failback on the real brokers: the ``source`` broker plays the DR cluster, which holds a restore of
+the primary (each restored record carries its primary offset in ``x-source-offset``) and records born
+on it after the failover; the ``target`` broker plays the primary, back. The DR's groups are
+snapshotted, planned against the primary and applied there: the origin strategy maps the groups whose
+last processed record is a restored one exactly, and leaves alone the one past records born on the DR."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from offset_restore.cli.main import main
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.translate.model import Plan
+
+from tests.helpers import Brokers, commit, produce, restore, unique
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    return main(list(argv), out, err), out.getvalue(), err.getvalue()
+
+
+def test_groups_on_the_dr_are_carried_back_to_the_primary_by_origin(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    dr, primary, topic = source, target, unique("failback")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    records = produce(primary, topic, 0, 300)
+    # The restore began at primary offset 20: DR offset d is the primary's record d + 20.
+    origin_of = {d: s for s, d in restore(dr, topic, 0, records, keep=lambda r: r.offset >= 20)}
+    born = produce(dr, topic, 0, 30, start_offset=280, headers=[("born-on", b"dr")], base_timestamp=1_710_000_000_000)
+    assert [r.offset for r in born] == list(range(280, 310))
+    at = {"inside": 100, "restored_end": 280, "log_start": 0, "past_born": 310}
+    groups = {name: unique(f"failback-{name}") for name in at}
+    tp = TP(topic, 0)
+    for name, offset in at.items():
+        commit(dr, groups[name], {tp: offset})
+
+    status, _, err = run(
+        "snapshot",
+        "--bootstrap-servers",
+        brokers.source.bootstrap_servers,
+        "--output",
+        str(tmp_path / "snaps"),
+        "--groups",
+        "|".join(groups.values()),
+        "--cluster",
+        "dr",
+    )
+    assert status == 0, err
+    plan_path = tmp_path / "plan.json"
+    status, out, err = run(
+        "plan",
+        "--snapshot",
+        str(tmp_path / "snaps"),
+        "--bootstrap-servers",
+        brokers.target.bootstrap_servers,
+        "--output",
+        str(plan_path),
+    )
+    assert status in (0, 3), err
+    entries = {e.group: e for e in Plan.model_validate_json(plan_path.read_text()).entries}
+
+    # The truth, from the records: after the primary's copy of the last record processed on the DR;
+    # at the DR's log start, at the copy of the next one.
+    truth = {
+        "inside": origin_of[at["inside"] - 1] + 1,
+        "restored_end": origin_of[at["restored_end"] - 1] + 1,
+        "log_start": origin_of[0],
+    }
+    assert truth == {"inside": 120, "restored_end": 300, "log_start": 20}
+    for name, expected in truth.items():
+        e = entries[groups[name]]
+        assert (e.status, e.method, e.target_offset, e.exact, e.max_duplicates) == (
+            "mapped",
+            "origin",
+            expected,
+            True,
+            0,
+        ), (name, e)
+        assert e.anchor_offset is not None
+    assert entries[groups["inside"]].expected_fingerprint == records[120].fingerprint
+    # Past records born on the DR: the origin strategy declines it, and what maps it (the timestamp
+    # strategy, at the primary's end) claims nothing; never past the primary's end.
+    past = entries[groups["past_born"]]
+    assert past.method != "origin" and not past.exact, past
+    assert past.target_offset in (None, len(records)), past
+
+    status, out, err = run(
+        "apply", "--plan", str(plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers, "--execute"
+    )
+    assert status in (0, 3), (out, err)
+    committed = primary.committed_offsets(list(groups.values()))
+    for name, expected in truth.items():
+        assert committed[groups[name]][tp].offset == expected, name
+    if past.status == "mapped":
+        assert committed[groups["past_born"]][tp].offset == past.target_offset
+    else:
+        assert tp not in committed.get(groups["past_born"], {})
