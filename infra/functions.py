@@ -72,6 +72,13 @@ class Functions:
             "CheckEmpty": {**target_env, **table_env, **bucket_env},
             "Commit": {**target_env, **table_env, **bucket_env},
             "Report": {**table_env, **bucket_env, TOPIC_ARN: storage.topic.topic_arn},
+            # A migration's steps on the source: in its network, writing where the Snapshot function writes.
+            "Source": {
+                **source_env,
+                **table_env,
+                SNAPSHOT_BUCKET: storage.bucket.bucket_name,
+                TARGET.name: config.target.name,
+            },
         }
         self.snapshot = self._function(
             "Snapshot", SNAPSHOT_HANDLER, {**source_env, SNAPSHOT_BUCKET: storage.bucket.bucket_name}
@@ -81,6 +88,7 @@ class Functions:
         }
         self._grant_storage(storage)
         self._grant_kafka(self.snapshot, config.source, KAFKA_READ)
+        self._grant_kafka(self.tasks["Source"], config.source, KAFKA_READ)
         self._grant_kafka(
             self.tasks["Translate"], config.target, ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")
         )
@@ -97,16 +105,18 @@ class Functions:
         bucket.grant_read(tasks["CheckEmpty"])
         bucket.grant_read(tasks["Commit"])
         bucket.grant_read_write(tasks["Report"])
-        # Prepare records the run's input (META); CheckEmpty renews the run's lock at every poll.
-        for name in ("Lock", "Prepare", "Translate", "CheckEmpty", "Commit"):
+        bucket.grant_read_write(tasks["Source"])  # the final snapshot
+        # Prepare records the run's input (META); CheckEmpty and Source renew the run's lock at every poll.
+        for name in ("Lock", "Prepare", "Translate", "CheckEmpty", "Commit", "Source"):
             table.grant_read_write_data(tasks[name])
         for name in ("Summarize", "Report"):
             table.grant_read_data(tasks[name])
         storage.topic.grant_publish(tasks["Report"])
 
     def _network(self, environment: dict[str, str]) -> dict[str, object]:
-        """The network of the cluster the function talks to: the snapshot reads only the source, the
-        workflow's Kafka functions only the target; the others run outside any VPC."""
+        """The network of the cluster the function talks to: the snapshot and a migration's Source steps
+        read only the source, the workflow's other Kafka functions only the target; the others run outside
+        any VPC."""
         for variables, cluster in ((SOURCE, self.config.source), (TARGET, self.config.target)):
             if variables.bootstrap_servers in environment:
                 return self.networks.function_options(cluster)

@@ -17,6 +17,7 @@ __all__ = [
     "LockRequest",
     "PrepareRequest",
     "ReportRequest",
+    "SourceRequest",
     "SummarizeRequest",
     "parse",
 ]
@@ -72,6 +73,22 @@ class CheckRequest(ApplyRequest):
     interval_seconds: float = Field(default=15, ge=0)
 
 
+class SourceRequest(ApplyRequest):
+    """A migration's step on the source: ``check_empty`` (one look) or ``snapshot`` (the final one)."""
+
+    action: Literal["check_empty", "snapshot"]
+    groups: str = ".*"
+    exclude_groups: str | None = None
+    topics: str | None = None
+    started_at: float | None = None
+    timeout_seconds: float = Field(default=900, ge=0)
+    on_wait_timeout: str = "fail"
+    owner: str | None = None
+    interval_seconds: float = Field(default=15, ge=0)
+    still_active: list[str] = Field(default_factory=list)
+    """With ``snapshot``: the groups the wait left active (``commit_empty``), left out of it."""
+
+
 class LockRequest(ApplyRequest):
     action: Literal["acquire", "release"]
     target_cluster: str = Field(min_length=1)
@@ -84,6 +101,8 @@ class SummarizeRequest(ApplyRequest):
     retries_left: int = Field(default=0, ge=0)
     allow_rewind: bool = False
     """Whether the run rewinds groups ahead on the target: their ahead entries are then commit work."""
+    mode: str = "plan"
+    """The run's mode: a migration waits until every entry is exact."""
 
 
 class PrepareRequest(BaseModel):

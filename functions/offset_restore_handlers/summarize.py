@@ -26,5 +26,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         request.retries_left,
         index=settings.restore_folder(request.restore_id, boto3.client("s3")),
         allow_rewind=request.allow_rewind,
+        until_exact=request.mode == "migrate",
     )
     return result.model_dump(mode="json")

@@ -31,5 +31,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         **run.model_dump(mode="json"),
         "summary": {"retries_left": run.pending_retries},
         "check": {"started_at": None},
+        "source_check": {"started_at": None},
         "started_at": time.time(),
     }

@@ -118,7 +118,7 @@ def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
         return {cluster.replace(":cluster/", f":{kind}/") + "/*"} if kind != "cluster" else {cluster}
 
     by_function = {
-        next(k for k in ("Snapshot", "Translate", "CheckEmpty", "Commit") if fn.startswith(k)): actions
+        next(k for k in ("Snapshot", "Translate", "CheckEmpty", "Commit", "Source") if fn.startswith(k)): actions
         for fn, actions in _kafka_by_function(t).items()
     }
     assert by_function["Snapshot"] == {
@@ -134,9 +134,10 @@ def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
         "kafka-cluster:DescribeTopic": arns(target, "topic"),
         "kafka-cluster:ReadData": arns(target, "topic"),
     }
+    assert by_function["Source"] == by_function["Snapshot"]  # a migration's steps read the source, as the snapshot
     assert by_function["CheckEmpty"]["kafka-cluster:DescribeGroup"] == arns(target, "group")
     assert by_function["Commit"]["kafka-cluster:AlterGroup"] == arns(target, "group")
-    assert "kafka-cluster:AlterGroup" not in by_function["Translate"] | by_function["Snapshot"]
+    assert "kafka-cluster:AlterGroup" not in by_function["Translate"] | by_function["Snapshot"] | by_function["Source"]
     statements = [
         s for p in t.find_resources("AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]

@@ -33,7 +33,8 @@ def test_a_validators_own_message_loses_pydantics_prefix() -> None:
         validate_input({"groups": "(", "mode": "sideways"}, {"source_cluster": "s", "target_cluster": "t"})
     message = str(refused.value)
     assert message.startswith("invalid execution input: ") and "Value error" not in message
-    assert "mode: input should be 'plan', 'apply' or 'rollback'" in message and "invalid groups regex" in message
+    assert "mode: input should be 'plan', 'apply', 'rollback' or 'migrate'" in message
+    assert "invalid groups regex" in message
 
 
 def test_another_error_keeps_its_message() -> None:

@@ -23,7 +23,10 @@ def register(commands: Commands) -> None:
     start.add_argument("--state-machine", metavar="ARN", help="the deployed workflow (or --stack)")
     start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")
     start.add_argument(
-        "--mode", choices=["plan", "apply", "rollback"], help="plan only, plan and commit, or roll back --restore-id"
+        "--mode",
+        choices=["plan", "apply", "rollback", "migrate"],
+        help="plan only, plan and commit, roll back --restore-id, or migrate (the source is up: wait until the "
+        "groups stop there, snapshot them, commit every one exactly)",
     )
     start.add_argument("--groups", metavar="REGEX", help="only these groups")
     start.add_argument(

@@ -96,7 +96,7 @@ def run_migration(
     with connect(source_connection) as source:
         stopped = stopped_on_source(source, options.group_filter(), polling, show, sleep, clock)
     if stopped.still_active and not preview and migration.apply.on_wait_timeout == "fail":
-        raise still_active_error(stopped, polling.timeout_s)
+        raise still_active_error(stopped.still_active, polling.timeout_s)
     final = replace(options, exclude_groups=leave_out(options.exclude_groups, list(stopped.still_active)))
     snapshot = run_snapshot(source_connection, open_location(snapshots), final, progress=progress, connect=connect)
     choice = SnapshotChoice(snapshots, snapshot.snapshot_id, cluster=snapshot.cluster)

@@ -8,7 +8,7 @@ moves the others and leaves it where it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -17,7 +17,7 @@ from offset_restore.apply.waiting import Polling, WaitTimeoutError, active_group
 from offset_restore.kafka.model import GroupInfo
 from offset_restore.snapshot.filters import NameFilter, pattern_for
 
-__all__ = ["SourceGroups", "StoppedOnSource", "leave_out", "still_active_error", "stopped_on_source"]
+__all__ = ["SourceGroups", "StoppedOnSource", "active_phrase", "leave_out", "still_active_error", "stopped_on_source"]
 
 
 class SourceGroups(Protocol):
@@ -38,10 +38,15 @@ class StoppedOnSource:
     def stopped(self) -> list[str]:
         return [g for g in self.groups if g not in self.still_active]
 
-    def active_phrase(self, limit: int = 10) -> str:
-        named = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(self.still_active.items())[:limit])
-        more = len(self.still_active) - limit
-        return named + (f" and {more:,} more" if more > 0 else "")
+    def active_phrase(self) -> str:
+        return active_phrase(self.still_active)
+
+
+def active_phrase(active: Mapping[str, GroupInfo], limit: int = 10) -> str:
+    """The groups with their state and members, the first ``limit`` of them."""
+    named = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:limit])
+    more = len(active) - limit
+    return named + (f" and {more:,} more" if more > 0 else "")
 
 
 def stopped_on_source(
@@ -58,11 +63,11 @@ def stopped_on_source(
     return StoppedOnSource(groups, active_groups(groups, waited.infos), waited.polls, waited.waited_s)
 
 
-def still_active_error(stopped: StoppedOnSource, timeout_s: float) -> WaitTimeoutError:
+def still_active_error(active: Mapping[str, GroupInfo], timeout_s: float) -> WaitTimeoutError:
+    """The refusal of a migration whose groups did not all stop on the source (nothing was written)."""
     return WaitTimeoutError(
-        f"{len(stopped.still_active):,} groups still have members on the source after {timeout_s:g} s: "
-        f"{stopped.active_phrase()}; nothing was written (stop their consumers, or migrate the others with "
-        "on_wait_timeout commit_empty)"
+        f"{len(active):,} groups still have members on the source after {timeout_s:g} s: {active_phrase(active)}; "
+        "nothing was written (stop their consumers, or migrate the others with on_wait_timeout commit_empty)"
     )
 
 

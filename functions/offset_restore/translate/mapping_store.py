@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 __all__ = ["MappingStore", "entry_key", "entry_of"]
 
 REPLACEABLE = ("pending", "unmapped")
+INEXACT = "mapped, not exact"
+"""A mapped entry without proof, as ``put`` tells it from the others (a migration replaces it)."""
 
 
 def entry_key(restore_id: str, entry: PlanEntry) -> dict[str, dict[str, str]]:
@@ -65,9 +67,10 @@ class MappingStore:
         self.table = table
         self.client = client
 
-    def put(self, restore_id: str, entries: Iterable[PlanEntry]) -> dict[str, int]:
-        """Write new entries and replace ``pending`` / ``unmapped`` ones; returns how many entries
-        were ``written`` and how many left ``unchanged``.
+    def put(self, restore_id: str, entries: Iterable[PlanEntry], *, until_exact: bool = False) -> dict[str, int]:
+        """Write new entries and replace ``pending`` / ``unmapped`` ones (``until_exact``: mapped ones
+        not exact too, as a migration translates again until the target holds every record); returns how
+        many entries were ``written`` and how many left ``unchanged``.
 
         The statuses are read first (BatchGetItem, 100 keys a call) and the writes batched (25 a
         call): a work item of 2,000 entries costs 100 calls, not 2,000 conditional PutItems. The
@@ -77,10 +80,11 @@ class MappingStore:
         entries = list(entries)
         keys = [entry_key(restore_id, entry) for entry in entries]
         current = self._statuses(restore_id, [key["sk"]["S"] for key in keys])
+        replaceable = ("absent", *REPLACEABLE, *((INEXACT,) if until_exact else ()))
         writes = {  # by key: one batch may not name an item twice
             key["sk"]["S"]: self._item(key, entry)
             for key, entry in zip(keys, entries, strict=True)
-            if current.get(key["sk"]["S"], "absent") in ("absent", *REPLACEABLE)
+            if current.get(key["sk"]["S"], "absent") in replaceable
         }
         stale = self._other_shape(restore_id, entries, {key["sk"]["S"] for key in keys})
         self._batch_write(restore_id, list(writes.values()))
@@ -130,9 +134,14 @@ class MappingStore:
                     yield values
 
     def _statuses(self, restore_id: str, sort_keys: list[str]) -> dict[str, str]:
-        """The status of each existing entry, by sort key."""
-        items = self._batch_get(restore_id, sort_keys, projection="sk, #status")
-        return {item["sk"]["S"]: item["status"]["S"] for item in items}
+        """The status of each existing entry, by sort key; a mapped entry not exact as ``INEXACT``."""
+        items = self._batch_get(restore_id, sort_keys, projection="sk, #status, #exact")
+        return {
+            item["sk"]["S"]: INEXACT
+            if item["status"]["S"] == "mapped" and not item.get("exact", {}).get("BOOL", False)
+            else item["status"]["S"]
+            for item in items
+        }
 
     def entries_by_keys(self, restore_id: str, sort_keys: list[str]) -> list[PlanEntry]:
         """The entries with these sort keys (a commit batch's, from the commit index)."""
@@ -147,7 +156,8 @@ class MappingStore:
         for start in range(0, len(unique), 100):
             keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in unique[start : start + 100]]}
             if projection:
-                keys.update(ProjectionExpression=projection, ExpressionAttributeNames={"#status": "status"})
+                names = {name: name[1:] for name in ("#status", "#exact") if name in projection}
+                keys.update(ProjectionExpression=projection, ExpressionAttributeNames=names)
             request: Any = {self.table: {**keys, "ConsistentRead": True}}
             for answer in self._until_processed(self.client.batch_get_item, request, "UnprocessedKeys", restore_id):
                 found.extend(answer.get("Responses", {}).get(self.table, []))

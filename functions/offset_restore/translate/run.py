@@ -357,7 +357,7 @@ def translate_work_item(
             source_partitions=item.source_partitions,
         )
     entries = list(done.entries())
-    counts = mappings.put(item.restore_id, entries)
+    counts = mappings.put(item.restore_id, entries, until_exact=item.until_exact)
     return WorkItemResult(
         restore_id=item.restore_id,
         work_item=key,

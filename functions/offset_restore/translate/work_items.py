@@ -37,6 +37,8 @@ class WorkItem(PlanSettings):
     source_partitions: dict[str, int] = Field(default_factory=dict)
     """Each topic's partition count on the source (the snapshot's): tells a topic re-partitioned."""
     groups: list[GroupSnapshot]
+    until_exact: bool = False
+    """A migration's: entries mapped without proof are translated again, as pending ones are."""
 
 
 def split_work(groups: Iterable[GroupSnapshot], max_group_partitions: int) -> Iterator[list[GroupSnapshot]]:

@@ -48,6 +48,7 @@ __all__ = [
     "PrepareSettings",
     "ReportSettings",
     "SnapshotSettings",
+    "SourceSettings",
     "SummarizeSettings",
     "TranslateSettings",
     "ValidateSettings",
@@ -206,6 +207,17 @@ class SnapshotSettings(FunctionSettings):
 
     source: Annotated[ClusterSettings, Cluster(SOURCE)]
     bucket: Annotated[str, Variable(SNAPSHOT_BUCKET)]
+    prefix: Annotated[str, Variable(SNAPSHOT_PREFIX)] = ""
+
+
+class SourceSettings(FunctionSettings):
+    """A migration's steps on the source: the source cluster, where its snapshots go (the Snapshot
+    function's bucket and prefix), and the lock's table and target (each look renews the run's lock)."""
+
+    source: Annotated[ClusterSettings, Cluster(SOURCE)]
+    bucket: Annotated[str, Variable(SNAPSHOT_BUCKET)]
+    table: Annotated[str, Variable(TABLE_NAME)]
+    target_cluster: Annotated[str, Variable(TARGET.name)]
     prefix: Annotated[str, Variable(SNAPSHOT_PREFIX)] = ""
 
 

@@ -58,8 +58,10 @@ class RunInput(PlanSettings):
     groups: str = ".*"
     exclude_groups: str | None = DEFAULT_EXCLUDE_GROUPS
     topics: str | None = None
-    mode: Literal["plan", "apply", "rollback"] = "plan"
-    """``rollback`` puts back the previous offsets the commits of the run ``restore_id`` saved."""
+    mode: Literal["plan", "apply", "rollback", "migrate"] = "plan"
+    """``rollback`` puts back the previous offsets the commits of the run ``restore_id`` saved;
+    ``migrate`` (the source is up) waits until the groups stop on the source, takes the final snapshot,
+    translates until every entry is exact and applies (migration/steps.py)."""
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
     allow_rewind: bool = False
@@ -102,6 +104,8 @@ def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> Run
         values.setdefault(key, value)
     if values.get("mode") == "rollback":
         _rollback_input(event, values)
+    if values.get("mode") == "migrate" and "snapshot" in event:
+        raise BadInputError("invalid execution input: mode migrate takes its own final snapshot: leave out snapshot")
     if "restore_id" not in values and event.get("execution_name"):
         values["restore_id"] = event["execution_name"]
     try:
@@ -165,6 +169,7 @@ def prepare_work(
             source_cluster=run.source_cluster,
             source_partitions=manifest.topic_partitions,
             groups=batch,
+            until_exact=run.mode == "migrate",
         )
         keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
         store.put(keys[-1], item.model_dump_json().encode(), "application/json")
@@ -198,6 +203,7 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
 class Summary(BaseModel):
     summary: PlanSummary
     pending: int
+    """The entries the workflow waits for: pending ones, and in a migration every entry not exact."""
     commit_batches: list[int]
     """Indices of the commit batches (``COMMIT_BATCH_GROUPS`` groups each, in name order)."""
     retries_left: int
@@ -210,9 +216,11 @@ def summarize(
     retries_left: int,
     index: BlobStore | None = None,
     allow_rewind: bool = False,
+    until_exact: bool = False,
 ) -> Summary:
     """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
-    over the mappings, none of them held."""
+    over the mappings, none of them held. ``until_exact`` (a migration): entries mapped without proof
+    wait as pending ones do — the target has not yet brought the records at their positions."""
     tally, builder = SummaryTally(), IndexBuilder(allow_rewind)
     for entry in mappings.iter_entries(restore_id):
         tally.add(entry)
@@ -222,9 +230,10 @@ def summarize(
         batches = builder.write(index)
     else:
         batches = (len(builder.candidates()) + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
+    waiting = summary.entries - summary.exact if until_exact else summary.pending
     return Summary(
         summary=summary,
-        pending=summary.pending,
+        pending=waiting,
         commit_batches=list(range(batches)),
-        retries_left=max(0, retries_left - (1 if summary.pending else 0)),
+        retries_left=max(0, retries_left - (1 if waiting else 0)),
     )

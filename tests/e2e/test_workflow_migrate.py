@@ -1,0 +1,71 @@
+"""``"mode": "migrate"`` through the state machine (moto's interpreter, the real handlers) on Apache Kafka
+(issue 35): a consumer runs on the source until the migration has started, the replica brings the last
+records after the final snapshot; the run waits for both and commits every group-partition exactly. A
+group that never stops fails the run, named, with nothing written."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from offset_restore.devtools.local_aws import Workflow
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+
+from tests.helpers import Brokers, active_member, commit
+from tests.integration.test_migrate import Migrating, consuming
+
+
+def _input(migrating: Migrating, timeout_s: int, **more: object) -> dict[str, object]:
+    return {
+        "mode": "migrate",
+        "groups": f"{migrating.prefix}-.*",
+        "wait": {"timeout_seconds": timeout_s, "interval_seconds": 1},
+        "pending_retries": 20,
+        "pending_interval_seconds": 1,
+        **more,
+    }
+
+
+def test_a_migration_waits_for_the_consumers_and_the_replica_then_commits_every_group_exactly(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
+) -> None:
+    migrating = Migrating(brokers, source, target, tmp_path)
+    live = f"{migrating.prefix}-live"
+    stop = threading.Event()
+    with consuming(brokers.source.bootstrap_servers, live, migrating.topic, stop):
+        deadline = time.monotonic() + 20
+        while len(source.committed_offsets([live])[live]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        threading.Timer(2.5, stop.set).start()
+        late = migrating.copy_the_rest(5.0)
+        result = workflow.run(_input(migrating, 60), name="migrate-1", timeout_s=180)
+        late.join()
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    states = result["states"]
+    assert {"SourceStopped", "WaitForSource", "FinalSnapshot", "WaitForRestore", "Commit"} <= set(states), states
+    groups = [*migrating.static, live]
+    truth = migrating.truth(groups)
+    assert len(truth) == 8 and migrating.on_target(groups) == truth
+    report = workflow.report("migrate-1")
+    assert report["outcome"] == "applied" and all(e["exact"] for e in report["entries"]), report["summary"]
+    assert {e["status"] for e in report["entries"]} == {"committed"}
+
+
+def test_a_group_that_never_stops_fails_the_migration_named_and_nothing_is_written(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
+) -> None:
+    migrating = Migrating(brokers, source, target, tmp_path)
+    migrating.copy_the_rest(0).join()
+    stuck = f"{migrating.prefix}-stuck"
+    commit(source, stuck, {TP(migrating.topic, 0): 50})
+    with active_member(brokers.source.bootstrap_servers, stuck, migrating.topic):
+        result = workflow.run(_input(migrating, 2), name="migrate-stuck", timeout_s=120)
+        assert result["status"] == "FAILED"
+        assert f"still have members on the source after 2 s: {stuck}" in str(result.get("cause")), result
+        assert "Prepare" not in result["states"] and migrating.on_target([*migrating.static, stuck]) == {}
+        result = workflow.run(_input(migrating, 2, on_wait_timeout="commit_empty"), name="migrate-others")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    groups = list(migrating.static)
+    assert migrating.on_target(groups) == migrating.truth(groups) and migrating.on_target([stuck]) == {}
