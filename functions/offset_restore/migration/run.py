@@ -82,6 +82,7 @@ def run_migration(
     clock: Callable[[], float] = time.monotonic,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> MigrationResult:
+    selected, _ = migration.snapshot.group_filter(), migration.snapshot.topic_filter()  # bad regexes first
     plan_store, plan_key = split_location(plan_location)
     if plan_store.exists(plan_key):  # said before the wait, not after it
         raise BadInputError(f"{plan_location} already exists: a plan is never overwritten (apply records into it)")
@@ -94,7 +95,7 @@ def run_migration(
         "waiting for the groups to stop on the source",
     )
     with connect(source_connection) as source:
-        stopped = stopped_on_source(source, options.group_filter(), polling, show, sleep, clock)
+        stopped = stopped_on_source(source, selected, polling, show, sleep, clock)
     if stopped.still_active and not preview and migration.apply.on_wait_timeout == "fail":
         raise still_active_error(stopped.still_active, polling.timeout_s)
     final = replace(options, exclude_groups=leave_out(options.exclude_groups, list(stopped.still_active)))
