@@ -12,6 +12,9 @@ from pathlib import Path
 from offset_restore.devtools.local_aws import Workflow
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import S3Store
 
 from tests.helpers import Brokers, active_member, commit
 from tests.integration.test_migrate import Migrating, consuming
@@ -38,6 +41,9 @@ def test_a_migration_waits_for_the_consumers_and_the_replica_then_commits_every_
         deadline = time.monotonic() + 20
         while len(source.committed_offsets([live])[live]) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
+        scheduled = SnapshotOptions(groups=f"{migrating.prefix}-.*", cluster="src")  # the schedule's, while it runs
+        run_snapshot(brokers.source_settings, S3Store("offset-restore", "", workflow.s3), scheduled)
+        time.sleep(0.5)
         threading.Timer(2.5, stop.set).start()
         late = migrating.copy_the_rest(5.0)
         result = workflow.run(_input(migrating, 60), name="migrate-1", timeout_s=180)
@@ -51,6 +57,7 @@ def test_a_migration_waits_for_the_consumers_and_the_replica_then_commits_every_
     report = workflow.report("migrate-1")
     assert report["outcome"] == "applied" and all(e["exact"] for e in report["entries"]), report["summary"]
     assert {e["status"] for e in report["entries"]} == {"committed"}
+    assert report["summary"]["groups_live"] == 0 and {e["exposure"] for e in report["entries"]} == {0}
 
 
 def test_a_group_that_never_stops_fails_the_migration_named_and_nothing_is_written(

@@ -128,6 +128,12 @@ def test_live_groups_and_a_replica_catching_up_all_move_exactly(migrating: Migra
         deadline = time.monotonic() + 20
         while len(migrating.source.committed_offsets(live)[live[1]]) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
+        scheduled = run(
+            "snapshot", "--bootstrap-servers", migrating.brokers.source.bootstrap_servers,
+            "--groups", f"{migrating.prefix}-.*", "--output", str(migrating.folder / "snapshots"),
+        )  # fmt: skip
+        assert scheduled[0] == 0, scheduled  # a scheduled one, while the live groups run: their rates
+        time.sleep(0.5)
         threading.Timer(2.0, stop.set).start()
         late = migrating.copy_the_rest(4.0)
         status, out, err = migrating.migrate("--wait-timeout", "60", "--catch-up-timeout", "60", "--execute")
@@ -139,6 +145,8 @@ def test_live_groups_and_a_replica_catching_up_all_move_exactly(migrating: Migra
     assert len(truth) == 10 and migrating.on_target(groups) == truth, out
     assert all(e.exact and e.status == "committed" for e in plan.entries), [e for e in plan.entries if not e.exact]
     assert "5 of 5 groups stopped on the source" in out and "every one of 10 group-partitions exact" in out, out
+    assert plan.summary.groups_live == 0 and plan.summary.entries_exposure_unknown == 0, plan.summary
+    assert all(e.exposure == 0 for e in plan.entries)  # stopped before the final snapshot: none read again
     waited = float(out.split("stopped on the source after ")[1].split()[0])
     assert waited >= 1.0, out  # the live groups were consuming when the migration started, and it waited
     plans = int(out.split(" exact after ")[1].split()[0])

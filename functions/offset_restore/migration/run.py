@@ -98,7 +98,8 @@ def run_migration(
         stopped = stopped_on_source(source, selected, polling, show, sleep, clock)
     if stopped.still_active and not preview and migration.apply.on_wait_timeout == "fail":
         raise still_active_error(stopped.still_active, polling.timeout_s)
-    final = replace(options, exclude_groups=leave_out(options.exclude_groups, list(stopped.still_active)))
+    left_out = leave_out(options.exclude_groups, list(stopped.still_active))
+    final = replace(options, exclude_groups=left_out, groups_stopped=not preview)
     snapshot = run_snapshot(source_connection, open_location(snapshots), final, progress=progress, connect=connect)
     choice = SnapshotChoice(snapshots, snapshot.snapshot_id, cluster=snapshot.cluster)
     plan, plans, waited = _plan_until_proven(

@@ -71,5 +71,5 @@ def final_snapshot(
     connect: type[KafkaCluster] = KafkaCluster,
 ) -> SnapshotResult:
     """The snapshot the migration plans from, without the groups still active on the source."""
-    final = replace(options, exclude_groups=leave_out(options.exclude_groups, still_active))
+    final = replace(options, exclude_groups=leave_out(options.exclude_groups, still_active), groups_stopped=True)
     return run_snapshot(connection, store, final, connect=connect)

@@ -63,6 +63,8 @@ class SnapshotOptions:
     offset_header: str | None = DEFAULT_OFFSET_HEADER
     cluster: str | None = None
     snapshot_id: str | None = None
+    groups_stopped: bool = False
+    """A migration's final snapshot: the groups were waited for until they stopped (``SnapshotManifest``)."""
 
     def __post_init__(self) -> None:
         if self.evidence_records < 0 or self.evidence_records > 100:
@@ -210,6 +212,7 @@ def stream_snapshot(
             evidence_records=options.evidence_records,
             offset_header=options.offset_header,
             topic_partitions=shapes,
+            groups_stopped=options.groups_stopped,
         ),
         groups=iter(()),
         timings=timings,

@@ -152,6 +152,9 @@ class SnapshotManifest(_Document):
     filters: dict[str, str | None] = Field(default_factory=dict)
     evidence_records: int = 0
     offset_header: str | None = None
+    groups_stopped: bool = False
+    """A migration's final snapshot, taken once every group in it had stopped on the source: none moved
+    after it (what each entry's exposure says), unless its own state here shows members."""
     topic_partitions: dict[str, int] = Field(default_factory=dict)
     """How many partitions each topic the groups commit on had on the source: a plan compares them
     with the target's to tell a restore that re-partitioned a topic (empty in older snapshots and in

@@ -31,6 +31,9 @@ class History:
 
     at: datetime
     offsets: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    stopped: bool = False
+    """The snapshot planned from is a migration's final one (``SnapshotManifest.groups_stopped``): its
+    groups had stopped on the source, so one without members there moved on after it by nothing."""
 
 
 def history_of(groups: Iterable[GroupSnapshot], at: datetime) -> History:
@@ -69,6 +72,8 @@ def motion_of(
     ``at_snapshot``: the snapshot's own offsets of partitions the group carries moved since (a newer
     MirrorMaker 2 checkpoint): the rate is the snapshots', not the checkpoint's."""
     live_state = group.state in LIVE_STATES and group.members > 0
+    if history is not None and history.stopped:
+        return GroupMotion(live_state)  # stopped: exposure 0; with members after all: unknown
     before = history.offsets.get(group.group) if history is not None else None
     if history is None or before is None or _aware(at) <= _aware(history.at):
         return GroupMotion(True if live_state else None)

@@ -88,12 +88,21 @@ def refuse_unknown_scopes(settings: PlanSettings, manifest: SnapshotManifest) ->
         )
 
 
+def _history(item: WorkItem) -> History | None:
+    """The snapshot history a work item carries (``prepare_work``), as the translation reads it."""
+    if item.groups_stopped:
+        return History(item.history_at or item.snapshot_at or datetime.now(UTC), stopped=True)
+    return History(item.history_at, item.history) if item.history_at is not None else None
+
+
 def snapshot_history(
     repository: SnapshotRepository, manifest: SnapshotManifest, wanted: Callable[[str], bool]
 ) -> History | None:
     """The positions of the ``wanted`` groups in the snapshot before ``manifest`` (the groups' commit
     rates, translate/exposure.py), or None when there is none — or when it cannot be read (damaged,
     expired): an estimate never blocks a failover; its entries then say their exposure is unknown."""
+    if manifest.groups_stopped:  # a migration's: the groups stopped before it, no rate is needed
+        return History(manifest.positions_at, stopped=True)
     try:
         previous = repository.previous(manifest)
         if previous is None:
@@ -352,7 +361,7 @@ def translate_work_item(
             options,
             snapshot_completed_at=item.snapshot_completed_at,
             snapshot_at=item.snapshot_at,
-            history=History(item.history_at, item.history) if item.history_at is not None else None,
+            history=_history(item),
             checkpoints=checkpoints,
             source_partitions=item.source_partitions,
         )

@@ -37,6 +37,8 @@ class WorkItem(PlanSettings):
     source_partitions: dict[str, int] = Field(default_factory=dict)
     """Each topic's partition count on the source (the snapshot's): tells a topic re-partitioned."""
     groups: list[GroupSnapshot]
+    groups_stopped: bool = False
+    """The snapshot is a migration's final one: its groups had stopped (``History.stopped``)."""
     until_exact: bool = False
     """A migration's: entries mapped without proof are translated again, as pending ones are."""
 

@@ -170,6 +170,7 @@ def prepare_work(
             source_partitions=manifest.topic_partitions,
             groups=batch,
             until_exact=run.mode == "migrate",
+            groups_stopped=manifest.groups_stopped,
         )
         keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
         store.put(keys[-1], item.model_dump_json().encode(), "application/json")
