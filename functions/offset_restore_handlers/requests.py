@@ -85,8 +85,6 @@ class SourceRequest(ApplyRequest):
     on_wait_timeout: str = "fail"
     owner: str | None = None
     interval_seconds: float = Field(default=15, ge=0)
-    still_active: list[str] = Field(default_factory=list)
-    """With ``snapshot``: the groups the wait left active (``commit_empty``), left out of it."""
 
 
 class LockRequest(ApplyRequest):

@@ -36,9 +36,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             cluster=settings.source.name,
         )
         store = S3Store(settings.bucket, settings.prefix, boto3.client("s3"))
-        result = final_snapshot(connection, store, options, request.still_active)
-        logger.info("final snapshot written", extra={"snapshot_id": result.snapshot_id})
-        return result.model_dump(mode="json")
+        final = final_snapshot(connection, store, options, refuse_active=request.on_wait_timeout == "fail")
+        logger.info("final snapshot written", extra={"snapshot_id": final.snapshot.snapshot_id})
+        if final.left_on_source:
+            logger.warning("groups left on the source (members)", extra={"groups": sorted(final.left_on_source)})
+        return final.output()
     if request.owner:  # every look renews the run's lock: a long wait never lets it lapse
         ttl = workflow_lock_ttl(request.interval_seconds)
         TargetLock(settings.table, boto3.client("dynamodb"), settings.target_cluster, request.owner, ttl_s=ttl).renew()

@@ -76,3 +76,6 @@ def test_a_group_that_never_stops_fails_the_migration_named_and_nothing_is_writt
     assert result["status"] == "SUCCEEDED", result.get("cause")
     groups = list(migrating.static)
     assert migrating.on_target(groups) == migrating.truth(groups) and migrating.on_target([stuck]) == {}
+    report = workflow.report("migrate-others")  # the group left behind is said, not silently dropped
+    assert report["outcome"] == "applied, needs attention", report["outcome"]
+    assert report["attention"]["left_on_source"]["groups"] == [stuck], report["attention"]

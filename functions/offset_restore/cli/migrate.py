@@ -34,6 +34,7 @@ from offset_restore.cli.plan import plan_summary
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.migration.run import Migration, MigrationResult, not_proven, run_migration
+from offset_restore.migration.source import active_phrase
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanOptions
@@ -184,7 +185,7 @@ def _write(args: argparse.Namespace, result: MigrationResult, out: TextIO, err: 
         document["apply"], more = parts
         lines += more
         status = 0 if preview else apply_status(report)
-        if status == 0 and result.source.still_active and not preview:
+        if status == 0 and result.left_on_source and not preview:
             status = 3
     write_result(args, out, err, json.dumps(document, indent=2, ensure_ascii=False), lines)
     return status
@@ -195,7 +196,11 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
     lines = [
         f"Migration {result.plan.restore_id}: {len(stopped.stopped):,} of {len(stopped.groups):,} groups stopped on "
         f"the source after {stopped.waited_s:.1f} s ({stopped.polls} looks)",
-        *([f"  still active on the source, not moved: {stopped.active_phrase()}"] if stopped.still_active else []),
+        *(
+            [f"  still active on the source, not moved: {active_phrase(result.left_on_source)}"]
+            if result.left_on_source
+            else []
+        ),
         f"  final snapshot    {result.snapshot.snapshot_id} ({result.snapshot.counts.group_partitions:,} "
         f"group-partitions) in {result.snapshot.location}",
     ]
@@ -220,6 +225,7 @@ def _document(result: MigrationResult) -> dict[str, Any]:
         "source": {
             "groups": result.source.groups,
             "still_active": {g: i.state for g, i in result.source.still_active.items()},
+            "left_on_source": {g: i.state for g, i in result.left_on_source.items()},
             "waited_s": result.source.waited_s,
             "polls": result.source.polls,
         },

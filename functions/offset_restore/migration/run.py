@@ -13,7 +13,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from offset_restore.apply.locks import TargetLock
@@ -23,9 +23,11 @@ from offset_restore.apply.waiting import Polling
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.migration.source import StoppedOnSource, leave_out, still_active_error, stopped_on_source
+from offset_restore.kafka.model import GroupInfo
+from offset_restore.migration.source import StoppedOnSource, still_active_error, stopped_on_source
+from offset_restore.migration.steps import final_snapshot
 from offset_restore.snapshot.live import SnapshotOptions
-from offset_restore.snapshot.run import SnapshotResult, run_snapshot
+from offset_restore.snapshot.run import SnapshotResult
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.model import Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
@@ -50,6 +52,8 @@ class Migration:
 @dataclass
 class MigrationResult:
     source: StoppedOnSource
+    left_on_source: dict[str, GroupInfo]
+    """The groups with members on the source when the final snapshot was taken: not moved."""
     snapshot: SnapshotResult
     plan: PlanResult
     plans: int
@@ -98,14 +102,21 @@ def run_migration(
         stopped = stopped_on_source(source, selected, polling, show, sleep, clock)
     if stopped.still_active and not preview and migration.apply.on_wait_timeout == "fail":
         raise still_active_error(stopped.still_active, polling.timeout_s)
-    left_out = leave_out(options.exclude_groups, list(stopped.still_active))
-    final = replace(options, exclude_groups=left_out, groups_stopped=not preview)
-    snapshot = run_snapshot(source_connection, open_location(snapshots), final, progress=progress, connect=connect)
+    final = final_snapshot(
+        source_connection,
+        open_location(snapshots),
+        options,
+        stopped=not preview,
+        refuse_active=not preview and migration.apply.on_wait_timeout == "fail",
+        progress=progress,
+        connect=connect,
+    )
+    snapshot = final.snapshot
     choice = SnapshotChoice(snapshots, snapshot.snapshot_id, cluster=snapshot.cluster)
     plan, plans, waited = _plan_until_proven(
         choice, target_connection, plan_location, migration, show, sleep, clock, connect
     )
-    result = MigrationResult(stopped, snapshot, plan, plans, waited)
+    result = MigrationResult(stopped, final.left_on_source, snapshot, plan, plans, waited)
     if result.caught_up or preview:
         result.applied = run_apply(
             plan_location,

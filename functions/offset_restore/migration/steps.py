@@ -5,18 +5,21 @@ snapshot, taken once they have (or, with ``commit_empty``, without the ones that
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from offset_restore.apply.waiting import active_groups
+from offset_restore.apply.model import Progress
+from offset_restore.apply.waiting import WaitTimeoutError, active_groups
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.migration.source import SourceGroups, leave_out, still_active_error
+from offset_restore.kafka.model import GroupInfo
+from offset_restore.migration.source import SourceGroups, active_phrase, leave_out, still_active_error
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot
 from offset_restore.stores.storage import BlobStore
 
-__all__ = ["SourceCheck", "check_source", "final_snapshot"]
+__all__ = ["FinalSnapshot", "SourceCheck", "check_source", "final_snapshot"]
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,12 @@ class SourceCheck:
     def all_empty(self) -> bool:
         return not self.still_active
 
-    def output(self) -> dict[str, object]:
+    def output(self, limit: int = 20) -> dict[str, object]:
+        """At most ``limit`` names (the state stays small); the final snapshot looks again itself."""
         return {
             "groups": self.groups,
-            "still_active": self.still_active,
+            "still_active": self.still_active[:limit],
+            "still_active_count": len(self.still_active),
             "all_empty": self.all_empty,
             "started_at": self.started_at,
             "timed_out": self.timed_out,
@@ -62,14 +67,45 @@ def check_source(
     return SourceCheck(len(groups), sorted(active), started_at, timed_out)
 
 
+@dataclass(frozen=True)
+class FinalSnapshot:
+    snapshot: SnapshotResult
+    left_on_source: dict[str, GroupInfo]
+    """The selected groups with members on the source when it was taken: left out of it, not moved."""
+
+    def output(self, limit: int = 20) -> dict[str, object]:
+        """What the state machine carries: the snapshot's id and the first names left out, counted (a
+        run of thousands of groups keeps its state small)."""
+        return {
+            "snapshot_id": self.snapshot.snapshot_id,
+            "group_partitions": self.snapshot.counts.group_partitions,
+            "left_on_source": sorted(self.left_on_source)[:limit],
+            "left_on_source_count": len(self.left_on_source),
+        }
+
+
 def final_snapshot(
     connection: ConnectionSettings,
     store: BlobStore,
     options: SnapshotOptions,
-    still_active: list[str],
     *,
-    connect: type[KafkaCluster] = KafkaCluster,
-) -> SnapshotResult:
-    """The snapshot the migration plans from, without the groups still active on the source."""
-    final = replace(options, exclude_groups=leave_out(options.exclude_groups, still_active), groups_stopped=True)
-    return run_snapshot(connection, store, final, connect=connect)
+    stopped: bool = True,
+    refuse_active: bool = False,
+    progress: Progress | None = None,
+    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+) -> FinalSnapshot:
+    """The snapshot the migration plans from: the selected groups are described once more right before
+    it and those with members (still running, or a consumer started again since the wait) are left out
+    by name, so every group in it had stopped (``groups_stopped``, unless ``stopped`` is false: a
+    preview, which did not wait). ``refuse_active`` (``on_wait_timeout`` fail): one with members then
+    fails the migration instead, nothing written."""
+    with connect(connection) as source:
+        groups = sorted(g for g in source.list_group_ids() if options.group_filter()(g))
+        active = active_groups(groups, source.describe_groups(groups) if groups else {})
+    if active and refuse_active:
+        raise WaitTimeoutError(
+            f"{len(active):,} groups have members on the source again right before the final snapshot: "
+            f"{active_phrase(active)}; nothing was written (stop their consumers and run the migration again)"
+        )
+    final = replace(options, exclude_groups=leave_out(options.exclude_groups, list(active)), groups_stopped=stopped)
+    return FinalSnapshot(run_snapshot(connection, store, final, progress=progress, connect=connect), dict(active))

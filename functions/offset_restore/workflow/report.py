@@ -96,7 +96,11 @@ def effective_outcome(outcome: str, attention: Mapping[str, list[str]], run: Map
         counts = step.get("counts", {}) if isinstance(step, dict) else {}
         left = int(counts.get("skipped", 0)) + int(counts.get("failed", 0))
         return f"rolled back in part ({left} groups left as they were)" if left else outcome
-    serious = [s for s in ("unverified", "unanswered", "failed", "not_written", "skipped") if attention.get(s)]
+    serious = [
+        s
+        for s in ("unverified", "unanswered", "failed", "not_written", "left_on_source", "skipped")
+        if attention.get(s)
+    ]
     return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
 
 
@@ -169,7 +173,7 @@ class ReportBuilder:
         """What the report says, from the rows added and the run (the outcome takes what the run left)."""
         run, summary = self.run, self.summary
         facts = self.facts = facts_of(self.by_group, done(self.outcome))
-        attention = _attention(self.by_group)
+        attention = _attention(self.by_group, left_on_source(run))
         outcome = effective_outcome(self.outcome, {s: [f.group for f in a.groups] for s, a in attention.items()}, run)
         head = _headline(self.tally, facts)
         work, now = run.get("work"), datetime.now(UTC)
@@ -254,10 +258,26 @@ def _cards(facts: Facts) -> tuple[Card, ...]:
     return tuple(Card(key, title, n, serious and n > 0) for key, title, serious, n in counts if key == "exact" or n)
 
 
-def _attention(by_group: Mapping[str, list[PartitionRow]]) -> dict[str, Attention]:
+def left_on_source(run: Mapping[str, Any]) -> dict[str, set[str]]:
+    """The groups a migration left on the source (its final snapshot's output: the first names, counted),
+    each with why; the rest counted under one line."""
+    final = run.get("final_snapshot")
+    if not isinstance(final, dict):
+        return {}
+    why = "it had members on the source when the final snapshot was taken: not moved"
+    names = [str(name) for name in final.get("left_on_source") or []]
+    left = {name: {why} for name in names}
+    more = int(final.get("left_on_source_count") or 0) - len(names)
+    if more > 0:
+        left[f"... and {more:,} more groups"] = {"named in the Source function's log"}
+    return left
+
+
+def _attention(by_group: Mapping[str, list[PartitionRow]], on_source: Mapping[str, set[str]]) -> dict[str, Attention]:
     """Each kind of trouble with the groups under it (by name) and their reasons; kinds without groups
     are left out."""
     reasons: dict[str, dict[str, set[str]]] = {status: {} for status in ATTENTION}
+    reasons["left_on_source"] = {group: set(why) for group, why in on_source.items()}
     for rows in by_group.values():
         for r in rows:
             if (status := _needs_attention(r)) in reasons:

@@ -31,11 +31,25 @@ ADVICE = {
     "unverified": "Written, but the target does not hold what the plan says at the offset (another record is "
     "there, or the offset reads back otherwise). Check the group before its consumers start; roll it back if need "
     "be (the previous offsets are in the table).",
+    "left_on_source": "A migration moves only groups whose consumers stopped on the source: these still had "
+    "members there when its final snapshot was taken (on_wait_timeout commit_empty), so they were left out and "
+    "nothing of theirs changed on the target. Stop their consumers and migrate them in a new run (a new "
+    "restore_id).",
     "unanswered": "The commit went out but the cluster stopped answering before it confirmed: each group holds "
     "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
     "answers: it reads the target first and finishes them.",
 }
-ATTENTION = ("unverified", "unanswered", "failed", "not_written", "skipped", "pending", "reshaped", "unmapped")
+ATTENTION = (
+    "unverified",
+    "unanswered",
+    "failed",
+    "not_written",
+    "left_on_source",
+    "skipped",
+    "pending",
+    "reshaped",
+    "unmapped",
+)
 """The kinds of trouble a report lists, the most serious first."""
 
 NEXT = {
