@@ -16,7 +16,7 @@ from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
 
-from tests.helpers import Brokers, active_member, commit
+from tests.helpers import Brokers, active_member, commit, produce, restore, unique
 from tests.integration.test_migrate import Migrating, consuming
 
 
@@ -79,3 +79,37 @@ def test_a_group_that_never_stops_fails_the_migration_named_and_nothing_is_writt
     report = workflow.report("migrate-others")  # the group left behind is said, not silently dropped
     assert report["outcome"] == "applied, needs attention", report["outcome"]
     assert report["attention"]["left_on_source"]["groups"] == [stuck], report["attention"]
+
+
+def test_a_failback_carries_the_groups_that_ran_on_the_dr_back_to_the_primary_exactly(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
+) -> None:
+    """The deployment's source is the DR cluster (a restore of the primary, each record with its primary
+    offset in x-source-offset, from primary offset 20), its target the primary. A consumer ran on the DR
+    until the failback started; every group resumes on the primary at the record after the last one it
+    processed on the DR, by the origin strategy: DR offset c is primary offset c + 20."""
+    dr, primary, topic, prefix = source, target, unique("ledger"), unique("back")
+    primary.create_topics({topic: 2})
+    dr.create_topics({topic: 2})
+    for p in range(2):
+        restore(dr, topic, p, produce(primary, topic, p, 200), keep=lambda r: r.offset >= 20)
+    static = {f"{prefix}-inside": {0: 77, 1: 3}, f"{prefix}-caught-up": {0: 180, 1: 180}, f"{prefix}-start": {0: 0}}
+    for group, offsets in static.items():
+        commit(dr, group, {TP(topic, p): o for p, o in offsets.items()})
+    live, stop = f"{prefix}-live", threading.Event()
+    with consuming(brokers.source.bootstrap_servers, live, topic, stop):
+        deadline = time.monotonic() + 20
+        while len(dr.committed_offsets([live])[live]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        threading.Timer(2.0, stop.set).start()
+        result = workflow.run(
+            {"mode": "migrate", "groups": f"{prefix}-.*", "wait": {"interval_seconds": 1}}, name="back-1"
+        )
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    groups = [*static, live]
+    final = dr.committed_offsets(groups)
+    truth = {(g, tp.partition): c.offset + 20 for g in groups for tp, c in final[g].items()}
+    committed = primary.committed_offsets(groups)
+    assert {(g, tp.partition): c.offset for g in groups for tp, c in committed[g].items()} == truth
+    report = workflow.report("back-1")
+    assert {(e["method"], e["exact"], e["status"]) for e in report["entries"]} == {("origin", True, "committed")}
