@@ -113,3 +113,19 @@ def test_a_failback_carries_the_groups_that_ran_on_the_dr_back_to_the_primary_ex
     assert {(g, tp.partition): c.offset for g in groups for tp, c in committed[g].items()} == truth
     report = workflow.report("back-1")
     assert {(e["method"], e["exact"], e["status"]) for e in report["entries"]} == {("origin", True, "committed")}
+
+
+def test_a_migration_whose_target_does_not_catch_up_commits_only_the_exact_groups_with_commit_empty(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
+) -> None:
+    migrating = Migrating(brokers, source, target, tmp_path)  # the replica never brings offsets 150..199
+    failed = workflow.run(_input(migrating, 5, pending_retries=1), name="migrate-short")
+    assert failed["status"] == "FAILED" and "NotCaughtUp" in failed["states"], failed["states"]
+    assert "TargetNotCaughtUp" in str(failed.get("error")) and migrating.on_target(list(migrating.static)) == {}
+    result = workflow.run(_input(migrating, 5, pending_retries=1, on_wait_timeout="commit_empty"), name="migrate-part")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    caught_up, inside, near = migrating.static
+    assert migrating.on_target([inside]) == migrating.truth([inside]) and migrating.on_target([caught_up, near]) == {}
+    report = workflow.report("migrate-part")
+    assert report["outcome"] == "applied, needs attention"
+    assert sorted(report["attention"]["not_exact"]["groups"]) == sorted([caught_up, near]), report["attention"]

@@ -6,20 +6,14 @@ last processed record is a restored one exactly, and leaves alone the one past r
 
 from __future__ import annotations
 
-import io
 from pathlib import Path
 
-from offset_restore.cli.main import main
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, commit, produce, restore, unique
-
-
-def run(*argv: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    return main(list(argv), out, err), out.getvalue(), err.getvalue()
+from tests.integration.test_apply import run
 
 
 def test_groups_on_the_dr_are_carried_back_to_the_primary_by_origin(

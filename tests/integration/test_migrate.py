@@ -178,3 +178,19 @@ def test_without_execute_it_previews_and_commits_nothing(migrating: Migrating) -
     assert status == 0, out + err
     assert "NOT CAUGHT UP" in out and "previewed as they are" in out, out
     assert "Preview of plan" in out and migrating.on_target(list(migrating.static)) == {}
+
+
+def test_a_target_that_never_catches_up_writes_nothing_or_only_the_groups_proven_exact(migrating: Migrating) -> None:
+    """The replica never brings source offsets 150..199: the caught-up group and near-start's partition 1
+    cannot be proven. By default nothing is written; with commit_empty the group whose every partition is
+    exact moves and the two others are named, untouched."""
+    status, out, err = migrating.migrate("--catch-up-timeout", "1", "--execute")
+    assert status == 3 and "NOT CAUGHT UP" in out and "nothing was written" in out, out + err
+    assert migrating.on_target(list(migrating.static)) == {}
+    (migrating.folder / "plan.json").unlink()
+    status, out, err = migrating.migrate("--catch-up-timeout", "1", "--on-wait-timeout", "commit_empty", "--execute")
+    assert status == 3 and "the groups proven exact are moved, the others not" in out, out + err
+    caught_up, inside, near = migrating.static
+    assert migrating.on_target([inside]) == migrating.truth([inside]) and migrating.on_target([caught_up, near]) == {}
+    for group in (caught_up, near):
+        assert f"skipped: {group}: " in out and "not proven exact (a migration writes only exact groups)" in out, out

@@ -318,7 +318,7 @@ def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[
     writable: dict[str, list[PlanEntry]] = {}
     waiting: dict[str, str] = {}
     for group, entries in by_group.items():
-        why = _held_why(entries)
+        why = _held_why(entries) or (_not_exact_why(entries) if options.exact_only else None)
         if why:
             waiting[group] = why
             continue
@@ -343,6 +343,18 @@ def _written_twice(entries: Sequence[PlanEntry]) -> str | None:
                 "shape changed between translations of this restore; plan it again under a new restore id"
             )
     return None
+
+
+def _not_exact_why(entries: Sequence[PlanEntry]) -> str | None:
+    """Why a migration leaves a group: an entry it maps without proof (None: every one is exact)."""
+    loose = [e for e in entries if e.status == "mapped" and not e.exact]
+    if not loose:
+        return None
+    first = loose[0]
+    return (
+        f"{len(loose)} partitions not proven exact (a migration writes only exact groups), e.g. {first.topic}/"
+        f"{first.partition}: {first.reason or first.method}"
+    )
 
 
 def _held_why(entries: Sequence[PlanEntry]) -> str | None:

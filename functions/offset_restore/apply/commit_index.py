@@ -55,10 +55,12 @@ class IndexBuilder:
     """Per group only what the index needs (its statuses and its mappings' keys), entry by entry: the
     summarize step streams 240,000 mappings through it instead of holding them."""
 
-    def __init__(self, allow_rewind: bool = False) -> None:
+    def __init__(self, allow_rewind: bool = False, exact_only: bool = False) -> None:
         self.statuses: dict[str, set[str]] = {}
         self.keys: dict[str, list[str]] = {}
         self.allow_rewind = allow_rewind
+        self.exact_only = exact_only
+        """A migration's: a group with a mapped entry not exact is held (``ApplyOptions.exact_only``)."""
 
     def _writes(self, statuses: set[str]) -> bool:
         return any(written_by_apply(status, self.allow_rewind) for status in statuses)
@@ -66,7 +68,7 @@ class IndexBuilder:
     def add(self, entry: PlanEntry, key: str | None = None) -> None:
         statuses = self.statuses.setdefault(entry.group, set())
         statuses.add(entry.status)
-        if entry.holds:
+        if entry.holds or (self.exact_only and entry.status == "mapped" and not entry.exact):
             statuses.add(_HELD)
         if key is not None:
             self.keys.setdefault(entry.group, []).append(key)

@@ -46,6 +46,8 @@ class ApplyOptions:
     rewind_groups: NameFilter | None = None
     """Only these may (``--allow-rewind GROUP_REGEX``): a decision the operator makes per group."""
     dry_run: bool = False
+    exact_only: bool = False
+    """A migration's: a group with an entry not proven exact is not written (named), the others are."""
 
     def rewinds(self, group: str) -> bool:
         """Whether ``group`` may be moved back past where it is on the target."""

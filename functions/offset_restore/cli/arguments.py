@@ -22,7 +22,7 @@ from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
-from offset_restore.snapshot.filters import NameFilter, compile_pattern
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.snapshot.model import parse_time
 from offset_restore.terminal import printable, printable_line
 from offset_restore.validation import describe
@@ -35,6 +35,7 @@ __all__ = [
     "add_allow_rewind",
     "add_connection",
     "add_plan_key",
+    "add_selection",
     "add_source_connection",
     "connection_settings",
     "iso_time",
@@ -115,6 +116,25 @@ def rewind_groups(args: argparse.Namespace) -> NameFilter | None:
     if args.allow_rewind is None:
         return None
     return NameFilter(compile_pattern(args.allow_rewind, "--allow-rewind"))
+
+
+def add_selection(parser: argparse.ArgumentParser) -> None:
+    """What a snapshot reads (``snapshot``, ``migrate``): the groups, the topics, the evidence records."""
+    parser.add_argument("--groups", metavar="REGEX", help="groups to include (whole-name match; default: all)")
+    parser.add_argument(
+        "--exclude-groups",
+        metavar="REGEX",
+        default=DEFAULT_EXCLUDE_GROUPS,
+        help="groups to leave out (default: %(default)s); '' leaves none out",
+    )
+    parser.add_argument("--topics", metavar="REGEX", help="topics to include (whole-name match; default: all)")
+    parser.add_argument(
+        "--evidence-records",
+        type=non_negative,
+        default=3,
+        metavar="N",
+        help="records before the committed one to fingerprint (default: %(default)s; 0: none)",
+    )
 
 
 def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

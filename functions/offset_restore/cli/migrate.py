@@ -19,9 +19,9 @@ from offset_restore.cli.arguments import (
     add_connection,
     add_execute,
     add_plan_key,
+    add_selection,
     add_source_connection,
     connection_settings,
-    non_negative,
     previewing,
     rewind_groups,
     sealing,
@@ -35,7 +35,6 @@ from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.migration.run import Migration, MigrationResult, not_proven, run_migration
 from offset_restore.migration.source import active_phrase
-from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanOptions
 from offset_restore.translate.run import parse_strategies, parse_topic_map
@@ -61,17 +60,7 @@ def register(commands: Commands) -> None:
         "--snapshots", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix for the final snapshot"
     )
     migrate.add_argument("--plan", required=True, metavar="PLAN_LOCATION", help="the plan file (written, then applied)")
-    migrate.add_argument("--groups", metavar="REGEX", help="groups to move (whole-name match; default: all)")
-    migrate.add_argument(
-        "--exclude-groups",
-        metavar="REGEX",
-        default=DEFAULT_EXCLUDE_GROUPS,
-        help="groups to leave (default: %(default)s)",
-    )
-    migrate.add_argument("--topics", metavar="REGEX", help="topics to move the groups on (default: all)")
-    migrate.add_argument(
-        "--evidence-records", type=non_negative, default=3, metavar="N", help="as snapshot's (default: %(default)s)"
-    )
+    add_selection(migrate)
     migrate.add_argument(
         "--strategies",
         default=",".join(PLAN_DEFAULTS.strategies),
@@ -212,11 +201,18 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
     else:
         lines += [
             f"  NOT CAUGHT UP     {not_proven(s):,} of {s.entries:,} group-partitions not exact after {result.plans} "
-            f"plans ({result.caught_up_s:.1f} s of {catch_up_timeout_s:g}); "
-            + ("previewed as they are" if result.applied else "nothing was written"),
+            f"plans ({result.caught_up_s:.1f} s of {catch_up_timeout_s:g}); " + _not_caught_up_outcome(result),
             *plan_summary(result.plan)[1:],
         ]
     return lines
+
+
+def _not_caught_up_outcome(result: MigrationResult) -> str:
+    if result.applied is None:
+        return "nothing was written"
+    if result.preview:
+        return "previewed as they are"
+    return "the groups proven exact are moved, the others not (each named below)"
 
 
 def _document(result: MigrationResult) -> dict[str, Any]:

@@ -9,14 +9,13 @@ from typing import TextIO
 from offset_restore.cli.arguments import (
     Commands,
     add_connection,
+    add_selection,
     connection_settings,
     iso_time,
-    non_negative,
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
-from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot, run_snapshot_from_export
@@ -35,21 +34,7 @@ def register(commands: Commands) -> None:
     )
     add_connection(snap, required=False)
     snap.add_argument("--output", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
-    snap.add_argument("--groups", metavar="REGEX", help="groups to include (whole-name match; default: all)")
-    snap.add_argument(
-        "--exclude-groups",
-        metavar="REGEX",
-        default=DEFAULT_EXCLUDE_GROUPS,
-        help="groups to leave out (default: %(default)s); '' leaves none out",
-    )
-    snap.add_argument("--topics", metavar="REGEX", help="topics to include (whole-name match; default: all)")
-    snap.add_argument(
-        "--evidence-records",
-        type=non_negative,
-        default=3,
-        metavar="N",
-        help="records before the committed one to fingerprint (default: %(default)s; 0: none)",
-    )
+    add_selection(snap)
     snap.add_argument(
         "--offset-header",
         default=DEFAULT_OFFSET_HEADER,

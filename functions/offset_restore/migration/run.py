@@ -4,8 +4,10 @@ The order is what makes it exact (issue 35): (1) wait until the groups are empty
 committed offsets are final; (2) take the snapshot then, so it holds those final positions and the records
 around them; (3) plan until every entry is proven exact — until then the replica or the restore has not
 brought the records at some committed position, and the plan is made again after a pause (bounded);
-(4) apply: wait until the groups are empty on the target, commit, verify. Without ``execute`` nothing
-waits and nothing is committed: the groups still active on the source are named and the apply previewed.
+(4) apply: wait until the groups are empty on the target, commit, verify — only groups whose every entry
+is exact. A target that did not catch up in time writes nothing, or (``commit_empty``) the exact groups,
+the others named. Without ``execute`` nothing waits and nothing is committed: the groups still active on
+the source are named and the apply previewed.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from offset_restore.apply.locks import TargetLock
@@ -59,6 +61,7 @@ class MigrationResult:
     plans: int
     """How many times the plan was made (1: the target held every record the first time)."""
     caught_up_s: float
+    preview: bool = False
     applied: tuple[Plan, ApplyReport] | None = None
     """None when the target did not catch up in time: nothing was written."""
 
@@ -116,12 +119,13 @@ def run_migration(
     plan, plans, waited = _plan_until_proven(
         choice, target_connection, plan_location, migration, show, sleep, clock, connect
     )
-    result = MigrationResult(stopped, final.left_on_source, snapshot, plan, plans, waited)
-    if result.caught_up or preview:
+    result = MigrationResult(stopped, final.left_on_source, snapshot, plan, plans, waited, preview)
+    moves_what_is_exact = migration.apply.on_wait_timeout == "commit_empty"
+    if result.caught_up or preview or moves_what_is_exact:
         result.applied = run_apply(
             plan_location,
             target_connection,
-            migration.apply,
+            replace(migration.apply, exact_only=True),
             target_name=migration.plan.target_cluster,
             lock=lock,
             progress=progress,

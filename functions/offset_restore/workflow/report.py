@@ -98,7 +98,7 @@ def effective_outcome(outcome: str, attention: Mapping[str, list[str]], run: Map
         return f"rolled back in part ({left} groups left as they were)" if left else outcome
     serious = [
         s
-        for s in ("unverified", "unanswered", "failed", "not_written", "left_on_source", "skipped")
+        for s in ("unverified", "unanswered", "failed", "not_written", "left_on_source", "not_exact", "skipped")
         if attention.get(s)
     ]
     return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
@@ -173,7 +173,7 @@ class ReportBuilder:
         """What the report says, from the rows added and the run (the outcome takes what the run left)."""
         run, summary = self.run, self.summary
         facts = self.facts = facts_of(self.by_group, done(self.outcome))
-        attention = _attention(self.by_group, left_on_source(run))
+        attention = _attention(self.by_group, left_on_source(run), migrating=run.get("mode") == "migrate")
         outcome = effective_outcome(self.outcome, {s: [f.group for f in a.groups] for s, a in attention.items()}, run)
         head = _headline(self.tally, facts)
         work, now = run.get("work"), datetime.now(UTC)
@@ -273,14 +273,19 @@ def left_on_source(run: Mapping[str, Any]) -> dict[str, set[str]]:
     return left
 
 
-def _attention(by_group: Mapping[str, list[PartitionRow]], on_source: Mapping[str, set[str]]) -> dict[str, Attention]:
+def _attention(
+    by_group: Mapping[str, list[PartitionRow]], on_source: Mapping[str, set[str]], *, migrating: bool = False
+) -> dict[str, Attention]:
     """Each kind of trouble with the groups under it (by name) and their reasons; kinds without groups
-    are left out."""
+    are left out. ``migrating``: a mapped entry not exact is one a migration did not write."""
     reasons: dict[str, dict[str, set[str]]] = {status: {} for status in ATTENTION}
     reasons["left_on_source"] = {group: set(why) for group, why in on_source.items()}
     for rows in by_group.values():
         for r in rows:
-            if (status := _needs_attention(r)) in reasons:
+            status = _needs_attention(r)
+            if migrating and status == "mapped" and not r.exact:
+                status = "not_exact"
+            if status in reasons:
                 said = reasons[status].setdefault(r.group, set())
                 if r.reason:
                     said.add(r.reason)

@@ -35,6 +35,10 @@ ADVICE = {
     "members there when its final snapshot was taken (on_wait_timeout commit_empty), so they were left out and "
     "nothing of theirs changed on the target. Stop their consumers and migrate them in a new run (a new "
     "restore_id).",
+    "not_exact": "A migration commits only groups whose every partition is proven exact: these were not, after "
+    "the wait for the target to catch up (see each entry's reason: the records are not on the target, or not "
+    "provably where the plan puts them), and nothing of theirs changed. Migrate them again once the target holds "
+    "their records, or accept the entries' bounds with a run in mode apply of the same snapshot.",
     "unanswered": "The commit went out but the cluster stopped answering before it confirmed: each group holds "
     "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
     "answers: it reads the target first and finishes them.",
@@ -45,6 +49,7 @@ ATTENTION = (
     "failed",
     "not_written",
     "left_on_source",
+    "not_exact",
     "skipped",
     "pending",
     "reshaped",

@@ -222,7 +222,7 @@ def summarize(
     """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
     over the mappings, none of them held. ``until_exact`` (a migration): entries mapped without proof
     wait as pending ones do — the target has not yet brought the records at their positions."""
-    tally, builder = SummaryTally(), IndexBuilder(allow_rewind)
+    tally, builder = SummaryTally(), IndexBuilder(allow_rewind, exact_only=until_exact)
     for entry in mappings.iter_entries(restore_id):
         tally.add(entry)
         builder.add(entry, entry_key(restore_id, entry)["sk"]["S"] if index is not None else None)
