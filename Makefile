@@ -66,13 +66,17 @@ bench: $(STAMP)
 	$(PY) -m bench.plan_memory --groups 20000 --broker $(BROKER)
 	$(PY) -m bench.codec_bench --broker $(BROKER) --codecs none,lz4
 	$(PY) -m bench.compare
+	$(PY) -m bench.migration_compare
 
 # Side by side with the real tools, on Apache Kafka 4.1 (Java 17+ and Maven): MirrorMaker 2's offset sync
 # (offset.lag.max 100 and 0), offset-restore on MM2's replica and on a restore copy, kafka-consumer-groups
 # applying offset-restore's CSV; every group-partition against its final source offset
-# (bench/results/compare.md and compare.svg, in the README).
+# (bench/results/compare.md and compare.svg, in the README); then a migration (the source up: MM2's sync,
+# offset-restore migrate and the workflow's mode migrate, live groups included) and a failback to the
+# primary (bench/results/migration.md).
 compare: $(STAMP)
 	$(PY) -m bench.compare
+	$(PY) -m bench.migration_compare
 
 figures: $(STAMP)
 	$(PY) -m bench.reliability

@@ -17,7 +17,7 @@ from app import build_app
 from infra.config import EnvironmentConfig
 
 CONTEXT: dict[str, Any] = json.loads((Path(__file__).parents[2] / "cdk.json").read_text())["context"]
-KAFKA_FUNCTIONS = ("Snapshot", "Translate", "CheckEmpty", "Commit")
+KAFKA_FUNCTIONS = ("Snapshot", "Source", "Translate", "CheckEmpty", "Commit")
 SCRAM_SECRET = "arn:aws:secretsmanager:eu-central-1:222222222222:secret:AmazonMSK_dr-AbCdEf"
 SCRAM_KEY = "arn:aws:kms:eu-central-1:222222222222:key/0f0f0f0f-1111-2222-3333-444444444444"
 
@@ -88,8 +88,9 @@ def test_the_dr_example_runs_the_workflow_in_the_target_region_and_snapshots_the
 
 
 def test_each_kafka_function_runs_in_the_network_of_the_cluster_it_talks_to(app: App) -> None:
-    """prod: the snapshot reads the primary through the source network's subnets (routed to the peered
-    primary VPC); the workflow's Kafka functions reach the DR cluster through the environment's network."""
+    """prod: the snapshot and a migration's Source steps read the primary through the source network's
+    subnets (routed to the peered primary VPC); the workflow's other Kafka functions reach the DR cluster
+    through the environment's network."""
     found = vpc_configs(Template.from_stack(stack_of(app, "prod")))
     source = {
         "SubnetIds": ["subnet-0ffffffffffffffff", "subnet-01111111111111111"],
@@ -99,7 +100,7 @@ def test_each_kafka_function_runs_in_the_network_of_the_cluster_it_talks_to(app:
         "SubnetIds": ["subnet-0aaaaaaaaaaaaaaaa", "subnet-0bbbbbbbbbbbbbbbb"],
         "SecurityGroupIds": ["sg-0cccccccccccccccc"],
     }
-    assert found["Snapshot"] == source
+    assert found["Snapshot"] == found["Source"] == source
     assert {name: found[name] for name in ("Translate", "CheckEmpty", "Commit")} == dict.fromkeys(
         ("Translate", "CheckEmpty", "Commit"), target
     )
@@ -128,6 +129,7 @@ def test_a_per_cluster_network_overrides_the_environment_one_for_that_cluster_on
     }
     found = vpc_configs(Template.from_stack(stack_of(only("dev", raw), "dev")))
     assert found["Snapshot"]["SubnetIds"] == ["subnet-0d1d1d1d1d1d1d1d1", "subnet-0d2d2d2d2d2d2d2d2"]
+    assert found["Source"] == found["Snapshot"]
     for name in ("Translate", "CheckEmpty", "Commit"):
         assert found[name] == {"SubnetIds": ["subnet-0e1e1e1e1e1e1e1e1"], "SecurityGroupIds": ["sg-0e2e2e2e2e2e2e2e2"]}
 
