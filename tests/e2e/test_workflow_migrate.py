@@ -84,16 +84,19 @@ def test_a_group_that_never_stops_fails_the_migration_named_and_nothing_is_writt
 def test_a_failback_carries_the_groups_that_ran_on_the_dr_back_to_the_primary_exactly(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
 ) -> None:
-    """The deployment's source is the DR cluster (a restore of the primary, each record with its primary
-    offset in x-source-offset, from primary offset 20), its target the primary. A consumer ran on the DR
-    until the failback started; every group resumes on the primary at the record after the last one it
-    processed on the DR, by the origin strategy: DR offset c is primary offset c + 20."""
+    """The deployment's source is the DR cluster (a restore of the primary's records 20..189, each with
+    its primary offset in x-source-offset, then 20 records produced on the DR), its target the primary. A
+    consumer ran on the DR until the failback started; every group resumes on the primary at the record
+    after the last one it processed there, by the origin strategy: DR offset c is primary offset c + 20,
+    and a group past the DR's own records resumes at 190 (after the last restored one; the primary's
+    190..199 were never on the DR)."""
     dr, primary, topic, prefix = source, target, unique("ledger"), unique("back")
     primary.create_topics({topic: 2})
     dr.create_topics({topic: 2})
     for p in range(2):
-        restore(dr, topic, p, produce(primary, topic, p, 200), keep=lambda r: r.offset >= 20)
-    static = {f"{prefix}-inside": {0: 77, 1: 3}, f"{prefix}-caught-up": {0: 180, 1: 180}, f"{prefix}-start": {0: 0}}
+        restore(dr, topic, p, produce(primary, topic, p, 200), keep=lambda r: 20 <= r.offset < 190)
+        produce(dr, topic, p, 20, start_offset=170, headers=[("born-on", b"dr")], base_timestamp=1_710_000_000_000)
+    static = {f"{prefix}-inside": {0: 77, 1: 3}, f"{prefix}-caught-up": {0: 190, 1: 180}, f"{prefix}-start": {0: 0}}
     for group, offsets in static.items():
         commit(dr, group, {TP(topic, p): o for p, o in offsets.items()})
     live, stop = f"{prefix}-live", threading.Event()
@@ -108,7 +111,7 @@ def test_a_failback_carries_the_groups_that_ran_on_the_dr_back_to_the_primary_ex
     assert result["status"] == "SUCCEEDED", result.get("cause")
     groups = [*static, live]
     final = dr.committed_offsets(groups)
-    truth = {(g, tp.partition): c.offset + 20 for g in groups for tp, c in final[g].items()}
+    truth = {(g, tp.partition): min(c.offset + 20, 190) for g in groups for tp, c in final[g].items()}
     committed = primary.committed_offsets(groups)
     assert {(g, tp.partition): c.offset for g in groups for tp, c in committed[g].items()} == truth
     report = workflow.report("back-1")

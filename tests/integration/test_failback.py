@@ -94,3 +94,44 @@ def test_groups_on_the_dr_are_carried_back_to_the_primary_by_origin(
         assert committed[groups["past_born"]][tp].offset == past.target_offset
     else:
         assert tp not in committed.get(groups["past_born"], {})
+
+
+def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """The DR got the primary's records 20..289 (DR offsets 0..269), then 30 records of its own
+    (270..299). Two groups processed some of those; with --origin-search the snapshot finds the last
+    restored record (DR 269, primary 289) and both resume at primary offset 290 — not at the primary's
+    end 300: records 290..299 were never on the DR, so neither group read them."""
+    dr, primary, topic = source, target, unique("failback-born")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    records = produce(primary, topic, 0, 300)
+    restore(dr, topic, 0, records, keep=lambda r: 20 <= r.offset < 290)
+    produce(dr, topic, 0, 30, start_offset=270, headers=[("born-on", b"dr")], base_timestamp=1_710_000_000_000)
+    groups = {"at_end": unique("born-end"), "among_born": unique("born-mid")}
+    tp = TP(topic, 0)
+    commit(dr, groups["at_end"], {tp: 300})
+    commit(dr, groups["among_born"], {tp: 285})
+    snapshots, plan_path = tmp_path / "snaps", tmp_path / "plan.json"
+    status, _, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(snapshots),
+        "--groups", "|".join(groups.values()), "--cluster", "dr", "--origin-search",
+    )  # fmt: skip
+    assert status == 0, err
+    status, out, err = run(
+        "plan", "--snapshot", str(snapshots), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(plan_path),
+    )  # fmt: skip
+    assert status == 0, out + err
+    entries = {e.group: e for e in Plan.model_validate_json(plan_path.read_text()).entries}
+    for name, processed_born in (("at_end", 30), ("among_born", 15)):
+        e = entries[groups[name]]
+        assert (e.method, e.target_offset, e.exact, e.max_duplicates) == ("origin", 290, True, 0), e
+        assert f"({processed_born} records processed that the target lacks)" in (e.reason or ""), e.reason
+    status, out, err = run(
+        "apply", "--plan", str(plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers, "--execute"
+    )
+    assert status == 0, out + err
+    committed = primary.committed_offsets(list(groups.values()))
+    assert {committed[g][tp].offset for g in groups.values()} == {290}

@@ -42,6 +42,13 @@ def register(commands: Commands) -> None:
         help="header left out of fingerprints (a restore adds it; default: %(default)s)",
     )
     snap.add_argument(
+        "--origin-search",
+        action="store_true",
+        help="a failback's snapshot of a cluster a restore wrote: for each group that processed records produced "
+        "here after the restore, find the last restored record before it (one probe per such partition, then a "
+        "search; migrate always does)",
+    )
+    snap.add_argument(
         "--cluster",
         metavar="NAME",
         help="name of the cluster in the snapshot's path (default: the cluster id it reports)",
@@ -84,6 +91,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             offset_header=args.offset_header or None,
             cluster=args.cluster,
             snapshot_id=args.snapshot_id,
+            origin_search=args.origin_search,
         )
     except ValueError as error:
         raise BadInputError(str(error)) from None

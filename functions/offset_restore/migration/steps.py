@@ -107,5 +107,6 @@ def final_snapshot(
             f"{len(active):,} groups have members on the source again right before the final snapshot: "
             f"{active_phrase(active)}; nothing was written (stop their consumers and run the migration again)"
         )
-    final = replace(options, exclude_groups=leave_out(options.exclude_groups, list(active)), groups_stopped=stopped)
+    left_out = leave_out(options.exclude_groups, list(active))
+    final = replace(options, exclude_groups=left_out, groups_stopped=stopped, origin_search=True)
     return FinalSnapshot(run_snapshot(connection, store, final, progress=progress, connect=connect), dict(active))

@@ -21,12 +21,14 @@ from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.model import (
     GroupSnapshot,
+    RecordEvidence,
     SnapshotCounts,
     SnapshotManifest,
     default_cluster_name,
     new_snapshot_id,
     validate_name,
 )
+from offset_restore.snapshot.origin_tops import find_origin_tops
 
 __all__ = [
     "GroupTally",
@@ -65,6 +67,9 @@ class SnapshotOptions:
     snapshot_id: str | None = None
     groups_stopped: bool = False
     """A migration's final snapshot: the groups were waited for until they stopped (``SnapshotManifest``)."""
+    origin_search: bool = False
+    """Find the last restored record below a group that processed records produced on this cluster after a
+    restore (snapshot/origin_tops.py): what a failback maps it by. A migration's final snapshot asks."""
 
     def __post_init__(self) -> None:
         if self.evidence_records < 0 or self.evidence_records > 100:
@@ -194,12 +199,16 @@ def stream_snapshot(
 
     notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
+    tops: dict[TP, RecordEvidence] = {}
     if options.evidence_records > 0:
         evidence, stats = _evidence(cluster, selected, bounds, options, report)
         notes.extend(stats.notes)
         timings["evidence_rounds"] = stats.rounds
         timings["evidence_records_read"] = stats.records_read
         lap("evidence")
+        if options.origin_search and options.offset_header:
+            tops, timings["origin_search_rounds"] = _origin_tops(cluster, evidence, bounds, options.offset_header)
+            lap("origin search")
 
     stream = SnapshotStream(
         manifest=SnapshotManifest(
@@ -227,7 +236,7 @@ def stream_snapshot(
         for group_id in group_ids:
             info = infos.pop(group_id, None)
             offsets = selected.pop(group_id, {})  # what was read is let go as documents are made
-            group = _group_document(group_id, info, offsets, bounds, evidence, topic_counts, options, notes)
+            group = _group_document(group_id, info, offsets, bounds, evidence, tops, topic_counts, options, notes)
             tally.add(group)
             yield group
         lap("assemble")
@@ -237,6 +246,25 @@ def stream_snapshot(
 
     stream.groups = assemble()
     return stream
+
+
+def _origin_tops(
+    cluster: SnapshotSource, evidence: Mapping[tuple[TP, int], Evidence], bounds: Mapping[TP, LogBounds], header: str
+) -> tuple[dict[TP, RecordEvidence], int]:
+    """The last restored record of each partition where a group processed records without the header
+    (below the lowest such group's position)."""
+    below: dict[TP, int] = {}
+    for (tp, c), ev in evidence.items():
+        if ev.before and ev.before[-1].origin_offset is None:
+            below[tp] = min(c, below.get(tp, c))
+    return find_origin_tops(below, bounds, fetch_from(cluster), offset_header=header) if below else ({}, 0)
+
+
+def _top_below(top: RecordEvidence | None, ev: Evidence | None, c: int) -> RecordEvidence | None:
+    """The partition's last restored record, for a group whose last processed record has no header."""
+    if top is None or ev is None or not ev.before or ev.before[-1].origin_offset is not None or top.offset >= c:
+        return None
+    return top
 
 
 def _evidence(
@@ -270,6 +298,7 @@ def _group_document(
     offsets: Mapping[TP, CommittedOffset],
     bounds: Mapping[TP, LogBounds],
     evidence: Mapping[tuple[TP, int], Evidence],
+    tops: Mapping[TP, RecordEvidence],
     topic_counts: Mapping[str, int],
     options: SnapshotOptions,
     notes: list[str],
@@ -291,6 +320,7 @@ def _group_document(
                 "next": ev.next if ev else None,
                 "before": list(ev.before) if ev else [],
                 "evidence_complete": ev.complete if ev else options.evidence_records == 0,
+                "origin_top": _top_below(tops.get(tp), ev, c.offset),
             }
         )
     committed_topics = {tp.topic for tp in offsets}

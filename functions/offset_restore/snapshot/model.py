@@ -93,8 +93,20 @@ class PartitionSnapshot(_Document):
     """The record the group would process next: the first record at or after the committed offset."""
     before: list[RecordEvidence] = Field(default_factory=list)
     """Up to ``evidence_records`` records just before the committed offset, oldest first."""
+    origin_top: RecordEvidence | None = None
+    """A failback's (``SnapshotOptions.origin_search``): the last record before the committed offset that
+    carries the restore's offset header, when the records just before it carry none — the group processed
+    records produced on this cluster after the restore; the origin strategy resumes it after this one.
+    Written only when found: other snapshots stay as they were."""
     evidence_complete: bool = True
     """False when the broker did not give all the records asked for (it is said why in the manifest)."""
+
+    @model_serializer(mode="wrap")
+    def _top_when_found(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.origin_top is None:
+            data.pop("origin_top", None)
+        return data
 
 
 class UncommittedPartition(_Document):

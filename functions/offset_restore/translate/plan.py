@@ -320,4 +320,6 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
         packed_before=pack_evidence(p.before),
         last_origin=p.before[-1].origin_offset if p.before else None,
         next_origin=p.next.origin_offset if p.next else None,
+        top=evidence_of(p.origin_top) if p.origin_top else None,
+        top_origin=p.origin_top.origin_offset if p.origin_top else None,
     )

@@ -89,6 +89,11 @@ class Position:
     cluster the restore came from (the origin strategy). None: no such record, or it carries none."""
     next_origin: int | None = None
     """The origin offset of the snapshot's next record (None: no next record, or it carries none)."""
+    top: Evidence | None = None
+    """The source's last restored record below the position, when the group processed records produced on
+    the source after the restore (``PartitionSnapshot.origin_top``; a migration's snapshot finds it)."""
+    top_origin: int | None = None
+    """``top``'s origin offset."""
 
     @property
     def before(self) -> tuple[Evidence, ...]:

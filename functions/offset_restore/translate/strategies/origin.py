@@ -77,6 +77,8 @@ def _claim(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
 def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
     """The group processed the last record before its position: it resumes after that record's copy."""
     h, c = pos.last_origin, pos.committed
+    if h is None and pos.top is not None and pos.top_origin is not None and pos.top.offset < c:
+        return _after_top(pos.top, pos.top_origin, c, bounds, header)
     if h is None and pos.next_origin is None:
         return (
             f"neither the last record the group processed nor its next one (around source offset {c}) carries "
@@ -120,6 +122,24 @@ def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
             "on the source, and the group reads them"
         )
     return _Claim(h + 1, checks, h, None, said)
+
+
+def _after_top(top: Evidence, h: int, c: int, bounds: LogBounds, header: str) -> _Claim | str:
+    """The group processed every restored record and then records produced on the source after the
+    restore (the target never had those): it resumes after the copy of the last restored record. No
+    record of the target after it was ever on the source, so it reads none twice and skips none."""
+    unreadable = _outside(h, bounds, f"the copy of the source's last restored record (source offset {top.offset})")
+    if unreadable:
+        return unreadable
+    said = (
+        f"the group processed the source's records up to {c - 1}; those after source offset {top.offset} were "
+        f"produced on the source after the restore and are not on the target ({c - 1 - top.offset:,} records "
+        f"processed that the target lacks); the last restored record, source offset {top.offset}, carries {header} "
+        f"= {h}, and target offset {h} holds it (same content and timestamp): resume after it"
+    )
+    if h + 1 >= bounds.end:
+        said += f", at the target's log end {bounds.end}"
+    return _Claim(h + 1, ((h, top),), h, None, said)
 
 
 def _at_next(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
