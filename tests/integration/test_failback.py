@@ -12,7 +12,7 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.translate.model import Plan
 
-from tests.helpers import Brokers, commit, produce, restore, unique
+from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run
 
 
@@ -96,6 +96,11 @@ def test_groups_on_the_dr_are_carried_back_to_the_primary_by_origin(
         assert tp not in committed.get(groups["past_born"], {})
 
 
+def produce_as(cluster: KafkaCluster, topic: str, records: list[Produced]) -> None:
+    """Append copies of ``records`` (key, value, headers, timestamp), as a replicator does."""
+    cluster.produce(topic, 0, ((r.key, r.value, r.headers, r.timestamp) for r in records))
+
+
 def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
 ) -> None:
@@ -108,7 +113,7 @@ def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one
     dr.create_topics({topic: 1})
     records = produce(primary, topic, 0, 300)
     restore(dr, topic, 0, records, keep=lambda r: 20 <= r.offset < 290)
-    produce(dr, topic, 0, 30, start_offset=270, headers=[("born-on", b"dr")], base_timestamp=1_710_000_000_000)
+    born = produce(dr, topic, 0, 30, start_offset=270, headers=[("born-on", b"dr")], base_timestamp=1_710_000_000_000)
     groups = {"at_end": unique("born-end"), "among_born": unique("born-mid")}
     tp = TP(topic, 0)
     commit(dr, groups["at_end"], {tp: 300})
@@ -135,3 +140,29 @@ def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one
     assert status == 0, out + err
     committed = primary.committed_offsets(list(groups.values()))
     assert {committed[g][tp].offset for g in groups.values()} == {290}
+
+    # A primary whose log ended where the DR's restore did (290), to which MirrorMaker 2 from the DR then
+    # brought the DR's own records back (290..319): resuming after the last restored record would read
+    # again the 15 the group processed. origin sees the target's last record as recent as the DR's own
+    # and steps aside; the fingerprint strategy finds the copy of the group's last record.
+    short, short_topic = target, unique("failback-short")
+    short.create_topics({short_topic: 1})
+    dr.create_topics({short_topic: 1})
+    kept = [r for r in records if r.offset < 290]
+    produce_as(short, short_topic, kept)  # the primary lost 290..299: its log ends where the DR's restore did
+    restore(dr, short_topic, 0, kept, keep=lambda r: r.offset >= 20)
+    produce_as(dr, short_topic, born)
+    produce_as(short, short_topic, born)  # brought back: primary 290..319
+    group = unique("born-back")
+    commit(dr, group, {TP(short_topic, 0): 285})  # processed the DR's own 270..284
+    status, _, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(tmp_path / "snaps2"),
+        "--groups", group, "--cluster", "dr", "--origin-search",
+    )  # fmt: skip
+    assert status == 0, err
+    status, out, err = run(
+        "plan", "--snapshot", str(tmp_path / "snaps2"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(tmp_path / "plan2.json"),
+    )  # fmt: skip
+    (entry,) = Plan.model_validate_json((tmp_path / "plan2.json").read_text()).entries
+    assert (entry.method, entry.target_offset, entry.exact) == ("fingerprint", 305, True), entry  # after 284's copy

@@ -46,11 +46,12 @@ def test_the_last_restored_record_is_found_in_shared_rounds_of_a_binary_search()
     log = Log({a: (70_000, 500), b: (3, 10_000), plain: (0, 2_000), short: (500, 0)})
     tops, rounds = find_origin_tops({a: 70_400, b: 9_000, plain: 1_500, short: 400}, log.bounds(), log.fetch,
                                     offset_header=HEADER)  # fmt: skip
-    assert {tp: (e.offset, e.origin_offset) for tp, e in tops.items()} == {
+    assert {tp: (e.top.offset, e.top.origin_offset) for tp, e in tops.items()} == {
         a: (69_999, 70_019),
         b: (2, 22),
         short: (399, 419),
     }
+    assert tops[a].own_since == 1_000 + 70_000 and tops[b].own_since == 1_003 and tops[short].own_since is None
     assert plain not in tops  # its log starts without the header: no restore there, one probe
     assert rounds == log.asked and rounds <= 20  # about log2(70,400 / 4) rounds, every partition in each
 
@@ -59,5 +60,7 @@ def test_a_search_below_a_group_ignores_what_lies_at_or_after_it() -> None:
     tp = TP("t", 0)
     log = Log({tp: (100, 50)})
     tops, _ = find_origin_tops({tp: 60}, log.bounds(), log.fetch, offset_header=HEADER)
-    assert tops[tp].offset == 59  # every record below the group carries the header: the last one below it
+    assert (
+        tops[tp].top.offset == 59 and tops[tp].own_since is None
+    )  # every record below the group carries the header: the last one below it
     assert find_origin_tops({tp: 0}, log.bounds(), log.fetch, offset_header=HEADER) == ({}, 0)

@@ -21,14 +21,13 @@ from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.model import (
     GroupSnapshot,
-    RecordEvidence,
     SnapshotCounts,
     SnapshotManifest,
     default_cluster_name,
     new_snapshot_id,
     validate_name,
 )
-from offset_restore.snapshot.origin_tops import find_origin_tops
+from offset_restore.snapshot.origin_tops import OriginTop, find_origin_tops
 
 __all__ = [
     "GroupTally",
@@ -199,7 +198,7 @@ def stream_snapshot(
 
     notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
-    tops: dict[TP, RecordEvidence] = {}
+    tops: dict[TP, OriginTop] = {}
     if options.evidence_records > 0:
         evidence, stats = _evidence(cluster, selected, bounds, options, report)
         notes.extend(stats.notes)
@@ -250,7 +249,7 @@ def stream_snapshot(
 
 def _origin_tops(
     cluster: SnapshotSource, evidence: Mapping[tuple[TP, int], Evidence], bounds: Mapping[TP, LogBounds], header: str
-) -> tuple[dict[TP, RecordEvidence], int]:
+) -> tuple[dict[TP, OriginTop], int]:
     """The last restored record of each partition where a group processed records without the header
     (below the lowest such group's position)."""
     below: dict[TP, int] = {}
@@ -260,11 +259,12 @@ def _origin_tops(
     return find_origin_tops(below, bounds, fetch_from(cluster), offset_header=header) if below else ({}, 0)
 
 
-def _top_below(top: RecordEvidence | None, ev: Evidence | None, c: int) -> RecordEvidence | None:
-    """The partition's last restored record, for a group whose last processed record has no header."""
-    if top is None or ev is None or not ev.before or ev.before[-1].origin_offset is not None or top.offset >= c:
-        return None
-    return top
+def _top_below(top: OriginTop | None, ev: Evidence | None, c: int) -> dict[str, Any]:
+    """The partition's last restored record (and when the source's own records began), for a group whose
+    last processed record has no header."""
+    if top is None or ev is None or not ev.before or ev.before[-1].origin_offset is not None or top.top.offset >= c:
+        return {}
+    return {"origin_top": top.top, "own_since": top.own_since}
 
 
 def _evidence(
@@ -298,7 +298,7 @@ def _group_document(
     offsets: Mapping[TP, CommittedOffset],
     bounds: Mapping[TP, LogBounds],
     evidence: Mapping[tuple[TP, int], Evidence],
-    tops: Mapping[TP, RecordEvidence],
+    tops: Mapping[TP, OriginTop],
     topic_counts: Mapping[str, int],
     options: SnapshotOptions,
     notes: list[str],
@@ -320,7 +320,7 @@ def _group_document(
                 "next": ev.next if ev else None,
                 "before": list(ev.before) if ev else [],
                 "evidence_complete": ev.complete if ev else options.evidence_records == 0,
-                "origin_top": _top_below(tops.get(tp), ev, c.offset),
+                **_top_below(tops.get(tp), ev, c.offset),
             }
         )
     committed_topics = {tp.topic for tp in offsets}

@@ -98,6 +98,8 @@ class PartitionSnapshot(_Document):
     carries the restore's offset header, when the records just before it carry none — the group processed
     records produced on this cluster after the restore; the origin strategy resumes it after this one.
     Written only when found: other snapshots stay as they were."""
+    own_since: int | None = None
+    """With ``origin_top``: the timestamp of the record after it, the first the source produced itself."""
     evidence_complete: bool = True
     """False when the broker did not give all the records asked for (it is said why in the manifest)."""
 
@@ -106,6 +108,7 @@ class PartitionSnapshot(_Document):
         data: dict[str, Any] = handler(self)
         if self.origin_top is None:
             data.pop("origin_top", None)
+            data.pop("own_since", None)
         return data
 
 

@@ -23,7 +23,7 @@ from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence
 
-__all__ = ["find_origin_tops"]
+__all__ = ["OriginTop", "find_origin_tops"]
 
 
 @dataclass
@@ -33,19 +33,30 @@ class _Range:
     lo: int
     hi: int
     best: RecordEvidence | None = None
+    own: FetchedRecord | None = None
+    """The lowest record seen without the header: the source's own, produced after the restore."""
     first: bool = True
     """The first probe, at the log start: a first record without the header means no restore here."""
 
 
+@dataclass(frozen=True, slots=True)
+class OriginTop:
+    top: RecordEvidence
+    """The last record below the group that carries the offset header."""
+    own_since: int | None
+    """The timestamp of the first record after it (the source's own, produced after the restore), when
+    the search saw it: a target record as recent may be a copy of one brought back."""
+
+
 def find_origin_tops(
     below: Mapping[TP, int], bounds: Mapping[TP, LogBounds], fetch: Fetch, *, offset_header: str
-) -> tuple[dict[TP, RecordEvidence], int]:
+) -> tuple[dict[TP, OriginTop], int]:
     """Per partition, the last record below ``below[tp]`` that carries ``offset_header`` (partitions whose
     first record carries none, or that hold none, are left out); and the fetch rounds it took."""
     ranges = {tp: _Range(bounds[tp].start, min(c, bounds[tp].end)) for tp, c in below.items() if tp in bounds}
     ranges = {tp: r for tp, r in ranges.items() if r.lo < r.hi}
     rounds = FetchRounds(fetch, ends={tp: bounds[tp].end for tp in ranges})
-    found: dict[TP, RecordEvidence] = {}
+    found: dict[TP, OriginTop] = {}
     while ranges:
         probes = {tp: r.lo if r.first else (r.lo + r.hi) // 2 for tp, r in ranges.items()}
         for tp, outcome in rounds.round(probes).items():
@@ -55,7 +66,8 @@ def find_origin_tops(
             if isinstance(outcome, Served) and _narrow(r, probes[tp], outcome.answer.records, offset_header):
                 continue
             if r.best is not None and not isinstance(outcome, Failed):
-                found[tp] = r.best
+                own = r.own if r.own is not None and r.own.offset == r.best.offset + 1 else None
+                found[tp] = OriginTop(r.best, own.timestamp if own else None)
             del ranges[tp]
     return found, rounds.rounds
 
@@ -67,6 +79,8 @@ def _narrow(r: _Range, probe: int, records: list[FetchedRecord], header: str) ->
         r.hi, r.first = probe, False
         return r.lo < r.hi
     plain = next((i for i, x in enumerate(seen) if int_header(x, header) is None), None)
+    if plain is not None and (r.own is None or seen[plain].offset < r.own.offset):
+        r.own = seen[plain]
     if plain == 0:  # the first record at or after the probe is the source's own: the top is below it
         if r.first:
             return False  # the log starts without the header: no restore on this partition

@@ -322,4 +322,5 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
         next_origin=p.next.origin_offset if p.next else None,
         top=evidence_of(p.origin_top) if p.origin_top else None,
         top_origin=p.origin_top.origin_offset if p.origin_top else None,
+        own_since=p.own_since,
     )

@@ -94,6 +94,8 @@ class Position:
     the source after the restore (``PartitionSnapshot.origin_top``; a migration's snapshot finds it)."""
     top_origin: int | None = None
     """``top``'s origin offset."""
+    own_since: int | None = None
+    """The timestamp of the source's first own record after ``top`` (None: not seen)."""
 
     @property
     def before(self) -> tuple[Evidence, ...]:

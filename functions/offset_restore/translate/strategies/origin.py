@@ -38,6 +38,10 @@ class _Claim:
     """The fingerprint of the record at ``resume``, when the plan checked it (the snapshot's next record)."""
     said: str
     """Why, in words (without the check's result)."""
+    older_than: int | None = None
+    """The target's record at ``resume``, if it has one, must be older than this (the earliest record the
+    group processed that was produced on the source after the restore): a newer one may be a copy of such a
+    record brought back (MirrorMaker 2 from the DR), which the group would read twice."""
 
 
 def by_origin(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
@@ -59,10 +63,14 @@ def by_origin(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
     wanted: dict[TP, set[int]] = defaultdict(set)
     for key, claim in claims.items():
         wanted[undecided[key].target].update(offset for offset, _ in claim.checks)
+        end = ctx.bounds[undecided[key].target].end
+        if claim.older_than is not None and claim.resume < end:
+            wanted[undecided[key].target].add(end - 1)
     records, failed = _records_at(wanted, ctx)
     for key, claim in claims.items():
         tp = undecided[key].target
-        problem = failed.get(tp) or _mismatch(tp, claim, records, header)
+        end = ctx.bounds[tp].end
+        problem = failed.get(tp) or _mismatch(tp, claim, records, header) or _brought_back(tp, end, claim, records)
         outcome[key] = problem or _mapped(tp, claim, records)
     return outcome
 
@@ -78,7 +86,7 @@ def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
     """The group processed the last record before its position: it resumes after that record's copy."""
     h, c = pos.last_origin, pos.committed
     if h is None and pos.top is not None and pos.top_origin is not None and pos.top.offset < c:
-        return _after_top(pos.top, pos.top_origin, c, bounds, header)
+        return _after_top(pos, pos.top, pos.top_origin, bounds, header)
     if h is None and pos.next_origin is None:
         return (
             f"neither the last record the group processed nor its next one (around source offset {c}) carries "
@@ -124,10 +132,11 @@ def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
     return _Claim(h + 1, checks, h, None, said)
 
 
-def _after_top(top: Evidence, h: int, c: int, bounds: LogBounds, header: str) -> _Claim | str:
+def _after_top(pos: Position, top: Evidence, h: int, bounds: LogBounds, header: str) -> _Claim | str:
     """The group processed every restored record and then records produced on the source after the
     restore (the target never had those): it resumes after the copy of the last restored record. No
     record of the target after it was ever on the source, so it reads none twice and skips none."""
+    c = pos.committed
     unreadable = _outside(h, bounds, f"the copy of the source's last restored record (source offset {top.offset})")
     if unreadable:
         return unreadable
@@ -139,7 +148,12 @@ def _after_top(top: Evidence, h: int, c: int, bounds: LogBounds, header: str) ->
     )
     if h + 1 >= bounds.end:
         said += f", at the target's log end {bounds.end}"
-    return _Claim(h + 1, ((h, top),), h, None, said)
+    if pos.own_since is None:
+        return (
+            f"the snapshot did not see the first record the source produced after its last restored one (source "
+            f"offset {top.offset}): whether the target holds copies of records the group processed is not known"
+        )
+    return _Claim(h + 1, ((h, top),), h, None, said, older_than=pos.own_since)
 
 
 def _at_next(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
@@ -219,6 +233,23 @@ def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRec
                 f"content, but timestamp {record.timestamp}, not {evidence.timestamp}: not proven the same record"
             )
     return None
+
+
+def _brought_back(tp: TP, end: int, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord]) -> str | None:
+    """Why the target may hold copies of records the group processed on the source after the restore
+    (None: its last record is older than the first of those, so it holds none)."""
+    if claim.older_than is None or claim.resume >= end:
+        return None
+    last = records.get((tp, end - 1))
+    if last is not None and last.timestamp < claim.older_than:
+        return None
+    seen = f"its last record is as recent ({last.timestamp})" if last else f"its last offset {end - 1} holds no record"
+    return (
+        f"the target's log goes on after the copy of the last restored record and {seen} as the records the source "
+        f"produced after the restore (from {claim.older_than}): it may hold copies of those the group processed "
+        "(MirrorMaker 2 from the source), which resuming there would read twice; the fingerprint strategy looks "
+        "for them"
+    )
 
 
 def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord]) -> Decision:
