@@ -427,8 +427,8 @@ def table(rows: list[tuple[Tool, dict[str, Any]]], facts: dict[str, Any], args: 
     lines += [
         "",
         "Time: the migrate rows from the command's start, so they include the wait for the consumers to stop "
-        f"({args.stop_after_s:.0f} s); the failback's migrate waited its `--catch-up-timeout` "
-        f"({args.failback_catch_up_s:.0f} s) for entries that can never become exact, then wrote nothing.",
+        f"({args.stop_after_s:.0f} s); a failback whose entries were not all exact would wait its "
+        f"`--catch-up-timeout` ({args.failback_catch_up_s:.0f} s) and then move only the exact groups.",
         "",
         f"Live groups' committed offsets when the migrations started -> final on the source: {moved}.",
         "",
@@ -450,11 +450,14 @@ def table(rows: list[tuple[Tool, dict[str, Any]]], facts: dict[str, Any], args: 
         "committed below the source's log start (the deleted 1%): it has no offset sync to translate them by. "
         "The rest are exact or early (never late): it translates to the last offset sync at or before the group's "
         "position.",
-        "- The failback's migrate plans the groups that processed DR-born records too; the primary never had "
-        "those records, so their entries cannot become exact and migrate, as documented, writes nothing after "
-        "its catch-up timeout (the whole run, the exact origin entries included). The next row is what an "
-        "operator can do then: `offset-restore apply --execute` of the plan migrate wrote (origin's exact "
-        "entries, the fallback strategy's for the DR-born ones).",
+        "- The failback's migrate maps every group back by the restore's headers (origin): those inside the "
+        "restored range after the primary's copy of the last record they processed, those that processed "
+        "records produced on the DR after the copy of the DR's last restored record, which the final snapshot's "
+        "search found (the records they processed that the primary lacks are counted in each entry's reason). "
+        "Each is proven by reading the primary's record there. The next row, `offset-restore apply --execute` "
+        "of the same plan, is what an operator would run after a migrate that left groups; here it changes "
+        "nothing. Without origin, the fingerprint strategy places the groups inside the restored range and "
+        "the timestamp strategy resumes the others early.",
         "- The timestamp strategy resumes at the first record at or after the last processed record's time, less "
         "a margin and the skew it sees; the records here are 1 ms apart, so its margin is many records (read "
         "twice, never skipped), and for the DR-born groups it does not reach the primary's end.",
