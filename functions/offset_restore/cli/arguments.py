@@ -23,6 +23,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
+from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.model import parse_time
 from offset_restore.terminal import printable, printable_line
 from offset_restore.validation import describe
@@ -45,6 +46,7 @@ __all__ = [
     "rewind_groups",
     "sealing",
     "seconds",
+    "selection",
     "source_connection_settings",
     "target_lock",
     "write_result",
@@ -135,6 +137,22 @@ def add_selection(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="records before the committed one to fingerprint (default: %(default)s; 0: none)",
     )
+
+
+def selection(args: argparse.Namespace, **more: Any) -> SnapshotOptions:
+    """``add_selection``'s options (and ``--offset-header``) as the snapshot's, with ``more`` of its fields;
+    a bad value is refused in one line."""
+    try:
+        return SnapshotOptions(
+            groups=args.groups,
+            exclude_groups=args.exclude_groups or None,
+            topics=args.topics,
+            evidence_records=args.evidence_records,
+            offset_header=args.offset_header or None,
+            **more,
+        )
+    except ValueError as error:
+        raise BadInputError(str(error)) from None
 
 
 def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) -> None:

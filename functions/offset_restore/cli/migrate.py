@@ -26,6 +26,7 @@ from offset_restore.cli.arguments import (
     rewind_groups,
     sealing,
     seconds,
+    selection,
     source_connection_settings,
     target_lock,
     write_result,
@@ -35,7 +36,6 @@ from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.migration.run import Migration, MigrationResult, not_proven, run_migration
 from offset_restore.migration.source import active_phrase
-from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanOptions
 from offset_restore.translate.run import parse_strategies, parse_topic_map
 from offset_restore.validation import describe
@@ -111,13 +111,7 @@ def register(commands: Commands) -> None:
 def _migration(args: argparse.Namespace, preview: bool) -> Migration:
     try:
         return Migration(
-            snapshot=SnapshotOptions(
-                groups=args.groups,
-                exclude_groups=args.exclude_groups or None,
-                topics=args.topics,
-                evidence_records=args.evidence_records,
-                offset_header=args.offset_header or None,
-            ),
+            snapshot=selection(args),
             plan=PlanOptions(
                 strategies=parse_strategies(args.strategies),
                 offset_header=args.offset_header,

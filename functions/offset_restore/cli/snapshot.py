@@ -12,12 +12,12 @@ from offset_restore.cli.arguments import (
     add_selection,
     connection_settings,
     iso_time,
+    selection,
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
-from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot, run_snapshot_from_export
 from offset_restore.snapshot.summary import snapshot_summary
 from offset_restore.stores.storage import open_location
@@ -82,19 +82,7 @@ def register(commands: Commands) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     _check_sources(args)
-    try:
-        options = SnapshotOptions(
-            groups=args.groups,
-            exclude_groups=args.exclude_groups or None,
-            topics=args.topics,
-            evidence_records=args.evidence_records,
-            offset_header=args.offset_header or None,
-            cluster=args.cluster,
-            snapshot_id=args.snapshot_id,
-            origin_search=args.origin_search,
-        )
-    except ValueError as error:
-        raise BadInputError(str(error)) from None
+    options = selection(args, cluster=args.cluster, snapshot_id=args.snapshot_id, origin_search=args.origin_search)
     store = open_location(args.output)
     if args.from_export:
         result = run_snapshot_from_export(args.from_export, store, options, group=args.export_group)
