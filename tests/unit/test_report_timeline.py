@@ -70,3 +70,34 @@ def test_a_history_without_times_gives_no_phases_and_no_chart() -> None:
 def test_the_chart_has_a_row_per_phase() -> None:
     svg = timeline_chart("t", "The run", phases_of(HISTORY, until=T0 + timedelta(seconds=127.1)))
     assert svg.count("<rect class='phase'") == 5 and "(127.1 s)" in svg and "(billing, ledger)" in svg
+
+
+def test_a_migration_says_how_long_it_waited_for_the_source_and_for_whom() -> None:
+    def source_exited(second: float, active: list[str]) -> dict[str, object]:
+        output = json.dumps({"source_check": {"still_active": active, "all_empty": not active}})
+        return {
+            "timestamp": T0 + timedelta(seconds=second),
+            "stateExitedEventDetails": {"name": "SourceStopped", "output": output},
+        }
+
+    history = [
+        entered("ValidateInput", 0),
+        entered("RunChoice", 0.2),
+        entered("SourceStopped", 0.3),
+        source_exited(0.5, ["payments"]),
+        entered("SourceChoice", 0.5),
+        entered("WaitForSource", 0.6),
+        entered("SourceStopped", 15.6),
+        source_exited(15.8, []),
+        entered("FinalSnapshot", 15.9),
+        entered("UseFinalSnapshot", 17.0),
+        entered("Prepare", 17.1),
+    ]
+    phases = phases_of(history, until=T0 + timedelta(seconds=18))
+    assert [(p.name, p.seconds) for p in phases] == [
+        ("start", 0.3),
+        ("waiting for groups to stop on the source", 15.6),
+        ("final snapshot", 1.2),
+        ("translate", 0.9),
+    ]
+    assert phases[1].waited_for == ["payments"]

@@ -3,7 +3,8 @@ and how long each took — above all how long it waited, and for whom — so tha
 minutes" reads as "12 of them waiting for billing-service to stop".
 
 The history is Step Functions' own (GetExecutionHistory, read by the Report step); consecutive states
-of one phase are merged, and the CheckEmpty polls say which groups were still active.
+of one phase are merged, and the CheckEmpty and SourceStopped polls say which groups were still active (on
+the target, or a migration's on the source).
 """
 
 from __future__ import annotations
@@ -20,6 +21,12 @@ PHASES = {
     "ValidateInput": "start",
     "AcquireLock": "start",
     "RunChoice": "start",
+    "SourceStopped": "waiting for groups to stop on the source",
+    "SourceChoice": "waiting for groups to stop on the source",
+    "WaitForSource": "waiting for groups to stop on the source",
+    "FinalSnapshot": "final snapshot",
+    "UseFinalSnapshot": "final snapshot",
+    "NotCaughtUp": "translate",
     "Prepare": "translate",
     "Translate": "translate",
     "TranslateItem": "translate",
@@ -39,6 +46,8 @@ PHASES = {
 }
 """Each state's phase (a state not named here is its own phase)."""
 NAMED = 5
+ACTIVE = {"CheckEmpty": ("check", "active"), "SourceStopped": ("source_check", "still_active")}
+"""The polls whose output names the groups still active: where in the state it does."""
 
 
 @dataclass
@@ -73,16 +82,16 @@ def phases_of(events: Iterable[Mapping[str, Any]], until: datetime | None = None
                     phases[-1].seconds = round((at - started).total_seconds() - phases[-1].start_s, 3)
                 phases.append(Phase(name, round((at - started).total_seconds(), 3)))
         exited = event.get("stateExitedEventDetails")
-        if exited and exited.get("name") == "CheckEmpty" and phases:
-            _note_active(phases[-1], exited.get("output"))
+        if exited and exited.get("name") in ACTIVE and phases:
+            _note_active(phases[-1], exited.get("output"), *ACTIVE[exited["name"]])
     if phases and started is not None and until is not None:
         phases[-1].seconds = round(max(0.0, (until - started).total_seconds() - phases[-1].start_s), 3)
     return phases
 
 
-def _note_active(phase: Phase, output: Any) -> None:
+def _note_active(phase: Phase, output: Any, result: str, names: str) -> None:
     try:
-        active = json.loads(output).get("check", {}).get("active", [])
+        active = json.loads(output).get(result, {}).get(names, [])
     except (TypeError, ValueError, AttributeError):
         return
     for group in active:
