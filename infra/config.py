@@ -174,6 +174,46 @@ class ClusterConfig(BaseModel):
         return variables
 
 
+DEFAULT_RPO_MINUTES = 120
+"""The snapshot-age alarm's window when there is no schedule to follow."""
+
+_RATE = re.compile(r"rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)")
+_UNIT_MINUTES = {"minute": 1, "hour": 60, "day": 1440}
+
+
+def schedule_interval_minutes(expression: str) -> int | None:
+    """The longest time between two runs of an EventBridge schedule, in minutes: ``rate(N unit)``, or a
+    ``cron(...)`` whose minutes and hours are fixed values, lists or steps (``0/15``, ``*/5``, ``0,30``)
+    and whose days are every day (``*`` or ``?``); None for any other (weekly, monthly, ranges)."""
+    rate = _RATE.fullmatch(expression.strip())
+    if rate:
+        return int(rate.group(1)) * _UNIT_MINUTES[rate.group(2).rstrip("s")]
+    if not (expression.startswith("cron(") and expression.endswith(")")):
+        return None
+    fields = expression[5:-1].split()
+    if len(fields) != 6 or any(f not in ("*", "?") for f in fields[2:5]):
+        return None
+    minutes, hours = _values(fields[0], 60), _values(fields[1], 24)
+    if not minutes or not hours:
+        return None
+    times = sorted(h * 60 + m for h in hours for m in minutes)
+    return max((b - a) % 1440 or 1440 for a, b in zip(times, [*times[1:], times[0]], strict=True))
+
+
+def _values(field: str, size: int) -> list[int] | None:
+    """The values a cron field takes: ``*``, ``N``, ``A,B,...``, ``*/N``, ``A/N``; None for the rest."""
+    if field == "*":
+        return list(range(size))
+    step = re.fullmatch(r"(\*|\d+)/(\d+)", field)
+    if step:
+        start, by = 0 if step.group(1) == "*" else int(step.group(1)), int(step.group(2))
+        return list(range(start, size, by)) if by > 0 and start < size else None
+    if re.fullmatch(r"\d+(,\d+)*", field):
+        values = sorted({int(v) for v in field.split(",")})
+        return values if values[-1] < size else None
+    return None
+
+
 class EnvironmentConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -192,8 +232,11 @@ class EnvironmentConfig(BaseModel):
     """``"none"`` for no scheduled snapshots: a JSON null never arrives (the CDK drops null context values,
     so null would mean the hourly default)."""
     snapshot_retention_days: int = Field(default=90, ge=1, alias="snapshotRetentionDays")
-    snapshot_max_age_minutes: int = Field(default=120, ge=1, alias="snapshotMaxAgeMinutes")
-    """The recovery point objective: an alarm fires when the newest snapshot is older."""
+    snapshot_max_age_minutes: int | None = Field(default=None, ge=1, alias="snapshotMaxAgeMinutes")
+    """The recovery point objective: an alarm fires when the newest snapshot is older. Default: two
+    intervals of ``snapshotSchedule`` (``rpo_minutes``)."""
+    execution_timeout_minutes: int = Field(default=720, ge=5, le=525_600, alias="executionTimeoutMinutes")
+    """A run that has not ended by then times out (the timed-out alarm, and its lock released)."""
     log_retention_days: int = Field(default=30, alias="logRetentionDays")
     failover_alarm_names: list[str] = Field(default_factory=list, alias="failoverAlarmNames")
     """CloudWatch alarms whose ALARM state starts a run (a failover)."""
@@ -222,6 +265,11 @@ class EnvironmentConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _rpo_is_known(self) -> EnvironmentConfig:
+        self.rpo_minutes()  # a schedule of unknown interval without snapshotMaxAgeMinutes is refused here
+        return self
+
+    @model_validator(mode="after")
     def _network_is_complete(self) -> EnvironmentConfig:
         if self.vpc_id and not (self.subnet_ids and self.security_group_ids and self.availability_zones):
             raise ValueError("vpcId needs subnetIds, securityGroupIds and availabilityZones")
@@ -246,6 +294,21 @@ class EnvironmentConfig(BaseModel):
                     f"{self.region} peered with the cluster's"
                 )
         return self
+
+    def rpo_minutes(self) -> int:
+        """``snapshotMaxAgeMinutes``, or two snapshot intervals: one missed snapshot is tolerated, the second
+        pages; a schedule of unknown interval needs the option (refused at synth, with its name)."""
+        if self.snapshot_max_age_minutes is not None:
+            return self.snapshot_max_age_minutes
+        if self.snapshot_schedule is None:
+            return DEFAULT_RPO_MINUTES
+        interval = schedule_interval_minutes(self.snapshot_schedule)
+        if interval is None:
+            raise ValueError(
+                f"snapshotSchedule {self.snapshot_schedule!r}: its interval is not known here; set "
+                "snapshotMaxAgeMinutes (the recovery point objective the snapshot-age alarm watches)"
+            )
+        return 2 * interval
 
     def default_network(self) -> NetworkConfig | None:
         """The environment-level vpcId/subnetIds/... (the network of both clusters before per-cluster ones)."""

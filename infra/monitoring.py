@@ -36,7 +36,7 @@ TOP_GROUPS_SHOWN = 20
 def snapshot_window_minutes(config: EnvironmentConfig) -> int:
     """The period of the "no recent snapshot" alarm: the recovery point objective, capped at one day
     (an RPO longer than a day is watched as "no snapshot within a day")."""
-    return min(config.snapshot_max_age_minutes, MAX_ALARM_WINDOW_MINUTES)
+    return min(config.rpo_minutes(), MAX_ALARM_WINDOW_MINUTES)
 
 
 def add_monitoring(
@@ -144,7 +144,7 @@ def _snapshot_alarms(
 
 
 def _age_description(config: EnvironmentConfig) -> str:
-    window, rpo = snapshot_window_minutes(config), config.snapshot_max_age_minutes
+    window, rpo = snapshot_window_minutes(config), config.rpo_minutes()
     cap = f" of {rpo} minutes, capped at one day" if window < rpo else ""
     return (
         f"No successful snapshot within {window} minutes (the recovery point objective{cap}): the positions "

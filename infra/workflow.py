@@ -3,10 +3,13 @@ with its log group, and the rights its distributed Map needs to run child execut
 
 from __future__ import annotations
 
+import hashlib
+import json
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -16,9 +19,29 @@ from offset_restore_handlers.wiring import arn_placeholder
 from infra.config import EnvironmentConfig
 from infra.retention import retention
 
-__all__ = ["ASL_FILE", "state_machine"]
+__all__ = ["ASL_FILE", "definition", "state_machine"]
 
 ASL_FILE = Path(__file__).resolve().parent / "statemachine" / "offset_restore.asl.json"
+
+
+def definition(config: EnvironmentConfig) -> str:
+    """The ASL file with the environment's execution timeout (``TimeoutSeconds``): CDK's ``timeout``
+    does not reach a definition read from a file, and without it a run never times out."""
+    document = json.loads(ASL_FILE.read_text())
+    document["TimeoutSeconds"] = config.execution_timeout_minutes * 60
+    return json.dumps(document, indent=2)
+
+
+def definition_file(config: EnvironmentConfig) -> Path:
+    """``definition`` in a file of its own (named by its content), which CDK stages as the definition's
+    asset as it did the ASL file (its substitutions stay DefinitionSubstitutions)."""
+    text = definition(config)
+    folder = Path(tempfile.gettempdir()) / "offset-restore-asl"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{hashlib.sha256(text.encode()).hexdigest()[:16]}.asl.json"
+    if not path.exists():
+        path.write_text(text)
+    return path
 
 
 def state_machine(
@@ -33,11 +56,10 @@ def state_machine(
         stack,
         "Workflow",
         state_machine_name=machine_name,
-        definition_body=sfn.DefinitionBody.from_file(str(ASL_FILE)),
+        definition_body=sfn.DefinitionBody.from_file(str(definition_file(config))),
         definition_substitutions={arn_placeholder(name): fn.function_arn for name, fn in tasks.items()},
         logs=sfn.LogOptions(destination=machine_logs, level=sfn.LogLevel.ALL, include_execution_data=False),
         tracing_enabled=True,
-        timeout=Duration.hours(12),
     )
     for fn in tasks.values():
         fn.grant_invoke(machine)

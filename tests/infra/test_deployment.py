@@ -216,10 +216,10 @@ def test_a_public_broker_needs_no_network() -> None:
 
 
 def test_the_recovery_point_objective_is_a_setting() -> None:
-    raw = environment("dev")
-    assert EnvironmentConfig.model_validate(raw, context={"name": "dev"}).snapshot_max_age_minutes == 120
+    raw = environment("dev")  # snapshots every hour: two intervals unless said
+    assert EnvironmentConfig.model_validate(raw, context={"name": "dev"}).rpo_minutes() == 120
     raw["snapshotMaxAgeMinutes"] = 30
-    assert EnvironmentConfig.model_validate(raw, context={"name": "dev"}).snapshot_max_age_minutes == 30
+    assert EnvironmentConfig.model_validate(raw, context={"name": "dev"}).rpo_minutes() == 30
 
 
 # Refusals: what cannot work once deployed fails the synth, naming the environment and the fix.

@@ -57,7 +57,7 @@ def test_no_snapshot_within_the_rpo_alarms_and_missing_data_breaches(app: App) -
     props = alarms(template(app, "prod"))["SnapshotAgeAlarm"]
     assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("OffsetRestore", "SnapshotsTaken", "Sum")
     assert props["Dimensions"] == [{"Name": "service", "Value": "offset-restore"}]
-    assert props["Period"] == 120 * 60  # the default RPO, snapshotMaxAgeMinutes=120
+    assert props["Period"] == 30 * 60  # prod's RPO (snapshotMaxAgeMinutes 30: two of its 15-minute snapshots)
     assert (props["Threshold"], props["ComparisonOperator"]) == (1, "LessThanThreshold")
     assert (props["EvaluationPeriods"], props["TreatMissingData"]) == (1, "breaching")
 
@@ -100,3 +100,36 @@ def test_the_dashboard_shows_snapshots_top_groups_and_alarm_states(app: App) -> 
     ):
         assert needle in body, needle
     assert "SORT(SEARCH(" in body
+
+
+@pytest.mark.parametrize(
+    ("schedule", "window_minutes"),
+    [("rate(15 minutes)", 30), ("rate(1 hour)", 120), ("rate(1 day)", 1440), ("cron(0/15 * * * ? *)", 30),
+     ("cron(*/5 * * * ? *)", 10), ("cron(0 */2 * * ? *)", 240), ("cron(0,20 * * * ? *)", 80)],
+)  # fmt: skip
+def test_the_rpo_follows_the_schedule_by_default_two_intervals(schedule: str, window_minutes: int) -> None:
+    """Snapshots every 15 minutes page after two missed, not after eight (the old default of 2 hours)."""
+    context = context_with(snapshotSchedule=schedule)
+    context["environments"]["dev"].pop("snapshotMaxAgeMinutes", None)
+    assert alarms(only_dev(context))["SnapshotAgeAlarm"]["Period"] == window_minutes * 60
+
+
+def test_a_schedule_of_unknown_interval_needs_the_rpo_said() -> None:
+    context = context_with(snapshotSchedule="cron(0 6 ? * MON *)")
+    with pytest.raises(SystemExit, match=r"its interval is not known here; set snapshotMaxAgeMinutes"):
+        only_dev(context)
+    assert alarms(only_dev(context_with(snapshotSchedule="cron(0 6 ? * MON *)", snapshotMaxAgeMinutes=10_080)))
+
+
+@pytest.mark.parametrize(("changes", "seconds"), [({}, 12 * 3600), ({"executionTimeoutMinutes": 90}, 90 * 60)])
+def test_the_deployed_definition_times_out_as_configured(changes: dict[str, Any], seconds: int) -> None:
+    """The definition the stack deploys (its staged asset) carries TimeoutSeconds — CDK's ``timeout``
+    does not reach a definition read from a file: without it the timed-out alarm and the lock's release on
+    TIMED_OUT never happen. Its function substitutions stay DefinitionSubstitutions."""
+    assembly = build_app(context_with(**changes)).synth()
+    (stack,) = assembly.stacks
+    (machine,) = [r for r in stack.template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
+    staged = Path(assembly.directory) / f"asset.{machine['Properties']['DefinitionS3Location']['Key']}"
+    document = json.loads(staged.read_text())
+    assert document["TimeoutSeconds"] == seconds and "DefinitionSubstitutions" in machine["Properties"]
+    assert document["States"]["Commit"]["ItemProcessor"]["States"]["CommitBatch"]["Resource"] == "${CommitFunctionArn}"
