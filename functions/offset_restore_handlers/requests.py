@@ -8,7 +8,7 @@ from aws_lambda_powertools.utilities import parser
 from offset_restore.errors import BadInputError
 from offset_restore.validation import describe
 from offset_restore.workflow.commit_step import CommitStep, RollbackSelection
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 __all__ = [
     "ApplyRequest",
@@ -37,7 +37,8 @@ class BatchRequest(ApplyRequest):
 
     groups: list[str] | None = Field(default=None, min_length=1)
     batch: int | None = Field(default=None, ge=0)
-    allow_rewind: bool = False
+    allow_rewind: StrictBool | str = False
+    """Every group (true), none, or the groups a regex matches (the execution input's ``allow_rewind``)."""
     execution: str | None = None
     """The execution's id: a retry within one execution is recognised, a new execution is not."""
     rollback: bool = False
@@ -97,7 +98,7 @@ class LockRequest(ApplyRequest):
 
 class SummarizeRequest(ApplyRequest):
     retries_left: int = Field(default=0, ge=0)
-    allow_rewind: bool = False
+    allow_rewind: StrictBool | str = False
     """Whether the run rewinds groups ahead on the target: their ahead entries are then commit work."""
     mode: str = "plan"
     """The run's mode: a migration waits until every entry is exact."""

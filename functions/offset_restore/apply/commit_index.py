@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel
 
+from offset_restore.apply.model import RewindScope, rewind_filter
 from offset_restore.errors import BadInputError
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.model import PlanEntry, written_by_apply
@@ -55,15 +56,15 @@ class IndexBuilder:
     """Per group only what the index needs (its statuses and its mappings' keys), entry by entry: the
     summarize step streams 240,000 mappings through it instead of holding them."""
 
-    def __init__(self, allow_rewind: bool = False, exact_only: bool = False) -> None:
+    def __init__(self, allow_rewind: RewindScope = False, exact_only: bool = False) -> None:
         self.statuses: dict[str, set[str]] = {}
         self.keys: dict[str, list[str]] = {}
-        self.allow_rewind = allow_rewind
+        self.rewinds = rewind_filter(allow_rewind)
         self.exact_only = exact_only
         """A migration's: a group with a mapped entry not exact is held (``ApplyOptions.exact_only``)."""
 
-    def _writes(self, statuses: set[str]) -> bool:
-        return any(written_by_apply(status, self.allow_rewind) for status in statuses)
+    def _writes(self, group: str, statuses: set[str]) -> bool:
+        return any(written_by_apply(status, self.rewinds(group)) for status in statuses)
 
     def add(self, entry: PlanEntry, key: str | None = None) -> None:
         statuses = self.statuses.setdefault(entry.group, set())
@@ -76,12 +77,14 @@ class IndexBuilder:
     def candidates(self) -> list[str]:
         """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
         numbers keep their meaning while batches commit)."""
-        return sorted(g for g, s in self.statuses.items() if _HELD not in s and ("committed" in s or self._writes(s)))
+        return sorted(
+            g for g, s in self.statuses.items() if _HELD not in s and ("committed" in s or self._writes(g, s))
+        )
 
     def writable_and_waiting(self) -> tuple[list[str], list[str]]:
         """Groups with a mapped entry and none pending, and groups with a pending entry, in name order."""
         waiting = {g for g, s in self.statuses.items() if _HELD in s}
-        writable = {g for g, s in self.statuses.items() if g not in waiting and self._writes(s)}
+        writable = {g for g, s in self.statuses.items() if g not in waiting and self._writes(g, s)}
         return sorted(writable), sorted(waiting)
 
     def write(self, store: BlobStore) -> int:
@@ -97,18 +100,20 @@ class IndexBuilder:
         return len(batches)
 
 
-def _built(entries: Iterable[PlanEntry], allow_rewind: bool = False) -> IndexBuilder:
+def _built(entries: Iterable[PlanEntry], allow_rewind: RewindScope = False) -> IndexBuilder:
     builder = IndexBuilder(allow_rewind)
     for entry in entries:
         builder.add(entry)
     return builder
 
 
-def commit_candidates(entries: Iterable[PlanEntry], allow_rewind: bool = False) -> list[str]:
+def commit_candidates(entries: Iterable[PlanEntry], allow_rewind: RewindScope = False) -> list[str]:
     return _built(entries, allow_rewind).candidates()
 
 
-def writable_and_waiting(entries: Iterable[PlanEntry], allow_rewind: bool = False) -> tuple[list[str], list[str]]:
+def writable_and_waiting(
+    entries: Iterable[PlanEntry], allow_rewind: RewindScope = False
+) -> tuple[list[str], list[str]]:
     return _built(entries, allow_rewind).writable_and_waiting()
 
 

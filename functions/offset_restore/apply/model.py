@@ -7,15 +7,24 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds
 from offset_restore.kafka.rounds import Source
-from offset_restore.snapshot.filters import NameFilter
+from offset_restore.snapshot.filters import NameFilter, compile_pattern
 from offset_restore.translate.model import Outcome
 
-__all__ = ["WAIT_TIMEOUT_S", "ApplyOptions", "ApplyReport", "ApplyTarget", "Progress"]
+__all__ = [
+    "WAIT_TIMEOUT_S",
+    "ApplyOptions",
+    "ApplyReport",
+    "ApplyTarget",
+    "Progress",
+    "RewindScope",
+    "rewind_filter",
+    "rewind_options",
+]
 
 
 class ApplyTarget(Source, Protocol):
@@ -34,6 +43,25 @@ class ApplyTarget(Source, Protocol):
 WAIT_TIMEOUT_S = 900
 """How long apply waits for active groups by default, the CLI and the workflow alike: long enough for
 consumers to be stopped by hand in an incident, short enough that a forgotten one is named soon."""
+
+
+RewindScope = bool | str
+"""The workflow's ``allow_rewind``: every group (true), none (false), or the groups a regex matches
+whole (as the CLI's ``--allow-rewind GROUP_REGEX``)."""
+
+
+def rewind_filter(scope: RewindScope) -> Callable[[str], bool]:
+    """Whether a scope lets a group be moved back; a bad regex is refused by name (``BadInputError``)."""
+    if isinstance(scope, str):
+        return NameFilter(compile_pattern(scope, "allow_rewind"))
+    return lambda group: scope
+
+
+def rewind_options(scope: RewindScope) -> dict[str, Any]:
+    """``ApplyOptions``' rewind fields for a scope."""
+    if isinstance(scope, str):
+        return {"rewind_groups": NameFilter(compile_pattern(scope, "allow_rewind"))}
+    return {"allow_rewind": scope}
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from offset_restore.apply.commit_index import (
     writable_and_waiting,
 )
 from offset_restore.apply.fit import check_entries_fit
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, RewindScope, rewind_options
 from offset_restore.apply.rollback import RollbackTarget, rollback_plan
 from offset_restore.apply.waiting import WaitTimeoutError, active_groups
 from offset_restore.errors import BadInputError
@@ -167,7 +167,7 @@ def commit_groups(
     target: ApplyTarget,
     mappings: MappingStore,
     *,
-    allow_rewind: bool,
+    allow_rewind: RewindScope,
     index: BlobStore | None = None,
     offset_header: str | None = None,
 ) -> CommitResult:
@@ -190,7 +190,7 @@ def commit_groups(
     # offset they carry as well as by their timestamp, just before the write (and in verification).
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)  # apply_plan checks revived ones
-    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
     report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
     return step_result(report)
 

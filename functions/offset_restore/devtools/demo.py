@@ -29,6 +29,7 @@ from offset_restore.devtools.brokers import started
 from offset_restore.devtools.local_aws import BUCKET, local_workflow
 from offset_restore.kafka.cluster import KafkaCluster, group_member
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
+from offset_restore.snapshot.filters import pattern_for
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
@@ -292,8 +293,9 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     if scene.run({"mode": "apply", "wait": wait}, "demo-apply", hold=release)["status"] != "SUCCEEDED":
         return Counter()
     scene.glance(scene.report())
-    out.write(f"\n3. the operator decides: {ahead} must reread what it skipped (allow_rewind)\n")
-    if scene.run({"mode": "apply", "allow_rewind": True}, "demo-rewind")["status"] != "SUCCEEDED":
+    scope = pattern_for([ahead])
+    out.write(f'\n3. the operator decides: {ahead} must reread what it skipped ("allow_rewind": {scope!r})\n')
+    if scene.run({"mode": "apply", "allow_rewind": scope}, "demo-rewind")["status"] != "SUCCEEDED":
         return Counter()
     report = scene.report()
     scene.glance(report)

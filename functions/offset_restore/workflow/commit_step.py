@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from offset_restore.apply.model import ApplyOptions
+from offset_restore.apply.model import ApplyOptions, RewindScope, rewind_options
 from offset_restore.apply.steps import commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.filters import NameFilter
@@ -45,7 +45,7 @@ class CommitStep:
 
     restore_id: str
     selection: Sequence[str] | int | RollbackSelection
-    allow_rewind: bool
+    allow_rewind: RewindScope
     retry_key: Mapping[str, Any]
 
 
@@ -86,7 +86,7 @@ def commit_step(
 def _roll_back(
     restore_id: str,
     selection: RollbackSelection,
-    allow_rewind: bool,
+    allow_rewind: RewindScope,
     settings: ApplySettings,
     secret_reader: Callable[[str], str],
     mappings: MappingStore,
@@ -95,7 +95,7 @@ def _roll_back(
     """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
     named, not waited for."""
     groups = NameFilter.parse(selection.groups_regex, selection.exclude_groups, "groups")
-    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", allow_rewind=allow_rewind)
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
     with KafkaCluster(settings.target.connection(secret_reader)) as target:
         _, cluster_id = runs.target_of(restore_id)
         _, report = rollback_run(restore_id, target, mappings, options, groups, cluster_id=cluster_id)

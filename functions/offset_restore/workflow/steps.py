@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, ValidationInfo, field_validator
 
 from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
-from offset_restore.apply.model import WAIT_TIMEOUT_S
+from offset_restore.apply.model import WAIT_TIMEOUT_S, RewindScope
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.snapshot.model import GroupSnapshot, parse_time, validate_name
@@ -64,7 +64,10 @@ class RunInput(PlanSettings):
     translates until every entry is exact and applies (migration/steps.py)."""
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
-    allow_rewind: bool = False
+    allow_rewind: StrictBool | str = False
+    """Move back groups already past the mapped offset on the target: every group (true), none (false), or
+    the groups this regex matches whole (as the CLI's ``--allow-rewind GROUP_REGEX``) — a decision made per
+    group, so one group's fix does not rewind the others."""
     trigger: dict[str, Any] | None = None
     """What started the run (an alarm, a drill schedule), as the EventBridge rule describes it."""
     pending_retries: int = Field(default=3, ge=0, le=100)
@@ -85,6 +88,21 @@ class RunInput(PlanSettings):
                 parse_time(value["as_of"])
             else:
                 raise ValueError('snapshot must be "latest", {"id": ...} or {"as_of": ISO-8601}')
+        return value
+
+    @field_validator("allow_rewind")
+    @classmethod
+    def _rewind_scope(cls, value: bool | str) -> bool | str:
+        if isinstance(value, str):
+            if value.strip().lower() in ("", "true", "false"):
+                raise ValueError(
+                    f"give true, false or a regex of the groups to rewind, not the string {value!r} (a regex "
+                    "matching no group would rewind none)"
+                )
+            try:
+                compile_pattern(value, "allow_rewind")
+            except BadInputError as error:
+                raise ValueError(str(error)) from None
         return value
 
     @field_validator("groups", "exclude_groups", "topics")
@@ -216,7 +234,7 @@ def summarize(
     mappings: MappingStore,
     retries_left: int,
     index: BlobStore | None = None,
-    allow_rewind: bool = False,
+    allow_rewind: RewindScope = False,
     until_exact: bool = False,
 ) -> Summary:
     """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
