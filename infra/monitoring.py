@@ -16,13 +16,11 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_stepfunctions as sfn
+from offset_restore.workflow.environment import LOCK_RELEASE_FAILED, NAMESPACE, REPORT_FAILED, SERVICE
 
 from infra.config import EnvironmentConfig
 
-__all__ = ["MAX_ALARM_WINDOW_MINUTES", "NAMESPACE", "SERVICE", "add_monitoring", "snapshot_window_minutes"]
-
-NAMESPACE = "OffsetRestore"
-SERVICE = "offset-restore"
+__all__ = ["MAX_ALARM_WINDOW_MINUTES", "add_monitoring", "snapshot_window_minutes"]
 """The namespace and ``service`` dimension the functions' powertools Metrics emit under
 (functions/offset_restore/workflow/observability.py)."""
 
@@ -56,6 +54,22 @@ def add_monitoring(
     alarms = [
         _alarm(stack, "RunFailedAlarm", failed, action, description="A restore run failed."),
         _alarm(stack, "RunTimedOutAlarm", timed_out, action, description="A restore run timed out."),
+        _alarm(
+            stack,
+            "ReportFailedAlarm",
+            _metric(REPORT_FAILED),
+            action,
+            description="A run's report or its notification could not be written: the run ended with its work done, "
+            "but nothing else says so; offset-restore status --restore-id ID shows its mappings.",
+        ),
+        _alarm(
+            stack,
+            "LockReleaseFailedAlarm",
+            _metric(LOCK_RELEASE_FAILED),
+            action,
+            description="A run's lock could not be released: the next run on the target waits, then fails "
+            "LockHeldError, until it expires or offset-restore unlock removes it.",
+        ),
     ]
     if config.snapshot_schedule:
         alarms += _snapshot_alarms(stack, config, snapshot, action)

@@ -5,14 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 import boto3
+from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
-from offset_restore.workflow.observability import logger, tracer
+from offset_restore.workflow.environment import LOCK_RELEASE_FAILED
+from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import LockSettings
 
 from offset_restore_handlers.requests import LockRequest, parse
 
 
+@metrics.log_metrics
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
@@ -27,6 +30,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     lock = TargetLock(settings.table, boto3.client("dynamodb"), cluster, owner, ttl_s=ttl)
     if request.action == "acquire":
         lock.acquire()
-    else:
+        return {"lock": request.action, "target_cluster": cluster}
+    try:
         lock.release()
+    except Exception:
+        # The release is retried by the state machine; each failure is counted, and the alarm on the
+        # count says a lock may outlive its run (the next run would wait, then fail LockHeldError).
+        metrics.add_metric(name=LOCK_RELEASE_FAILED, unit=MetricUnit.Count, value=1)
+        raise
     return {"lock": request.action, "target_cluster": cluster}

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.stores.keys import report_document
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.workflow.environment import REPORT_FAILED
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.report import ReportBuilder, notification
 from offset_restore.workflow.report_timeline import read_timeline
@@ -29,6 +30,16 @@ CONTENT_TYPES = {"html": "text/html", "md": "text/markdown"}
 @tracer.capture_lambda_handler
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    try:
+        return _report(event)
+    except Exception:
+        # A report or notification that cannot be written must not pass in silence: the run still ends
+        # (its work is done), and the alarm on this count pages through CloudWatch, not the topic.
+        metrics.add_metric(name=REPORT_FAILED, unit=MetricUnit.Count, value=1)
+        raise
+
+
+def _report(event: dict[str, Any]) -> dict[str, Any]:
     settings = ReportSettings.from_env()
     request = parse(ReportRequest, event, "report")
     restore_id = str(request.run.get("restore_id", "unknown"))

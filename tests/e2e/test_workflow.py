@@ -22,6 +22,7 @@ from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
+from offset_restore.workflow.executions import run_ending
 
 from tests.figures import record
 from tests.helpers import Brokers, Produced, active_member, commit, produce, restore, unique
@@ -369,7 +370,9 @@ def test_a_report_that_cannot_be_written_does_not_fail_a_complete_commit(
 ) -> None:
     """Everything committed and verified, then the report step fails (here: its topic is gone). It is
     retried; then the run still ends SUCCEEDED, its output naming the report's failure, and the lock is
-    released — before, the run was FAILED and SNS said failed although everything was done."""
+    released — before, the run was FAILED and SNS said failed although everything was done. Not in
+    silence: ``start`` exits 3 saying so, and the Report function's ReportFailed count pages through
+    CloudWatch (tests/infra)."""
     s = setup(brokers, source, target, workflow)
     monkeypatch.setenv("TOPIC_ARN", "arn:aws:sns:eu-west-1:123456789012:no-such-topic")
     result = workflow.run({"groups": f"{s['a']}|{s['b']}", "mode": "apply"}, name="report-fails")
@@ -377,6 +380,8 @@ def test_a_report_that_cannot_be_written_does_not_fail_a_complete_commit(
     assert result["states"].count("ReportApply") == 1 and "ReleaseLock" in result["states"]
     output = json.loads(result["output"])
     assert output["report_error"]["Error"] == "NotFoundException" and "Publish" in output["report_error"]["Cause"]
+    status, lines = run_ending(result)  # what offset-restore start then says: not a clean success
+    assert status == 3 and "its report or notification was not written" in lines[1], lines
     a = str(s["a"])
     assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
     dynamodb = boto3.client("dynamodb", region_name=REGION)

@@ -36,6 +36,8 @@ def test_every_alarm_notifies_the_topic(app: App, env: str) -> None:
     assert set(found) == {
         "RunFailedAlarm",
         "RunTimedOutAlarm",
+        "ReportFailedAlarm",
+        "LockReleaseFailedAlarm",
         "SnapshotErrorsAlarm",
         "SnapshotAgeAlarm",
         "SnapshotZeroGroupsAlarm",
@@ -78,7 +80,7 @@ def test_a_snapshot_of_zero_groups_alarms(app: App) -> None:
 
 def test_no_schedule_no_snapshot_alarms() -> None:
     found = alarms(only_dev(context_with(snapshotSchedule="")))
-    assert set(found) == {"RunFailedAlarm", "RunTimedOutAlarm"}
+    assert set(found) == {"RunFailedAlarm", "RunTimedOutAlarm", "ReportFailedAlarm", "LockReleaseFailedAlarm"}
 
 
 def test_the_dashboard_shows_snapshots_top_groups_and_alarm_states(app: App) -> None:
@@ -133,3 +135,15 @@ def test_the_deployed_definition_times_out_as_configured(changes: dict[str, Any]
     document = json.loads(staged.read_text())
     assert document["TimeoutSeconds"] == seconds and "DefinitionSubstitutions" in machine["Properties"]
     assert document["States"]["Commit"]["ItemProcessor"]["States"]["CommitBatch"]["Resource"] == "${CommitFunctionArn}"
+
+
+@pytest.mark.parametrize(
+    ("alarm", "metric"), [("ReportFailedAlarm", "ReportFailed"), ("LockReleaseFailedAlarm", "LockReleaseFailed")]
+)
+def test_a_report_not_written_and_a_lock_not_released_page(app: App, alarm: str, metric: str) -> None:
+    """The counts the Report and Lock functions emit when they fail (a run that still ends, its work done,
+    or a lock that may outlive its run) each page: not only the run's own notification, which may be the
+    thing that failed."""
+    props = alarms(template(app, "prod"))[alarm]
+    assert (props["Namespace"], props["MetricName"], props["Statistic"]) == ("OffsetRestore", metric, "Sum")
+    assert (props["Threshold"], props["ComparisonOperator"]) == (1, "GreaterThanOrEqualToThreshold")

@@ -8,11 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cli.arguments import ALL_OF_IT, Commands, restore_complete
+from offset_restore.cli.arguments import ALL_OF_IT, Commands, restore_complete, write_result
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
-from offset_restore.terminal import printable_line
-from offset_restore.workflow.executions import follow, start_run
+from offset_restore.workflow.executions import follow, run_ending, start_run
 
 __all__ = ["register", "run"]
 
@@ -81,19 +80,14 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps({"execution_arn": execution}) + "\n" if args.json else f"{execution}\n")
         return 0
     described = follow(sfn, execution, err)
+    status, lines = run_ending(described)
     result = {
         "execution_arn": execution,
         "status": described["status"],
         "error": described.get("error"),
         "cause": described.get("cause"),
+        "ended": lines,
+        "exit_status": status,
     }
-    if args.json:
-        out.write(json.dumps(result, indent=2) + "\n")
-    else:
-        out.write(
-            printable_line(
-                f"{described['status']}" + (f": {result['error']}: {result['cause']}" if result["error"] else "")
-            )
-            + "\n"
-        )
-    return 0 if described["status"] == "SUCCEEDED" else 1
+    write_result(args, out, err, json.dumps(result, indent=2), lines)
+    return status

@@ -27,9 +27,10 @@ def register(commands: Commands) -> None:
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from_stack(args, {"table": "LockTableName"})
     status = run_status(MappingStore(args.table, aws_client(args, "dynamodb")), args.restore_id)
+    needs = 3 if status["attention"] else 0  # as start's: a run with something left is not done
     if args.json:
         out.write(json.dumps(status, indent=2) + "\n")
-        return 0
+        return needs
     s = status["summary"]
     out.write(
         f"Restore {args.restore_id}: {s['entries']:,} group-partitions in {s['groups']:,} groups; "
@@ -37,4 +38,4 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     if status["attention"]:
         out.write(f"needs attention: {printable_line(', '.join(status['attention'][:20]))}\n")
-    return 0
+    return needs

@@ -16,9 +16,11 @@ __all__ = [
     "KAFKA_CONNECT_TIMEOUT_S",
     "KAFKA_RETRIES",
     "LEFT_TO_DEFAULTS",
+    "LOCK_RELEASE_FAILED",
     "NAMESPACE",
     "POWERTOOLS_METRICS_NAMESPACE",
     "POWERTOOLS_SERVICE_NAME",
+    "REPORT_FAILED",
     "RESTORE_BUCKET",
     "SERVICE",
     "SNAPSHOT_BUCKET",
@@ -98,3 +100,11 @@ LEFT_TO_DEFAULTS = frozenset(
 """Variables a function reads, has a default for, and that the stack may leave unset: tuning an
 operator can set on a function, and the SCRAM secret (set only for a cluster with SCRAM auth). Every
 other variable a function's settings read, the stack must set on that function."""
+
+
+REPORT_FAILED = "ReportFailed"
+"""The metric the Report function counts when a report or its notification cannot be written (the stack's
+ReportFailedAlarm watches it: the run itself still ends, its work done)."""
+LOCK_RELEASE_FAILED = "LockReleaseFailed"
+"""The metric the Lock function counts when a release fails (LockReleaseFailedAlarm: a lock that may
+outlive its run)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -13,7 +14,17 @@ from offset_restore.stores.keys import restore_object
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import SummaryTally
 
-__all__ = ["STACK_OUTPUTS", "fetch_report", "follow", "run_status", "stack_name", "stack_outputs", "start_run"]
+__all__ = [
+    "CLEAN_OUTCOMES",
+    "STACK_OUTPUTS",
+    "fetch_report",
+    "follow",
+    "run_ending",
+    "run_status",
+    "stack_name",
+    "stack_outputs",
+    "start_run",
+]
 
 REPORT_FILES = ("report.html", "report.md", "report.json")
 # The outputs every deployed stack has (infra/stack.py `_outputs`).
@@ -59,6 +70,35 @@ def follow(
         if described["status"] != "RUNNING" or time.monotonic() - started > timeout_s:
             return described
         time.sleep(poll_s)
+
+
+CLEAN_OUTCOMES = ("planned", "applied", "rolled back")
+"""Outcomes that leave nothing to do; any other ("applied, needs attention", "rolled back in part (...)")
+ends a command that followed the run with exit status 3."""
+
+
+def run_ending(described: Mapping[str, Any]) -> tuple[int, list[str]]:
+    """What a followed run ended as: the exit status (0 done, 1 failed or stopped, 3 done but something
+    needs the operator) and the lines that say why — an outcome that needs attention, a report that was
+    not written, a lock that was not released (a SUCCEEDED run whose output says so is not a clean one)."""
+    status = str(described.get("status"))
+    if status != "SUCCEEDED":
+        error = described.get("error")
+        return 1, [status + (f": {error}: {described.get('cause')}" if error else "")]
+    try:
+        output = json.loads(described.get("output") or "{}")
+    except ValueError:
+        output = {}
+    report = output.get("report") if isinstance(output.get("report"), dict) else {}
+    outcome = str(report.get("outcome") or "")
+    lines = [f"SUCCEEDED: {outcome}" if outcome and outcome not in CLEAN_OUTCOMES else "SUCCEEDED"]
+    for key, what in (
+        ("report_error", "its report or notification was not written (offset-restore status shows its mappings)"),
+        ("release_error", "its lock was not released (offset-restore unlock, or wait for it to expire)"),
+    ):
+        if isinstance(output.get(key), dict):
+            lines.append(f"but {what}: {output[key].get('Error')}: {output[key].get('Cause')}")
+    return (0 if lines == ["SUCCEEDED"] else 3), lines
 
 
 def start_run(sfn: Any, state_machine_arn: str, run_input: dict[str, Any], name: str | None) -> str:
