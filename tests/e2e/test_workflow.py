@@ -335,9 +335,10 @@ def test_a_group_left_unwritten_is_named_in_the_table_the_report_and_the_notific
 def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
 ) -> None:
-    """A run whose input names the target with a typo takes the same lock (the deployment's own target):
-    before, it committed while another run held the real lock. Two executions of one restore id are
-    two owners: before, both held it. The lock is renewed at every wait poll."""
+    """A run whose input names the target with a typo is refused before the lock (it would run against
+    this deployment's target under another name; before the lock was keyed on the input's name, it
+    committed while another run held the real lock). Two executions of one restore id are two owners:
+    before, both held it. The lock is renewed at every wait poll."""
     s = setup(brokers, source, target, workflow)
     run_input = {
         "groups": f"{s['a']}|{s['b']}",
@@ -355,9 +356,10 @@ def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
             workflow.start({**run_input, "restore_id": "owners-typo", "target_cluster": "dr-typo"}, name="owners-2")
         )
         same_id = workflow.wait(workflow.start({**patient, "restore_id": "owners"}, name="owners-3"))
-        for refused in (typo, same_id):
-            assert refused["status"] == "FAILED" and refused["error"] == "LockHeldError", refused.get("cause")
-            assert ":owners-1 until" in refused["cause"] and "Prepare" not in refused["states"]
+        assert typo["status"] == "FAILED" and "AcquireLock" not in typo["states"], typo["states"]
+        assert "target_cluster 'dr-typo' is not this deployment's target ('dr')" in typo["cause"], typo["cause"]
+        assert same_id["status"] == "FAILED" and same_id["error"] == "LockHeldError", same_id.get("cause")
+        assert ":owners-1 until" in same_id["cause"] and "Prepare" not in same_id["states"]
         time.sleep(1.2)
         renewed = int(dynamodb.get_item(TableName="offset-restore", Key=lock_key)["Item"]["expires_at"]["N"])
         assert renewed > expiry  # the waiting run's polls pushed the expiry out

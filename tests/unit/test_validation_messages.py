@@ -39,3 +39,11 @@ def test_a_validators_own_message_loses_pydantics_prefix() -> None:
 
 def test_another_error_keeps_its_message() -> None:
     assert describe(ValueError("line 3: not JSON")) == "line 3: not JSON"
+
+
+def test_a_target_that_is_not_the_deployments_is_refused_before_anything() -> None:
+    with pytest.raises(BadInputError, match=r"target_cluster 'prod-dr' is not this deployment's target \('dr'\)"):
+        validate_input(
+            {"target_cluster": "prod-dr", "restore_id": "r"}, {"source_cluster": "src", "target_cluster": "dr"}
+        )
+    assert validate_input({"target_cluster": "dr", "restore_id": "r"}, {"target_cluster": "dr", "source_cluster": "s"})

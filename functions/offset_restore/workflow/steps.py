@@ -118,6 +118,7 @@ class RunInput(PlanSettings):
 def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> RunInput:
     """Fill defaults (configuration first, then the execution's name as restore_id) and validate."""
     values = {k: v for k, v in event.items() if k != "execution_name" and v is not None}
+    _refuse_another_target(values, defaults)
     for key, value in defaults.items():
         values.setdefault(key, value)
     if values.get("mode") == "rollback":
@@ -130,6 +131,18 @@ def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> Run
         return RunInput.model_validate(values)
     except ValidationError as error:
         raise BadInputError(f"invalid execution input: {describe(error, limit=10)}") from None
+
+
+def _refuse_another_target(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+    """A deployment writes to its own target only (its functions' TARGET_* settings): an input naming
+    another cluster would be run against this one under the other's name. Refused before the lock."""
+    given, own = values.get("target_cluster"), defaults.get("target_cluster")
+    if given is not None and own and given != own:
+        raise BadInputError(
+            f"invalid execution input: target_cluster {given!r} is not this deployment's target ({own!r}): this "
+            f"workflow writes only to {own!r}; start the workflow of the deployment whose target is {given!r}, or "
+            "leave target_cluster out"
+        )
 
 
 def _rollback_input(event: Mapping[str, Any], values: dict[str, Any]) -> None:
