@@ -800,6 +800,47 @@ def test_an_apply_whose_lock_was_broken_stops_before_writing(
     assert s.offsets("idle") == {} and intruder.holder() is not None and intruder.holder()[0] == "run-2"  # type: ignore[index]
 
 
+def test_an_apply_paused_past_its_lease_between_its_check_and_its_write_writes_nothing(
+    scene: Callable[..., Restored], brokers: Brokers, table: str
+) -> None:
+    """Issue 36's case, with the real lease scaled down (3 s, renewed every second): the run freezes
+    (a VM pause, a long GC: its heartbeat misses every beat too) for 4 s after its first lock check and
+    before its OffsetCommit; meanwhile the lease runs out and another run takes the lock. Before, the
+    check read a flag the heartbeat had not set: the frozen run wrote every group beside the new holder.
+    Now the check right before the write is the lease by the clock: nothing is written, and it says why."""
+    import os
+
+    import boto3
+    from offset_restore.apply.locks import LockLostError, TargetLock
+    from offset_restore.apply.run import run_apply
+
+    s = scene({"a": {0: 50}, "b": {0: 60}, "c": {0: 70}})
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    lock = TargetLock(table, client, "prod-dr", "run-1", ttl_s=3)
+    intruder = TargetLock(table, client, "prod-dr", "run-2", ttl_s=60)
+
+    def frozen_beat(now: float | None = None) -> None:
+        raise OSError("frozen: the heartbeat does not run either")
+
+    lock.renew = frozen_beat  # type: ignore[method-assign]
+
+    class Freezing(KafkaCluster):
+        calls = 0
+
+        def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
+            Freezing.calls += 1
+            if Freezing.calls == 2:  # the commit's own look, after the first check and before the write
+                time.sleep(4)
+                intruder.acquire()  # the lease ran out meanwhile: another run takes the lock
+            return super().describe_groups(group_ids, batch_size)
+
+    options = ApplyOptions(wait_timeout_s=0, poll_interval_s=0.5, on_wait_timeout="commit_empty")
+    with pytest.raises(LockLostError, match=r"lease on target cluster prod-dr's lock has 0.0 s left"):
+        run_apply(str(s.plan_path), brokers.target_settings, options, lock=lock, connect=Freezing)
+    assert s.offsets("a") == s.offsets("b") == s.offsets("c") == {}
+    assert intruder.holder() is not None and intruder.holder()[0] == "run-2"  # type: ignore[index]
+
+
 def test_an_s3_plan_is_saved_with_a_conditional_write(s3: Any) -> None:
     """On S3 the version check is S3's own (If-Match on the ETag read): a run whose plan changed
     since it read it cannot overwrite it, even without the lock table."""

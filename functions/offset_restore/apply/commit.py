@@ -254,8 +254,13 @@ class _ApplyRun:
                 self.report.skip(group, "moved_on", why)
             ready = [g for g in ready if g not in moved]
         answers: Mapping[str, dict[TP, str | None]] = {}
+        fence = self.before_commit
         try:
-            answers = self.target.alter_offsets_many({g: self.commits[g] for g in ready})
+            # The fence once more right before the write (the reads above take time: a pause there must
+            # not let a run write after its lock's lease), and before every retry of it.
+            answers = self.target.alter_offsets_many(
+                {g: self.commits[g] for g in ready}, before_attempt=(lambda: fence(ready)) if fence else None
+            )
         except CommitInterruptedError as error:
             answers = error.answered
             for group in error.unanswered:

@@ -7,13 +7,13 @@ the groups answered from those whose commit may or may not have reached the brok
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from kafka import KafkaAdminClient
 
-from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError
+from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.coordinators import Coordinators
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -50,7 +50,10 @@ class Commits(Coordinators):
         return self.alter_offsets_many({group_id: offsets}).get(group_id, {})
 
     def alter_offsets_many(
-        self, offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]]
+        self,
+        offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
+        *,
+        before_attempt: Callable[[], None] | None = None,
     ) -> dict[str, dict[TP, str | None]]:
         """Admin OffsetCommits for many groups, pipelined per coordinator; per group and partition the
         error name or None. Each group is one request, so the broker accepts or rejects it whole.
@@ -58,6 +61,8 @@ class Commits(Coordinators):
         After a transient failure only the groups without an answer are sent again (the same
         offsets: a commit that reached the broker before the answer was lost changes nothing the
         second time). When the attempts run out, ``CommitInterruptedError`` carries what was answered.
+        ``before_attempt`` runs before each attempt (the writer's fence: its lock still held); when it
+        raises after an attempt was sent, ``CommitInterruptedError`` carries what was answered then.
         """
 
         def build(batch: Sequence[str]) -> list[tuple[str, Any]]:
@@ -67,6 +72,7 @@ class Commits(Coordinators):
         remaining = [group for group, offsets in offsets_by_group.items() if offsets]
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
+            _fence(before_attempt, attempt, result, remaining)
             answers, failure = self._commit_round(remaining, build)
             moved = [group for group, response in answers if protocol.coordinator_moved(response) is not None]
             if moved:  # not committed: sent again with the unanswered ones
@@ -108,3 +114,16 @@ class Commits(Coordinators):
             with ThreadPoolExecutor(max_workers=len(lanes), thread_name_prefix="commit-lane") as pool:
                 failures = list(pool.map(send, range(len(lanes))))
         return [pair for share in answered for pair in share], next((f for f in failures if f), None)
+
+
+def _fence(before_attempt: Callable[[], None] | None, attempt: int, answered: dict[str, Any], rest: list[str]) -> None:
+    """The writer's check before an attempt; raised after a first attempt, it carries what was answered
+    and which groups may or may not have been written (as a cluster that stopped answering does)."""
+    if before_attempt is None:
+        return
+    try:
+        before_attempt()
+    except OffsetRestoreError as error:
+        if attempt == 1:
+            raise
+        raise CommitInterruptedError(f"committing stopped before attempt {attempt}: {error}", answered, rest) from error
