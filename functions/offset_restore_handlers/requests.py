@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal, TypeVar
 
 from aws_lambda_powertools.utilities import parser
+from offset_restore.apply.locks import workflow_lock_ttl
 from offset_restore.errors import BadInputError
 from offset_restore.validation import describe
 from offset_restore.workflow.commit_step import CommitStep, RollbackSelection
@@ -41,6 +42,11 @@ class BatchRequest(ApplyRequest):
     """Every group (true), none, or the groups a regex matches (the execution input's ``allow_rewind``)."""
     execution: str | None = None
     """The execution's id: a retry within one execution is recognised, a new execution is not."""
+    owner: str | None = None
+    """The execution holding the target's lock (the state machine gives it): the batch renews the lock
+    before it writes, and writes only while the lease holds by the clock. None: no lock (a direct call)."""
+    interval_seconds: float = Field(default=15, ge=0)
+    """The run's wait interval: the lock's lease is ``workflow_lock_ttl`` of it, as CheckEmpty renews it."""
     rollback: bool = False
     groups_regex: str | None = None
     exclude_groups: str | None = None
@@ -62,7 +68,14 @@ class BatchRequest(ApplyRequest):
             selection = RollbackSelection(self.groups_regex, self.exclude_groups)
         else:
             selection = self.groups if self.groups is not None else (self.batch or 0)
-        return CommitStep(self.restore_id, selection, self.allow_rewind, retry_key=self.model_dump(mode="json"))
+        return CommitStep(
+            self.restore_id,
+            selection,
+            self.allow_rewind,
+            retry_key=self.model_dump(mode="json"),
+            owner=self.owner,
+            lock_ttl_s=workflow_lock_ttl(self.interval_seconds),
+        )
 
 
 class CheckRequest(ApplyRequest):

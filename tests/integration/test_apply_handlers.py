@@ -114,3 +114,28 @@ def test_a_retried_commit_in_one_execution_returns_the_first_answer(
     assert len(records) == 1 and records[0]["status"]["S"] == "COMPLETED"
     rerun = commit.handler({**event, "execution": "arn:aws:states:eu-west-1:1:execution:m:e2"}, LambdaContext())
     assert rerun["committed"] == [] and rerun["offsets_committed"] == 0  # a new execution: committed already
+
+
+def test_a_batch_writes_only_while_its_execution_holds_the_lock(
+    lambda_env: None, table: str, target: KafkaCluster
+) -> None:
+    """Issue 36's "two writers after a lost lock": a commit batch of an execution whose lock was taken
+    (its lease ran out during a long commit phase, or it was broken) renews it first, finds it another
+    run's, and writes nothing; the same batch of the execution that holds it commits."""
+    from offset_restore.apply.locks import LockLostError, TargetLock
+    from offset_restore_handlers import commit
+
+    topic, group = unique("fenced"), unique("fenced-group")
+    target.create_topics({topic: 1})
+    produce(target, topic, 0, 10)
+    MappingStore(table, boto3.client("dynamodb")).put("r-8", [entry(group, topic, 0, 4)])
+    first, second = (f"arn:aws:states:eu-west-1:1:execution:m:{name}" for name in ("first", "second"))
+    TargetLock(table, boto3.client("dynamodb"), "dr", second, ttl_s=600).acquire()  # the lock is the second run's
+    event = {"restore_id": "r-8", "groups": [group], "execution": first, "owner": first, "interval_seconds": 1}
+    with pytest.raises(LockLostError, match=r"no longer run .*:first's"):
+        commit.handler(event, LambdaContext())
+    assert target.committed_offsets([group])[group] == {}
+    assert MappingStore(table, boto3.client("dynamodb")).entries("r-8")[0].status == "mapped"
+    answer = commit.handler({**event, "execution": second, "owner": second}, LambdaContext())
+    assert answer["committed"] == [group] and "lock_lost" not in answer
+    assert {tp.partition: c.offset for tp, c in target.committed_offsets([group])[group].items()} == {0: 4}

@@ -7,6 +7,7 @@ Taken with a conditional write that succeeds only when no lock exists, the exist
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from offset_restore.errors import OffsetRestoreError
@@ -16,7 +17,7 @@ from offset_restore.stores.keys import LOCK_SK, lock_pk
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["LockHeldError", "LockLostError", "TargetLock", "workflow_lock_ttl"]
+__all__ = ["Lease", "LockHeldError", "LockLostError", "TargetLock", "workflow_lock_ttl"]
 
 
 def workflow_lock_ttl(interval_s: float) -> int:
@@ -107,3 +108,29 @@ class TargetLock:
             ExpressionAttributeNames={"#owner": "owner"},
             ExpressionAttributeValues={":them": {"S": owner}},
         )
+
+
+class Lease:
+    """The lock's lease as this run knows it, by the clock: it holds until ``until`` (the expiry the last
+    successful acquire or renewal wrote, counted from before its request was sent). A check is the time,
+    not a flag another thread may not have set yet: a run paused past its lease (a frozen VM, a long GC)
+    finds it out at its next check, before its next write."""
+
+    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
+        self.ttl_s, self.clock, self.until = ttl_s, clock, 0.0
+        self.margin_s = ttl_s / 4
+        """A write is sent only with this much of the lease left (the request's own time, a beat's lateness)."""
+
+    def renewed(self, write: Callable[[], None]) -> None:
+        sent = self.clock()
+        write()
+        self.until = sent + self.ttl_s
+
+    def check(self, cluster: str) -> None:
+        left = self.until - self.clock()
+        if left < self.margin_s:
+            raise LockLostError(
+                f"the lease on target cluster {cluster}'s lock has {max(0.0, left):.1f} s left (it is renewed every "
+                f"{self.ttl_s / 3:.0f} s: the run was paused, or could not renew it): not writing; another run may "
+                "hold the lock now"
+            )

@@ -6,7 +6,6 @@ import logging
 import os
 import socket
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pydantic import ValidationError
 
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.fit import check_plan_fits
-from offset_restore.apply.locks import LockLostError, TargetLock
+from offset_restore.apply.locks import Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport
 from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.seal import PlanKey, seal_plan, unsealed
@@ -117,32 +116,6 @@ class PlanFile:
             finally:
                 handle.truncate(0)
                 fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-class Lease:
-    """The lock's lease as this run knows it, by the clock: it holds until ``until`` (the expiry the last
-    successful acquire or renewal wrote, counted from before its request was sent). A check is the time,
-    not a flag another thread may not have set yet: a run paused past its lease (a frozen VM, a long GC)
-    finds it out at its next check, before its next write."""
-
-    def __init__(self, ttl_s: float, clock: Callable[[], float] = time.time) -> None:
-        self.ttl_s, self.clock, self.until = ttl_s, clock, 0.0
-        self.margin_s = ttl_s / 4
-        """A write is sent only with this much of the lease left (the request's own time, a beat's lateness)."""
-
-    def renewed(self, write: Callable[[], None]) -> None:
-        sent = self.clock()
-        write()
-        self.until = sent + self.ttl_s
-
-    def check(self, cluster: str) -> None:
-        left = self.until - self.clock()
-        if left < self.margin_s:
-            raise LockLostError(
-                f"the lease on target cluster {cluster}'s lock has {max(0.0, left):.1f} s left (it is renewed every "
-                f"{self.ttl_s / 3:.0f} s: the run was paused, or could not renew it): not writing; another run may "
-                "hold the lock now"
-            )
 
 
 @contextmanager

@@ -170,6 +170,7 @@ def commit_groups(
     allow_rewind: RewindScope,
     index: BlobStore | None = None,
     offset_header: str | None = None,
+    before_write: Callable[[], None] | None = None,
 ) -> CommitResult:
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
     are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
@@ -191,7 +192,8 @@ def commit_groups(
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)  # apply_plan checks revived ones
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
-    report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries))
+    fence = (lambda _groups: before_write()) if before_write else None
+    report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries), before_commit=fence)
     return step_result(report)
 
 

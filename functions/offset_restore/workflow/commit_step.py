@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from offset_restore.apply.locks import Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, RewindScope, rewind_options
 from offset_restore.apply.steps import commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
@@ -47,6 +48,9 @@ class CommitStep:
     selection: Sequence[str] | int | RollbackSelection
     allow_rewind: RewindScope
     retry_key: Mapping[str, Any]
+    owner: str | None = None
+    """The execution holding the target's lock; None: no lock is checked (a call outside the workflow)."""
+    lock_ttl_s: int = 1200
 
 
 def commit_step(
@@ -63,10 +67,12 @@ def commit_step(
     runs = RunRecord(settings.table, dynamodb)
     mappings = MappingStore(settings.table, dynamodb)
     selection = step.selection
+    fence = Fence.of(step, settings, dynamodb)
     if isinstance(selection, RollbackSelection):
-        return _roll_back(step.restore_id, selection, step.allow_rewind, settings, secret_reader, mappings, runs)
+        return _roll_back(step.restore_id, selection, step.allow_rewind, settings, secret_reader, mappings, runs, fence)
 
     def commit() -> dict[str, Any]:
+        fence.take()
         with KafkaCluster(settings.target.connection(secret_reader)) as target:
             runs.committed_to(step.restore_id, target.cluster_id)  # what a rollback checks its brokers by
             result = commit_groups(
@@ -77,10 +83,47 @@ def commit_step(
                 allow_rewind=step.allow_rewind,
                 index=settings.restore_folder(step.restore_id, s3),
                 offset_header=runs.resolved(step.restore_id).get("offset_header"),
+                before_write=fence.check,
             )
-        return result.output()
+        return {**result.output(), **fence.after(result.committed)}
 
     return idempotency.once(commit, key=step.retry_key)
+
+
+@dataclass
+class Fence:
+    """The run's lock around one batch's writes: renewed first (a batch whose execution no longer holds
+    it writes nothing: ``LockLostError``), then each write sent only while the lease holds by the clock
+    (``Lease``), and checked again after — a lock lost meanwhile is said in the batch's output with what it
+    wrote. Without an owner (a call outside the state machine) it checks nothing."""
+
+    lock: TargetLock | None
+    lease: Lease | None
+
+    @classmethod
+    def of(cls, step: CommitStep, settings: ApplySettings, dynamodb: DynamoDBClient) -> Fence:
+        if not step.owner:
+            return cls(None, None)
+        lock = TargetLock(settings.table, dynamodb, settings.target.name, step.owner, ttl_s=step.lock_ttl_s)
+        return cls(lock, Lease(step.lock_ttl_s))
+
+    def take(self) -> None:
+        if self.lock is not None and self.lease is not None:
+            self.lease.renewed(self.lock.renew)
+
+    def check(self) -> None:
+        if self.lock is not None and self.lease is not None:
+            self.lease.check(self.lock.cluster)
+
+    def after(self, written: Sequence[str]) -> dict[str, str]:
+        """``{"lock_lost": why}`` when the lock is no longer the run's after its writes (nothing else)."""
+        if self.lock is None:
+            return {}
+        try:
+            self.lock.renew()
+        except LockLostError as error:
+            return {"lock_lost": f"{error}; this batch wrote {len(written)} groups: {', '.join(written[:20])}"}
+        return {}
 
 
 def _roll_back(
@@ -91,12 +134,17 @@ def _roll_back(
     secret_reader: Callable[[str], str],
     mappings: MappingStore,
     runs: RunRecord,
+    fence: Fence,
 ) -> dict[str, Any]:
     """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
     named, not waited for."""
     groups = NameFilter.parse(selection.groups_regex, selection.exclude_groups, "groups")
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
+    fence.take()
     with KafkaCluster(settings.target.connection(secret_reader)) as target:
         _, cluster_id = runs.target_of(restore_id)
-        _, report = rollback_run(restore_id, target, mappings, options, groups, cluster_id=cluster_id)
-    return step_result(report).output()
+        _, report = rollback_run(
+            restore_id, target, mappings, options, groups, cluster_id=cluster_id, before_write=fence.check
+        )
+    result = step_result(report)
+    return {**result.output(), **fence.after(result.committed)}
