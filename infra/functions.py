@@ -15,6 +15,7 @@ from aws_cdk import BundlingOptions, DockerImage, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from offset_restore.apply.locks import LAMBDA_TIMEOUT_S
 from offset_restore.workflow.environment import (
     NAMESPACE,
     POWERTOOLS_METRICS_NAMESPACE,
@@ -138,7 +139,7 @@ class Functions:
             handler=handler,
             code=self.code,
             memory_size=MEMORY_MB[name],
-            timeout=Duration.minutes(15) if needs_kafka or name == "Prepare" else Duration.minutes(2),
+            timeout=Duration.seconds(LAMBDA_TIMEOUT_S) if needs_kafka or name == "Prepare" else Duration.minutes(2),
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             environment={

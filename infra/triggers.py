@@ -29,7 +29,9 @@ def add_triggers(
 
 def _release_lock_on_stop(stack: Stack, machine: sfn.StateMachine, lock: lambda_.Function, target: str) -> None:
     # A stopped, timed-out or failed execution never reaches its own ReleaseLock: release its lock
-    # here (the Lock function releases only what that execution holds).
+    # here (the Lock function releases only what that execution holds) — or, when it ended in a writing
+    # state, turn it into a fence until that state's Lambda must have ended (a stopped execution's task
+    # keeps running).
     events.Rule(
         stack,
         "ReleaseLockOnStop",
@@ -50,6 +52,7 @@ def _release_lock_on_stop(stack: Stack, machine: sfn.StateMachine, lock: lambda_
                         "restore_id": events.EventField.from_path("$.detail.name"),
                         "target_cluster": target,
                         "owner": events.EventField.from_path("$.detail.executionArn"),
+                        "ended": True,
                     }
                 ),
             )

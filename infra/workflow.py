@@ -89,4 +89,6 @@ def state_machine(
         arn_format=ArnFormat.COLON_RESOURCE_NAME,
     )
     tasks["Report"].add_to_role_policy(iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[runs]))
+    # The release of an ended execution's lock: whether it ended in a writing state (then a fence).
+    tasks["Lock"].add_to_role_policy(iam.PolicyStatement(actions=["states:GetExecutionHistory"], resources=[runs]))
     return machine

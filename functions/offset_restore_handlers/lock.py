@@ -7,8 +7,9 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
+from offset_restore.apply.locks import TargetLock, release_ended, workflow_lock_ttl
 from offset_restore.workflow.environment import LOCK_RELEASE_FAILED
+from offset_restore.workflow.executions import last_state
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import LockSettings
 
@@ -32,6 +33,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         lock.acquire()
         return {"lock": request.action, "target_cluster": cluster}
     try:
+        if request.ended:
+            done = release_ended(lock, last_state(boto3.client("stepfunctions"), owner))
+            logger.info("the lock of an ended execution", extra={"owner": owner, "done": done})
+            return {"lock": done, "target_cluster": cluster}
         lock.release()
     except Exception:
         # The release is retried by the state machine; each failure is counted, and the alarm on the

@@ -107,6 +107,9 @@ class LockRequest(ApplyRequest):
     owner: str | None = None
     """The execution (its ARN): two executions of one restore id are two writers. Default: restore_id."""
     interval_seconds: float = Field(default=15, ge=0)
+    ended: bool = False
+    """A release for an execution that ended without reaching its ReleaseLock (the stop rule's): fenced
+    instead when it was writing (``apply.locks.release_ended``)."""
 
 
 class SummarizeRequest(ApplyRequest):

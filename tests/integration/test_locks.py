@@ -135,3 +135,50 @@ def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None
     started = io.StringIO()
     assert main(["start", "--mode", "plan"], io.StringIO(), started) == 2
     assert "give --stack ENV, or --state-machine" in started.getvalue()
+
+
+class History:
+    """A Step Functions client's history paginator for one execution: its states, newest first."""
+
+    def __init__(self, states: list[str] | None) -> None:
+        self.states = states
+
+    def get_paginator(self, name: str) -> History:
+        return self
+
+    def paginate(self, **kwargs: object) -> list[dict[str, object]]:
+        if self.states is None:
+            raise OSError("AccessDenied")
+        return [{"events": [{"stateEnteredEventDetails": {"name": s}} for s in reversed(self.states)]}]
+
+
+@pytest.mark.parametrize(
+    ("states", "fenced"),
+    [(["ValidateInput", "AcquireLock", "Prepare", "CheckEmpty"], False),
+     (["CheckEmpty", "Commit", "CommitBatch"], True), (["AcquireLock", "Rollback"], True), (None, True)],
+)  # fmt: skip
+def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
+    table: str, states: list[str] | None, fenced: bool
+) -> None:
+    """Issue 36's "two writers after a stop": a stopped execution's Lambda keeps running, so the release of
+    a run that ended in Commit, CommitBatch or Rollback (or whose history cannot be read) turns its lock into
+    a fence until that Lambda must have ended; a new run is refused until then, saying why. One that ended
+    elsewhere is released at once."""
+    from offset_restore.apply.locks import FENCE_PREFIX, LAMBDA_TIMEOUT_S, release_ended
+    from offset_restore.workflow.executions import last_state
+
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    arn = "arn:aws:states:eu-west-1:123456789012:execution:offset-restore:stopped-1"
+    lock = TargetLock(table, client, "prod-dr", arn, ttl_s=1200)
+    lock.acquire(now=1_000)
+    done = release_ended(lock, last_state(History(states), arn), now=1_000)
+    newcomer = TargetLock(table, client, "prod-dr", "arn:...:execution:offset-restore:next", ttl_s=1200)
+    if not fenced:
+        assert done == "released" and lock.holder() is None
+        newcomer.acquire(now=1_001)
+        return
+    assert done == f"fenced until {1_000 + LAMBDA_TIMEOUT_S + 60}"
+    assert lock.holder() == (f"{FENCE_PREFIX}{arn}", 1_000 + LAMBDA_TIMEOUT_S + 60)
+    with pytest.raises(LockHeldError, match=r"fenced until 1960 .*stopped-1 ended while writing"):
+        newcomer.acquire(now=1_500)
+    newcomer.acquire(now=1_000 + LAMBDA_TIMEOUT_S + 61)  # its Lambda must have ended: the target is free

@@ -17,7 +17,37 @@ from offset_restore.stores.keys import LOCK_SK, lock_pk
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["Lease", "LockHeldError", "LockLostError", "TargetLock", "workflow_lock_ttl"]
+__all__ = [
+    "FENCE_PREFIX",
+    "LAMBDA_TIMEOUT_S",
+    "WRITING_STATES",
+    "Lease",
+    "LockHeldError",
+    "LockLostError",
+    "TargetLock",
+    "release_ended",
+    "workflow_lock_ttl",
+]
+
+
+FENCE_PREFIX = "fence of "
+"""The owner a fence is held under: ``fence of <the ended execution's ARN>``."""
+WRITING_STATES = frozenset({"Commit", "CommitBatch", "Rollback"})
+"""States whose Lambda writes to the target: an execution that ended in one may still be writing."""
+LAMBDA_TIMEOUT_S = 15 * 60
+"""The longest a workflow function runs (the Kafka functions' timeout, infra/functions.py)."""
+
+
+def release_ended(lock: TargetLock, last_state: str | None, now: float | None = None) -> str:
+    """The lock of an execution that ended without its own ReleaseLock (stopped, failed, timed out):
+    released, unless the execution was in a writing state (or its last state is unknown) — then fenced
+    until its Lambda must have ended (``LAMBDA_TIMEOUT_S`` and a minute); returns what was done."""
+    now = time.time() if now is None else now
+    if last_state is not None and last_state not in WRITING_STATES:
+        lock.release()
+        return "released"
+    until = now + LAMBDA_TIMEOUT_S + 60
+    return f"fenced until {int(until)}" if lock.fence(until) else "not this run's lock"
 
 
 def workflow_lock_ttl(interval_s: float) -> int:
@@ -59,9 +89,16 @@ class TargetLock:
         )
         if not taken:
             holder = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item", {})
+            owner, until = holder.get("owner", {}).get("S", "?"), holder.get("expires_at", {}).get("N", "?")
+            if owner.startswith(FENCE_PREFIX):
+                raise LockHeldError(
+                    f"target cluster {self.cluster} is fenced until {until} (epoch s): run "
+                    f"{owner[len(FENCE_PREFIX) :]} ended while writing, and its Lambda may still be writing until "
+                    "then; this run waits for it"
+                )
             raise LockHeldError(
-                f"target cluster {self.cluster} is locked by run {holder.get('owner', {}).get('S', '?')} until "
-                f"{holder.get('expires_at', {}).get('N', '?')} (epoch s); wait for it, or let the lock expire"
+                f"target cluster {self.cluster} is locked by run {owner} until {until} (epoch s); wait for it, or "
+                "let the lock expire"
             )
 
     def release(self) -> None:
@@ -90,6 +127,25 @@ class TargetLock:
                 f"the lock of target cluster {self.cluster} is no longer run {self.owner}'s (broken with unlock, or "
                 "expired and taken): stopping before the next write"
             )
+
+    def fence(self, until: float) -> bool:
+        """Turn this run's lock into a fence held until ``until`` (epoch s): a run that ended while one of
+        its Lambdas may still be writing (a stopped execution's task keeps running) keeps every new run off
+        the target until that Lambda must have ended. False when the lock was not this run's."""
+        return conditional_write(
+            self.client.update_item,
+            TableName=self.table,
+            Key=self._key,
+            UpdateExpression="SET #owner = :fence, expires_at = :until, #ttl = :ttl",
+            ConditionExpression="#owner = :me",
+            ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
+            ExpressionAttributeValues={
+                ":me": {"S": self.owner},
+                ":fence": {"S": f"{FENCE_PREFIX}{self.owner}"},
+                ":until": {"N": str(int(until))},
+                ":ttl": {"N": str(int(until + 86_400))},
+            },
+        )
 
     def holder(self) -> tuple[str, int] | None:
         """(owner, expiry in epoch seconds) of the lock as it stands, or None when there is none."""

@@ -4,6 +4,7 @@ its report. AWS clients are passed in."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,11 +15,14 @@ from offset_restore.stores.keys import restore_object
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import SummaryTally
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
     "CLEAN_OUTCOMES",
     "STACK_OUTPUTS",
     "fetch_report",
     "follow",
+    "last_state",
     "run_ending",
     "run_status",
     "stack_name",
@@ -99,6 +103,21 @@ def run_ending(described: Mapping[str, Any]) -> tuple[int, list[str]]:
         if isinstance(output.get(key), dict):
             lines.append(f"but {what}: {output[key].get('Error')}: {output[key].get('Cause')}")
     return (0 if lines == ["SUCCEEDED"] else 3), lines
+
+
+def last_state(sfn: Any, execution_arn: str) -> str | None:
+    """The name of the last state an execution entered (newest events first, one page at most in
+    practice), or None when its history cannot be read — the caller then assumes the worst."""
+    try:
+        pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn, reverseOrder=True)
+        for page in pages:
+            for event in page["events"]:
+                entered = event.get("stateEnteredEventDetails")
+                if entered:
+                    return str(entered.get("name"))
+    except Exception as error:
+        logger.warning("the history of %s cannot be read: %s", execution_arn, error)
+    return None
 
 
 def start_run(sfn: Any, state_machine_arn: str, run_input: dict[str, Any], name: str | None) -> str:
