@@ -16,12 +16,15 @@ def entered(name: str, second: float) -> dict[str, object]:
     return {"timestamp": T0 + timedelta(seconds=second), "stateEnteredEventDetails": {"name": name}}
 
 
-def check_exited(second: float, active: list[str]) -> dict[str, object]:
-    output = json.dumps({"check": {"active": active}})
+def exited(name: str, second: float, output: dict[str, object]) -> dict[str, object]:
     return {
         "timestamp": T0 + timedelta(seconds=second),
-        "stateExitedEventDetails": {"name": "CheckEmpty", "output": output},
+        "stateExitedEventDetails": {"name": name, "output": json.dumps(output)},
     }
+
+
+def check_exited(second: float, active: list[str]) -> dict[str, object]:
+    return exited("CheckEmpty", second, {"check": {"active": active}})
 
 
 HISTORY = [
@@ -74,11 +77,7 @@ def test_the_chart_has_a_row_per_phase() -> None:
 
 def test_a_migration_says_how_long_it_waited_for_the_source_and_for_whom() -> None:
     def source_exited(second: float, active: list[str]) -> dict[str, object]:
-        output = json.dumps({"source_check": {"still_active": active, "all_empty": not active}})
-        return {
-            "timestamp": T0 + timedelta(seconds=second),
-            "stateExitedEventDetails": {"name": "SourceStopped", "output": output},
-        }
+        return exited("SourceStopped", second, {"source_check": {"still_active": active, "all_empty": not active}})
 
     history = [
         entered("ValidateInput", 0),
