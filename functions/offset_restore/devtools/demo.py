@@ -294,7 +294,7 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
         return Counter()
     scene.glance(scene.report())
     scope = pattern_for([ahead])
-    out.write(f'\n3. the operator decides: {ahead} must reread what it skipped ("allow_rewind": {scope!r})\n')
+    out.write(f'\n3. the operator decides: {ahead} must reread what it skipped ("allow_rewind": {json.dumps(scope)})\n')
     if scene.run({"mode": "apply", "allow_rewind": scope}, "demo-rewind")["status"] != "SUCCEEDED":
         return Counter()
     report = scene.report()
