@@ -155,7 +155,8 @@ class History:
 @pytest.mark.parametrize(
     ("states", "fenced"),
     [(["ValidateInput", "AcquireLock", "Prepare", "CheckEmpty"], False),
-     (["CheckEmpty", "Commit", "CommitBatch"], True), (["AcquireLock", "Rollback"], True), (None, True)],
+     (["CheckEmpty", "Commit", "CommitBatch"], True), (["AcquireLock", "Rollback"], True), (None, True),
+     (["Prepare", "Translate", "ReleaseOnFailure"], False), (["Commit", "CommitBatch", "ReleaseOnFailure"], True)],
 )  # fmt: skip
 def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
     table: str, states: list[str] | None, fenced: bool
@@ -163,7 +164,8 @@ def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
     """Issue 36's "two writers after a stop": a stopped execution's Lambda keeps running, so the release of
     a run that ended in Commit, CommitBatch or Rollback (or whose history cannot be read) turns its lock into
     a fence until that Lambda must have ended; a new run is refused until then, saying why. One that ended
-    elsewhere is released at once."""
+    elsewhere is released at once. A run's own ReleaseOnFailure judges by the state it failed in: a failed
+    batch of the Commit Map leaves the others' Lambdas running."""
     from offset_restore.apply.locks import FENCE_PREFIX, LAMBDA_TIMEOUT_S, release_ended
     from offset_restore.workflow.executions import last_state
 

@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "CLEAN_OUTCOMES",
+    "FAILURE_STATES",
     "STACK_OUTPUTS",
     "fetch_report",
     "follow",
@@ -105,15 +106,19 @@ def run_ending(described: Mapping[str, Any]) -> tuple[int, list[str]]:
     return (0 if lines == ["SUCCEEDED"] else 3), lines
 
 
+FAILURE_STATES = frozenset({"ReleaseOnFailure", "NotifyFailure", "Failed"})
+"""The states a failed run passes on its way out: the state it failed in is the one before them."""
+
+
 def last_state(sfn: Any, execution_arn: str) -> str | None:
-    """The name of the last state an execution entered (newest events first, one page at most in
-    practice), or None when its history cannot be read — the caller then assumes the worst."""
+    """The name of the last state an execution entered before its failure handling (newest events
+    first), or None when its history cannot be read — the caller then assumes the worst."""
     try:
         pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn, reverseOrder=True)
         for page in pages:
             for event in page["events"]:
                 entered = event.get("stateEnteredEventDetails")
-                if entered:
+                if entered and entered.get("name") not in FAILURE_STATES:
                     return str(entered.get("name"))
     except Exception as error:
         logger.warning("the history of %s cannot be read: %s", execution_arn, error)
