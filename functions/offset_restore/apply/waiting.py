@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress
 from offset_restore.errors import OffsetRestoreError
@@ -17,11 +18,14 @@ __all__ = [
     "WaitTimeoutError",
     "Waited",
     "active_groups",
+    "poll_until",
     "poll_until_empty",
     "skip_active",
     "wait_for_empty",
     "wait_until_empty",
 ]
+
+T = TypeVar("T")
 
 WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
 
@@ -55,7 +59,7 @@ def wait_for_empty(
 
 @dataclass(frozen=True)
 class Polling:
-    """How long to wait for groups to empty, how often to look, and what the progress line says."""
+    """How long to wait, how often to look, and what the progress line says."""
 
     timeout_s: float
     interval_s: float
@@ -78,18 +82,36 @@ def poll_until_empty(
     sleep: Callable[[float], None],
     clock: Callable[[], float],
 ) -> Waited:
-    """The one wait loop for groups to lose their members, on the target (apply, rollback) or on the
-    source (a migration waits for the consumers it moves to stop): describe, and sleep until none is
-    active or the timeout passes."""
-    started, polls = clock(), 0
-    while True:
-        polls += 1
+    """The wait for groups to lose their members, on the target (apply, rollback) or on the source (a
+    migration waits for the consumers it moves to stop): describe until none is active or the timeout
+    passes."""
+
+    def look() -> dict[str, GroupInfo]:
         infos = describe(groups) if groups else {}
-        active = active_groups(groups, infos)
-        progress(polling.what, len(groups) - len(active), len(groups))
+        progress(polling.what, len(groups) - len(active_groups(groups, infos)), len(groups))
+        return infos
+
+    infos, polls, waited_s = poll_until(look, lambda infos: not active_groups(groups, infos), polling, sleep, clock)
+    return Waited(infos, polls, waited_s)
+
+
+def poll_until(
+    look: Callable[[], T],
+    done: Callable[[T], bool],
+    polling: Polling,
+    sleep: Callable[[float], None],
+    clock: Callable[[], float],
+) -> tuple[T, int, float]:
+    """The one polling loop: ``look`` until ``done`` says so or ``polling.timeout_s`` passes (0: look
+    once), sleeping ``polling.interval_s`` between looks and never past the timeout. Returns the last
+    look, how many there were, and the seconds waited."""
+    started, looks = clock(), 0
+    while True:
+        looks += 1
+        seen = look()
         elapsed = clock() - started
-        if not active or elapsed >= polling.timeout_s:
-            return Waited(infos, polls, round(elapsed, 3))
+        if done(seen) or elapsed >= polling.timeout_s:
+            return seen, looks, round(elapsed, 3)
         sleep(min(polling.interval_s, max(0.0, polling.timeout_s - elapsed)))
 
 

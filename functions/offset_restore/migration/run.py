@@ -21,8 +21,7 @@ from pathlib import Path
 from offset_restore.apply.locks import TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport, Progress
 from offset_restore.apply.run import Sealing, run_apply
-from offset_restore.apply.waiting import Polling
-from offset_restore.errors import BadInputError
+from offset_restore.apply.waiting import Polling, poll_until
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
@@ -30,10 +29,10 @@ from offset_restore.migration.source import StoppedOnSource, still_active_error,
 from offset_restore.migration.steps import final_snapshot
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult
-from offset_restore.stores.storage import open_location
+from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.model import Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.run import PlanResult, SnapshotChoice, run_plan, split_location
+from offset_restore.translate.run import PlanResult, SnapshotChoice, new_plan_location, run_plan
 
 __all__ = ["Migration", "MigrationResult", "not_proven", "run_migration"]
 
@@ -90,9 +89,7 @@ def run_migration(
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
 ) -> MigrationResult:
     selected, _ = migration.snapshot.group_filter(), migration.snapshot.topic_filter()  # bad regexes first
-    plan_store, plan_key = split_location(plan_location)
-    if plan_store.exists(plan_key):  # said before the wait, not after it
-        raise BadInputError(f"{plan_location} already exists: a plan is never overwritten (apply records into it)")
+    destination = new_plan_location(plan_location)  # said before the wait, not after it
     show = progress or (lambda what, done, total: None)
     preview = migration.apply.dry_run
     options = migration.snapshot
@@ -117,8 +114,9 @@ def run_migration(
     snapshot = final.snapshot
     choice = SnapshotChoice(snapshots, snapshot.snapshot_id, cluster=snapshot.cluster)
     plan, plans, waited = _plan_until_proven(
-        choice, target_connection, plan_location, migration, show, sleep, clock, connect
+        choice, target_connection, destination, migration, show, sleep, clock, connect
     )
+    plan = plan.model_copy(update={"location": plan_location})
     result = MigrationResult(stopped, final.left_on_source, snapshot, plan, plans, waited, preview)
     moves_what_is_exact = migration.apply.on_wait_timeout == "commit_empty"
     if result.caught_up or preview or moves_what_is_exact:
@@ -138,7 +136,7 @@ def run_migration(
 def _plan_until_proven(
     choice: SnapshotChoice,
     target: ConnectionSettings,
-    location: str,
+    destination: tuple[BlobStore, str],
     migration: Migration,
     show: Progress,
     sleep: Callable[[float], None],
@@ -147,21 +145,22 @@ def _plan_until_proven(
 ) -> tuple[PlanResult, int, float]:
     """Plan, and while some entry is not exact and the catch-up timeout has not passed, pause and plan
     again (a preview plans once). The attempts are written to a scratch folder (a plan file is never
-    overwritten) and the last one to ``location``."""
-    started, plans, restore_id = clock(), 0, migration.restore_id
+    overwritten) and the last one to ``destination``."""
     timeout = 0.0 if migration.apply.dry_run else migration.catch_up_timeout_s
+    polling = Polling(timeout, migration.apply.poll_interval_s, "waiting for the target to hold every group's records")
     with tempfile.TemporaryDirectory(prefix="offset-restore-migrate-") as scratch:
-        while True:
-            plans += 1
-            attempt = str(Path(scratch, f"plan-{plans}.json"))
-            result = run_plan(choice, target, attempt, migration.plan, restore_id=restore_id, connect=connect)
-            restore_id = result.restore_id  # every attempt plans the same restore
-            left, elapsed = not_proven(result.summary), clock() - started
-            show("waiting for the target to hold every group's records", result.summary.exact, result.summary.entries)
-            if not left or elapsed >= timeout:
-                break
-            sleep(min(migration.apply.poll_interval_s, max(0.0, timeout - elapsed)))
-        store, key = split_location(location)
-        with open(attempt, "rb") as content:
+        attempts: list[tuple[str, PlanResult]] = []
+
+        def attempt() -> PlanResult:
+            path = str(Path(scratch, f"plan-{len(attempts) + 1}.json"))
+            restore_id = attempts[-1][1].restore_id if attempts else migration.restore_id  # one restore
+            result = run_plan(choice, target, path, migration.plan, restore_id=restore_id, connect=connect)
+            attempts.append((path, result))
+            show(polling.what, result.summary.exact, result.summary.entries)
+            return result
+
+        result, plans, waited = poll_until(attempt, lambda r: not not_proven(r.summary), polling, sleep, clock)
+        store, key = destination
+        with open(attempts[-1][0], "rb") as content:
             store.put_file(key, content, "application/json")
-    return result.model_copy(update={"location": location}), plans, round(elapsed, 3)
+    return result, plans, waited

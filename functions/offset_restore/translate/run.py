@@ -39,6 +39,7 @@ __all__ = [
     "WorkItemResult",
     "find_snapshot",
     "load_snapshot",
+    "new_plan_location",
     "parse_strategies",
     "parse_topic_map",
     "refuse_unknown_scopes",
@@ -202,9 +203,7 @@ def run_plan(
     restore_id = restore_id or new_restore_id()
     validate_or_refuse(restore_id)
     group_filter = NameFilter.parse(groups, None, "groups")
-    plan_store, plan_key = split_location(output)
-    if plan_store.exists(plan_key):
-        raise BadInputError(f"{output} already exists: a plan is never overwritten (apply records into it)")
+    plan_store, plan_key = new_plan_location(output)
     plan_store.check_writable()
     repository, key, manifest = find_snapshot(choice)
     refuse_unknown_scopes(options, manifest)
@@ -313,6 +312,15 @@ def validate_or_refuse(restore_id: str) -> None:
         validate_name(restore_id, "restore id")
     except ValueError as error:
         raise BadInputError(str(error)) from None
+
+
+def new_plan_location(location: str) -> tuple[BlobStore, str]:
+    """Where a new plan goes, refused when a plan is there already: apply records into a plan, so one is
+    never overwritten."""
+    store, key = split_location(location)
+    if store.exists(key):
+        raise BadInputError(f"{location} already exists: a plan is never overwritten (apply records into it)")
+    return store, key
 
 
 def split_location(location: str) -> tuple[BlobStore, str]:
