@@ -17,7 +17,16 @@ from offset_restore.apply.waiting import Polling, WaitTimeoutError, active_group
 from offset_restore.kafka.model import GroupInfo
 from offset_restore.snapshot.filters import NameFilter, pattern_for
 
-__all__ = ["SourceGroups", "StoppedOnSource", "active_phrase", "leave_out", "still_active_error", "stopped_on_source"]
+__all__ = [
+    "SourceGroups",
+    "StoppedOnSource",
+    "active_on",
+    "active_phrase",
+    "leave_out",
+    "selected_groups",
+    "still_active_error",
+    "stopped_on_source",
+]
 
 
 class SourceGroups(Protocol):
@@ -49,6 +58,16 @@ def active_phrase(active: Mapping[str, GroupInfo], limit: int = 10) -> str:
     return named + (f" and {more:,} more" if more > 0 else "")
 
 
+def selected_groups(source: SourceGroups, selected: NameFilter) -> list[str]:
+    """The groups on the source a migration moves, in name order."""
+    return sorted(g for g in source.list_group_ids() if selected(g))
+
+
+def active_on(source: SourceGroups, groups: Sequence[str]) -> dict[str, GroupInfo]:
+    """Those of ``groups`` with members on the source now (one look)."""
+    return active_groups(groups, source.describe_groups(groups) if groups else {})
+
+
 def stopped_on_source(
     source: SourceGroups,
     selected: NameFilter,
@@ -58,7 +77,7 @@ def stopped_on_source(
     clock: Callable[[], float],
 ) -> StoppedOnSource:
     """Wait until every selected group on the source is empty, or the timeout passes (0: look once)."""
-    groups = sorted(g for g in source.list_group_ids() if selected(g))
+    groups = selected_groups(source, selected)
     waited = poll_until_empty(groups, source.describe_groups, polling, progress, sleep, clock)
     return StoppedOnSource(groups, active_groups(groups, waited.infos), waited.polls, waited.waited_s)
 

@@ -9,11 +9,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from offset_restore.apply.model import Progress
-from offset_restore.apply.waiting import WaitTimeoutError, active_groups
+from offset_restore.apply.waiting import WaitTimeoutError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
-from offset_restore.migration.source import SourceGroups, active_phrase, leave_out, still_active_error
+from offset_restore.migration.source import (
+    SourceGroups,
+    active_on,
+    active_phrase,
+    leave_out,
+    selected_groups,
+    still_active_error,
+)
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot
@@ -58,9 +65,8 @@ def check_source(
     ``WaitTimeoutError`` naming them (nothing was written) or say the wait is over."""
     now = time.time() if now is None else now
     started_at = now if started_at is None else started_at
-    groups = sorted(g for g in source.list_group_ids() if selected(g))
-    infos = source.describe_groups(groups) if groups else {}
-    active = active_groups(groups, infos)
+    groups = selected_groups(source, selected)
+    active = active_on(source, groups)
     timed_out = bool(active) and now - started_at >= timeout_s
     if timed_out and fail_on_timeout:
         raise still_active_error(active, timeout_s)
@@ -100,8 +106,7 @@ def final_snapshot(
     preview, which did not wait). ``refuse_active`` (``on_wait_timeout`` fail): one with members then
     fails the migration instead, nothing written."""
     with connect(connection) as source:
-        groups = sorted(g for g in source.list_group_ids() if options.group_filter()(g))
-        active = active_groups(groups, source.describe_groups(groups) if groups else {})
+        active = active_on(source, selected_groups(source, options.group_filter()))
     if active and refuse_active:
         raise WaitTimeoutError(
             f"{len(active):,} groups have members on the source again right before the final snapshot: "
