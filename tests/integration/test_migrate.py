@@ -119,7 +119,11 @@ def migrating(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_
 
 def test_live_groups_and_a_replica_catching_up_all_move_exactly(migrating: Migrating) -> None:
     """Two groups consume on the source until 2 s into the migration's wait; the replica brings the last
-    records 4 s in. Every group-partition resumes at its true next record: 0 read twice, 0 skipped."""
+    records 4 s in. Every group-partition resumes at its true next record: 0 read twice, 0 skipped. The
+    offsets the target held before (an early one a replicator's sync had written) are kept in the plan:
+    a rollback puts them back, and removes what the migration created."""
+    inside = f"{migrating.prefix}-inside"
+    commit(migrating.target, inside, {TP(migrating.topic, 0): 100})  # MM2's sync, early: 110 is true
     live = [f"{migrating.prefix}-live-a", f"{migrating.prefix}-live-b"]
     stop = threading.Event()
     with ExitStack() as running:
@@ -151,6 +155,12 @@ def test_live_groups_and_a_replica_catching_up_all_move_exactly(migrating: Migra
     assert waited >= 1.0, out  # the live groups were consuming when the migration started, and it waited
     plans = int(out.split(" exact after ")[1].split()[0])
     assert plans >= 2, out  # the caught-up group waited for the replica's last records
+    status, out, err = run(
+        "rollback", "--plan", str(migrating.folder / "plan.json"),
+        "--bootstrap-servers", migrating.brokers.target.bootstrap_servers, "--target-cluster", "new", "--execute",
+    )  # fmt: skip
+    assert status == 0, out + err
+    assert migrating.on_target(groups) == {(inside, 0): 100}  # the previous offset back; the others removed
 
 
 def test_a_group_that_never_stops_is_named_and_nothing_is_written(migrating: Migrating) -> None:
