@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run
+from tests.integration.test_compressed_topics import produce as produce_compressed
 
 
 def test_groups_on_the_dr_are_carried_back_to_the_primary_by_origin(
@@ -166,3 +168,48 @@ def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one
     )  # fmt: skip
     (entry,) = Plan.model_validate_json((tmp_path / "plan2.json").read_text()).entries
     assert (entry.method, entry.target_offset, entry.exact) == ("fingerprint", 305, True), entry  # after 284's copy
+
+
+Row = tuple[bytes, bytes, list[tuple[str, bytes]], int]
+"""A record to produce: key, value, headers, timestamp."""
+
+
+@pytest.mark.parametrize(("primary_codec", "dr_codec"), [("zstd", "lz4"), ("lz4", "zstd")])
+def test_a_failback_over_compressed_topics_maps_by_origin_and_its_search(
+    brokers: Brokers, tmp_path: Path, primary_codec: str, dr_codec: str
+) -> None:
+    """Most producers compress: the primary's records in one codec, the DR's restore (with the offset
+    header) and its own records in another, in 16 KB batches. The origin strategy and the final snapshot's
+    search read through the same decoding as every reader: a group inside the restored range and one past
+    the DR's own records resume exactly where the uncompressed case puts them."""
+    topic = unique(f"failback-{primary_codec}")
+    for settings in (brokers.source_settings, brokers.target_settings):
+        with KafkaCluster(settings) as cluster:
+            cluster.create_topics({topic: 1})
+    rows: list[Row] = [
+        (f"k{i}".encode(), f"value {i}".encode() * 8, [("trace", str(i).encode())], 1_700_000_000_000 + i)
+        for i in range(400)
+    ]
+    produce_compressed(brokers.target.bootstrap_servers, topic, rows, primary_codec, 16_384)
+    restored: list[Row] = [
+        (k, v, [*h, ("x-source-offset", (i).to_bytes(8, "big"))], t) for i, (k, v, h, t) in enumerate(rows) if i >= 40
+    ]
+    born: list[Row] = [(f"dr{i}".encode(), b"born on the dr", [], 1_710_000_000_000 + i) for i in range(25)]
+    produce_compressed(brokers.source.bootstrap_servers, topic, restored + born, dr_codec, 16_384)
+    inside, past = unique("codec-inside"), unique("codec-past")
+    with KafkaCluster(brokers.source_settings) as dr:
+        commit(dr, inside, {TP(topic, 0): 200})  # processed DR 0..199: primary 40..239
+        commit(dr, past, {TP(topic, 0): 370})  # every restored record (DR 0..359), then 10 of the DR's own
+    status, _, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(tmp_path / "snaps"),
+        "--groups", f"{inside}|{past}", "--cluster", "dr", "--origin-search",
+    )  # fmt: skip
+    assert status == 0, err
+    status, out, err = run(
+        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(tmp_path / "plan.json"),
+    )  # fmt: skip
+    assert status == 0, out + err
+    entries = {e.group: e for e in Plan.model_validate_json((tmp_path / "plan.json").read_text()).entries}
+    assert (entries[inside].method, entries[inside].target_offset, entries[inside].exact) == ("origin", 240, True)
+    assert (entries[past].method, entries[past].target_offset, entries[past].exact) == ("origin", 400, True)
