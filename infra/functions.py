@@ -66,7 +66,8 @@ class Functions:
         # The names are workflow.environment's, the ones the functions' settings models read.
         environments = {
             "Validate": {SOURCE.name: config.source.name, TARGET.name: config.target.name},
-            "Lock": {**table_env, TARGET.name: config.target.name},
+            # The lock is keyed by the id the target's brokers report: its acquire connects to them.
+            "Lock": {**target_env, **table_env},
             "Prepare": {**table_env, **bucket_env},
             "Translate": {**target_env, **table_env, **bucket_env},
             "Summarize": {**table_env, **bucket_env},
@@ -93,6 +94,7 @@ class Functions:
         self._grant_kafka(
             self.tasks["Translate"], config.target, ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")
         )
+        self._grant_kafka(self.tasks["Lock"], config.target, ())  # Connect and DescribeCluster: the cluster's id
         self._grant_kafka(self.tasks["CheckEmpty"], config.target, ("kafka-cluster:DescribeGroup",))
         self._grant_kafka(self.tasks["Commit"], config.target, KAFKA_READ + KAFKA_WRITE)
         self.endpoints = self.networks.add_endpoints()

@@ -53,6 +53,12 @@ class Brokers:
     def target_settings(self) -> ConnectionSettings:
         return self.target.settings()
 
+    @property
+    def target_id(self) -> str:
+        """The cluster id the target's brokers report: what its lock is keyed by."""
+        with KafkaCluster(self.target_settings) as target:
+            return target.cluster_id
+
 
 def unique(prefix: str) -> str:
     """A name no other test uses (brokers live for the whole session)."""

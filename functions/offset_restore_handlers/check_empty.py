@@ -25,10 +25,11 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = parse(CheckRequest, event, "check-empty")
     logger.append_keys(restore_id=request.restore_id)
     dynamodb = boto3.client("dynamodb")
-    if request.owner:  # every poll renews the run's lock: a long wait never lets it lapse
-        ttl = workflow_lock_ttl(request.interval_seconds)
-        TargetLock(settings.table, dynamodb, settings.target.name, request.owner, ttl_s=ttl).renew()
     with KafkaCluster(settings.target.connection(read_secret)) as target:
+        if request.owner:  # every poll renews the run's lock: a long wait never lets it lapse
+            ttl = workflow_lock_ttl(request.interval_seconds)
+            owner, name = request.owner, settings.target.name
+            TargetLock(settings.table, dynamodb, target.cluster_id, owner, ttl_s=ttl, name=name).renew()
         result = check_empty(
             request.restore_id,
             target,

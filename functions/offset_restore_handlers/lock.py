@@ -8,10 +8,11 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, release_ended, workflow_lock_ttl
+from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.workflow.environment import LOCK_RELEASE_FAILED
 from offset_restore.workflow.executions import last_state
 from offset_restore.workflow.observability import logger, metrics, tracer
-from offset_restore.workflow.settings import LockSettings
+from offset_restore.workflow.settings import LockSettings, read_secret
 
 from offset_restore_handlers.requests import LockRequest, parse
 
@@ -23,24 +24,28 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = LockSettings.from_env()
     request = parse(LockRequest, event, "lock")
     logger.append_keys(restore_id=request.restore_id)
-    # The deployment's own target, whatever name the input gave (a typo must not make a second lock);
-    # owned by the execution, not the restore id (two executions of one id are two writers).
-    cluster = settings.target_cluster or request.target_cluster
-    owner = request.owner or request.restore_id
+    # The deployment's own target, whatever name the input gave (a typo must not make a second lock),
+    # keyed by the id its brokers report (two names for one cluster are one lock); owned by the
+    # execution, not the restore id (two executions of one id are two writers).
+    name, owner = settings.target.name, request.owner or request.restore_id
     ttl = workflow_lock_ttl(request.interval_seconds)
-    lock = TargetLock(settings.table, boto3.client("dynamodb"), cluster, owner, ttl_s=ttl)
+    dynamodb = boto3.client("dynamodb")
     if request.action == "acquire":
+        with KafkaCluster(settings.target.connection(read_secret)) as target:
+            lock = TargetLock(settings.table, dynamodb, target.cluster_id, owner, ttl_s=ttl, name=name)
         lock.acquire()
-        return {"lock": request.action, "target_cluster": cluster}
+        return {"lock": request.action, "target_cluster": name, "cluster_id": lock.cluster}
+    # A release needs no brokers (it must work while the target is down): the id the acquire recorded.
+    lock = TargetLock.named(settings.table, dynamodb, name, owner, ttl_s=ttl)
     try:
         if request.ended:
             done = release_ended(lock, last_state(boto3.client("stepfunctions"), owner))
             logger.info("the lock of an ended execution", extra={"owner": owner, "done": done})
-            return {"lock": done, "target_cluster": cluster}
+            return {"lock": done, "target_cluster": name}
         lock.release()
     except Exception:
         # The release is retried by the state machine; each failure is counted, and the alarm on the
         # count says a lock may outlive its run (the next run would wait, then fail LockHeldError).
         metrics.add_metric(name=LOCK_RELEASE_FAILED, unit=MetricUnit.Count, value=1)
         raise
-    return {"lock": request.action, "target_cluster": cluster}
+    return {"lock": request.action, "target_cluster": name}

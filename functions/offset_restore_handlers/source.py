@@ -43,7 +43,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         return final.output()
     if request.owner:  # every look renews the run's lock: a long wait never lets it lapse
         ttl = workflow_lock_ttl(request.interval_seconds)
-        TargetLock(settings.table, boto3.client("dynamodb"), settings.target_cluster, request.owner, ttl_s=ttl).renew()
+        # The source's network cannot reach the target: the lock under the id its acquire recorded.
+        TargetLock.named(settings.table, boto3.client("dynamodb"), settings.target_cluster, request.owner, ttl).renew()
     with KafkaCluster(connection) as source:
         check = check_source(
             source,

@@ -103,7 +103,7 @@ def test_bad_input_fails_the_first_state_and_touches_nothing(workflow: Workflow)
     assert workflow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount", 0) == 0
 
 
-def test_an_unreachable_target_releases_the_lock_notifies_and_a_rerun_completes(
+def test_an_unreachable_target_fails_before_the_lock_notifies_and_a_rerun_completes(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     s = setup(brokers, source, target, workflow)
@@ -117,7 +117,10 @@ def test_an_unreachable_target_releases_the_lock_notifies_and_a_rerun_completes(
     monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "0.5")
     failed = workflow.run(run_input, name="flaky-1-attempt-1")
     assert failed["status"] == "FAILED" and failed["error"] == "ClusterUnreachableError"
-    assert "ReleaseOnFailure" in failed["states"] and "NotifyFailure" in failed["states"]
+    # The lock is keyed by the id the target's brokers report: an unreachable target fails the run at its
+    # AcquireLock, before it holds anything (nothing to release, nothing left behind).
+    assert failed["states"][-3:] == ["AcquireLock", "NotifyFailure", "Failed"], failed["states"]
+    assert TargetLock.named("offset-restore", boto3.client("dynamodb", region_name=REGION), "dr", "x").holder() is None
     assert any("flaky-1: failed" in m and "ClusterUnreachableError" in m for m in workflow.sns_queue)
     monkeypatch.setenv("TARGET_BOOTSTRAP_SERVERS", brokers.target.bootstrap_servers)
     monkeypatch.setenv("KAFKA_CONNECT_TIMEOUT_S", "5")
@@ -176,8 +179,10 @@ def test_two_runs_on_one_target_never_write_together(
 def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
 ) -> None:
-    """An operator's CLI apply and the deployed workflow lock the same item (the target's name), so
-    whichever comes second is refused before it writes, and the lock is gone when both are done."""
+    """An operator's CLI apply and the deployed workflow lock the same item (the cluster id the target's
+    brokers report), so whichever comes second is refused before it writes — also a CLI apply that names
+    the cluster otherwise (``prod-dr``; before, keyed by the name, it wrote beside the run) — and the lock
+    is gone when both are done."""
     s = setup(brokers, source, target, workflow)
     a, b = str(s["a"]), str(s["b"])
     dynamodb = boto3.client("dynamodb", region_name=REGION)
@@ -193,16 +198,21 @@ def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
         out, err = io.StringIO(), io.StringIO()
         status = main(cli, out, err)
         assert status == 1 and ":cli-race-1 until" in err.getvalue(), err.getvalue()
+        renamed = [*cli[: cli.index("--target-cluster") + 1], "prod-dr", *cli[cli.index("--target-cluster") + 2 :]]
+        out, err = io.StringIO(), io.StringIO()
+        assert main(renamed, out, err) == 1 and ":cli-race-1 until" in err.getvalue(), err.getvalue()
         assert not target.committed_offsets([a])[a]  # the CLI wrote nothing
     assert workflow.wait(running)["status"] == "SUCCEEDED"
 
-    cli_lock = TargetLock("offset-restore", dynamodb, "dr", "cli:laptop:4242")
+    cli_lock = TargetLock("offset-restore", dynamodb, target.cluster_id, "cli:laptop:4242", name="dr")
     cli_lock.acquire()
     refused = workflow.run({**run_input, "restore_id": "cli-race-2"}, name="cli-race-2")
     assert refused["status"] == "FAILED" and "locked by run cli:laptop:4242" in refused["cause"]
     assert "Prepare" not in refused["states"]
     cli_lock.release()
-    held = dynamodb.get_item(TableName="offset-restore", Key={"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}})
+    held = dynamodb.get_item(
+        TableName="offset-restore", Key={"pk": {"S": f"LOCK#{target.cluster_id}"}, "sk": {"S": "LOCK"}}
+    )
     record("concurrency", trial="CLI apply vs workflow run on one target", double_commits=0, correct="Item" not in held)
     assert "Item" not in held
 
@@ -346,7 +356,7 @@ def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
         "wait": {"timeout_seconds": 30, "interval_seconds": 1},
     }
     dynamodb = boto3.client("dynamodb", region_name=REGION)
-    lock_key = {"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}}
+    lock_key = {"pk": {"S": f"LOCK#{target.cluster_id}"}, "sk": {"S": "LOCK"}}  # the brokers' id, not "dr"
     with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
         patient = {**run_input, "wait": {"timeout_seconds": 300, "interval_seconds": 1}}
         first = workflow.start({**patient, "restore_id": "owners"}, name="owners-1")
@@ -388,7 +398,7 @@ def test_a_report_that_cannot_be_written_does_not_fail_a_complete_commit(
     assert {tp.partition: c.offset for tp, c in target.committed_offsets([a])[a].items()} == {0: 10, 1: 0}
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     assert "Item" not in dynamodb.get_item(
-        TableName="offset-restore", Key={"pk": {"S": "LOCK#dr"}, "sk": {"S": "LOCK"}}
+        TableName="offset-restore", Key={"pk": {"S": f"LOCK#{target.cluster_id}"}, "sk": {"S": "LOCK"}}
     )
 
 

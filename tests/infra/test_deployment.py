@@ -17,7 +17,7 @@ from app import build_app
 from infra.config import EnvironmentConfig
 
 CONTEXT: dict[str, Any] = json.loads((Path(__file__).parents[2] / "cdk.json").read_text())["context"]
-KAFKA_FUNCTIONS = ("Snapshot", "Source", "Translate", "CheckEmpty", "Commit")
+KAFKA_FUNCTIONS = ("Snapshot", "Source", "Lock", "Translate", "CheckEmpty", "Commit")
 SCRAM_SECRET = "arn:aws:secretsmanager:eu-central-1:222222222222:secret:AmazonMSK_dr-AbCdEf"
 SCRAM_KEY = "arn:aws:kms:eu-central-1:222222222222:key/0f0f0f0f-1111-2222-3333-444444444444"
 
@@ -101,12 +101,11 @@ def test_each_kafka_function_runs_in_the_network_of_the_cluster_it_talks_to(app:
         "SecurityGroupIds": ["sg-0cccccccccccccccc"],
     }
     assert found["Snapshot"] == found["Source"] == source
-    assert {name: found[name] for name in ("Translate", "CheckEmpty", "Commit")} == dict.fromkeys(
-        ("Translate", "CheckEmpty", "Commit"), target
-    )
+    # The Lock function too: the lock is keyed by the cluster id the target's brokers report.
+    on_target = ("Lock", "Translate", "CheckEmpty", "Commit")
+    assert {name: found[name] for name in on_target} == dict.fromkeys(on_target, target)
     assert {name for name, config in found.items() if config is None} == {
         "Validate",
-        "Lock",
         "Prepare",
         "Summarize",
         "Report",

@@ -101,13 +101,19 @@ def test_every_variable_a_function_reads_is_one_the_stack_sets(
 def test_the_check_fails_on_a_variable_the_stack_does_not_set() -> None:
     """The check above can fail: a required variable missing is named; an optional one read but
     neither set by the stack nor left to its default is reported."""
+    target = {
+        environment.TARGET.name: "dr",
+        environment.TARGET.bootstrap_servers: "b-1:9098",
+        environment.TARGET.security_protocol: "SASL_SSL",
+        environment.TARGET.sasl_mechanism: "AWS_MSK_IAM",
+    }
     with pytest.raises(BadInputError, match="TABLE_NAME not set"):
-        unset_reads(LockSettings, {environment.TARGET.name: "dr"})
+        unset_reads(LockSettings, target)
 
     class Extra(LockSettings):
         retention: Annotated[str | None, Variable("LOCK_RETENTION")] = None
 
-    assert unset_reads(Extra, {environment.TABLE_NAME: "t", environment.TARGET.name: "dr"}) == {"LOCK_RETENTION"}
+    assert unset_reads(Extra, {environment.TABLE_NAME: "t", **target}) == {"LOCK_RETENTION"}
 
 
 @pytest.mark.parametrize("env", ["dev", "prod"])

@@ -117,10 +117,8 @@ def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
     def arns(cluster: str, kind: str) -> set[str]:
         return {cluster.replace(":cluster/", f":{kind}/") + "/*"} if kind != "cluster" else {cluster}
 
-    by_function = {
-        next(k for k in ("Snapshot", "Translate", "CheckEmpty", "Commit", "Source") if fn.startswith(k)): actions
-        for fn, actions in _kafka_by_function(t).items()
-    }
+    kinds = ("Snapshot", "Translate", "CheckEmpty", "Commit", "Source", "Lock")
+    by_function = {next(k for k in kinds if fn.startswith(k)): actions for fn, actions in _kafka_by_function(t).items()}
     assert by_function["Snapshot"] == {
         "kafka-cluster:Connect": arns(source, "cluster"),
         "kafka-cluster:DescribeCluster": arns(source, "cluster"),
@@ -133,6 +131,10 @@ def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
         "kafka-cluster:DescribeCluster": arns(target, "cluster"),
         "kafka-cluster:DescribeTopic": arns(target, "topic"),
         "kafka-cluster:ReadData": arns(target, "topic"),
+    }
+    assert by_function["Lock"] == {  # the lock is keyed by the cluster id the target reports: it connects
+        "kafka-cluster:Connect": arns(target, "cluster"),
+        "kafka-cluster:DescribeCluster": arns(target, "cluster"),
     }
     assert by_function["Source"] == by_function["Snapshot"]  # a migration's steps read the source, as the snapshot
     assert by_function["CheckEmpty"]["kafka-cluster:DescribeGroup"] == arns(target, "group")

@@ -783,8 +783,9 @@ def test_an_apply_whose_lock_was_broken_stops_before_writing(
 
     s = scene({"idle": {0: 50}, "busy": {0: 60}})
     client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
-    lock = TargetLock(table, client, "prod-dr", "run-1", ttl_s=3)  # a beat every second
-    intruder = TargetLock(table, client, "prod-dr", "run-2", ttl_s=3)
+    target_id = brokers.target_id
+    lock = TargetLock(table, client, target_id, "run-1", ttl_s=3, name="prod-dr")  # a beat every second
+    intruder = TargetLock(table, client, target_id, "run-2", ttl_s=3, name="prod-dr")
     with active_member(brokers.target.bootstrap_servers, s.groups["busy"], s.topic):
         original = lock.acquire
 
@@ -798,6 +799,44 @@ def test_an_apply_whose_lock_was_broken_stops_before_writing(
         with pytest.raises(LockLostError, match="no longer run run-1's"):
             run_apply(str(s.plan_path), brokers.target_settings, options, lock=lock)
     assert s.offsets("idle") == {} and intruder.holder() is not None and intruder.holder()[0] == "run-2"  # type: ignore[index]
+
+
+def test_the_lock_is_the_clusters_whatever_name_a_plan_or_an_option_gives_it(
+    scene: Callable[..., Restored], brokers: Brokers, table: str
+) -> None:
+    """Issue 36's case: a run held the lock for the target under the name ``tgt``; an apply naming the
+    same brokers ``prod-dr`` wrote beside it. The lock is keyed by the cluster id the brokers report, so
+    it is refused and writes nothing. A lock an earlier version took under the name is read (refused too),
+    and a run's lock leaves nothing behind: neither the lock nor a lock under the name."""
+    import os
+
+    import boto3
+    from offset_restore.apply.locks import TargetLock
+
+    s = scene({"a": {0: 50}, "b": {0: 60}, "c": {0: 70}})
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    other = TargetLock(table, client, brokers.target_id, "run-other", ttl_s=600, name="tgt")
+    other.acquire()
+    status, _, err = s.apply("--lock-table", table, "--target-cluster", "prod-dr")
+    assert status == 1 and "locked by run run-other" in err and brokers.target_id in err, err
+    assert s.offsets("a") == s.offsets("b") == s.offsets("c") == {}
+    other.release()
+
+    # An earlier version's lock, under the name the apply gives the cluster, held by a run in flight.
+    legacy = {"pk": {"S": "LOCK#prod-dr"}, "sk": {"S": "LOCK"}}
+    client.put_item(
+        TableName=table,
+        Item={**legacy, "owner": {"S": "old-run"}, "expires_at": {"N": str(int(time.time()) + 600)}},
+    )
+    status, _, err = s.apply("--lock-table", table, "--target-cluster", "prod-dr")
+    assert status == 1 and "locked by run old-run" in err, err
+    assert s.offsets("a") == {}
+    client.delete_item(TableName=table, Key=legacy)
+
+    status, out, err = s.apply("--lock-table", table, "--target-cluster", "prod-dr")
+    assert status == 0 and s.offsets("a") == {0: 40}, out + err
+    for pk in (f"LOCK#{brokers.target_id}", "LOCK#prod-dr"):
+        assert "Item" not in client.get_item(TableName=table, Key={"pk": {"S": pk}, "sk": {"S": "LOCK"}})
 
 
 def test_an_apply_paused_past_its_lease_between_its_check_and_its_write_writes_nothing(
@@ -816,8 +855,9 @@ def test_an_apply_paused_past_its_lease_between_its_check_and_its_write_writes_n
 
     s = scene({"a": {0: 50}, "b": {0: 60}, "c": {0: 70}})
     client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
-    lock = TargetLock(table, client, "prod-dr", "run-1", ttl_s=3)
-    intruder = TargetLock(table, client, "prod-dr", "run-2", ttl_s=60)
+    target_id = brokers.target_id
+    lock = TargetLock(table, client, target_id, "run-1", ttl_s=3, name="prod-dr")
+    intruder = TargetLock(table, client, target_id, "run-2", ttl_s=60, name="prod-dr")
 
     def frozen_beat(now: float | None = None) -> None:
         raise OSError("frozen: the heartbeat does not run either")
@@ -835,7 +875,7 @@ def test_an_apply_paused_past_its_lease_between_its_check_and_its_write_writes_n
             return super().describe_groups(group_ids, batch_size)
 
     options = ApplyOptions(wait_timeout_s=0, poll_interval_s=0.5, on_wait_timeout="commit_empty")
-    with pytest.raises(LockLostError, match=r"lease on target cluster prod-dr's lock has 0.0 s left"):
+    with pytest.raises(LockLostError, match=r"lease on target cluster prod-dr \(cluster id .+\)'s lock has 0.0 s left"):
         run_apply(str(s.plan_path), brokers.target_settings, options, lock=lock, connect=Freezing)
     assert s.offsets("a") == s.offsets("b") == s.offsets("c") == {}
     assert intruder.holder() is not None and intruder.holder()[0] == "run-2"  # type: ignore[index]

@@ -130,7 +130,8 @@ def test_a_batch_writes_only_while_its_execution_holds_the_lock(
     produce(target, topic, 0, 10)
     MappingStore(table, boto3.client("dynamodb")).put("r-8", [entry(group, topic, 0, 4)])
     first, second = (f"arn:aws:states:eu-west-1:1:execution:m:{name}" for name in ("first", "second"))
-    TargetLock(table, boto3.client("dynamodb"), "dr", second, ttl_s=600).acquire()  # the lock is the second run's
+    held = TargetLock(table, boto3.client("dynamodb"), target.cluster_id, second, ttl_s=600, name="dr")
+    held.acquire()  # the lock is the second run's
     event = {"restore_id": "r-8", "groups": [group], "execution": first, "owner": first, "interval_seconds": 1}
     with pytest.raises(LockLostError, match=r"no longer run .*:first's"):
         commit.handler(event, LambdaContext())

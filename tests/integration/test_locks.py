@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 import boto3
@@ -78,9 +79,10 @@ def test_the_release_rule_frees_only_the_stopped_executions_lock(table: str, mon
 
     monkeypatch.setenv("TABLE_NAME", table)
     monkeypatch.setenv("TARGET_CLUSTER_NAME", "prod-dr")
+    monkeypatch.setenv("TARGET_BOOTSTRAP_SERVERS", "unreachable:9")  # a release asks no broker
     client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
     arn = "arn:aws:states:eu-west-1:123456789012:execution:offset-restore:failover-1"
-    TargetLock(table, client, "prod-dr", arn).acquire()
+    TargetLock(table, client, "cluster-Xy1", arn, name="prod-dr").acquire()  # keyed by the id, as the acquire
 
     def stopped(execution: str) -> dict[str, str]:
         return {
@@ -91,9 +93,9 @@ def test_the_release_rule_frees_only_the_stopped_executions_lock(table: str, mon
         }
 
     handler(stopped(arn.replace("failover-1", "another")), LambdaContext())
-    assert TargetLock(table, client, "prod-dr", "x").holder() is not None
+    assert TargetLock(table, client, "cluster-Xy1", "x").holder() is not None
     handler(stopped(arn), LambdaContext())
-    assert TargetLock(table, client, "prod-dr", "x").holder() is None
+    assert TargetLock(table, client, "cluster-Xy1", "x").holder() is None
 
 
 def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None:
@@ -184,3 +186,70 @@ def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
     with pytest.raises(LockHeldError, match=r"fenced until 1960 .*stopped-1 ended while writing"):
         newcomer.acquire(now=1_500)
     newcomer.acquire(now=1_000 + LAMBDA_TIMEOUT_S + 61)  # its Lambda must have ended: the target is free
+
+
+def test_two_names_for_one_cluster_are_one_lock_and_the_name_finds_it(table: str) -> None:
+    """Keyed by the cluster id: a second name for the same cluster is refused, naming the holder; a
+    caller knowing only the name (a release while the target is down, unlock) finds the lock by it."""
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    first = TargetLock(table, client, "id-7", "run-1", ttl_s=60, name="tgt")
+    first.acquire(now=1_000)
+    with pytest.raises(LockHeldError, match=r"target cluster prod-dr \(cluster id id-7\) is locked by run run-1"):
+        TargetLock(table, client, "id-7", "run-2", ttl_s=60, name="prod-dr").acquire(now=1_010)
+    TargetLock(table, client, "id-8", "run-2", ttl_s=60, name="prod-dr").acquire(now=1_010)  # another cluster
+    found = TargetLock.named(table, client, "tgt", "run-1", ttl_s=60)
+    assert found.cluster == "id-7" and found.holder() == ("run-1", 1_060)
+    from offset_restore.cli.main import main
+
+    for how in (["--target-cluster", "tgt"], ["--cluster-id", "id-7"]):
+        out, err = io.StringIO(), io.StringIO()
+        assert main(["unlock", "--lock-table", table, *how], out, err) == 3, err.getvalue()
+        assert "id-7" in out.getvalue() and "locked by run-1" in out.getvalue()
+        assert "--cluster-id 'id-7' --owner 'run-1'" in out.getvalue()
+    found.renew(now=1_020)
+    found.release()
+    assert first.holder() is None
+    assert TargetLock.named(table, client, "never-locked", "x").cluster == "never-locked"
+
+
+def test_a_lock_an_earlier_version_took_under_the_name_is_read_and_moved(table: str) -> None:
+    """Before, the lock was keyed by the name (``LOCK#<name>``). An execution in flight across the upgrade
+    holds one: a new run is refused while it holds it; the old run renews, fences and releases it through
+    this version; a lock of the acquiring run's own is moved to the id, an expired one is dropped."""
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+
+    def legacy(owner: str, until: int) -> None:
+        client.put_item(
+            TableName=table,
+            Item={
+                "pk": {"S": "LOCK#prod-dr"},
+                "sk": {"S": "LOCK"},
+                "owner": {"S": owner},
+                "expires_at": {"N": str(until)},
+            },
+        )
+
+    def under_name() -> object:
+        return client.get_item(TableName=table, Key={"pk": {"S": "LOCK#prod-dr"}, "sk": {"S": "LOCK"}}).get("Item")
+
+    legacy("old-run", 2_000)
+    newcomer = TargetLock(table, client, "id-9", "new-run", ttl_s=60, name="prod-dr")
+    with pytest.raises(LockHeldError, match="locked by run old-run until 2000"):
+        newcomer.acquire(now=1_000)
+    assert TargetLock(table, client, "id-9", "x").holder() is None  # the refused acquire wrote nothing
+    old = TargetLock(table, client, "id-9", "old-run", ttl_s=60, name="prod-dr")
+    old.renew(now=1_100)  # the in-flight run's renewal acts where its lock is
+    assert old.holder() == ("old-run", 1_160)
+    old.release()
+    assert under_name() is None
+    newcomer.acquire(now=1_200)
+    assert newcomer.holder() == ("new-run", 1_260)
+
+    newcomer.release()
+    legacy("new-run", 5_000)  # this run's own lock under the name (a retry across the upgrade): moved
+    newcomer.acquire(now=1_300)
+    assert under_name() is None and TargetLock(table, client, "id-9", "x").holder() == ("new-run", 1_360)
+    newcomer.release()
+    legacy("crashed", 1_000)  # expired: dropped
+    newcomer.acquire(now=1_400)
+    assert under_name() is None

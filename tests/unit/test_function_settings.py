@@ -85,7 +85,7 @@ def test_the_variables_keep_the_names_deployments_have() -> None:
     ("model", "named"),
     [
         (ReportSettings, ["RESTORE_BUCKET, TABLE_NAME not set"]),
-        (LockSettings, ["TABLE_NAME not set"]),
+        (LockSettings, ["TABLE_NAME not set", "TARGET_CLUSTER_NAME", "TARGET_BOOTSTRAP_SERVERS"]),
         (PrepareSettings, ["RESTORE_BUCKET, TABLE_NAME not set"]),
         (SummarizeSettings, ["TABLE_NAME not set"]),
         (ApplySettings, ["TABLE_NAME not set", "TARGET_CLUSTER_NAME", "TARGET_BOOTSTRAP_SERVERS"]),
@@ -114,9 +114,8 @@ def test_what_each_model_reads() -> None:
     prepare = PrepareSettings.from_env({"RESTORE_BUCKET": "b", "TABLE_NAME": "t", "SNAPSHOT_PREFIX": "env/dev"})
     assert (prepare.bucket, prepare.table, prepare.snapshot_prefix) == ("b", "t", "env/dev")
     assert PrepareSettings.from_env({"RESTORE_BUCKET": "b", "TABLE_NAME": "t"}).snapshot_prefix == ""
-    lock = LockSettings.from_env({"TABLE_NAME": "t", "TARGET_CLUSTER_NAME": "prod-dr"})
-    assert (lock.table, lock.target_cluster) == ("t", "prod-dr")
-    assert LockSettings.from_env({"TABLE_NAME": "t"}).target_cluster is None
+    lock = LockSettings.from_env({**TARGET, "TABLE_NAME": "t"})  # the acquire asks the brokers for the id
+    assert (lock.table, lock.target.name, lock.target.bootstrap_servers) == ("t", "dr", "broker:9092")
     validate = ValidateSettings.from_env(
         {"SOURCE_CLUSTER_NAME": "src", "TARGET_CLUSTER_NAME": "", "DEFAULT_MODE": "plan"}
     )

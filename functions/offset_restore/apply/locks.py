@@ -1,4 +1,5 @@
-"""The single-writer lock per target cluster (docs/design.md §5.4): ``pk=LOCK#<cluster>``, ``sk=LOCK``.
+"""The single-writer lock per target cluster (docs/design.md §5.4): ``pk=LOCK#<cluster id>``, ``sk=LOCK``,
+keyed by the id the cluster's brokers report, so two names for one cluster are one lock.
 
 Taken with a conditional write that succeeds only when no lock exists, the existing one has expired
 (a crashed run), or it is already ours (a retry of the same run). Released only by its owner.
@@ -8,11 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.stores.conditional import conditional_write
-from offset_restore.stores.keys import LOCK_SK, lock_pk
+from offset_restore.stores.keys import LOCK_SK, lock_name_pk, lock_pk
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -65,41 +66,104 @@ class LockLostError(OffsetRestoreError):
 
 
 class TargetLock:
-    def __init__(self, table: str, client: DynamoDBClient, cluster: str, owner: str, ttl_s: int = 3600) -> None:
+    """The lock of the target cluster whose brokers report ``cluster`` as their id, whatever name a plan or
+    an input gives it (``name``: shown in messages, and where an earlier version kept the lock).
+
+    A lock an earlier version took under the name is read and moved: an acquire is refused while another
+    run holds it and moves it when it is this run's; a renewal, release or fence of a run that took it
+    under the name (an execution in flight across an upgrade) acts on it there."""
+
+    def __init__(
+        self,
+        table: str,
+        client: DynamoDBClient,
+        cluster: str,
+        owner: str,
+        ttl_s: int = 3600,
+        *,
+        name: str | None = None,
+    ) -> None:
         self.table, self.client, self.cluster, self.owner, self.ttl_s = table, client, cluster, owner, ttl_s
+        self.name = name or cluster
+
+    @classmethod
+    def named(cls, table: str, client: DynamoDBClient, name: str, owner: str, ttl_s: int = 3600) -> TargetLock:
+        """The lock of the cluster last locked under ``name`` (the id each acquire records beside the
+        name), for a caller that cannot ask the brokers: a release while the target is down, ``unlock``."""
+        item = client.get_item(
+            TableName=table, Key={"pk": {"S": lock_name_pk(name)}, "sk": {"S": LOCK_SK}}, ConsistentRead=True
+        ).get("Item", {})
+        return cls(table, client, item.get("cluster_id", {}).get("S", name), owner, ttl_s, name=name)
+
+    def keyed(self, cluster_id: str) -> TargetLock:
+        """This lock for the cluster whose brokers report ``cluster_id`` (a CLI lock is made before it connects)."""
+        if cluster_id == self.cluster:
+            return self
+        return TargetLock(self.table, self.client, cluster_id, self.owner, self.ttl_s, name=self.name)
+
+    @property
+    def label(self) -> str:
+        return self.cluster if self.name == self.cluster else f"{self.name} (cluster id {self.cluster})"
+
+    def _keys(self) -> list[dict[str, dict[str, str]]]:
+        """The lock's key, then the name's (an earlier version's) when that differs."""
+        clusters = [self.cluster] + ([self.name] if self.name != self.cluster else [])
+        return [{"pk": {"S": lock_pk(cluster)}, "sk": {"S": LOCK_SK}} for cluster in clusters]
 
     @property
     def _key(self) -> dict[str, dict[str, str]]:
-        return {"pk": {"S": lock_pk(self.cluster)}, "sk": {"S": LOCK_SK}}
+        return self._keys()[0]
 
     def acquire(self, now: float | None = None) -> None:
+        """Take the lock (in one transaction with the check that no other run holds it under the name),
+        record its id beside the name, and move a lock of this run's from the name."""
         now = time.time() if now is None else now
-        taken = conditional_write(
-            self.client.put_item,
+        free = "attribute_not_exists(pk) OR expires_at < :now OR #owner = :me"
+        names = {"#owner": "owner"}
+        values = {":now": {"N": str(int(now))}, ":me": {"S": self.owner}}
+        item = {
+            **self._key,
+            "owner": {"S": self.owner},
+            "cluster_name": {"S": self.name},
+            "expires_at": {"N": str(int(now + self.ttl_s))},
+            "ttl": {"N": str(int(now + self.ttl_s + 86_400))},
+        }
+        put = {"Put": {"TableName": self.table, "Item": item, "ConditionExpression": free}}
+        checks = [
+            {"ConditionCheck": {"TableName": self.table, "Key": key, "ConditionExpression": free}}
+            for key in self._keys()[1:]
+        ]
+        for entry in (put, *checks):
+            next(iter(entry.values())).update(ExpressionAttributeNames=names, ExpressionAttributeValues=values)
+        if not _transact(self.client, [put, *checks]):
+            self._refuse()
+        self.client.put_item(
             TableName=self.table,
-            Item={
-                **self._key,
-                "owner": {"S": self.owner},
-                "expires_at": {"N": str(int(now + self.ttl_s))},
-                "ttl": {"N": str(int(now + self.ttl_s + 86_400))},
-            },
-            ConditionExpression="attribute_not_exists(pk) OR expires_at < :now OR #owner = :me",
-            ExpressionAttributeNames={"#owner": "owner"},
-            ExpressionAttributeValues={":now": {"N": str(int(now))}, ":me": {"S": self.owner}},
+            Item={"pk": {"S": lock_name_pk(self.name)}, "sk": {"S": LOCK_SK}, "cluster_id": {"S": self.cluster}},
         )
-        if not taken:
-            holder = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item", {})
-            owner, until = holder.get("owner", {}).get("S", "?"), holder.get("expires_at", {}).get("N", "?")
-            if owner.startswith(FENCE_PREFIX):
-                raise LockHeldError(
-                    f"target cluster {self.cluster} is fenced until {until} (epoch s): run "
-                    f"{owner[len(FENCE_PREFIX) :]} ended while writing, and its Lambda may still be writing until "
-                    "then; this run waits for it"
-                )
-            raise LockHeldError(
-                f"target cluster {self.cluster} is locked by run {owner} until {until} (epoch s); wait for it, or "
-                "let the lock expire"
+        for key in self._keys()[1:]:  # the earlier version's lock, once this run's or expired, is gone
+            conditional_write(
+                self.client.delete_item,
+                TableName=self.table,
+                Key=key,
+                ConditionExpression="expires_at < :now OR #owner = :me",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
             )
+
+    def _refuse(self) -> None:
+        held = self.holder()
+        owner, until = held if held else ("?", 0)
+        if owner.startswith(FENCE_PREFIX):
+            raise LockHeldError(
+                f"target cluster {self.label} is fenced until {until} (epoch s): run "
+                f"{owner[len(FENCE_PREFIX) :]} ended while writing, and its Lambda may still be writing until "
+                "then; this run waits for it"
+            )
+        raise LockHeldError(
+            f"target cluster {self.label} is locked by run {owner} until {until} (epoch s); wait for it, or "
+            "let the lock expire"
+        )
 
     def release(self) -> None:
         """Delete the lock if this run holds it (another holder's lock is left alone)."""
@@ -109,10 +173,8 @@ class TargetLock:
         """Push the expiry out again (the heartbeat of a run that lives); LockLostError when the lock
         is no longer this run's."""
         now = time.time() if now is None else now
-        renewed = conditional_write(
+        renewed = self._on_any_key(
             self.client.update_item,
-            TableName=self.table,
-            Key=self._key,
             UpdateExpression="SET expires_at = :until, #ttl = :ttl",
             ConditionExpression="#owner = :me",
             ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
@@ -124,7 +186,7 @@ class TargetLock:
         )
         if not renewed:
             raise LockLostError(
-                f"the lock of target cluster {self.cluster} is no longer run {self.owner}'s (broken with unlock, or "
+                f"the lock of target cluster {self.label} is no longer run {self.owner}'s (broken with unlock, or "
                 "expired and taken): stopping before the next write"
             )
 
@@ -132,10 +194,8 @@ class TargetLock:
         """Turn this run's lock into a fence held until ``until`` (epoch s): a run that ended while one of
         its Lambdas may still be writing (a stopped execution's task keeps running) keeps every new run off
         the target until that Lambda must have ended. False when the lock was not this run's."""
-        return conditional_write(
+        return self._on_any_key(
             self.client.update_item,
-            TableName=self.table,
-            Key=self._key,
             UpdateExpression="SET #owner = :fence, expires_at = :until, #ttl = :ttl",
             ConditionExpression="#owner = :me",
             ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
@@ -149,21 +209,38 @@ class TargetLock:
 
     def holder(self) -> tuple[str, int] | None:
         """(owner, expiry in epoch seconds) of the lock as it stands, or None when there is none."""
-        item = self.client.get_item(TableName=self.table, Key=self._key, ConsistentRead=True).get("Item")
-        if not item:
-            return None
-        return item.get("owner", {}).get("S", "?"), int(item.get("expires_at", {}).get("N", "0"))
+        for key in self._keys():
+            item = self.client.get_item(TableName=self.table, Key=key, ConsistentRead=True).get("Item")
+            if item:
+                return item.get("owner", {}).get("S", "?"), int(item.get("expires_at", {}).get("N", "0"))
+        return None
 
     def break_lock(self, owner: str) -> bool:
         """Delete the lock if ``owner`` still holds it (the one the operator was shown); False if not."""
-        return conditional_write(
+        return self._on_any_key(
             self.client.delete_item,
-            TableName=self.table,
-            Key=self._key,
             ConditionExpression="#owner = :them",
             ExpressionAttributeNames={"#owner": "owner"},
             ExpressionAttributeValues={":them": {"S": owner}},
         )
+
+    def _on_any_key(self, call: Callable[..., Any], **request: Any) -> bool:
+        """``call`` on the lock's key, then on the name's (a lock an earlier version took) if that one's
+        condition did not hold: True when one was written."""
+        return any(conditional_write(call, TableName=self.table, Key=key, **request) for key in self._keys())
+
+
+def _transact(client: DynamoDBClient, items: list[dict[str, Any]]) -> bool:
+    """One DynamoDB transaction; False when one of its conditions did not hold."""
+    from botocore.exceptions import ClientError
+
+    try:
+        client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
+            raise
+        return False
+    return True
 
 
 class Lease:

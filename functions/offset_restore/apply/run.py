@@ -118,6 +118,11 @@ class PlanFile:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _keyed(lock: TargetLock | None, target: KafkaCluster) -> TargetLock | None:
+    """The lock of the cluster these brokers are, by the id they report (a plan's name for it may differ)."""
+    return lock.keyed(target.cluster_id) if lock else None
+
+
 @contextmanager
 def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
     """Hold the target's lock for the block, renewed by a heartbeat every third of its expiry; yields
@@ -138,7 +143,7 @@ def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
                 lost.append(error)
                 return
             except Exception as error:  # a missed beat is retried; the expiry is three beats away
-                log.warning("renewing the lock of %s failed: %s", lock.cluster, error)
+                log.warning("renewing the lock of %s failed: %s", lock.label, error)
 
     beat = threading.Thread(target=heartbeat, name="lock-heartbeat", daemon=True)
     beat.start()
@@ -146,7 +151,7 @@ def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
     def still_ours() -> None:
         if lost:
             raise lost[0]
-        lease.check(lock.cluster)
+        lease.check(lock.label)
 
     try:
         yield still_ours
@@ -210,21 +215,25 @@ def run_apply(
 ) -> tuple[Plan, ApplyReport]:
     plan_file = PlanFile(plan_location)
     writes = not options.dry_run
-    # One writer, then read: the locks come before the plan is read, so no run works from a stale plan.
-    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
+    # One writer, then read: the locks come before the plan is read, so no run works from a stale plan;
+    # the target's lock is keyed by the id its brokers report, so the run connects first.
+    with (
+        plan_file.locked() if writes else nullcontext(),
+        connect(connection) as target,
+        _locked(_keyed(lock, target) if writes else None) as still_ours,
+    ):
         plan = plan_file.load()
         sealing = sealing or Sealing()
         sealing.check(plan)
-        with connect(connection) as target:
-            check_plan_fits(plan, target, target_name)
-            report = apply_plan(
-                plan,
-                target,
-                options,
-                sealing.saver(plan_file),
-                progress=progress,
-                before_commit=lambda _: still_ours(),
-            )
+        check_plan_fits(plan, target, target_name)
+        report = apply_plan(
+            plan,
+            target,
+            options,
+            sealing.saver(plan_file),
+            progress=progress,
+            before_commit=lambda _: still_ours(),
+        )
     return plan, report
 
 
@@ -240,17 +249,20 @@ def run_rollback(
 ) -> tuple[Plan, ApplyReport]:
     """``wait``: how long to wait for active groups (default: not at all), ``allow_rewind`` and
     ``dry_run`` (a preview takes no lock and saves nothing); ``sealing``: the previous offsets are
-    checked against their seals before anything is read from the cluster."""
+    checked against their seals before any offset is read from the cluster."""
     plan_file = PlanFile(plan_location)
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     writes = not options.dry_run
-    with plan_file.locked() if writes else nullcontext(), _locked(lock if writes else None) as still_ours:
+    with (
+        plan_file.locked() if writes else nullcontext(),
+        connect(connection) as target,
+        _locked(_keyed(lock, target) if writes else None) as still_ours,
+    ):
         plan = plan_file.load()
         sealing = sealing or Sealing()
         sealing.check(plan)
-        with connect(connection) as target:
-            check_plan_fits(plan, target, target_name, mapped_must_fit=False)
-            report = rollback_plan(plan, target, sealing.saver(plan_file), wait=options, before_write=still_ours)
+        check_plan_fits(plan, target, target_name, mapped_must_fit=False)
+        report = rollback_plan(plan, target, sealing.saver(plan_file), wait=options, before_write=still_ours)
     return plan, report
 
 
@@ -268,5 +280,5 @@ def rollback_workflow_run(
     """``run_rollback`` for a run the deployed workflow applied: the previous offsets come from the
     mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none),
     on the cluster the run committed to (``cluster_id``, as recorded)."""
-    with _locked(None if wait.dry_run else lock) as still_ours, connect(connection) as target:
+    with connect(connection) as target, _locked(None if wait.dry_run else _keyed(lock, target)) as still_ours:
         return rollback_run(restore_id, target, mappings, wait, groups, cluster_id=cluster_id, before_write=still_ours)

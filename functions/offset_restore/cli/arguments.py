@@ -309,7 +309,10 @@ class StrictParser(argparse.ArgumentParser):
         return parsed
 
 
-def target_lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
+def target_lock(args: argparse.Namespace, cluster: str | None) -> TargetLock | None:
+    """The lock ``--lock-table`` asks for; keyed by the target's cluster id once the run connects
+    (``cluster``, the name the plan or ``--target-cluster`` gives it, is shown and read for a lock an
+    earlier version took under it)."""
     if not args.lock_table:
         return None
     import os
@@ -317,7 +320,7 @@ def target_lock(args: argparse.Namespace, cluster: str) -> TargetLock | None:
 
     owner = f"cli:{socket.gethostname()}:{os.getpid()}"
     # A short expiry, renewed by the run's heartbeat: a run that died frees the target in two minutes.
-    return TargetLock(args.lock_table, aws_client(args, "dynamodb"), cluster, owner, ttl_s=LOCK_TTL_S)
+    return TargetLock(args.lock_table, aws_client(args, "dynamodb"), cluster or "", owner, ttl_s=LOCK_TTL_S)
 
 
 def add_source_connection(parser: argparse.ArgumentParser) -> None:

@@ -147,7 +147,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             args.snapshots,
             args.plan,
             migration,
-            lock=target_lock(args, args.target_cluster) if args.target_cluster else None,
+            lock=target_lock(args, args.target_cluster),
             sealing=sealing(args, create=not preview),
             progress=progress,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
 
 from offset_restore.apply.locks import TargetLock
 from offset_restore.cli.arguments import Commands
@@ -28,32 +28,48 @@ def register(commands: Commands) -> None:
         "stack's outputs; or give --lock-table and --target-cluster",
     )
     unlock.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table holding the lock")
-    unlock.add_argument("--target-cluster", metavar="NAME", help="the target cluster's name in the lock")
+    unlock.add_argument(
+        "--target-cluster",
+        metavar="NAME",
+        help="the target cluster's name: the lock of the cluster id last locked under it (and one an earlier "
+        "version took under the name)",
+    )
+    unlock.add_argument(
+        "--cluster-id", metavar="ID", help="the target cluster's id as its brokers report it (the lock's key)"
+    )
     unlock.add_argument("--owner", metavar="OWNER", help="break the lock if this owner holds it")
     unlock.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
-    lock = TargetLock(args.lock_table, aws_client(args, "dynamodb"), args.target_cluster, owner="unlock")
+    if args.stack is None and args.cluster_id is not None:
+        from_stack(args, {"lock_table": "LockTableName"})
+    else:
+        from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
+    lock = _lock(args, aws_client(args, "dynamodb"))
     held = lock.holder()
     if held is None:
-        out.write(f"target cluster {args.target_cluster} is not locked\n")
+        out.write(f"target cluster {lock.label} is not locked\n")
         return 0
     owner, until = held
     shown = datetime.fromtimestamp(until, UTC).isoformat()
     if args.owner is None:
         where = (
-            f"--stack {args.stack}"
-            if args.stack
-            else f"--lock-table {args.lock_table} --target-cluster {args.target_cluster}"
+            f"--stack {args.stack}" if args.stack else f"--lock-table {args.lock_table} --cluster-id '{lock.cluster}'"
         )
         out.write(
-            f"target cluster {args.target_cluster} is locked by {owner} until {shown}; if that run is dead, "
+            f"target cluster {lock.label} is locked by {owner} until {shown}; if that run is dead, "
             f"break it with: offset-restore unlock {where} --owner '{owner}'\n"
         )
         return 3
     if owner != args.owner or not lock.break_lock(args.owner):
-        raise BadInputError(f"the lock of {args.target_cluster} is held by {owner}, not {args.owner}: not broken")
-    out.write(f"broke the lock of target cluster {args.target_cluster} held by {owner} (until {shown})\n")
+        raise BadInputError(f"the lock of {lock.label} is held by {owner}, not {args.owner}: not broken")
+    out.write(f"broke the lock of target cluster {lock.label} held by {owner} (until {shown})\n")
     return 0
+
+
+def _lock(args: argparse.Namespace, dynamodb: Any) -> TargetLock:
+    """The lock by the id given, or by the id last locked under the name given (the name's own key too)."""
+    if args.cluster_id:
+        return TargetLock(args.lock_table, dynamodb, args.cluster_id, "unlock", name=args.target_cluster)
+    return TargetLock.named(args.lock_table, dynamodb, args.target_cluster, "unlock")

@@ -12,6 +12,7 @@ __all__ = [
     "MAPPING_PREFIX",
     "META_SK",
     "REPORT_PAGE",
+    "lock_name_pk",
     "lock_pk",
     "mapping_sk",
     "progress_key",
@@ -50,8 +51,15 @@ def mapping_sk(group: str, topic: str, partition: int, target_partition: int | N
 
 
 def lock_pk(cluster: str) -> str:
-    """The single-writer lock of one target cluster."""
+    """The single-writer lock of one target cluster, by the cluster id its brokers report (a lock taken
+    by an earlier version sits under the cluster's name: ``apply.locks`` reads and moves it)."""
     return f"LOCK#{cluster}"
+
+
+def lock_name_pk(name: str) -> str:
+    """Which cluster id a cluster name's lock is under (written by each acquire), for the callers that
+    know only the name: ``unlock --target-cluster``, a release that must work while the target is down."""
+    return f"LOCKNAME#{name}"
 
 
 def restore_folder(restore_id: str) -> str:

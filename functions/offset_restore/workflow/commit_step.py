@@ -67,13 +67,13 @@ def commit_step(
     runs = RunRecord(settings.table, dynamodb)
     mappings = MappingStore(settings.table, dynamodb)
     selection = step.selection
-    fence = Fence.of(step, settings, dynamodb)
     if isinstance(selection, RollbackSelection):
-        return _roll_back(step.restore_id, selection, step.allow_rewind, settings, secret_reader, mappings, runs, fence)
+        return _roll_back(step, selection, settings, dynamodb, secret_reader, mappings, runs)
 
     def commit() -> dict[str, Any]:
-        fence.take()
         with KafkaCluster(settings.target.connection(secret_reader)) as target:
+            fence = Fence.of(step, settings, dynamodb, target.cluster_id)
+            fence.take()
             runs.committed_to(step.restore_id, target.cluster_id)  # what a rollback checks its brokers by
             result = commit_groups(
                 step.restore_id,
@@ -101,10 +101,12 @@ class Fence:
     lease: Lease | None
 
     @classmethod
-    def of(cls, step: CommitStep, settings: ApplySettings, dynamodb: DynamoDBClient) -> Fence:
+    def of(cls, step: CommitStep, settings: ApplySettings, dynamodb: DynamoDBClient, cluster_id: str) -> Fence:
+        """The fence of the lock of the cluster these brokers are (``cluster_id``, as they report it)."""
         if not step.owner:
             return cls(None, None)
-        lock = TargetLock(settings.table, dynamodb, settings.target.name, step.owner, ttl_s=step.lock_ttl_s)
+        name = settings.target.name
+        lock = TargetLock(settings.table, dynamodb, cluster_id, step.owner, ttl_s=step.lock_ttl_s, name=name)
         return cls(lock, Lease(step.lock_ttl_s))
 
     def take(self) -> None:
@@ -113,7 +115,7 @@ class Fence:
 
     def check(self) -> None:
         if self.lock is not None and self.lease is not None:
-            self.lease.check(self.lock.cluster)
+            self.lease.check(self.lock.label)
 
     def after(self, written: Sequence[str]) -> dict[str, str]:
         """``{"lock_lost": why}`` when the lock is no longer the run's after its writes (nothing else)."""
@@ -127,24 +129,24 @@ class Fence:
 
 
 def _roll_back(
-    restore_id: str,
+    step: CommitStep,
     selection: RollbackSelection,
-    allow_rewind: RewindScope,
     settings: ApplySettings,
+    dynamodb: DynamoDBClient,
     secret_reader: Callable[[str], str],
     mappings: MappingStore,
     runs: RunRecord,
-    fence: Fence,
 ) -> dict[str, Any]:
     """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
     named, not waited for."""
     groups = NameFilter.parse(selection.groups_regex, selection.exclude_groups, "groups")
-    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
-    fence.take()
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(step.allow_rewind))
     with KafkaCluster(settings.target.connection(secret_reader)) as target:
-        _, cluster_id = runs.target_of(restore_id)
+        fence = Fence.of(step, settings, dynamodb, target.cluster_id)
+        fence.take()
+        _, cluster_id = runs.target_of(step.restore_id)
         _, report = rollback_run(
-            restore_id, target, mappings, options, groups, cluster_id=cluster_id, before_write=fence.check
+            step.restore_id, target, mappings, options, groups, cluster_id=cluster_id, before_write=fence.check
         )
     result = step_result(report)
     return {**result.output(), **fence.after(result.committed)}

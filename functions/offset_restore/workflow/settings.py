@@ -234,11 +234,12 @@ class ValidateSettings(FunctionSettings):
 
 
 class LockSettings(FunctionSettings):
-    """The table of the lock, and the deployment's target: the lock is keyed on that name, whatever
-    name the input gave (a typo must not make a second lock)."""
+    """The table of the lock, and the deployment's target: the lock is keyed on the cluster id its
+    brokers report (the acquire connects), shown under the deployment's name for it, whatever name the
+    input gave (a typo must not make a second lock)."""
 
     table: Annotated[str, Variable(TABLE_NAME)]
-    target_cluster: Annotated[str | None, Variable(TARGET.name)] = None
+    target: Annotated[ClusterSettings, Cluster(TARGET)]
 
 
 class PrepareSettings(FunctionSettings):
