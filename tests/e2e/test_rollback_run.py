@@ -15,6 +15,7 @@ from offset_restore.cli.main import main
 from offset_restore.devtools.local_aws import REGION, TABLE, Workflow
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
+from offset_restore.workflow.executions import run_ending
 
 from tests.e2e.test_workflow import setup
 from tests.helpers import Brokers, active_member, commit
@@ -85,6 +86,13 @@ def test_a_workflow_rollback_leaves_active_and_moved_groups_and_needs_a_restore_
     assert output["counts"]["skipped"] == 2
     assert "moved past what apply wrote" in output["skipped"][a]
     assert "still active on the target" in output["skipped"][b]
+    # The report's headline names them (before: "2 of 2 groups still at the run's offsets", neither named).
+    report = workflow.report("applied-2")
+    text = report["headline_text"]
+    assert text.startswith("0 of 2 groups rolled back to their previous offsets; 2 left as they were ("), text
+    assert f"{a}: {output['skipped'][a]}" in text and f"{b}: {output['skipped'][b]}" in text
+    assert "still at the run's offsets" not in text and report["outcome"].startswith("rolled back in part")
+    assert run_ending(result)[0] == 3  # start/status: a run that needs attention
     refused = workflow.run({"mode": "rollback"}, name="rollback-no-id")
     assert refused["status"] == "FAILED" and "mode rollback needs restore_id" in refused["cause"]
     assert refused["states"] == ["ValidateInput"]

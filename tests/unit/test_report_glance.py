@@ -127,8 +127,10 @@ def test_the_cards_count_outcomes_whatever_the_reasons_say() -> None:
 
 def test_a_plan_written_before_outcomes_reports_as_it_did() -> None:
     """An older plan file (tests/fixtures, written by the code before the field) keeps the cards and
-    holds the code of its day gave it (checked against that code), but one: a group applied again
-    after a rollback, whose entry kept the rollback's words, was counted rolled back; it is committed."""
+    holds the code of its day gave it (checked against that code), but two: a group applied again
+    after a rollback, whose entry kept the rollback's words, was counted rolled back; it is committed. And
+    a mapped entry whose previous offset apply recorded, with no end of its commit on record, was "not
+    written"; it may be written (issue 36: a commit whose save failed), so it is held as unanswered."""
     from pathlib import Path
 
     from offset_restore.translate.model import Plan
@@ -138,10 +140,10 @@ def test_a_plan_written_before_outcomes_reports_as_it_did() -> None:
     document = json.loads(render_report({"restore_id": "r"}, entries, "applied")["report.json"])
     cards = document["headline"]["cards"]
     counted = {card: cards[card] for card in ("unanswered", "active", "ahead", "rolled_back", "failed", "not_written")}
-    assert counted == {"unanswered": 1, "active": 3, "ahead": 1, "rolled_back": 2, "failed": 1, "not_written": 3}
+    assert counted == {"unanswered": 2, "active": 3, "ahead": 1, "rolled_back": 2, "failed": 1, "not_written": 2}
     held = {group: wait["held_by"] for group, wait in document["do_not_start_yet"].items()}
     assert held == {
-        "ahead": "ahead", "changed": "not_written", "live": "active", "mover": "not_written", "planned": "not_written",
+        "ahead": "ahead", "changed": "not_written", "live": "active", "mover": "not_written", "planned": "unanswered",
         "racing": "active", "refused_all": "active", "silent": "unanswered", "split": "failed",
         "undoing": "rolled_back", "undone": "rolled_back", "waiting": "pending",
     }  # fmt: skip
@@ -182,3 +184,42 @@ def test_the_headline_says_what_it_is_exact_as_of_and_what_live_groups_may_read_
     assert "<b>0</b>records at most read twice, as of the snapshot" in page
     quiet = render_report({"restore_id": "r"}, rows[3:], "applied")["report.md"].decode()
     assert "exact as of the snapshot's positions; no group was live then" in quiet
+
+
+def test_a_commit_whose_save_failed_is_said_to_be_possibly_written_not_unrestored() -> None:
+    """Issue 36: a correct commit whose save failed left its entries mapped with their previous offsets
+    recorded, and the failed run's report said "0 of 2 groups restored" of a target that held every
+    offset. Now those groups are held as a commit whose end is not on record, counted and named."""
+    rows = [
+        row("pay", 0, "mapped", previous_target_offset=3, previous_recorded=True, verified=None),
+        row("ship", 0, "mapped", previous_target_offset=None, previous_recorded=True, verified=None),
+        row("idle", 0, "mapped", verified=None),  # never reached: no previous offset saved
+    ]
+    report = json.loads(render_report({"restore_id": "r"}, rows, "failed")["report.json"])
+    head = report["headline"]
+    assert (head["groups_restored"], head["groups_in_doubt"], head["cards"]["unanswered"]) == (0, 2, 2)
+    said = report["headline_text"]
+    assert "0 of 3 groups restored (every partition committed); 2 more may be: their commit was sent" in said
+    assert head["cards"]["not_written"] == 1  # the group never reached is not written, and said so
+    assert report["attention"]["unanswered"]["groups"] == ["pay", "ship"]
+
+
+def test_a_rollback_names_the_groups_it_left_as_they_were() -> None:
+    """Issue 36: a rollback that left two moved-on groups alone said "2 of 2 still at the run's offsets",
+    naming neither (their entries still say committed). Now its step's output decides: how many it rolled
+    back, which it left and why, and how many are still at the run's offsets."""
+    moved = "moved on since the apply: at 120 on the target, past the 90 the apply wrote"
+    rows = [
+        row("a", 0, "committed", previous_target_offset=5),
+        row("b", 0, "committed", previous_target_offset=5),
+        row("c", 0, "mapped", previous_target_offset=5, outcome="rolled_back", reason="rolled back", verified=None),
+        row("d", 0, "committed"),
+    ]
+    run = {"restore_id": "r", "rollback": {"skipped": {"a": moved, "b": moved}, "counts": {"skipped": 2}}}
+    report = json.loads(render_report(run, rows, "rolled back")["report.json"])
+    text = report["headline_text"]
+    assert text.startswith(f"1 of 4 groups rolled back to their previous offsets; 2 left as they were (a: {moved}")
+    assert "; 1 still at the run's offsets;" in text and report["outcome"].startswith("rolled back in part")
+    many = {**run, "rollback": {"skipped": {"a": moved}, "counts": {"skipped": 40}}}
+    said = json.loads(render_report(many, rows, "rolled back")["report.json"])["headline_text"]
+    assert "40 left as they were (a: moved on" in said and "; and 39 more)" in said

@@ -76,7 +76,7 @@ def _lost_in_all(e: PlanEntry) -> int:
 
 def _needs_attention(row: PartitionRow) -> str:
     """The attention list a partition is named under (its status, or what apply did with it)."""
-    if row.status == "mapped" and row.outcome == "unanswered":
+    if row.status == "mapped" and (row.outcome == "unanswered" or row.in_doubt):
         return "unanswered"
     if row.status == "mapped" and row.outcome in NOT_WRITTEN_OUTCOMES:
         return "not_written"
@@ -155,6 +155,7 @@ class ReportBuilder:
                 _lost_in_all(e),
                 e.outcome,
                 e.never_restored is not None,
+                e.status == "mapped" and e.previous_recorded and e.outcome is None,
             )
         )
         self._entries.write(b",\n    " if self._entries.tell() else b"\n    ")
@@ -167,7 +168,10 @@ class ReportBuilder:
     def glance(self) -> str:
         """The headline in one sentence, with what needs attention counted (the SNS message: a run that
         left partitions behind must not read as a clean one). Call after ``documents``."""
-        return self.report.glance if self.report else glance(_headline(self.tally, self.facts), self.outcome)
+        if self.report:
+            return self.report.glance
+        rollback = self.run if self.outcome.startswith("rolled back") else None
+        return glance(_headline(self.tally, self.facts, rollback), self.outcome)
 
     def build(self) -> Report:
         """What the report says, from the rows added and the run (the outcome takes what the run left)."""
@@ -175,7 +179,7 @@ class ReportBuilder:
         facts = self.facts = facts_of(self.by_group, done(self.outcome))
         attention = _attention(self.by_group, left_on_source(run), migrating=run.get("mode") == "migrate")
         outcome = effective_outcome(self.outcome, {s: [f.group for f in a.groups] for s, a in attention.items()}, run)
-        head = _headline(self.tally, facts)
+        head = _headline(self.tally, facts, run if outcome.startswith("rolled back") else None)
         work, now = run.get("work"), datetime.now(UTC)
         return Report(
             restore_id=run.get("restore_id"),
@@ -232,8 +236,14 @@ def notification(report: Report, bucket: str, error: Mapping[str, Any] | None = 
     return Notification(f"offset-restore {report.outcome}", message, location)
 
 
-def _headline(tally: SummaryTally, facts: Facts) -> Headline:
+def _headline(tally: SummaryTally, facts: Facts, rollback_run: Mapping[str, Any] | None = None) -> Headline:
+    """``rollback_run``: the run of a rollback, whose step's output names the groups it left as they were
+    (their entries still say committed: the report alone would count them as still at the run's offsets)."""
     summary = tally.result()
+    step = (rollback_run or {}).get("rollback")
+    step = step if isinstance(step, dict) else {}
+    counts = step.get("counts", {}) if isinstance(step.get("counts"), dict) else {}
+    left = {**dict(step.get("skipped") or {}), **dict(step.get("failed") or {})}
     return Headline(
         groups_restored=len(facts.safe),
         groups=facts.groups,
@@ -249,6 +259,10 @@ def _headline(tally: SummaryTally, facts: Facts) -> Headline:
         groups_live=summary.groups_live,
         exposure_records=summary.exposure_total,
         exposure_unknown=summary.entries_exposure_unknown,
+        groups_in_doubt=sum(1 for hold in facts.wait.values() if hold == "unanswered"),
+        groups_rolled_back=None if rollback_run is None else sum(1 for h in facts.wait.values() if h == "rolled_back"),
+        groups_left={str(group): str(why) for group, why in sorted(left.items())},
+        groups_left_count=int(counts.get("skipped", 0)) + int(counts.get("failed", 0)),
     )
 
 

@@ -43,6 +43,8 @@ class Row(Protocol):
     def outcome(self) -> str | None: ...
     @property
     def declared_end(self) -> bool: ...
+    @property
+    def in_doubt(self) -> bool: ...
 
 
 # Each card: its key, its title, and whether a non-zero count needs someone's attention.
@@ -76,8 +78,8 @@ def outcome_of(row: Row, done: str) -> str:
         return "rolled_back"
     if row.status == "skipped":
         return "ahead" if row.outcome == "ahead" else "not_written"
-    if row.status == "mapped" and done == "committed":
-        return _unwritten(row.outcome)
+    if row.status == "mapped" and done == "committed":  # a commit sent and never recorded may be written
+        return "unanswered" if row.in_doubt else _unwritten(row.outcome)
     if row.status == "unmapped" and row.held:
         return "reshaped"
     if row.status in ("pending", "unmapped", "failed"):

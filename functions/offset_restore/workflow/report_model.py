@@ -65,6 +65,9 @@ class PartitionRow(NamedTuple):
     """What apply or rollback did with the entry when it did not simply write it (``PlanEntry.outcome``)."""
     declared_end: bool = False
     """It resumes at the end of a restore the operator declared complete (``never_restored`` is set)."""
+    in_doubt: bool = False
+    """Its previous offset was saved before a commit, and no end of that commit was recorded (the commit
+    may have reached the target and its save failed, or the run stopped between): it may be written."""
 
 
 class SnapshotAge(NamedTuple):
@@ -98,6 +101,14 @@ class Headline(NamedTuple):
     """What those groups may read again, processed after the snapshot (estimated, ``PlanEntry.exposure``)."""
     exposure_unknown: int = 0
     """Partitions of live groups no earlier snapshot gives a rate for."""
+    groups_in_doubt: int = 0
+    """Groups held by a commit that may have been written (unanswered, or sent and not recorded)."""
+    groups_rolled_back: int | None = None
+    """A rollback's report: the groups it put back (None in any other report)."""
+    groups_left: dict[str, str] = {}
+    """A rollback's report: the groups it left as they were (active, moved on since the apply, refused),
+    the first ones by name with why (``groups_left_count`` counts them all)."""
+    groups_left_count: int = 0
 
 
 class Card(NamedTuple):

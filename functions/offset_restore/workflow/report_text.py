@@ -40,9 +40,10 @@ ADVICE = {
     "the wait for the target to catch up (see each entry's reason: the records are not on the target, or not "
     "provably where the plan puts them), and nothing of theirs changed. Migrate them again once the target holds "
     "their records, or accept the entries' bounds with a run in mode apply of the same snapshot.",
-    "unanswered": "The commit went out but the cluster stopped answering before it confirmed: each group holds "
-    "either all its planned offsets or all its previous ones. Run again (the same restore_id) when the cluster "
-    "answers: it reads the target first and finishes them.",
+    "unanswered": "The commit went out but its end is not on record — the cluster stopped answering before it "
+    "confirmed, or the run failed saving what it wrote: each group holds either all its planned offsets or all "
+    "its previous ones. Run again (the same restore_id) when the cluster answers: it reads the target first and "
+    "finishes them.",
 }
 ATTENTION = (
     "unverified",
@@ -102,6 +103,32 @@ def done_phrase(outcome: str) -> str:
     return "still at the run's offsets" if outcome.startswith("rolled back") else "restored, safe to start"
 
 
+def groups_said(head: Headline, outcome: str, *, short: bool = False) -> str:
+    """Where the run's groups are, the first words of the headline and of the glance: true in every
+    outcome — a rollback names the groups it left as they were (their entries still say committed), and
+    groups whose commit was sent without its end on record are said to be possibly written."""
+    groups = counted(head.groups, "group")
+    if head.groups_rolled_back is not None:
+        said = f"{head.groups_rolled_back:,} of {groups} rolled back to their previous offsets"
+        if head.groups_left_count:
+            named = "; ".join(f"{group}: {why}" for group, why in head.groups_left.items())
+            more = head.groups_left_count - len(head.groups_left)
+            named += f"; and {more:,} more" if more > 0 else ""
+            said += f"; {head.groups_left_count:,} left as they were ({named})"
+        still = max(0, head.groups_restored - head.groups_left_count)
+        return said + (f"; {still:,} still at the run's offsets" if still else "")
+    phrase = done_phrase(outcome)
+    said = f"{head.groups_restored:,} of {groups} " + (
+        f"{phrase.split(',')[0]} (every partition {done(outcome)})" if short else phrase
+    )
+    if head.groups_in_doubt:
+        said += (
+            f"; {head.groups_in_doubt:,} more may be: their commit was sent and its end is not on record (apply "
+            "again with the same restore_id: it reads the target first and finishes them)"
+        )
+    return said
+
+
 def _ratio(head: Headline) -> str:
     return "-" if head.exact_ratio is None else f"{100 * head.exact_ratio:.1f}%"
 
@@ -110,8 +137,7 @@ def headline_text(head: Headline, outcome: str, lost_partitions: int) -> str:
     """The headline in one sentence: groups restored, exact partitions, the bound on duplicates and
     the records lost before the backup, each over every partition of the run."""
     text = (
-        f"{head.groups_restored:,} of {counted(head.groups, 'group')} {done_phrase(outcome).split(',')[0]} "
-        f"(every partition {done(outcome)}); {head.exact:,} of {counted(head.partitions, 'partition')} exact "
+        f"{groups_said(head, outcome, short=True)}; {head.exact:,} of {counted(head.partitions, 'partition')} exact "
         f"({_ratio(head)}); at most {head.records_at_risk:,} records read twice"
     )
     if head.entries_without_bound:
@@ -144,8 +170,7 @@ def glance(head: Headline, outcome: str) -> str:
     """The headline in one sentence, with what needs attention counted (the SNS message: a run that
     left partitions behind must not read as a clean one)."""
     attention = [(title, head.cards[key]) for key, title, serious in CARDS if serious and head.cards[key]]
-    said = f"{head.groups_restored:,} of {counted(head.groups, 'group')} {done_phrase(outcome)}; "
-    said += f"{head.exact:,} of {counted(head.partitions, 'partition')} exact"
+    said = f"{groups_said(head, outcome)}; {head.exact:,} of {counted(head.partitions, 'partition')} exact"
     if attention:
         said += "; needs attention: " + ", ".join(f"{count:,} {title}" for title, count in attention)
     if head.groups_live:  # what no plan can see, said where the exact count is read
