@@ -140,10 +140,12 @@ def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None
 
 
 class History:
-    """A Step Functions client's history paginator for one execution: its states, newest first."""
+    """A Step Functions client's history paginator for one execution: its states, newest first as asked
+    (``oldest_first``: as a service that ignores ``reverseOrder`` gives them — moto's interpreter does),
+    two events a page, each with its id as the service numbers them."""
 
-    def __init__(self, states: list[str] | None) -> None:
-        self.states = states
+    def __init__(self, states: list[str] | None, oldest_first: bool = False) -> None:
+        self.states, self.oldest_first = states, oldest_first
 
     def get_paginator(self, name: str) -> History:
         return self
@@ -151,7 +153,9 @@ class History:
     def paginate(self, **kwargs: object) -> list[dict[str, object]]:
         if self.states is None:
             raise OSError("AccessDenied")
-        return [{"events": [{"stateEnteredEventDetails": {"name": s}} for s in reversed(self.states)]}]
+        events = [{"id": i + 1, "stateEnteredEventDetails": {"name": s}} for i, s in enumerate(self.states)]
+        events = events if self.oldest_first else events[::-1]
+        return [{"events": events[i : i + 2]} for i in range(0, len(events), 2)]
 
 
 @pytest.mark.parametrize(
@@ -160,8 +164,9 @@ class History:
      (["CheckEmpty", "Commit", "CommitBatch"], True), (["AcquireLock", "Rollback"], True), (None, True),
      (["Prepare", "Translate", "ReleaseOnFailure"], False), (["Commit", "CommitBatch", "ReleaseOnFailure"], True)],
 )  # fmt: skip
+@pytest.mark.parametrize("oldest_first", [False, True])
 def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
-    table: str, states: list[str] | None, fenced: bool
+    table: str, states: list[str] | None, fenced: bool, oldest_first: bool
 ) -> None:
     """Issue 36's "two writers after a stop": a stopped execution's Lambda keeps running, so the release of
     a run that ended in Commit, CommitBatch or Rollback (or whose history cannot be read) turns its lock into
@@ -175,7 +180,7 @@ def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
     arn = "arn:aws:states:eu-west-1:123456789012:execution:offset-restore:stopped-1"
     lock = TargetLock(table, client, "prod-dr", arn, ttl_s=1200)
     lock.acquire(now=1_000)
-    done = release_ended(lock, last_state(History(states), arn), now=1_000)
+    done = release_ended(lock, last_state(History(states, oldest_first), arn), now=1_000)
     newcomer = TargetLock(table, client, "prod-dr", "arn:...:execution:offset-restore:next", ttl_s=1200)
     if not fenced:
         assert done == "released" and lock.holder() is None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from offset_restore.apply.locks import Lease, LockLostError, TargetLock
+from offset_restore.apply.locks import FENCE_PREFIX, Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, RewindScope, rewind_options
 from offset_restore.apply.steps import commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
@@ -94,8 +94,8 @@ def commit_step(
 class Fence:
     """The run's lock around one batch's writes: renewed first (a batch whose execution no longer holds
     it writes nothing: ``LockLostError``), then each write sent only while the lease holds by the clock
-    (``Lease``), and checked again after — a lock lost meanwhile is said in the batch's output with what it
-    wrote. Without an owner (a call outside the state machine) it checks nothing."""
+    (``Lease``), and checked again after — a lock lost meanwhile fails the batch, naming what it wrote.
+    Without an owner (a call outside the state machine) it checks nothing."""
 
     lock: TargetLock | None
     lease: Lease | None
@@ -113,18 +113,26 @@ class Fence:
         if self.lock is not None and self.lease is not None:
             self.lease.renewed(self.lock.renew)
 
-    def check(self) -> None:
+    def check(self) -> float | None:
+        """Before each write: raises when the lease is too short; else the seconds the write may take."""
         if self.lock is not None and self.lease is not None:
-            self.lease.check(self.lock.label)
+            return self.lease.check(self.lock.label)
+        return None
 
     def after(self, written: Sequence[str]) -> dict[str, str]:
-        """``{"lock_lost": why}`` when the lock is no longer the run's after its writes (nothing else)."""
+        """Nothing when the lock is still the run's after its writes; otherwise LockLostError naming what
+        the batch wrote (its entries are saved as they are on the target): the run then fails visibly —
+        its error, its report and its notification say the lock was lost and what was written under it."""
         if self.lock is None:
             return {}
         try:
             self.lock.renew()
         except LockLostError as error:
-            return {"lock_lost": f"{error}; this batch wrote {len(written)} groups: {', '.join(written[:20])}"}
+            held = self.lock.holder()
+            if held is not None and held[0] == f"{FENCE_PREFIX}{self.lock.owner}":
+                return {}  # the execution was stopped and its lock fenced for this very Lambda: its writes are covered
+            named = ", ".join(written[:20]) + (f" and {len(written) - 20} more" if len(written) > 20 else "")
+            raise LockLostError(f"{error}; this batch wrote {len(written)} groups first: {named or 'none'}") from None
         return {}
 
 

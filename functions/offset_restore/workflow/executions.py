@@ -111,18 +111,26 @@ FAILURE_STATES = frozenset({"ReleaseOnFailure", "NotifyFailure", "Failed"})
 
 
 def last_state(sfn: Any, execution_arn: str) -> str | None:
-    """The name of the last state an execution entered before its failure handling (newest events
-    first), or None when its history cannot be read — the caller then assumes the worst."""
+    """The name of the last state an execution entered before its failure handling, or None when its
+    history cannot be read — the caller then assumes the worst. Asked newest first, but judged by the
+    events' ids: a service that ignores ``reverseOrder`` (moto's interpreter does) gives the oldest first,
+    and its first state entered (ValidateInput) would free the lock of a run stopped mid-commit."""
+    newest: tuple[int, str] | None = None
     try:
         pages = sfn.get_paginator("get_execution_history").paginate(executionArn=execution_arn, reverseOrder=True)
         for page in pages:
-            for event in page["events"]:
-                entered = event.get("stateEnteredEventDetails")
-                if entered and entered.get("name") not in FAILURE_STATES:
-                    return str(entered.get("name"))
+            events = page["events"]
+            for event in events:
+                entered = event.get("stateEnteredEventDetails") or {}
+                later = newest is None or int(event["id"]) > newest[0]
+                if entered and entered.get("name") not in FAILURE_STATES and later:
+                    newest = (int(event["id"]), str(entered.get("name")))
+            if newest is not None and len(events) > 1 and int(events[0]["id"]) > int(events[-1]["id"]):
+                return newest[1]  # newest first, as asked: the first one found is the last entered
     except Exception as error:
         logger.warning("the history of %s cannot be read: %s", execution_arn, error)
-    return None
+        return None
+    return None if newest is None else newest[1]
 
 
 def start_run(sfn: Any, state_machine_arn: str, run_input: dict[str, Any], name: str | None) -> str:
