@@ -183,3 +183,35 @@ def test_a_record_batch_corrupted_on_the_way_is_refused_by_its_crc_and_nothing_i
     assert faulty.proxy.injected["corrupt"] == 1 and not list((tmp_path / "snaps").rglob("manifest.json"))
     result = run_snapshot(faulty.settings(), store, SnapshotOptions(groups=group))
     assert result.counts.with_evidence == 1 and result.counts.evidence_incomplete == 0
+
+
+def test_a_commit_sent_under_a_lease_gives_up_by_the_lease_deadline_not_the_request_timeout(faulty: Faulty) -> None:
+    """Issue 36: a write is sent only with a deadline that ends before the lock's lease does. With a
+    request timeout of 60 s and a fence that gives the attempt 1 s, a broker that stops answering fails
+    the commit as unanswered within that second's order — not after the minute the request timeout
+    would have let it hang, its lease long gone. (The bound asserted, 20 s, is a third of the request
+    timeout: which timeout applied, not how fast the machine is.)"""
+    import time
+
+    from offset_restore.kafka.model import TP, CommittedOffset
+
+    from tests.helpers import unique
+
+    with KafkaCluster(faulty.settings()) as cluster:
+        topic = unique("deadline")
+        cluster.create_topics({topic: 1})
+    deadlines: list[float] = []
+
+    def fence() -> float:
+        deadlines.append(1.0)
+        return 1.0
+
+    with KafkaCluster(faulty.settings(request_timeout_s=60, retries=0)) as cluster:
+        cluster.committed_offsets([unique("warm")])  # coordinators known: the next OffsetCommit is the write
+        faulty.proxy.inject("OffsetCommit", 1, "blackhole")
+        started = time.monotonic()
+        with pytest.raises(CommitInterruptedError) as raised:
+            cluster.alter_offsets_many({unique("g"): {TP(topic, 0): CommittedOffset(1, "")}}, before_attempt=fence)
+        took = time.monotonic() - started
+    assert deadlines == [1.0] and len(raised.value.unanswered) == 1
+    assert took < 20, f"the commit waited {took:.1f} s: the request timeout applied, not the lease's deadline"

@@ -52,7 +52,7 @@ def apply_plan(
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-    before_commit: Callable[[Sequence[str]], None] | None = None,
+    before_commit: Callable[[Sequence[str]], float | None] | None = None,
 ) -> ApplyReport:
     """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point."""
     run = _ApplyRun(plan, target, options, save, progress or (lambda phase, done, total: None), before_commit)
@@ -103,7 +103,7 @@ class _ApplyRun:
     options: ApplyOptions
     save: Callable[[Plan], None]
     show: Progress
-    before_commit: Callable[[Sequence[str]], None] | None
+    before_commit: Callable[[Sequence[str]], float | None] | None
     report: ApplyReport = field(default_factory=ApplyReport)
     writable: dict[str, list[PlanEntry]] = field(default_factory=dict)
     """Per group, the entries this run writes."""

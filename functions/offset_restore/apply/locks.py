@@ -259,7 +259,9 @@ class Lease:
         write()
         self.until = sent + self.ttl_s
 
-    def check(self, cluster: str) -> None:
+    def check(self, cluster: str) -> float:
+        """The seconds a write sent now may take (it must end half a margin before the lease does); raises
+        LockLostError when less than the margin is left."""
         left = self.until - self.clock()
         if left < self.margin_s:
             raise LockLostError(
@@ -267,3 +269,4 @@ class Lease:
                 f"{self.ttl_s / 3:.0f} s: the run was paused, or could not renew it): not writing; another run may "
                 "hold the lock now"
             )
+        return left - self.margin_s / 2

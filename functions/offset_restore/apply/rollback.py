@@ -57,7 +57,7 @@ def rollback_plan(
     save: Callable[[Plan], None],
     *,
     wait: ApplyOptions | None = None,
-    before_write: Callable[[], None] = lambda: None,
+    before_write: Callable[[], float | None] = lambda: None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> ApplyReport:
@@ -97,8 +97,7 @@ def rollback_plan(
             )
     before_write()
     save(plan)
-    before_write()
-    _execute(undo, target, report)
+    _execute(undo, target, report, before_write)
     _verify(undo, target, report)
     plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")
     save(plan)
@@ -184,9 +183,15 @@ def _describe(
         report.would_write_groups += 1
 
 
-def _execute(undo: Mapping[str, _Undo], target: RollbackTarget, report: ApplyReport) -> None:
+def _execute(
+    undo: Mapping[str, _Undo],
+    target: RollbackTarget,
+    report: ApplyReport,
+    before_write: Callable[[], float | None] = lambda: None,
+) -> None:
+    """The previous offsets put back, each attempt fenced by the lock (and bounded by its lease's deadline)."""
     restores = {g: w.restore for g, w in undo.items() if w.restore}
-    answers = target.alter_offsets_many(restores) if restores else {}
+    answers = target.alter_offsets_many(restores, before_attempt=before_write) if restores else {}
     refused: dict[str, str] = {}
     for group in restores:
         named = sorted({e for e in answers.get(group, {}).values() if e})

@@ -124,7 +124,7 @@ def _keyed(lock: TargetLock | None, target: KafkaCluster) -> TargetLock | None:
 
 
 @contextmanager
-def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
+def _locked(lock: TargetLock | None) -> Iterator[Callable[[], float | None]]:
     """Hold the target's lock for the block, renewed by a heartbeat every third of its expiry; yields
     a check to call before each write, which raises LockLostError once the lock is no longer ours."""
     if lock is None:
@@ -148,10 +148,11 @@ def _locked(lock: TargetLock | None) -> Iterator[Callable[[], None]]:
     beat = threading.Thread(target=heartbeat, name="lock-heartbeat", daemon=True)
     beat.start()
 
-    def still_ours() -> None:
+    def still_ours() -> float:
+        """Raises once the lock is lost or its lease too short; else the seconds a write sent now may take."""
         if lost:
             raise lost[0]
-        lease.check(lock.label)
+        return lease.check(lock.label)
 
     try:
         yield still_ours

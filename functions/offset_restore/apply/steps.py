@@ -170,7 +170,7 @@ def commit_groups(
     allow_rewind: RewindScope,
     index: BlobStore | None = None,
     offset_header: str | None = None,
-    before_write: Callable[[], None] | None = None,
+    before_write: Callable[[], float | None] | None = None,
 ) -> CommitResult:
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
     are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
@@ -205,7 +205,7 @@ def rollback_run(
     groups: NameFilter | None = None,
     *,
     cluster_id: str | None = None,
-    before_write: Callable[[], None] = lambda: None,
+    before_write: Callable[[], float | None] = lambda: None,
 ) -> tuple[Plan, ApplyReport]:
     """Roll back what a workflow run committed (or the ``groups`` of it): the previous offsets its
     Commit steps saved in DynamoDB before each write are put back under the same rules as a plan

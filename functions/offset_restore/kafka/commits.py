@@ -53,7 +53,7 @@ class Commits(Coordinators):
         self,
         offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
         *,
-        before_attempt: Callable[[], None] | None = None,
+        before_attempt: Callable[[], float | None] | None = None,
     ) -> dict[str, dict[TP, str | None]]:
         """Admin OffsetCommits for many groups, pipelined per coordinator; per group and partition the
         error name or None. Each group is one request, so the broker accepts or rejects it whole.
@@ -61,8 +61,10 @@ class Commits(Coordinators):
         After a transient failure only the groups without an answer are sent again (the same
         offsets: a commit that reached the broker before the answer was lost changes nothing the
         second time). When the attempts run out, ``CommitInterruptedError`` carries what was answered.
-        ``before_attempt`` runs before each attempt (the writer's fence: its lock still held); when it
-        raises after an attempt was sent, ``CommitInterruptedError`` carries what was answered then.
+        ``before_attempt`` runs before each attempt (the writer's fence: its lock still held) and may
+        return the seconds the attempt may take (its lease's deadline): the attempt's requests then time
+        out by then, if that is sooner than the request timeout; when it raises after an attempt was sent,
+        ``CommitInterruptedError`` carries what was answered then.
         """
 
         def build(batch: Sequence[str]) -> list[tuple[str, Any]]:
@@ -72,8 +74,9 @@ class Commits(Coordinators):
         remaining = [group for group, offsets in offsets_by_group.items() if offsets]
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
-            _fence(before_attempt, attempt, result, remaining)
-            answers, failure = self._commit_round(remaining, build)
+            deadline_s = _fence(before_attempt, attempt, result, remaining)
+            timeout_ms = self._request_ms if deadline_s is None else min(self._request_ms, int(deadline_s * 1000))
+            answers, failure = self._commit_round(remaining, build, max(1, timeout_ms))
             moved = [group for group, response in answers if protocol.coordinator_moved(response) is not None]
             if moved:  # not committed: sent again with the unanswered ones
                 self._forget_coordinators(moved)
@@ -91,7 +94,7 @@ class Commits(Coordinators):
         return result
 
     def _commit_round(
-        self, groups: Sequence[str], build: Any
+        self, groups: Sequence[str], build: Any, timeout_ms: int
     ) -> tuple[list[tuple[Any, Any]], ClusterUnreachableError | None]:
         """One attempt at every group, spread over the commit lanes (each its own connection, sent
         together): what was answered, and the first failure if a lane failed."""
@@ -102,7 +105,14 @@ class Commits(Coordinators):
         def send(i: int) -> ClusterUnreachableError | None:
             try:
                 self._per_coordinator(
-                    "committing offsets", shares[i], 1, build, answers=answered[i], retry=False, lane=lanes[i]
+                    "committing offsets",
+                    shares[i],
+                    1,
+                    build,
+                    answers=answered[i],
+                    retry=False,
+                    lane=lanes[i],
+                    timeout_ms=timeout_ms,
                 )
             except ClusterUnreachableError as error:
                 return error
@@ -116,13 +126,16 @@ class Commits(Coordinators):
         return [pair for share in answered for pair in share], next((f for f in failures if f), None)
 
 
-def _fence(before_attempt: Callable[[], None] | None, attempt: int, answered: dict[str, Any], rest: list[str]) -> None:
-    """The writer's check before an attempt; raised after a first attempt, it carries what was answered
-    and which groups may or may not have been written (as a cluster that stopped answering does)."""
+def _fence(
+    before_attempt: Callable[[], float | None] | None, attempt: int, answered: dict[str, Any], rest: list[str]
+) -> float | None:
+    """The writer's check before an attempt, and the deadline it gives; raised after a first attempt, it
+    carries what was answered and which groups may or may not have been written (as a cluster that
+    stopped answering does)."""
     if before_attempt is None:
-        return
+        return None
     try:
-        before_attempt()
+        return before_attempt()
     except OffsetRestoreError as error:
         if attempt == 1:
             raise

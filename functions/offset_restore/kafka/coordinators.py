@@ -36,6 +36,7 @@ class Coordinators(Calls):
         answers: list[tuple[Any, Any]] | None = None,
         retry: bool = True,
         lane: KafkaAdminClient | None = None,
+        timeout_ms: int | None = None,
     ) -> list[tuple[Any, Any]]:
         """Send the ``(tag, request)`` pairs of ``build(batch)`` for batches of groups to their
         coordinators; returns ``(tag, response)`` pairs in any order (also into ``answers`` as they
@@ -45,7 +46,7 @@ class Coordinators(Calls):
         the next batch while this process decodes the last one.
         """
         admin = lane or self._admin
-        manager, timeout = internals.manager(admin), self._request_ms
+        manager, timeout = internals.manager(admin), timeout_ms or self._request_ms
 
         async def send_all() -> list[tuple[Any, Any]]:
             coordinators = await internals.find_coordinators(admin, group_ids)
