@@ -130,7 +130,7 @@ def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None
     status, _, err = unlock("--stack", "prod", "--lock-table", table)
     assert status == 2 and "drop --lock-table" in err
     status, _, err = unlock("--lock-table", table)
-    assert status == 2 and "give --stack ENV, or --target-cluster" in err
+    assert status == 2 and "give --stack ENV, or --target-cluster NAME or --cluster-id ID" in err
     assert TargetLock(table, boto3.client("dynamodb", region_name=region), "prod-dr", "x").holder() is not None
     status, out, _ = unlock("--stack", "offset-restore-prod", "--owner", "arn:exec:1")
     assert status == 0 and "broke the lock of target cluster prod-dr" in out

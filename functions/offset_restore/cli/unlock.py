@@ -42,6 +42,8 @@ def register(commands: Commands) -> None:
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    if args.stack is None and args.lock_table and not (args.target_cluster or args.cluster_id):
+        raise BadInputError("give --stack ENV, or --target-cluster NAME or --cluster-id ID with --lock-table")
     if args.stack is None and args.cluster_id is not None:
         from_stack(args, {"lock_table": "LockTableName"})
     else:
