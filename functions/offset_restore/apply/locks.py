@@ -115,8 +115,8 @@ class TargetLock:
         return self._keys()[0]
 
     def acquire(self, now: float | None = None) -> None:
-        """Take the lock (in one transaction with the check that no other run holds it under the name),
-        record its id beside the name, and move a lock of this run's from the name."""
+        """Record the cluster's id beside its name, take the lock (in one transaction with the check that
+        no other run holds it under the name), and move a lock of this run's from the name."""
         now = time.time() if now is None else now
         free = "attribute_not_exists(pk) OR expires_at < :now OR #owner = :me"
         names = {"#owner": "owner"}
@@ -135,12 +135,14 @@ class TargetLock:
         ]
         for entry in (put, *checks):
             next(iter(entry.values())).update(ExpressionAttributeNames=names, ExpressionAttributeValues=values)
-        if not _transact(self.client, [put, *checks]):
-            self._refuse()
+        # The name's pointer first (a fact about the cluster, whoever holds it): a lock taken is always
+        # findable by the name, even when this call fails after the transaction.
         self.client.put_item(
             TableName=self.table,
             Item={"pk": {"S": lock_name_pk(self.name)}, "sk": {"S": LOCK_SK}, "cluster_id": {"S": self.cluster}},
         )
+        if not _transact(self.client, [put, *checks]):
+            self._refuse()
         for key in self._keys()[1:]:  # the earlier version's lock, once this run's or expired, is gone
             conditional_write(
                 self.client.delete_item,
