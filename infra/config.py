@@ -242,6 +242,11 @@ class EnvironmentConfig(BaseModel):
     """CloudWatch alarms whose ALARM state starts a run (a failover)."""
     failover_mode: Literal["plan", "apply"] = Field(default="plan", alias="failoverMode")
     """What an alarm-triggered run does: only plan (default), or plan and commit."""
+    approval: Literal["never", "alarm", "always"] = Field(default="never", alias="approval")
+    """Which runs wait for a person's approval after their plan and before they write: none, those the
+    failover alarm starts, or every apply and migrate (docs/aws.md "The approval gate")."""
+    approval_timeout_minutes: int = Field(default=60, ge=1, le=10_080, alias="approvalTimeoutMinutes")
+    """How long the gate waits for an answer; then the run ends with nothing written and its lock released."""
     drill_schedule: str | None = Field(default=None, alias="drillSchedule")
     """A schedule for plan-only runs that report what a failover would do now."""
     notification_emails: list[str] = Field(default_factory=list, alias="notificationEmails")

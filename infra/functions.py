@@ -17,6 +17,8 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from offset_restore.apply.locks import LAMBDA_TIMEOUT_S
 from offset_restore.workflow.environment import (
+    APPROVAL,
+    APPROVAL_TIMEOUT_S,
     NAMESPACE,
     POWERTOOLS_METRICS_NAMESPACE,
     POWERTOOLS_SERVICE_NAME,
@@ -24,6 +26,7 @@ from offset_restore.workflow.environment import (
     SERVICE,
     SNAPSHOT_BUCKET,
     SOURCE,
+    STACK_NAME,
     TABLE_NAME,
     TARGET,
     TOPIC_ARN,
@@ -65,7 +68,19 @@ class Functions:
         bucket_env = {RESTORE_BUCKET: storage.bucket.bucket_name}
         # The names are workflow.environment's, the ones the functions' settings models read.
         environments = {
-            "Validate": {SOURCE.name: config.source.name, TARGET.name: config.target.name},
+            "Validate": {
+                SOURCE.name: config.source.name,
+                TARGET.name: config.target.name,
+                APPROVAL: config.approval,
+                APPROVAL_TIMEOUT_S: str(config.approval_timeout_minutes * 60),
+            },
+            # The approval gate: its question in the table, the lock it holds while it waits, the topic it asks on.
+            "Gate": {
+                **table_env,
+                TARGET.name: config.target.name,
+                TOPIC_ARN: storage.topic.topic_arn,
+                STACK_NAME: stack.stack_name,
+            },
             # The lock is keyed by the id the target's brokers report: its acquire connects to them.
             "Lock": {**target_env, **table_env},
             "Prepare": {**table_env, **bucket_env},
@@ -110,11 +125,12 @@ class Functions:
         bucket.grant_read_write(tasks["Report"])
         bucket.grant_read_write(tasks["Source"])  # the final snapshot
         # Prepare records the run's input (META); CheckEmpty and Source renew the run's lock at every poll.
-        for name in ("Lock", "Prepare", "Translate", "CheckEmpty", "Commit", "Source"):
+        for name in ("Lock", "Prepare", "Translate", "CheckEmpty", "Commit", "Source", "Gate"):
             table.grant_read_write_data(tasks[name])
         for name in ("Summarize", "Report"):
             table.grant_read_data(tasks[name])
         storage.topic.grant_publish(tasks["Report"])
+        storage.topic.grant_publish(tasks["Gate"])
 
     def _network(self, environment: dict[str, str]) -> dict[str, object]:
         """The network of the cluster the function talks to: the snapshot and a migration's Source steps

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.stores.keys import report_document
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.workflow.approval import with_approval_record
 from offset_restore.workflow.environment import REPORT_FAILED
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.report import ReportBuilder, notification
@@ -45,6 +46,7 @@ def _report(event: dict[str, Any]) -> dict[str, Any]:
     restore_id = str(request.run.get("restore_id", "unknown"))
     logger.append_keys(restore_id=restore_id)
     run = {**request.run, **({"error": request.error} if request.error else {})}
+    run = with_approval_record(run, settings.table, boto3.client("dynamodb"), request.execution)
     timeline = read_timeline(boto3.client("stepfunctions"), request.execution) if request.execution else []
     report = ReportBuilder(run, request.outcome, timeline)
     if request.run:

@@ -15,6 +15,7 @@ __all__ = [
     "ApplyRequest",
     "BatchRequest",
     "CheckRequest",
+    "GateRequest",
     "LockRequest",
     "PrepareRequest",
     "ReportRequest",
@@ -135,6 +136,16 @@ class ReportRequest(BaseModel):
     error: dict[str, Any] | None = None
     execution: str | None = None
     """The execution's ARN: its history gives the report's timeline."""
+
+
+class GateRequest(BaseModel):
+    """The approval gate's task (a ``waitForTaskToken`` invocation): the run's state and its token."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    run: dict[str, Any]
+    token: str = Field(min_length=1)
+    execution: str = Field(min_length=1)
 
 
 def parse(model: type[Model], event: dict[str, Any], step: str) -> Model:

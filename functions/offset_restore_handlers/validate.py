@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.workflow.observability import logger, tracer
 from offset_restore.workflow.settings import ValidateSettings
-from offset_restore.workflow.steps import validate_input
+from offset_restore.workflow.steps import gate, validate_input
 
 
 @tracer.capture_lambda_handler
@@ -24,8 +24,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         raise BadInputError("invalid execution input: it must be a JSON object")
     name = event.get("execution_name")
     run = validate_input({**raw, "execution_name": name if isinstance(name, str) else None}, settings.defaults())
+    run = gate(run, raw, settings.approval, settings.approval_timeout_s)
     logger.append_keys(restore_id=run.restore_id)
-    logger.info("run validated", extra={"mode": run.mode})
+    logger.info("run validated", extra={"mode": run.mode, "approval": run.approval.required})
     # Loop counters the state machine carries from state to state (JSONPath has no variables).
     return {
         **run.model_dump(mode="json"),

@@ -20,6 +20,7 @@ TASK_HANDLERS: dict[str, str] = {
     "Commit": "offset_restore_handlers.commit.handler",
     "Report": "offset_restore_handlers.report.handler",
     "Source": "offset_restore_handlers.source.handler",
+    "Gate": "offset_restore_handlers.gate.handler",
 }
 """Function name (as the state machine names it) -> handler, for every Task state."""
 
@@ -42,6 +43,7 @@ MEMORY_MB: dict[str, int] = {
     "Report": ONE_VCPU_MB,
     "Snapshot": ONE_VCPU_MB,
     "Source": ONE_VCPU_MB,
+    "Gate": 512,
 }
 """Each function's memory. The functions whose work grows with the restore get a whole vCPU: their
 work is CPU in Python (decoding records, building documents), and at 1,024 or 512 MB it ran 1.7x or

@@ -106,6 +106,7 @@ def test_each_kafka_function_runs_in_the_network_of_the_cluster_it_talks_to(app:
     assert {name: found[name] for name in on_target} == dict.fromkeys(on_target, target)
     assert {name for name, config in found.items() if config is None} == {
         "Validate",
+        "Gate",
         "Prepare",
         "Summarize",
         "Report",

@@ -152,6 +152,7 @@ REQUIRED = {
     "Report": "RESTORE_BUCKET, TABLE_NAME not set",
     "Snapshot": "SNAPSHOT_BUCKET not set",
     "Source": "SNAPSHOT_BUCKET, TABLE_NAME, TARGET_CLUSTER_NAME not set",
+    "Gate": "TABLE_NAME, TARGET_CLUSTER_NAME not set",
 }
 
 

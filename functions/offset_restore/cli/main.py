@@ -17,6 +17,7 @@ from typing import TextIO
 
 from offset_restore.cli import (
     apply,
+    approve,
     demo,
     migrate,
     plan,
@@ -37,7 +38,7 @@ from offset_restore.terminal import printable_line
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = (snapshot, plan, apply, migrate, rollback, unlock, start, status, report, snapshots, demo)
+COMMANDS = (snapshot, plan, apply, migrate, rollback, unlock, start, approve, status, report, snapshots, demo)
 """In the order ``--help`` lists them: the restore's path first, then the deployed workflow's."""
 
 

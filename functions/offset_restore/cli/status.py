@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from typing import TextIO
 
 from offset_restore.cli.arguments import Commands
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.terminal import printable_line
 from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.workflow.approval import waiting
 from offset_restore.workflow.executions import run_status
 
 __all__ = ["register", "run"]
@@ -26,7 +28,13 @@ def register(commands: Commands) -> None:
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from_stack(args, {"table": "LockTableName"})
-    status = run_status(MappingStore(args.table, aws_client(args, "dynamodb")), args.restore_id)
+    dynamodb = aws_client(args, "dynamodb")
+    gate = waiting(args.table, dynamodb, args.restore_id)
+    if gate is not None and not args.json:  # the approval gate first: a run waiting there has no mappings written
+        out.write(printable_line(f"Restore {args.restore_id}: {gate[0].phrase(time.time())}") + "\n")
+    status = run_status(MappingStore(args.table, dynamodb), args.restore_id)
+    if gate is not None:
+        status["approval"] = gate[0].phrase(time.time())
     needs = 3 if status["attention"] else 0  # as start's: a run with something left is not done
     if args.json:
         out.write(json.dumps(status, indent=2) + "\n")

@@ -5,6 +5,7 @@ of the lock and of a restore tool's progress, and the restore's S3 folder. Snaps
 from __future__ import annotations
 
 __all__ = [
+    "APPROVAL_SK",
     "COMMIT_IDEMPOTENCY_KEY_PREFIX",
     "COMMIT_IDEMPOTENCY_PK",
     "COMPLETE_SK",
@@ -26,6 +27,8 @@ __all__ = [
 
 META_SK = "META"
 """The restore's recorded input (``runs``)."""
+APPROVAL_SK = "APPROVAL"
+"""The approval gate's question and its answer (``workflow.approval``)."""
 MAPPING_PREFIX = "MAP#"
 LOCK_SK = "LOCK"
 COMMIT_IDEMPOTENCY_PK = "IDEMPOTENCY#commit"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "APPROVAL",
+    "APPROVAL_TIMEOUT_S",
     "DEFAULT_MODE",
     "KAFKA_CONNECT_TIMEOUT_S",
     "KAFKA_RETRIES",
@@ -26,6 +28,7 @@ __all__ = [
     "SNAPSHOT_BUCKET",
     "SNAPSHOT_PREFIX",
     "SOURCE",
+    "STACK_NAME",
     "TABLE_NAME",
     "TARGET",
     "TOPIC_ARN",
@@ -44,6 +47,13 @@ TOPIC_ARN = "TOPIC_ARN"
 """The notification topic the Report function publishes each run's summary to."""
 DEFAULT_MODE = "DEFAULT_MODE"
 """The mode of an execution whose input names none (Validate)."""
+APPROVAL = "APPROVAL"
+"""Which runs wait for a person's approval before they write (Validate): ``never``, ``alarm`` (the runs the
+failover alarm starts) or ``always`` (every apply and migrate)."""
+STACK_NAME = "STACK_NAME"
+"""The deployment's stack, named in what the approval gate asks (``--stack``)."""
+APPROVAL_TIMEOUT_S = "APPROVAL_TIMEOUT_S"
+"""How long the gate waits for an answer before the run ends with nothing written (Validate)."""
 KAFKA_CONNECT_TIMEOUT_S = "KAFKA_CONNECT_TIMEOUT_S"
 """The Kafka clients' connect and request timeout, in seconds."""
 KAFKA_RETRIES = "KAFKA_RETRIES"
@@ -93,6 +103,8 @@ LEFT_TO_DEFAULTS = frozenset(
         KAFKA_RETRIES,
         SNAPSHOT_PREFIX,
         DEFAULT_MODE,
+        APPROVAL,
+        APPROVAL_TIMEOUT_S,
         SOURCE.sasl_secret_arn,
         TARGET.sasl_secret_arn,
     }

@@ -42,7 +42,17 @@ from offset_restore.workflow.report_model import (
     Timings,
     Wait,
 )
-from offset_restore.workflow.report_text import ADVICE, ATTENTION, NEXT, SAFE, done, glance, headline_text, ready_title
+from offset_restore.workflow.report_text import (
+    ADVICE,
+    ATTENTION,
+    NEXT,
+    SAFE,
+    approval_phrase,
+    done,
+    glance,
+    headline_text,
+    ready_title,
+)
 from offset_restore.workflow.report_timeline import Phase
 
 __all__ = [
@@ -181,12 +191,16 @@ class ReportBuilder:
         outcome = effective_outcome(self.outcome, {s: [f.group for f in a.groups] for s, a in attention.items()}, run)
         head = _headline(self.tally, facts, run if outcome.startswith("rolled back") else None)
         work, now = run.get("work"), datetime.now(UTC)
+        approval = approval_phrase(run)
+        said = headline_text(head, outcome, facts.lost_partitions)
+        if outcome == "not approved":  # what was asked, and that nothing of it was written
+            said = f"{approval}. The plan it asked about: {said}"
         return Report(
             restore_id=run.get("restore_id"),
             outcome=outcome,
             created_at=now,
             headline=head,
-            headline_text=headline_text(head, outcome, facts.lost_partitions),
+            headline_text=said,
             glance=glance(head, outcome),
             summary=summary,
             cards=_cards(facts),
@@ -201,6 +215,7 @@ class ReportBuilder:
             inputs=_inputs(run),
             charts=_charts(facts, summary),
             input=run,
+            approval=approval,
         )
 
     def documents(self) -> Iterator[tuple[str, bytes]]:

@@ -50,6 +50,7 @@ def _document(report: Report) -> dict[str, Any]:
             {"phase": p.name, "start_s": p.start_s, "seconds": p.seconds, "waited_for": p.waited_for}
             for p in report.timeline
         ],
+        "approval": report.approval,
         "input": report.input,
     }
 

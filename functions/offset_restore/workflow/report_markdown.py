@@ -31,6 +31,7 @@ def _top(report: Report) -> list[str]:
         "",
         f"**{report.headline_text}**",
         "",
+        *([f"Approval: {_md(report.approval)}.", ""] if report.approval else []),
         f"Snapshot {_md(str(report.snapshot_id or '-'))}" + (f" ({age.phrase})" if age else "") + ".",
         f"Partitions by status: {statuses}. Run: {report.timings.phrase()}.",
         "",

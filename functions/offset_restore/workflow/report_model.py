@@ -235,6 +235,8 @@ class Report:
     charts: Charts
     input: Mapping[str, Any]
     """The run as the report step received it (report.json's ``input``)."""
+    approval: str | None = None
+    """What the run's approval gate decided, by whom and when (``report_text.approval_phrase``)."""
 
 
 class Notification(NamedTuple):

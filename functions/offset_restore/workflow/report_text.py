@@ -4,10 +4,25 @@ page, the Markdown and the SNS message say the same thing in the same words."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from offset_restore.workflow.report_facts import CARDS
 from offset_restore.workflow.report_model import Headline, counted
 
-__all__ = ["ADVICE", "ATTENTION", "NEXT", "SAFE", "done", "done_phrase", "glance", "headline_text", "ready_title"]
+__all__ = [
+    "ADVICE",
+    "ATTENTION",
+    "NEXT",
+    "NOTHING_WRITTEN",
+    "SAFE",
+    "approval_phrase",
+    "done",
+    "done_phrase",
+    "glance",
+    "headline_text",
+    "ready_title",
+]
 
 ADVICE = {
     "pending": "The restore has not reached these records yet. Run again when it has: the same restore_id "
@@ -83,22 +98,47 @@ NEXT = {
 SAFE = "Safe to start consumers"
 
 
+NOTHING_WRITTEN = ("planned", "not approved")
+"""Outcomes of runs that wrote nothing by design: a plan, and an apply its approval gate did not let through."""
+
+
 def done(outcome: str) -> str:
     """The status a partition has once the run did its part."""
-    return "mapped" if outcome == "planned" else "committed"
+    return "mapped" if outcome in NOTHING_WRITTEN else "committed"
+
+
+def approval_phrase(run: Mapping[str, Any]) -> str | None:
+    """What the run's approval gate decided, by whom and when; None for a run without a gate."""
+    gate = run.get("approval")
+    if not isinstance(gate, dict) or not gate.get("required"):
+        return None
+    answer, refusal, record = gate.get("answer"), gate.get("refusal"), gate.get("record")
+    if isinstance(record, dict) and record.get("answered_by"):  # the table's record: what approve/deny wrote
+        why = f": {record['reason']}" if record.get("reason") else ""
+        said = f"{record.get('status')} by {record['answered_by']} at {record.get('answered_at')}{why}"
+        return said if record.get("status") == "approved" else f"not approved: {said}; nothing was written"
+    if isinstance(answer, dict):
+        if answer.get("approved_by"):
+            return f"approved by {answer['approved_by']} at {answer.get('approved_at', '?')}"
+        return "approved from outside offset-restore (the console or the API: CloudTrail's SendTaskSuccess names who)"
+    if isinstance(refusal, dict):
+        if refusal.get("Error") == "States.Timeout":
+            return f"not approved: nobody answered within {gate.get('timeout_seconds')} s; nothing was written"
+        return f"not approved: {refusal.get('Cause') or refusal.get('Error')}; nothing was written"
+    return "waiting for approval"
 
 
 def ready_title(outcome: str) -> str | None:
     """What the groups the run did its part for are: safe to start after an apply, ready to apply
     after a plan (nothing is written: started now, consumers would begin from their reset policy); a
     rollback's report has no such list."""
-    if outcome == "planned":
+    if outcome in NOTHING_WRITTEN:
         return "Ready to apply (nothing is written yet)"
     return None if outcome.startswith("rolled back") else SAFE
 
 
 def done_phrase(outcome: str) -> str:
-    if outcome == "planned":
+    if outcome in NOTHING_WRITTEN:
         return "ready to apply (nothing written)"
     return "still at the run's offsets" if outcome.startswith("rolled back") else "restored, safe to start"
 

@@ -34,6 +34,8 @@ PHASES = {
     "PendingChoice": "translate",
     "WaitForRestore": "waiting for the restore",
     "ModeChoice": "translate",
+    "GateChoice": "translate",
+    "AwaitApproval": "waiting for approval",
     "CheckEmpty": "waiting for groups",
     "EmptyChoice": "waiting for groups",
     "WaitForEmpty": "waiting for groups",
@@ -43,6 +45,7 @@ PHASES = {
     "ReportPlan": "report",
     "ReportApply": "report",
     "ReportRollback": "report",
+    "ReportNotApproved": "report",
 }
 """Each state's phase (a state not named here is its own phase)."""
 NAMED = 5

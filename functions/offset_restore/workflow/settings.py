@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Self
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 from pydantic.fields import FieldInfo
@@ -23,6 +23,8 @@ from offset_restore.kafka.connection import ConnectionSettings, SaslMechanism, S
 from offset_restore.stores.keys import restore_folder
 from offset_restore.stores.storage import BlobStore, S3Store
 from offset_restore.workflow.environment import (
+    APPROVAL,
+    APPROVAL_TIMEOUT_S,
     DEFAULT_MODE,
     KAFKA_CONNECT_TIMEOUT_S,
     KAFKA_RETRIES,
@@ -30,6 +32,7 @@ from offset_restore.workflow.environment import (
     SNAPSHOT_BUCKET,
     SNAPSHOT_PREFIX,
     SOURCE,
+    STACK_NAME,
     TABLE_NAME,
     TARGET,
     TOPIC_ARN,
@@ -44,6 +47,7 @@ __all__ = [
     "Cluster",
     "ClusterSettings",
     "FunctionSettings",
+    "GateSettings",
     "LockSettings",
     "PrepareSettings",
     "ReportSettings",
@@ -222,15 +226,19 @@ class SourceSettings(FunctionSettings):
 
 
 class ValidateSettings(FunctionSettings):
-    """The defaults of an execution input: the deployment's clusters, and a mode if one is configured."""
+    """The defaults of an execution input: the deployment's clusters, and a mode if one is configured;
+    and the approval gate's policy (which runs wait for a person before they write, and how long)."""
 
     source_cluster: Annotated[str | None, Variable(SOURCE.name)] = None
     target_cluster: Annotated[str | None, Variable(TARGET.name)] = None
     mode: Annotated[str | None, Variable(DEFAULT_MODE)] = None
+    approval: Annotated[Literal["never", "alarm", "always"], Variable(APPROVAL)] = "never"
+    approval_timeout_s: Annotated[int, Variable(APPROVAL_TIMEOUT_S), Field(ge=60, le=7 * 86_400)] = 3_600
 
     def defaults(self) -> dict[str, str]:
         """The input fields these fill in where the input gives none (only the ones that are set)."""
-        return {key: value for key, value in self.model_dump().items() if value}
+        fields = ("source_cluster", "target_cluster", "mode")
+        return {key: value for key, value in self.model_dump(include=set(fields)).items() if value}
 
 
 class LockSettings(FunctionSettings):
@@ -279,6 +287,16 @@ class ApplySettings(FunctionSettings):
     def restore_folder(self, restore_id: str, s3: S3Client) -> BlobStore | None:
         """The restore's folder (its commit index), or None when the function has no bucket."""
         return _folder(self.bucket, restore_id, s3)
+
+
+class GateSettings(FunctionSettings):
+    """The approval gate: the table of its question and of the lock it holds while it waits, the
+    deployment's target (the lock's name), the topic it asks on and the stack an answer names."""
+
+    table: Annotated[str, Variable(TABLE_NAME)]
+    target_cluster: Annotated[str, Variable(TARGET.name)]
+    topic_arn: Annotated[str | None, Variable(TOPIC_ARN)] = None
+    stack_name: Annotated[str | None, Variable(STACK_NAME)] = None
 
 
 class ReportSettings(FunctionSettings):

@@ -26,8 +26,10 @@ from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe
 
 __all__ = [
+    "ApprovalSettings",
     "RunInput",
     "Summary",
+    "gate",
     "prepare_work",
     "resolved_input",
     "summarize",
@@ -43,6 +45,16 @@ class WaitSettings(BaseModel):
 
     timeout_seconds: int = Field(default=WAIT_TIMEOUT_S, ge=0, le=86_400)
     interval_seconds: int = Field(default=15, ge=1, le=3_600)
+
+
+class ApprovalSettings(BaseModel):
+    """The approval gate of a run (docs/aws.md): whether it waits for a person after its plan and before
+    it writes, and how long (then it ends with nothing written)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    required: StrictBool = False
+    timeout_seconds: int = Field(default=3_600, ge=1, le=7 * 86_400)
 
 
 class RunInput(PlanSettings):
@@ -70,6 +82,8 @@ class RunInput(PlanSettings):
     group, so one group's fix does not rewind the others."""
     trigger: dict[str, Any] | None = None
     """What started the run (an alarm, a drill schedule), as the EventBridge rule describes it."""
+    approval: ApprovalSettings = Field(default_factory=ApprovalSettings)
+    """The gate before the commit: set by the deployment's policy (``gate``), or asked for by the input."""
     pending_retries: int = Field(default=3, ge=0, le=100)
     pending_interval_seconds: int = Field(default=60, ge=1, le=3_600)
 
@@ -113,6 +127,25 @@ class RunInput(PlanSettings):
         except BadInputError as error:
             raise ValueError(str(error)) from None
         return value
+
+
+def gate(run: RunInput, event: Mapping[str, Any], policy: str, timeout_s: int) -> RunInput:
+    """The run with the deployment's approval policy applied: ``always`` gates every apply and migrate,
+    ``alarm`` those the failover alarm started (its rule's ``trigger`` names the alarm), ``never`` none
+    (an input may still ask for the gate). An input that turns off a gate the policy sets is refused."""
+    writes = run.mode in ("apply", "migrate")
+    alarm = bool(isinstance(run.trigger, dict) and run.trigger.get("alarm"))
+    if not (writes and (policy == "always" or (policy == "alarm" and alarm))):
+        return run
+    asked = event.get("approval")
+    if isinstance(asked, dict) and asked.get("required") is False:
+        started = "alarm-started runs" if policy == "alarm" else "every apply and migrate"
+        raise BadInputError(
+            f"invalid execution input: approval.required false, but this deployment gates {started} (its "
+            "approval setting): leave approval out, or change the setting"
+        )
+    timeout = run.approval.timeout_seconds if isinstance(asked, dict) and "timeout_seconds" in asked else timeout_s
+    return run.model_copy(update={"approval": ApprovalSettings(required=True, timeout_seconds=timeout)})
 
 
 def validate_input(event: Mapping[str, Any], defaults: Mapping[str, Any]) -> RunInput:
