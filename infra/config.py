@@ -270,6 +270,16 @@ class EnvironmentConfig(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _gate_ends_before_the_run(self) -> EnvironmentConfig:
+        """A gate that outlasts the execution would end the run as timed out, not as not approved."""
+        if self.approval != "never" and self.approval_timeout_minutes >= self.execution_timeout_minutes:
+            raise ValueError(
+                f"approvalTimeoutMinutes ({self.approval_timeout_minutes}) must be below executionTimeoutMinutes "
+                f"({self.execution_timeout_minutes}): the run would time out while its gate waits"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _rpo_is_known(self) -> EnvironmentConfig:
         self.rpo_minutes()  # a schedule of unknown interval without snapshotMaxAgeMinutes is refused here
         return self

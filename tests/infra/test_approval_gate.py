@@ -69,3 +69,8 @@ def test_the_deployed_definition_waits_on_a_task_token_for_the_gate() -> None:
 def test_an_unknown_approval_setting_is_refused_at_synth() -> None:
     with pytest.raises(SystemExit, match="approval"):
         build_app(context_with(approval="sometimes"))
+
+
+def test_a_gate_that_would_outlast_the_run_is_refused_at_synth() -> None:
+    with pytest.raises(SystemExit, match=r"approvalTimeoutMinutes \(720\) must be below executionTimeoutMinutes"):
+        build_app(context_with(approval="alarm", approvalTimeoutMinutes=720))
