@@ -94,6 +94,13 @@ class ClusterConfig(BaseModel):
     )
     """The customer-managed KMS key of the SCRAM secret (MSK accepts no other): the functions may decrypt
     with it; without it, the key's own policy must allow their roles."""
+    tls_secret_arn: str | None = Field(default=None, alias="tlsSecretArn")
+    """Mutual TLS (auth ``tls``, MSK's port 9094 with client authentication): a Secrets Manager secret
+    ``{"certificate": PEM chain, "private_key": PEM, "ca": PEM (optional)}`` the functions present."""
+    tls_secret_key_arn: str | None = Field(
+        default=None, alias="tlsSecretKeyArn", pattern=r"^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key/[0-9a-f-]+$"
+    )
+    """That secret's customer-managed KMS key, if it has one (decrypt through Secrets Manager only)."""
     network: NetworkConfig | None = None
     """The VPC of the functions that talk to this cluster; the environment's vpcId/... if not set."""
 
@@ -110,7 +117,17 @@ class ClusterConfig(BaseModel):
             raise ValueError(f"cluster {self.name}: auth 'iam' needs the cluster 'arn' to scope permissions")
         if self.auth == "scram" and not self.scram_secret_arn:
             raise ValueError(f"cluster {self.name}: auth 'scram' needs 'scramSecretArn'")
+        if self.tls_secret_arn and self.auth != "tls":
+            raise ValueError(
+                f"cluster {self.name}: 'tlsSecretArn' (a client certificate) is for auth 'tls' (MSK's port 9094), "
+                f"not '{self.auth}'"
+            )
         return self
+
+    @property
+    def has_secret(self) -> bool:
+        """Whether the functions read a secret of this cluster (SCRAM credentials, a client certificate)."""
+        return bool(self.scram_secret_arn or self.tls_secret_arn)
 
     @property
     def hosts(self) -> list[str]:
@@ -171,6 +188,8 @@ class ClusterConfig(BaseModel):
         }
         if self.scram_secret_arn:
             variables[names.sasl_secret_arn] = self.scram_secret_arn
+        if self.tls_secret_arn:
+            variables[names.tls_secret_arn] = self.tls_secret_arn
         return variables
 
 

@@ -170,7 +170,7 @@ class Functions:
 
     def _grant_kafka(self, function: lambda_.Function, cluster: ClusterConfig, actions: tuple[str, ...]) -> None:
         """MSK IAM actions scoped to the cluster's own ARNs (its topics and its groups)."""
-        self._grant_scram(function, cluster)
+        self._grant_secrets(function, cluster)
         if cluster.auth != "iam" or not cluster.arn:
             return
         function.add_to_role_policy(
@@ -190,19 +190,23 @@ class Functions:
             )
 
     @staticmethod
-    def _grant_scram(function: lambda_.Function, cluster: ClusterConfig) -> None:
-        """The SCRAM secret, and its key for decryption through Secrets Manager (of the secret's region) only."""
-        if not cluster.scram_secret_arn:
-            return
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[cluster.scram_secret_arn])
-        )
-        if cluster.scram_secret_key_arn:
-            region = cluster.scram_secret_arn.split(":")[3]
-            function.add_to_role_policy(
-                iam.PolicyStatement(
-                    actions=["kms:Decrypt"],
-                    resources=[cluster.scram_secret_key_arn],
-                    conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}},
+    def _grant_secrets(function: lambda_.Function, cluster: ClusterConfig) -> None:
+        """The cluster's secrets (SCRAM credentials, a client certificate), and their keys for decryption
+        through Secrets Manager (of the secret's region) only."""
+        for secret, key in (
+            (cluster.scram_secret_arn, cluster.scram_secret_key_arn),
+            (cluster.tls_secret_arn, cluster.tls_secret_key_arn),
+        ):
+            if not secret:
+                continue
+            read = iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secret])
+            function.add_to_role_policy(read)
+            if key:
+                region = secret.split(":")[3]
+                function.add_to_role_policy(
+                    iam.PolicyStatement(
+                        actions=["kms:Decrypt"],
+                        resources=[key],
+                        conditions={"StringEquals": {"kms:ViaService": f"secretsmanager.{region}.amazonaws.com"}},
+                    )
                 )
-            )

@@ -97,14 +97,15 @@ class Networks:
                 route_table_ids=route_tables,
             )
             created.append(service)
-        if any(cluster.auth == "scram" for _, cluster in users):
+        if any(cluster.has_secret for _, cluster in users):
             self._secrets_manager(vpc_id, suffix, users)
             created.append("secretsmanager")
         return created
 
     def _secrets_manager(self, vpc_id: str, suffix: str, users: list[tuple[NetworkConfig, ClusterConfig]]) -> None:
-        """An interface endpoint in the subnets of a SCRAM cluster's network (one subnet per zone), reachable
-        on 443 from every security group of the functions in this VPC (its private DNS name serves them all)."""
+        """An interface endpoint in the subnets of the network of a cluster with a secret (SCRAM credentials,
+        a client certificate; one subnet per zone), reachable on 443 from every security group of the
+        functions in this VPC (its private DNS name serves them all)."""
         sources = sorted({group for network, _ in users for group in network.security_group_ids})
         group = ec2.CfnSecurityGroup(
             self.stack,
@@ -117,7 +118,7 @@ class Networks:
                     from_port=443,
                     to_port=443,
                     source_security_group_id=source,
-                    description="the Kafka functions read their SCRAM secret",
+                    description="the Kafka functions read their cluster's secret",
                 )
                 for source in sources
             ],
@@ -129,6 +130,6 @@ class Networks:
             service_name=f"com.amazonaws.{self.config.region}.secretsmanager",
             vpc_endpoint_type="Interface",
             private_dns_enabled=True,
-            subnet_ids=list(next(network for network, cluster in users if cluster.auth == "scram").subnet_ids),
+            subnet_ids=list(next(network for network, cluster in users if cluster.has_secret).subnet_ids),
             security_group_ids=[group.attr_group_id],
         )

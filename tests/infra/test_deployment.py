@@ -345,3 +345,41 @@ def test_none_turns_a_schedule_off_and_null_cannot_be_relied_on() -> None:
     raw["snapshotSchedule"] = None
     t = Template.from_stack(stack_of(only("dev", raw), "dev"))  # what null turns into: the default
     assert t.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": "rate(1 hour)"}})
+
+
+TLS_SECRET = "arn:aws:secretsmanager:eu-central-1:222222222222:secret:dr-client-certificate-AbCdEf"
+
+
+def test_a_mutual_tls_cluster_hands_its_functions_the_client_certificate_secret_and_nothing_more() -> None:
+    """auth tls on MSK's port 9094 with tlsSecretArn: the target's functions get the secret's ARN under
+    the name their settings read, may read that secret alone, and reach Secrets Manager from the VPC;
+    the source's functions get neither. A client certificate on another auth is refused at synth."""
+    raw = environment("prod")
+    raw["target"].update(
+        {
+            "bootstrapServers": "b-1.dr.def456.c3.kafka.eu-central-1.amazonaws.com:9094",
+            "auth": "tls",
+            "tlsSecretArn": TLS_SECRET,
+        }
+    )
+    app = only("prod", raw)
+    t = Template.from_stack(stack_of(app, "prod"))
+    by_handler = {
+        fn["Properties"]["Handler"].split(".")[1]: fn["Properties"]["Environment"]["Variables"]
+        for fn in t.find_resources("AWS::Lambda::Function").values()
+    }
+    for name in ("lock", "translate", "check_empty", "commit"):
+        found = by_handler[name]
+        assert found["TARGET_TLS_SECRET_ARN"] == TLS_SECRET and found["TARGET_SECURITY_PROTOCOL"] == "SSL", name
+    assert "TARGET_TLS_SECRET_ARN" not in by_handler["snapshot"]
+    readers = [
+        s["Resource"]
+        for p in t.find_resources("AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+        if s["Action"] == "secretsmanager:GetSecretValue"
+    ]
+    assert readers and set(readers) == {TLS_SECRET}
+    assert "secretsmanager" in endpoints(t)
+    raw["target"].update({"bootstrapServers": "b-1.dr.def456.c3.kafka.eu-central-1.amazonaws.com:9098", "auth": "iam"})
+    with pytest.raises(SystemExit, match="'tlsSecretArn' \\(a client certificate\\) is for auth 'tls'"):
+        only("prod", raw)

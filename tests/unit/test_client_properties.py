@@ -71,7 +71,7 @@ def test_javas_properties_format() -> None:
     [
         ("security.protocol=SASL_PLAINTEXT\n", "security.protocol SASL_PLAINTEXT is not supported"),
         ("security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-256\n", "sasl.mechanism SCRAM-SHA-256 is not supported"),
-        ("security.protocol=SSL\nssl.keystore.location=/k.jks\n", "client certificates (mutual TLS) are not supported"),
+        ("security.protocol=SSL\nssl.keystore.location=/k.jks\n", "is a JKS keystore, which offset-restore cannot"),
         (
             "sasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule "
             'required username="alice";\n',

@@ -20,6 +20,7 @@ from offset_restore.apply.run import Sealing
 from offset_restore.apply.seal import KEY_ENV
 from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
+from offset_restore.kafka import tls_files
 from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
@@ -184,6 +185,15 @@ def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) ->
     )
     group.add_argument("--ssl-cafile", metavar="PATH", help="CA bundle for SSL and SASL_SSL")
     group.add_argument(
+        "--ssl-certfile",
+        metavar="PATH",
+        help="client certificate for mutual TLS (PEM: the certificate, then its chain)",
+    )
+    group.add_argument("--ssl-keyfile", metavar="PATH", help="its private key (PEM; default: the --ssl-certfile file)")
+    group.add_argument(
+        "--ssl-key-password-env", metavar="NAME", help="name of the environment variable holding the key's password"
+    )
+    group.add_argument(
         "--fetch-max-bytes",
         type=int,
         default=50 * 1024 * 1024,
@@ -213,6 +223,7 @@ def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> 
     if args.command_config:
         properties = read_client_properties(args.command_config)
         values.update(properties.values)
+        values.update(tls_files.materialize(properties))  # a PKCS12 or inline keystore as PEM files
         for warning in properties.warnings:
             (err or sys.stderr).write(f"warning: {printable_line(warning)}\n")
     given = {
@@ -222,6 +233,9 @@ def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> 
         "sasl_username": args.sasl_username,
         "sasl_password": password_from_env(args.sasl_password_env),
         "ssl_cafile": args.ssl_cafile,
+        "ssl_certfile": args.ssl_certfile,
+        "ssl_keyfile": args.ssl_keyfile,
+        "ssl_password": password_from_env(args.ssl_key_password_env, "--ssl-key-password-env"),
     }
     values.update({key: value for key, value in given.items() if value is not None})
     if "bootstrap_servers" not in values:
@@ -340,7 +354,18 @@ def add_source_connection(parser: argparse.ArgumentParser) -> None:
 def source_connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> ConnectionSettings:
     """``add_source_connection``'s options read as ``connection_settings`` reads the target's (the same
     timeouts, retries and fetch limit)."""
-    source = dict.fromkeys(("security_protocol", "sasl_mechanism", "sasl_username", "sasl_password_env", "ssl_cafile"))
+    source = dict.fromkeys(
+        (
+            "security_protocol",
+            "sasl_mechanism",
+            "sasl_username",
+            "sasl_password_env",
+            "ssl_cafile",
+            "ssl_certfile",
+            "ssl_keyfile",
+            "ssl_key_password_env",
+        )
+    )
     return connection_settings(
         argparse.Namespace(
             **{

@@ -67,6 +67,16 @@ connection.failed.authentication.delay.ms=1000
 ``connection.failed.authentication.delay.ms`` (100 ms by default); on a loaded machine kafka-python
 then sometimes reads the close before the broker's answer and reports only "socket disconnected"
 (seen in 2 of 4 full suite runs): a second keeps the answer first."""
+MUTUAL_TLS = """ssl.keystore.type=PEM
+ssl.keystore.location={keystore}
+ssl.truststore.type=PEM
+ssl.truststore.location={ca}
+ssl.client.auth=required
+"""
+"""The mutual-TLS listener (MSK's TLS with client authentication): the client must present a certificate
+of the throw-away CA."""
+CLIENT_PKCS12_PASSWORD = "throw-away-keystore-password"
+"""The password of the test client's PKCS12 keystore (``client.p12`` in the broker's folder)."""
 SERVER = """process.roles=broker,controller
 node.id=1
 controller.quorum.bootstrap.servers=127.0.0.1:{controller}
@@ -175,6 +185,25 @@ def _throwaway_tls(folder: Path) -> Path:
     return keystore
 
 
+def _client_certificate(folder: Path) -> None:
+    """A client certificate of the throw-away CA (``_throwaway_tls`` first): ``client.pem`` and its key
+    ``client.pk8`` (PEM), and the same as the PKCS12 keystore ``client.p12`` (``CLIENT_PKCS12_PASSWORD``)."""
+
+    def openssl(*args: str) -> None:
+        done = subprocess.run(["openssl", *args], cwd=folder, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise OffsetRestoreError(f"openssl {' '.join(args)} failed: {done.stderr}")
+
+    days = ("-days", "2")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "client.key", "-out", "client.csr", "-subj",
+            "/CN=offset-restore test client")  # fmt: skip
+    openssl("x509", "-req", "-in", "client.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "client.pem", *days)  # fmt: skip
+    openssl("pkcs8", "-topk8", "-nocrypt", "-in", "client.key", "-out", "client.pk8")
+    openssl("pkcs12", "-export", "-inkey", "client.key", "-in", "client.pem", "-certfile", "ca.pem",
+            "-out", "client.p12", "-passout", f"pass:{CLIENT_PKCS12_PASSWORD}")  # fmt: skip
+
+
 def _cluster_id() -> str:
     """Kafka's ``Uuid.toString()`` shape (22 URL-safe base64 characters), never starting with '-'."""
     while True:
@@ -191,9 +220,10 @@ class ApacheBroker:
     name: str
     config: Mapping[str, str] = field(default_factory=dict)
     protocol: str = "PLAINTEXT"
-    """The client listener's: ``PLAINTEXT``, or ``SASL_SSL`` (SCRAM-SHA-512, as MSK offers it) with a
-    throw-away CA and a user added at format time. The broker talks to itself on a plaintext
-    listener of its own."""
+    """The client listener's: ``PLAINTEXT``; ``SASL_SSL`` (SCRAM-SHA-512, as MSK offers it) with a
+    throw-away CA and a user added at format time; or ``SSL`` with client authentication required (mutual
+    TLS, MSK's port 9094), the client's certificate in the broker's folder. The broker talks to itself on
+    a plaintext listener of its own."""
     port: int = 0
     controller_port: int = 0
     cluster_id: str = ""
@@ -231,6 +261,14 @@ class ApacheBroker:
                 "sasl_password": SCRAM_PASSWORD,
                 "ssl_cafile": str(self.folder / "ca.pem"),
             }
+        if self.protocol == "SSL":
+            assert self.folder is not None
+            values |= {
+                "security_protocol": "SSL",
+                "ssl_cafile": str(self.folder / "ca.pem"),
+                "ssl_certfile": str(self.folder / "client.pem"),
+                "ssl_keyfile": str(self.folder / "client.pk8"),
+            }
         return ConnectionSettings.model_validate({**values, **overrides})
 
     def launch(self) -> ApacheBroker:
@@ -253,8 +291,11 @@ class ApacheBroker:
         if self.protocol == "SASL_SSL":
             text += SASL_SSL.format(keystore=_throwaway_tls(self.folder))
             extra_format = ["--add-scram", f"SCRAM-SHA-512=[name={SCRAM_USER},password={SCRAM_PASSWORD}]"]
+        elif self.protocol == "SSL":
+            text += MUTUAL_TLS.format(keystore=_throwaway_tls(self.folder), ca=self.folder / "ca.pem")
+            _client_certificate(self.folder)
         elif self.protocol != "PLAINTEXT":
-            raise OffsetRestoreError(f"the test broker speaks PLAINTEXT or SASL_SSL, not {self.protocol}")
+            raise OffsetRestoreError(f"the test broker speaks PLAINTEXT, SASL_SSL or SSL, not {self.protocol}")
         properties.write_text(text + "".join(f"{key}={value}\n" for key, value in self.config.items()))
         formatted = java_tool(
             "kafka.tools.StorageTool",

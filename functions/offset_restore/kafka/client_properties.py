@@ -2,9 +2,10 @@
 reads them), turned into this project's connection settings, so an MSK user's existing
 ``client.properties`` works unchanged.
 
-Pure: the file's text in, the settings' fields and the warnings out. What the Java client does and
-this one cannot is refused by name (a client certificate, a SASL mechanism kafka-python lacks here);
-what only tunes the Java client is ignored with a warning, never silently.
+Pure: the file's text in, the settings' fields, the stores to convert and the warnings out. What the
+Java client does and this one cannot is refused by name (a JKS keystore, with the command that converts
+it; a SASL mechanism kafka-python lacks here); what only tunes the Java client is ignored with a
+warning, never silently.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 
 from offset_restore.errors import BadInputError
 
-__all__ = ["ClientProperties", "parse_properties", "read_client_properties"]
+__all__ = ["ClientProperties", "Store", "parse_properties", "read_client_properties"]
 
 _IAM_MODULE = "software.amazon.msk.auth.iam.IAMLoginModule"
 _IAM_HANDLER = "software.amazon.msk.auth.iam.IAMClientCallbackHandler"
@@ -25,19 +26,49 @@ _PASSWORD_MODULES = (
 )
 _JAAS_OPTION = re.compile(r'\s*([A-Za-z0-9_.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;]+))')
 _UNSUPPORTED = {
-    "ssl.keystore.location": "client certificates (mutual TLS) are not supported: use SCRAM or IAM",
-    "ssl.keystore.certificate.chain": "client certificates (mutual TLS) are not supported: use SCRAM or IAM",
     "sasl.oauthbearer.token.endpoint.url": "OAUTHBEARER is not supported: use SCRAM or IAM",
 }
+_TLS_KEYS = frozenset(
+    {
+        "ssl.keystore.location",
+        "ssl.keystore.type",
+        "ssl.keystore.password",
+        "ssl.key.password",
+        "ssl.keystore.certificate.chain",
+        "ssl.keystore.key",
+        "ssl.truststore.location",
+        "ssl.truststore.type",
+        "ssl.truststore.password",
+        "ssl.truststore.certificates",
+    }
+)
+"""The keystore and truststore settings this client reads (``_keystore``, ``_trust``)."""
+
+
+@dataclass(frozen=True)
+class Store:
+    """A keystore or truststore the properties name that must be turned into PEM files to be used
+    (``kafka.tls_files``): a PKCS12 file and its password, or PEM text given inline."""
+
+    kind: str
+    """``PKCS12`` (a file) or ``PEM`` (inline text)."""
+    location: str | None = None
+    password: str | None = None
+    text: str | None = None
+    """Inline PEM: the certificate chain (a keystore's, or a truststore's certificates)."""
+    key: str | None = None
+    """Inline PEM: the keystore's private key."""
 
 
 @dataclass
 class ClientProperties:
-    """The connection fields a properties file gives (``ConnectionSettings``' names), and what it
-    said that is not used."""
+    """The connection fields a properties file gives (``ConnectionSettings``' names), what it said
+    that is not used, and the stores to turn into PEM files first."""
 
     values: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    keystore: Store | None = None
+    truststore: Store | None = None
 
 
 MAX_PROPERTIES_BYTES = 1024 * 1024
@@ -116,13 +147,14 @@ def client_properties(props: dict[str, str], path: str) -> ClientProperties:
             raise BadInputError(f"{where}: {key}: {why}")
     _security(props, result, where)
     _sasl(props, result, where)
-    _trust(props, result)
+    _keystore(props, result, where)
+    _trust(props, result, where)
     if props.get("bootstrap.servers"):
         result.values["bootstrap_servers"] = props["bootstrap.servers"]
     if props.get("client.id"):
         result.values["client_id"] = props["client.id"]
     used = {"security.protocol", "sasl.mechanism", "sasl.jaas.config", "bootstrap.servers", "client.id"}
-    used |= {"ssl.truststore.location", "ssl.truststore.type"}
+    used |= _TLS_KEYS
     if props.get("sasl.client.callback.handler.class") == _IAM_HANDLER:  # what makes the Java client sign
         used.add("sasl.client.callback.handler.class")
     ignored = sorted(k for k in props if k not in used and k not in _UNSUPPORTED)
@@ -185,10 +217,43 @@ def _jaas(config: str, where: str) -> tuple[str, dict[str, str]]:
     return match.group(1), options
 
 
-def _trust(props: dict[str, str], result: ClientProperties) -> None:
-    """A PEM truststore is the CA file; a JKS or PKCS12 one (what MSK's guides copy from the JVM's
-    ``cacerts``) cannot be read here: the system's CA certificates are used — MSK's brokers present
-    certificates of Amazon's public CA — and a private CA needs ``--ssl-cafile`` (PEM)."""
+def _keystore(props: dict[str, str], result: ClientProperties, where: str) -> None:
+    """The client certificate (mutual TLS): a PEM keystore is the certificate and key file as it is; a
+    PKCS12 one, or PEM given inline, becomes PEM files (``kafka.tls_files``); a JKS one is refused with
+    the keytool command that converts it (no maintained Python reader of JKS exists)."""
+    location, kind = props.get("ssl.keystore.location"), props.get("ssl.keystore.type", "JKS").upper()
+    key_password = props.get("ssl.key.password")
+    if props.get("ssl.keystore.certificate.chain"):
+        if not props.get("ssl.keystore.key"):
+            raise BadInputError(f"{where}: ssl.keystore.certificate.chain needs ssl.keystore.key (the PEM private key)")
+        result.keystore = Store("PEM", text=props["ssl.keystore.certificate.chain"], key=props["ssl.keystore.key"])
+    elif not location:
+        return
+    elif kind == "PEM":
+        result.values.update(ssl_certfile=location, ssl_keyfile=location)
+    elif kind == "PKCS12":
+        result.keystore = Store("PKCS12", location, props.get("ssl.keystore.password") or key_password)
+    elif kind == "JKS":
+        raise BadInputError(
+            f"{where}: ssl.keystore.location {location} is a JKS keystore, which offset-restore cannot read: "
+            f"convert it once with keytool -importkeystore -srckeystore {location} -srcstoretype JKS "
+            f"-destkeystore client.p12 -deststoretype PKCS12, then set ssl.keystore.type=PKCS12 and "
+            "ssl.keystore.location=client.p12 (kafka-consumer-groups reads that file too)"
+        )
+    else:
+        raise BadInputError(f"{where}: ssl.keystore.type {kind} is not supported (PEM, PKCS12; JKS after keytool)")
+    if key_password and (result.keystore is None or result.keystore.kind == "PEM"):
+        result.values["ssl_password"] = key_password  # the PEM key stays as it is: encrypted, if it is
+
+
+def _trust(props: dict[str, str], result: ClientProperties, where: str) -> None:
+    """A PEM truststore is the CA file; a PKCS12 one (or PEM given inline) becomes one; a JKS one (what
+    MSK's guides copy from the JVM's ``cacerts``) cannot be read here: the system's CA certificates are
+    used — MSK's brokers present certificates of Amazon's public CA — and a private CA needs a PEM or
+    PKCS12 truststore, or ``--ssl-cafile``."""
+    if props.get("ssl.truststore.certificates"):
+        result.truststore = Store("PEM", text=props["ssl.truststore.certificates"])
+        return
     location = props.get("ssl.truststore.location")
     if not location:
         return
@@ -196,8 +261,11 @@ def _trust(props: dict[str, str], result: ClientProperties) -> None:
     if kind == "PEM":
         result.values["ssl_cafile"] = location
         return
+    if kind == "PKCS12":
+        result.truststore = Store("PKCS12", location, props.get("ssl.truststore.password"))
+        return
     result.warnings.append(
         f"ssl.truststore.location {location} ({kind}) is not read: the system's CA certificates are used "
-        "(enough for MSK); for a private CA give --ssl-cafile PEM_FILE "
-        "(keytool -exportcert -rfc -keystore FILE -alias ALIAS > ca.pem)"
+        "(enough for MSK); for a private CA give a PEM or PKCS12 truststore, or --ssl-cafile PEM_FILE "
+        f"(keytool -exportcert -rfc -keystore {location} -alias ALIAS > ca.pem)"
     )

@@ -16,7 +16,14 @@ from kafka import KafkaAdminClient
 from offset_restore.errors import BadInputError, ClusterUnreachableError
 from offset_restore.kafka import internals
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.failures import UNREACHABLE, connection_errors, names_a_cause, telling, within
+from offset_restore.kafka.failures import (
+    UNREACHABLE,
+    certificate_hint,
+    connection_errors,
+    names_a_cause,
+    telling,
+    within,
+)
 from offset_restore.kafka.reachability import PROBE_TIMEOUT_S, refuse_if_nothing_listens
 
 __all__ = ["Clients"]
@@ -62,6 +69,7 @@ class Clients:
             ) from None
         except UNREACHABLE as error:
             said = f"; the broker's connection ended with: {telling(lost)}" if lost else ""
+            said += certificate_hint(lost, presented=settings.ssl_certfile is not None)
             if lost and "SASL" in settings.security_protocol and not names_a_cause(lost):
                 said += (
                     "; a broker that refuses SASL credentials ends the connection, and kafka-python may see the "
@@ -92,6 +100,11 @@ class Clients:
         }
         if s.ssl_cafile:
             config["ssl_cafile"] = s.ssl_cafile
+        if s.ssl_certfile:  # mutual TLS: the client's certificate and key
+            config["ssl_certfile"] = s.ssl_certfile
+            config["ssl_keyfile"] = s.ssl_keyfile or s.ssl_certfile
+            if s.ssl_password is not None:
+                config["ssl_password"] = s.ssl_password.get_secret_value()
         if s.sasl_mechanism:
             config["sasl_mechanism"] = s.sasl_mechanism
         if s.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN"):

@@ -29,6 +29,12 @@ class ConnectionSettings(BaseModel):
     sasl_username: str | None = None
     sasl_password: SecretStr | None = None
     ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    """The client certificate (PEM: the certificate, then its chain) for mutual TLS."""
+    ssl_keyfile: str | None = None
+    """Its private key (PEM); default: the certificate file (a PEM keystore holds both)."""
+    ssl_password: SecretStr | None = None
+    """The private key's password, when it is encrypted."""
     connect_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
     request_timeout_s: float = Field(default=30.0, gt=0, le=3600, allow_inf_nan=False)
     client_id: str = "offset-restore"
@@ -63,14 +69,24 @@ class ConnectionSettings(BaseModel):
             register_secret(self.sasl_password.get_secret_value())  # kafka-python logs it at DEBUG
         return self
 
+    @model_validator(mode="after")
+    def _client_certificate_is_complete(self) -> ConnectionSettings:
+        if (self.ssl_certfile or self.ssl_keyfile) and self.security_protocol == "PLAINTEXT":
+            raise ValueError("a client certificate (--ssl-certfile) needs --security-protocol SSL or SASL_SSL")
+        if self.ssl_keyfile and not self.ssl_certfile:
+            raise ValueError("--ssl-keyfile needs --ssl-certfile (the certificate it is the key of)")
+        if self.ssl_password is not None:
+            register_secret(self.ssl_password.get_secret_value())
+        return self
 
-def password_from_env(name: str | None) -> SecretStr | None:
-    """Read a SASL password from the environment variable ``name`` (never from the command line)."""
+
+def password_from_env(name: str | None, option: str = "--sasl-password-env") -> SecretStr | None:
+    """Read a password from the environment variable ``name`` (never from the command line)."""
     if not name:
         return None
     if not _ENV_NAME.fullmatch(name):  # most likely a password typed in its place: never echo it
-        raise BadInputError("--sasl-password-env takes the NAME of an environment variable holding the password")
+        raise BadInputError(f"{option} takes the NAME of an environment variable holding the password")
     value = os.environ.get(name)
     if value is None:
-        raise BadInputError(f"environment variable {name} (named by --sasl-password-env) is not set")
+        raise BadInputError(f"environment variable {name} (named by {option}) is not set")
     return SecretStr(value)

@@ -16,7 +16,17 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 
-__all__ = ["TELLING", "UNREACHABLE", "connection_errors", "names_a_cause", "telling", "transient", "within"]
+__all__ = [
+    "CLIENT_CERTIFICATE_REFUSED",
+    "TELLING",
+    "UNREACHABLE",
+    "certificate_hint",
+    "connection_errors",
+    "names_a_cause",
+    "telling",
+    "transient",
+    "within",
+]
 
 UNREACHABLE = (kafka_errors.KafkaTimeoutError, kafka_errors.KafkaConnectionError, kafka_errors.NodeNotReadyError)
 
@@ -32,7 +42,9 @@ def connection_errors() -> Iterator[list[str]]:
             text = record.getMessage()
             for marker in ("Connection lost:", "Connection failed:", "Abort ("):
                 if marker in text:
-                    lost.append(text.split(marker, 1)[1].strip().removesuffix(")"))
+                    cause = text.split(marker, 1)[1].strip()
+                    # Only "Abort (...)" wraps its cause: elsewhere the last ")" is the cause's own (_ssl.c:2580).
+                    lost.append(cause.removesuffix(")") if marker == "Abort (" else cause)
 
     # The transport logs the broker's answer (an authentication failure) where the connection may
     # report only that the socket closed: both are collected, and the most telling is named.
@@ -58,6 +70,24 @@ def names_a_cause(lost: Sequence[str]) -> bool:
 
 
 TELLING = ("Authentication", "SSL", "Handshake")
+CLIENT_CERTIFICATE_REFUSED = ("ALERT_BAD_CERTIFICATE", "ALERT_CERTIFICATE_EXPIRED", "ALERT_UNKNOWN_CA",
+                              "ALERT_CERTIFICATE_REQUIRED", "ALERT_CERTIFICATE_UNKNOWN")  # fmt: skip
+"""What OpenSSL reports when the broker rejects the client's certificate (mutual TLS) during the handshake."""
+
+
+def certificate_hint(lost: Sequence[str], presented: bool) -> str:
+    """Why a mutual-TLS broker ended the handshake, in the operator's words ("" when it was not that)."""
+    if not any(alert in text for text in lost for alert in CLIENT_CERTIFICATE_REFUSED):
+        return ""
+    if not presented:
+        return (
+            "; the broker requires a client certificate (mutual TLS) and none was given: --ssl-certfile and "
+            "--ssl-keyfile, or ssl.keystore.* in --command-config"
+        )
+    return (
+        "; the broker refused the client certificate: it is not of a CA the broker trusts, or it has expired "
+        "(openssl x509 -noout -issuer -enddate -in CERTIFICATE)"
+    )
 
 
 def telling(lost: Sequence[str]) -> str:

@@ -93,6 +93,11 @@ class ClusterVariables:
     def sasl_secret_arn(self) -> str:
         return f"{self.prefix}_SASL_SECRET_ARN"
 
+    @property
+    def tls_secret_arn(self) -> str:
+        """Mutual TLS: the secret of the client certificate, its key and (optionally) the CAs."""
+        return f"{self.prefix}_TLS_SECRET_ARN"
+
 
 SOURCE = ClusterVariables("SOURCE")
 TARGET = ClusterVariables("TARGET")
@@ -107,6 +112,8 @@ LEFT_TO_DEFAULTS = frozenset(
         APPROVAL_TIMEOUT_S,
         SOURCE.sasl_secret_arn,
         TARGET.sasl_secret_arn,
+        SOURCE.tls_secret_arn,
+        TARGET.tls_secret_arn,
     }
 )
 """Variables a function reads, has a default for, and that the stack may leave unset: tuning an

@@ -75,6 +75,10 @@ class ClusterSettings(BaseModel):
     security_protocol: SecurityProtocol = "SASL_SSL"
     sasl_mechanism: SaslMechanism | None = "AWS_MSK_IAM"
     sasl_secret_arn: str | None = None
+    tls_secret_arn: str | None = None
+    """Mutual TLS: ``{"certificate": PEM chain, "private_key": PEM, "ca": PEM (optional),
+    "private_key_password": str (optional)}``, read on every invocation (a rotated certificate is used
+    from the next one)."""
     connect_timeout_s: float = Field(default=30.0, gt=0)
     retries: int = Field(default=4, ge=0, le=20)
 
@@ -82,16 +86,10 @@ class ClusterSettings(BaseModel):
         username: str | None = None
         password: SecretStr | None = None
         if self.sasl_secret_arn:
-            if secret_reader is None:
-                raise BadInputError("a SASL secret is configured but no Secrets Manager reader was given")
-            try:
-                secret = json.loads(secret_reader(self.sasl_secret_arn))
-                username, password = secret["username"], SecretStr(secret["password"])
-            except (ValueError, KeyError, TypeError):
-                raise BadInputError(
-                    f"secret {self.sasl_secret_arn} must be JSON with 'username' and 'password'"
-                ) from None
+            secret = _secret(self.sasl_secret_arn, secret_reader, ("username", "password"))
+            username, password = secret["username"], SecretStr(secret["password"])
         return ConnectionSettings(
+            **self._client_certificate(secret_reader),
             bootstrap_servers=self.bootstrap_servers,
             security_protocol=self.security_protocol,
             sasl_mechanism=self.sasl_mechanism if self.security_protocol == "SASL_SSL" else None,
@@ -102,6 +100,31 @@ class ClusterSettings(BaseModel):
             retries=self.retries,
         )
 
+    def _client_certificate(self, secret_reader: Callable[[str], str] | None) -> dict[str, Any]:
+        """The client certificate's PEM files from the TLS secret (none configured: no fields)."""
+        if not self.tls_secret_arn:
+            return {}
+        from offset_restore.kafka.tls_files import pem_files
+
+        secret = _secret(self.tls_secret_arn, secret_reader, ("certificate", "private_key"))
+        found: dict[str, Any] = pem_files(secret["certificate"], secret["private_key"], secret.get("ca"))
+        if secret.get("private_key_password"):
+            found["ssl_password"] = SecretStr(secret["private_key_password"])
+        return found
+
+
+def _secret(arn: str, secret_reader: Callable[[str], str] | None, keys: tuple[str, ...]) -> dict[str, Any]:
+    """A JSON secret with ``keys`` (strings), or a BadInputError naming the secret and the keys (never a value)."""
+    if secret_reader is None:
+        raise BadInputError(f"secret {arn} is configured but no Secrets Manager reader was given")
+    try:
+        secret = json.loads(secret_reader(arn))
+        if not all(isinstance(secret[key], str) and secret[key] for key in keys):
+            raise TypeError(arn)
+    except (ValueError, KeyError, TypeError):
+        raise BadInputError(f"secret {arn} must be JSON with {' and '.join(repr(k) for k in keys)}") from None
+    return dict(secret)
+
 
 def _env_names(variables: ClusterVariables) -> dict[str, str]:
     return {
@@ -110,6 +133,7 @@ def _env_names(variables: ClusterVariables) -> dict[str, str]:
         "security_protocol": variables.security_protocol,
         "sasl_mechanism": variables.sasl_mechanism,
         "sasl_secret_arn": variables.sasl_secret_arn,
+        "tls_secret_arn": variables.tls_secret_arn,
         "connect_timeout_s": KAFKA_CONNECT_TIMEOUT_S,
         "retries": KAFKA_RETRIES,
     }
