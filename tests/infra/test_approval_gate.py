@@ -43,9 +43,9 @@ def test_the_gate_function_records_asks_and_holds_the_lock(app: App) -> None:
     assert "sns:Publish" in policies and "dynamodb:PutItem" in policies
 
 
-def test_the_deployed_definition_waits_on_a_task_token_for_the_gate() -> None:
-    assembly = build_app(context_with(approval="always")).synth()
-    (stack,) = assembly.stacks
+def test_the_deployed_definition_waits_on_a_task_token_for_the_gate(app: App) -> None:
+    assembly = app.synth()  # the module's app, synthesized once
+    (stack,) = [s for s in assembly.stacks if s.stack_name == "offset-restore-prod"]
     (machine,) = [r for r in stack.template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
     staged = Path(assembly.directory) / f"asset.{machine['Properties']['DefinitionS3Location']['Key']}"
     states = json.loads(staged.read_text())["States"]

@@ -114,7 +114,7 @@ def test_pem_flags_work_and_a_missing_foreign_or_expired_certificate_is_named_in
 ) -> None:
     folder, group = folder_of(mtls), committed_group(mtls, "mtls")
     base = ["snapshot", "--bootstrap-servers", mtls.bootstrap_servers, "--security-protocol", "SSL"]
-    base += ["--ssl-cafile", str(folder / "ca.pem"), "--groups", group, "--connect-timeout", "2"]
+    base += ["--ssl-cafile", str(folder / "ca.pem"), "--groups", group, "--connect-timeout", "1"]
     status, out, err = run_cli(*base, "--ssl-certfile", str(folder / "client.pem"), "--ssl-keyfile",
                                str(folder / "client.pk8"), "--output", str(tmp_path / "ok"))  # fmt: skip
     assert status == 0 and "groups            1" in out, out + err

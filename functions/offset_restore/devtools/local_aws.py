@@ -241,11 +241,12 @@ def create_table(client: Any, name: str = TABLE) -> str:
 
 
 class _FastRetries:
-    """Retry back-off of moto's interpreter, a hundred times faster (Wait states keep real time)."""
+    """Retry back-off of moto's interpreter, a thousand times faster (Wait states keep real time): the
+    AcquireLock's retries of a refused run (30 s doubling, six times: 31.5 minutes on AWS) take 1.9 s."""
 
     @staticmethod
     def sleep(seconds: float) -> None:
-        time.sleep(seconds / 100)
+        time.sleep(seconds / 1000)
 
 
 @dataclass
