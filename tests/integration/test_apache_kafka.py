@@ -259,7 +259,7 @@ def test_a_wrong_scram_password_or_an_untrusted_ca_is_named_not_only_a_timeout(
     base = [
         "snapshot", "--bootstrap-servers", secure.bootstrap_servers, "--security-protocol", "SASL_SSL",
         "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", settings.sasl_username,
-        "--sasl-password-env", "KAFKA_PASSWORD", "--output", str(tmp_path / "snaps"), "--connect-timeout", "10",
+        "--sasl-password-env", "KAFKA_PASSWORD", "--output", str(tmp_path / "snaps"), "--connect-timeout", "5",
     ]  # fmt: skip
     status, _, err = run_cli(*base, "--ssl-cafile", settings.ssl_cafile)
     # kafka-python names the broker's refusal when it reads it before the connection ends; on a loaded

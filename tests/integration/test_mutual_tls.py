@@ -162,7 +162,7 @@ def test_a_handler_presents_the_certificate_of_its_secret_read_again_on_every_in
         "SOURCE_SASL_MECHANISM": "NONE",
         "SOURCE_TLS_SECRET_ARN": arn["ARN"],
         "SNAPSHOT_BUCKET": "snapshots",
-        "KAFKA_CONNECT_TIMEOUT_S": "5",
+        "KAFKA_CONNECT_TIMEOUT_S": "2",
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
