@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import OffsetRestoreError
-from offset_restore.stores.conditional import conditional_write
+from offset_restore.stores.conditional import conditional_transaction, conditional_write
 from offset_restore.stores.keys import LOCK_SK, lock_name_pk, lock_pk
 
 if TYPE_CHECKING:
@@ -141,7 +141,7 @@ class TargetLock:
             TableName=self.table,
             Item={"pk": {"S": lock_name_pk(self.name)}, "sk": {"S": LOCK_SK}, "cluster_id": {"S": self.cluster}},
         )
-        if not _transact(self.client, [put, *checks]):
+        if not conditional_transaction(self.client, [put, *checks]):
             self._refuse()
         for key in self._keys()[1:]:  # the earlier version's lock, once this run's or expired, is gone
             conditional_write(
@@ -175,17 +175,7 @@ class TargetLock:
         """Push the expiry out again (the heartbeat of a run that lives); LockLostError when the lock
         is no longer this run's."""
         now = time.time() if now is None else now
-        renewed = self._on_any_key(
-            self.client.update_item,
-            UpdateExpression="SET expires_at = :until, #ttl = :ttl",
-            ConditionExpression="#owner = :me",
-            ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
-            ExpressionAttributeValues={
-                ":me": {"S": self.owner},
-                ":until": {"N": str(int(now + self.ttl_s))},
-                ":ttl": {"N": str(int(now + self.ttl_s + 86_400))},
-            },
-        )
+        renewed = self._extend(now + self.ttl_s)
         if not renewed:
             raise LockLostError(
                 f"the lock of target cluster {self.label} is no longer run {self.owner}'s (broken with unlock, or "
@@ -196,17 +186,21 @@ class TargetLock:
         """Turn this run's lock into a fence held until ``until`` (epoch s): a run that ended while one of
         its Lambdas may still be writing (a stopped execution's task keeps running) keeps every new run off
         the target until that Lambda must have ended. False when the lock was not this run's."""
+        return self._extend(until, owner=f"{FENCE_PREFIX}{self.owner}")
+
+    def _extend(self, until: float, owner: str | None = None) -> bool:
+        """Set the lock's expiry to ``until`` (and its owner to ``owner``: a fence) if this run holds it."""
+        values = {
+            ":me": {"S": self.owner},
+            ":until": {"N": str(int(until))},
+            ":ttl": {"N": str(int(until + 86_400))},
+        }
         return self._on_any_key(
             self.client.update_item,
-            UpdateExpression="SET #owner = :fence, expires_at = :until, #ttl = :ttl",
+            UpdateExpression="SET expires_at = :until, #ttl = :ttl" + (", #owner = :new" if owner else ""),
             ConditionExpression="#owner = :me",
             ExpressionAttributeNames={"#owner": "owner", "#ttl": "ttl"},
-            ExpressionAttributeValues={
-                ":me": {"S": self.owner},
-                ":fence": {"S": f"{FENCE_PREFIX}{self.owner}"},
-                ":until": {"N": str(int(until))},
-                ":ttl": {"N": str(int(until + 86_400))},
-            },
+            ExpressionAttributeValues={**values, **({":new": {"S": owner}} if owner else {})},
         )
 
     def holder(self) -> tuple[str, int] | None:
@@ -230,19 +224,6 @@ class TargetLock:
         """``call`` on the lock's key, then on the name's (a lock an earlier version took) if that one's
         condition did not hold: True when one was written."""
         return any(conditional_write(call, TableName=self.table, Key=key, **request) for key in self._keys())
-
-
-def _transact(client: DynamoDBClient, items: list[dict[str, Any]]) -> bool:
-    """One DynamoDB transaction; False when one of its conditions did not hold."""
-    from botocore.exceptions import ClientError
-
-    try:
-        client.transact_write_items(TransactItems=items)  # type: ignore[arg-type]
-    except ClientError as error:
-        if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
-            raise
-        return False
-    return True
 
 
 class Lease:

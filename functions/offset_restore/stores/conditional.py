@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["conditional_write"]
+__all__ = ["conditional_transaction", "conditional_write"]
 
 
 def conditional_write(call: Callable[..., Any], **request: Any) -> bool:
@@ -18,6 +18,20 @@ def conditional_write(call: Callable[..., Any], **request: Any) -> bool:
         call(**request)
     except ClientError as error:
         if error.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
+            raise
+        return False
+    return True
+
+
+def conditional_transaction(client: Any, items: list[dict[str, Any]]) -> bool:
+    """One DynamoDB TransactWriteItems of ``items``; False when one of their conditions did not hold (the
+    transaction was cancelled), True when all were written. Any other error is raised."""
+    from botocore.exceptions import ClientError
+
+    try:
+        client.transact_write_items(TransactItems=items)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") != "TransactionCanceledException":
             raise
         return False
     return True
