@@ -11,11 +11,29 @@ from pathlib import Path
 import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.translate.model import Plan
+from offset_restore.translate.model import Plan, PlanEntry
 
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run
 from tests.integration.test_compressed_topics import produce as produce_compressed
+
+
+def planned_back(brokers: Brokers, folder: Path, groups: str, name: str) -> list[PlanEntry]:
+    """The failback's CLI steps: the DR (the session's source broker) snapshotted with the origin search
+    for ``groups``, planned onto the primary (the target broker) into ``folder/<name>.json``."""
+    snapshots = folder / f"{name}-snaps"
+    status, _, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(snapshots),
+        "--groups", groups, "--cluster", "dr", "--origin-search",
+    )  # fmt: skip
+    assert status == 0, err
+    plan_path = folder / f"{name}.json"
+    status, out, err = run(
+        "plan", "--snapshot", str(snapshots), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(plan_path),
+    )  # fmt: skip
+    assert status == 0, out + err
+    return list(Plan.model_validate_json(plan_path.read_text()).entries)
 
 
 def test_groups_on_the_dr_are_carried_back_to_the_primary_by_origin(
@@ -120,18 +138,8 @@ def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one
     tp = TP(topic, 0)
     commit(dr, groups["at_end"], {tp: 300})
     commit(dr, groups["among_born"], {tp: 285})
-    snapshots, plan_path = tmp_path / "snaps", tmp_path / "plan.json"
-    status, _, err = run(
-        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(snapshots),
-        "--groups", "|".join(groups.values()), "--cluster", "dr", "--origin-search",
-    )  # fmt: skip
-    assert status == 0, err
-    status, out, err = run(
-        "plan", "--snapshot", str(snapshots), "--bootstrap-servers", brokers.target.bootstrap_servers,
-        "--output", str(plan_path),
-    )  # fmt: skip
-    assert status == 0, out + err
-    entries = {e.group: e for e in Plan.model_validate_json(plan_path.read_text()).entries}
+    plan_path = tmp_path / "plan.json"
+    entries = {e.group: e for e in planned_back(brokers, tmp_path, "|".join(groups.values()), "plan")}
     for name, processed_born in (("at_end", 30), ("among_born", 15)):
         e = entries[groups[name]]
         assert (e.method, e.target_offset, e.exact, e.max_duplicates) == ("origin", 290, True, 0), e
@@ -157,16 +165,7 @@ def test_a_group_past_records_born_on_the_dr_resumes_after_the_last_restored_one
     produce_as(short, short_topic, born)  # brought back: primary 290..319
     group = unique("born-back")
     commit(dr, group, {TP(short_topic, 0): 285})  # processed the DR's own 270..284
-    status, _, err = run(
-        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(tmp_path / "snaps2"),
-        "--groups", group, "--cluster", "dr", "--origin-search",
-    )  # fmt: skip
-    assert status == 0, err
-    status, out, err = run(
-        "plan", "--snapshot", str(tmp_path / "snaps2"), "--bootstrap-servers", brokers.target.bootstrap_servers,
-        "--output", str(tmp_path / "plan2.json"),
-    )  # fmt: skip
-    (entry,) = Plan.model_validate_json((tmp_path / "plan2.json").read_text()).entries
+    (entry,) = planned_back(brokers, tmp_path, group, "plan2")
     assert (entry.method, entry.target_offset, entry.exact) == ("fingerprint", 305, True), entry  # after 284's copy
 
 
@@ -200,16 +199,6 @@ def test_a_failback_over_compressed_topics_maps_by_origin_and_its_search(
     with KafkaCluster(brokers.source_settings) as dr:
         commit(dr, inside, {TP(topic, 0): 200})  # processed DR 0..199: primary 40..239
         commit(dr, past, {TP(topic, 0): 370})  # every restored record (DR 0..359), then 10 of the DR's own
-    status, _, err = run(
-        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(tmp_path / "snaps"),
-        "--groups", f"{inside}|{past}", "--cluster", "dr", "--origin-search",
-    )  # fmt: skip
-    assert status == 0, err
-    status, out, err = run(
-        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
-        "--output", str(tmp_path / "plan.json"),
-    )  # fmt: skip
-    assert status == 0, out + err
-    entries = {e.group: e for e in Plan.model_validate_json((tmp_path / "plan.json").read_text()).entries}
+    entries = {e.group: e for e in planned_back(brokers, tmp_path, f"{inside}|{past}", "plan")}
     assert (entries[inside].method, entries[inside].target_offset, entries[inside].exact) == ("origin", 240, True)
     assert (entries[past].method, entries[past].target_offset, entries[past].exact) == ("origin", 400, True)
