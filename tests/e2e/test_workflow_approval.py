@@ -143,6 +143,11 @@ def test_a_denial_or_a_time_out_ends_the_run_with_nothing_written_and_its_lock_r
     assert late["status"] == "SUCCEEDED" and "CheckEmpty" not in late["states"], late.get("cause")
     assert workflow.report("late-1")["approval"] == "not approved: nobody answered within 2 s; nothing was written"
     assert offsets(target, a) == {} and lock_holder() is None
+    # The service's timer starts before the Gate records when it asked: wait out the recorded expiry too,
+    # so the late approval meets the expired question (not a token the service already let go).
+    question = waiting(TABLE, boto3.client("dynamodb", region_name=REGION), "late-1")
+    assert question is not None
+    time.sleep(max(0.0, question[0].expires_at - time.time() + 0.1))
     status, _, err = cli("approve", "--restore-id", "late-1", "--table", TABLE)
     assert status == 2 and "expired" in err and "nothing was written" in err
 
