@@ -194,3 +194,20 @@ def plan_entry(group: str, partition: int, status: Status, offset: int | None = 
         method="header" if offset is not None else None,
         status=status,
     )
+
+
+def table_rows(out: str) -> dict[tuple[str, str, int], tuple[str, str, str, str]]:
+    """The offset table a preview or a run prints (kafka-consumer-groups' columns, then METHOD and
+    EXACT), read by its header's column positions: (group, topic, partition) -> (current, new, method,
+    exact). Cells are split where the header's columns start, so a method with spaces stays whole."""
+    lines = out.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:3] == ["GROUP", "TOPIC", "PARTITION"])
+    header = lines[at]
+    starts = [header.index(name) for name in header.split()]
+    rows: dict[tuple[str, str, int], tuple[str, str, str, str]] = {}
+    for line in lines[at + 1 :]:
+        if len(line) <= starts[-1] or line[starts[1] - 1] != " " or not line[starts[2] :].split()[0].isdigit():
+            break
+        cells = [line[a:b].strip() for a, b in itertools.pairwise([*starts, len(line)])]
+        rows[(cells[0], cells[1], int(cells[2]))] = (cells[3], cells[4], cells[5], cells[6])
+    return rows

@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 from offset_restore.apply.anchors import changed_since_plan
 from offset_restore.apply.fit import check_entries_fit
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
 from offset_restore.apply.verification import verify_groups
 from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError
@@ -115,7 +115,12 @@ class _ApplyRun:
     def choose(self) -> list[str]:
         """The groups to write, sorted; the others are recorded as skipped with why."""
         self.writable, waiting = _groups_to_write(self.plan, self.options)
-        ahead = [e for e in self.plan.entries if e.status == "skipped" and not self.options.rewinds(e.group)]
+        self.report.groups_not_chosen = len({e.group for e in self.plan.entries if not self.options.chosen(e.group)})
+        ahead = [
+            e
+            for e in self.plan.entries
+            if e.status == "skipped" and not self.options.rewinds(e.group) and self.options.chosen(e.group)
+        ]
         self.still_ahead(ahead)
         revived = [e for entries in self.writable.values() for e in entries if e.status == "skipped"]
         if revived:  # ahead partitions the operator now rewinds: they must fit the log as the mapped ones did
@@ -176,6 +181,7 @@ class _ApplyRun:
         self.report.dry_run_lines.append(
             f"{entry.group} {entry.target}: {at} -> {entry.target_offset} ({entry.reason})"
         )
+        self.report.changes.append(_change(entry, at, "not rewound"))
 
     def still_ahead(self, entries: list[PlanEntry]) -> None:
         """Partitions an earlier run left ahead, not rewound now either: said again with where their
@@ -203,6 +209,12 @@ class _ApplyRun:
             was = "none" if entry.previous_target_offset is None else str(entry.previous_target_offset)
             where = f"{group} {entry.target}: {was} -> {entry.target_offset}"
             report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
+            report.changes.append(_change(entry, self._now(entry)))
+
+    def _now(self, entry: PlanEntry) -> int | None:
+        """The entry's group's offset on its target partition when this run read it."""
+        now = self.current.get(entry.group, {}).get(entry.target)
+        return None if now is None else now.offset
 
     def drop_changed_targets(self) -> None:
         """Right before the writes: does the target still hold the records the plan read next to each
@@ -280,6 +292,8 @@ class _ApplyRun:
             for entry in entries:
                 if entry.status == "mapped":
                     entry.mark_committed()
+                if entry.target in written:
+                    self.report.changes.append(_change(entry, self._now(entry)))
             return
         if len(errors) == len(written):
             reason = ", ".join(sorted(set(errors.values())))
@@ -292,6 +306,7 @@ class _ApplyRun:
                 entry.record_outcome("refused", f"commit refused: {errors[entry.target]}", status="failed")
             elif entry.target in written:
                 entry.mark_committed()
+                self.report.changes.append(_change(entry, self._now(entry)))
 
     def record_skips(self) -> None:
         """Every group this run did not write says why in its entries (still ``mapped``: a later run
@@ -319,7 +334,8 @@ def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[
     consumers and check offsets it will not write. A group with a pending entry waits whole."""
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
     for entry in plan.entries:
-        by_group[entry.group].append(entry)
+        if options.chosen(entry.group):
+            by_group[entry.group].append(entry)
     writable: dict[str, list[PlanEntry]] = {}
     waiting: dict[str, str] = {}
     for group, entries in by_group.items():
@@ -392,6 +408,15 @@ def _moved_on(
                 )
                 break
     return moved
+
+
+def _change(entry: PlanEntry, current: int | None, exact: str | None = None) -> OffsetChange:
+    """The entry as a row of the printed table: ``exact`` in place of its precision when it is not written."""
+    method = entry.method or "-"
+    return OffsetChange(
+        entry.group, entry.target.topic, entry.target.partition, current, entry.target_offset, method,
+        exact or _precision(entry),
+    )  # fmt: skip
 
 
 def _precision(entry: PlanEntry) -> str:

@@ -20,6 +20,7 @@ __all__ = [
     "ApplyOptions",
     "ApplyReport",
     "ApplyTarget",
+    "OffsetChange",
     "Progress",
     "RewindScope",
     "rewind_filter",
@@ -79,6 +80,12 @@ class ApplyOptions:
     dry_run: bool = False
     exact_only: bool = False
     """A migration's: a group with an entry not proven exact is not written (named), the others are."""
+    groups: NameFilter | None = None
+    """Only these groups of the plan (``--group``, ``--groups``); the others are neither waited for nor
+    written, and their entries stay as they are for a later run."""
+
+    def chosen(self, group: str) -> bool:
+        return self.groups is None or self.groups(group)
 
     def rewinds(self, group: str) -> bool:
         """Whether ``group`` may be moved back past where it is on the target."""
@@ -92,6 +99,21 @@ class ApplyOptions:
         ):
             if not math.isfinite(value) or value < low:
                 raise BadInputError(f"{name} must be a finite number of seconds >= {low:g}, not {value}")
+
+
+@dataclass(frozen=True)
+class OffsetChange:
+    """One offset a preview would change or a run changed, in the columns of kafka-consumer-groups'
+    table (GROUP, TOPIC, PARTITION, CURRENT-OFFSET, NEW-OFFSET) and ours (METHOD, EXACT): what an
+    operator pastes into a ticket. ``current``/``new`` None: the group has no offset there."""
+
+    group: str
+    topic: str
+    partition: int
+    current: int | None
+    new: int | None
+    method: str
+    exact: str
 
 
 @dataclass
@@ -108,7 +130,13 @@ class ApplyReport:
     verified: int = 0
     verify_failed: list[str] = field(default_factory=list)
     dry_run_lines: list[str] = field(default_factory=list)
-    """A preview's changes, one line each (``_describe``)."""
+    """A preview's changes, one line each (``_describe``): the JSON document's ``changes``."""
+    changes: list[OffsetChange] = field(default_factory=list)
+    """The same changes as rows of the printed table (a run's: what it wrote)."""
+    groups_to_delete: list[str] = field(default_factory=list)
+    """A rollback's preview: the groups it would delete whole (apply created every offset they hold)."""
+    groups_not_chosen: int = 0
+    """Groups of the plan left out by ``ApplyOptions.groups``: neither waited for nor written."""
     would_write: int = 0
     would_write_groups: int = 0
     in_place: int = 0

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from offset_restore.apply.commit import maybe_written
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange
 from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -67,10 +67,11 @@ def rollback_plan(
     report = ApplyReport()
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
     for entry in plan.entries:
-        if entry.previous_recorded and entry.target_offset is not None:  # apply may have written it
-            by_group[entry.group].append(entry)
+        if entry.previous_recorded and entry.target_offset is not None and options.chosen(entry.group):
+            by_group[entry.group].append(entry)  # apply may have written it
     groups = sorted(by_group)
     report.groups_planned = len(groups)
+    report.groups_not_chosen = len({e.group for e in plan.entries if not options.chosen(e.group)})
     infos = wait_for_empty(groups, target, options, report, lambda *_: None, sleep, clock)
     ready = skip_active(groups, active_groups(groups, infos), report)
     current = target.committed_offsets(ready) if ready else {}
@@ -98,6 +99,8 @@ def rollback_plan(
     before_write()
     save(plan)
     _execute(undo, target, report, before_write)
+    for group in report.groups_committed:
+        report.changes += _changes(group, undo[group], current.get(group, {}))
     _verify(undo, target, report)
     plan.notes.append(f"rolled back {datetime.now(UTC).isoformat()}: {len(report.groups_committed)} groups")
     save(plan)
@@ -178,9 +181,21 @@ def _describe(
         lines += [f"{group} {tp.topic}/{tp.partition}: {was(tp)} -> none (apply created it)" for tp in work.remove]
         if work.delete_group:
             lines.append(f"{group}: the whole group would be deleted (apply created every offset it holds)")
+            report.groups_to_delete.append(group)
         report.dry_run_lines += lines
+        report.changes += _changes(group, work, now)
         report.would_write += len(work.restore) + len(work.remove)
         report.would_write_groups += 1
+
+
+def _changes(group: str, work: _Undo, now: Mapping[TP, CommittedOffset]) -> list[OffsetChange]:
+    """A group's rollback as rows of the printed table: what it holds now, and what it gets back."""
+
+    def change(tp: TP, new: int | None, method: str) -> OffsetChange:
+        return OffsetChange(group, tp.topic, tp.partition, now[tp].offset if tp in now else None, new, method, "-")
+
+    rows = [change(tp, c.offset, "put back") for tp, c in work.restore.items()]
+    return rows + [change(tp, None, "removed (apply created it)") for tp in work.remove]
 
 
 def _execute(

@@ -7,16 +7,19 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+from collections.abc import Sequence
 from typing import Any, TextIO
 
-from offset_restore.apply.model import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport
+from offset_restore.apply.model import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport, OffsetChange
 from offset_restore.apply.run import PlanFile, run_apply
 from offset_restore.cli.arguments import (
     Commands,
     add_allow_rewind,
     add_connection,
     add_execute,
+    add_group_choice,
     add_plan_key,
+    chosen_groups,
     connection_settings,
     previewing,
     rewind_groups,
@@ -27,9 +30,10 @@ from offset_restore.cli.arguments import (
 )
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.snapshot.filters import rewind_option
+from offset_restore.terminal import printable_line
 from offset_restore.translate.model import Plan
 
-__all__ = ["apply_status", "preview_parts", "register", "report_parts", "run", "write_apply_report"]
+__all__ = ["apply_status", "offset_table", "preview_parts", "register", "report_parts", "run", "write_apply_report"]
 
 
 def register(commands: Commands) -> None:
@@ -69,6 +73,7 @@ def register(commands: Commands) -> None:
         "offset on the target (their consumers started there, e.g. with auto.offset.reset=latest); without it such "
         "partitions are left, and the offsets each group skips are shown",
     )
+    add_group_choice(apply, "only the plan's groups (the others are neither waited for nor written)")
     add_execute(apply)
     add_plan_key(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
@@ -91,6 +96,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         on_wait_timeout=args.on_wait_timeout,
         rewind_groups=rewind_groups(args),
         dry_run=preview,
+        groups=chosen_groups(args),
     )
     plan_file = PlanFile(args.plan)
     connection = connection_settings(args, err)
@@ -124,13 +130,18 @@ def preview_parts(args: argparse.Namespace, plan: Plan, report: ApplyReport) -> 
     """A preview's JSON document and its lines (``migrate`` prints them after its own)."""
     lines = [
         f"Preview of plan {plan.restore_id} on {plan.target.cluster} (nothing written)",
-        *(f"  {line}" for line in report.dry_run_lines),
+        *offset_table(report.changes),
+        *(
+            f"  {g}: the whole group would be deleted (apply created every offset it holds)"
+            for g in report.groups_to_delete
+        ),
         *(f"  not now: {g}: {why}" for g, why in sorted(report.groups_skipped.items())),
         f"would write {report.would_write:,} offsets in {report.would_write_groups:,} groups; "
         f"{report.in_place:,} already in place; {report.rewinds_skipped:,} not rewound; "
         f"{len(report.groups_skipped):,} groups not writable now (--execute waits up to {args.wait_timeout:g} s for "
         "active ones)",
         *_ahead_lines(args, report),
+        *_not_chosen(report),
         "run again with --execute to write",
     ]
     document = {
@@ -175,6 +186,7 @@ def report_parts(
     ]
     lines.append(f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify")
     lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
+    lines += _not_chosen(report)
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
     lines += [f"  left alone: {line}" for line in report.left_alone[:20]]
     if len(report.left_alone) > 20:
@@ -182,6 +194,7 @@ def report_parts(
     lines += _ahead_lines(args, report)
     lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
     lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
+    lines += offset_table(report.changes)
     document = {
         "restore_id": plan.restore_id,
         "groups_committed": report.groups_committed,
@@ -196,6 +209,35 @@ def report_parts(
         "left_alone": report.left_alone,
     }
     return document, lines
+
+
+TABLE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "METHOD", "EXACT")
+"""kafka-consumer-groups' columns (its ``-`` for no offset too), then how each offset was found."""
+
+
+def offset_table(changes: Sequence[OffsetChange]) -> list[str]:
+    """The changes as kafka-consumer-groups prints a reset: one aligned row per partition, sorted, under
+    a header (nothing when there are none). Widths are those of the printed, escaped text, so a group
+    id holding a tab or a newline cannot shift the columns."""
+    if not changes:
+        return []
+    rows = [
+        [c.group, c.topic, str(c.partition), _offset(c.current), _offset(c.new), c.method, c.exact]
+        for c in sorted(changes, key=lambda c: (c.group, c.topic, c.partition))
+    ]
+    cells = [[printable_line(cell) for cell in row] for row in [list(TABLE_COLUMNS), *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(TABLE_COLUMNS))]
+    return ["  " + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+
+
+def _offset(offset: int | None) -> str:
+    return "-" if offset is None else str(offset)
+
+
+def _not_chosen(report: ApplyReport) -> list[str]:
+    if not report.groups_not_chosen:
+        return []
+    return [f"  not chosen        {report.groups_not_chosen:,} groups of the plan (--group/--groups): left as they are"]
 
 
 def _ahead_lines(args: argparse.Namespace, report: ApplyReport) -> list[str]:

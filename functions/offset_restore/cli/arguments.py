@@ -6,6 +6,7 @@ one way a result is written (a summary for people, or one JSON document with the
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -23,7 +24,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.kafka import tls_files
 from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
-from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern, pattern_for
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.model import parse_time
 from offset_restore.terminal import printable, printable_line
@@ -36,9 +37,11 @@ __all__ = [
     "StrictParser",
     "add_allow_rewind",
     "add_connection",
+    "add_group_choice",
     "add_plan_key",
     "add_selection",
     "add_source_connection",
+    "chosen_groups",
     "connection_settings",
     "iso_time",
     "margin_ms",
@@ -121,9 +124,36 @@ def rewind_groups(args: argparse.Namespace) -> NameFilter | None:
     return NameFilter(compile_pattern(args.allow_rewind, "--allow-rewind"))
 
 
+class _ExactGroup(argparse.Action):
+    """``--group G``, repeatable, as kafka-consumer-groups takes it: each name matched exactly (its
+    metacharacters escaped), all of them kept as the one pattern ``--groups`` would have been."""
+
+    def __call__(self, parser: Any, namespace: argparse.Namespace, value: Any, option: str | None = None) -> None:
+        names = [*(getattr(namespace, "group_names", None) or []), str(value)]
+        namespace.group_names = names
+        namespace.groups = pattern_for(names)
+
+
+def add_group_choice(parser: argparse.ArgumentParser, what: str) -> None:
+    """Which groups a command covers, in our spelling and kafka-consumer-groups': ``--groups REGEX``,
+    ``--group G`` (repeatable, exact names) or ``--all-groups`` (the default, said explicitly); one of
+    them. Each sets ``args.groups`` (a whole-name pattern, or None for all)."""
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--groups", metavar="REGEX", help=f"{what} whose names REGEX matches whole (default: all)")
+    choice.add_argument(
+        "--group", action=_ExactGroup, dest="groups", metavar="GROUP", help=f"{what}: this one (repeatable; exact name)"
+    )
+    choice.add_argument("--all-groups", action="store_true", help=f"{what}: every one (the default)")
+
+
+def chosen_groups(args: argparse.Namespace, option: str = "groups") -> NameFilter | None:
+    """``add_group_choice``'s groups as a filter, or None for every group; a bad regex refused by name."""
+    return None if args.groups is None else NameFilter.parse(args.groups, None, option)
+
+
 def add_selection(parser: argparse.ArgumentParser) -> None:
     """What a snapshot reads (``snapshot``, ``migrate``): the groups, the topics, the evidence records."""
-    parser.add_argument("--groups", metavar="REGEX", help="groups to include (whole-name match; default: all)")
+    add_group_choice(parser, "groups to include")
     parser.add_argument(
         "--exclude-groups",
         metavar="REGEX",
@@ -161,7 +191,12 @@ def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) ->
     checks ``--bootstrap-servers`` itself)."""
     group = parser.add_argument_group("connection")
     group.add_argument(
-        "--bootstrap-servers", required=required, metavar="HOST:PORT[,...]", help="brokers of the cluster to read"
+        "--bootstrap-servers",
+        "--bootstrap-server",  # every Kafka tool's spelling
+        dest="bootstrap_servers",
+        required=required,
+        metavar="HOST:PORT[,...]",
+        help="brokers of the cluster to read",
     )
     group.add_argument(
         "--command-config",
@@ -318,9 +353,26 @@ class StrictParser(argparse.ArgumentParser):
     def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            options = " ".join(a.split("=", 1)[0] for a in extras if a.startswith("-")) or f"{len(extras)} values"
-            self.error(f"unrecognized arguments: {options} (values are not shown)")
+            named = [a.split("=", 1)[0] for a in extras if a.startswith("-")]
+            options = " ".join(named) or f"{len(extras)} values"
+            hints = [hint for hint in (self._did_you_mean(name, parsed) for name in named) if hint]
+            self.error(f"unrecognized arguments: {options} (values are not shown){''.join(hints)}")
         return parsed
+
+    def _did_you_mean(self, typed: str, parsed: argparse.Namespace) -> str:
+        """The closest option of this command (or of the subcommand chosen) to one it does not know."""
+        known = self._option_names(parsed)
+        close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+        return f"; {typed}: did you mean {close[0]}?" if close else ""
+
+    def _option_names(self, parsed: argparse.Namespace) -> list[str]:
+        names = list(self._option_string_actions)
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest or "", None) or "")
+                if chosen is not None:
+                    names += list(chosen._option_string_actions)
+        return [name for name in names if name.startswith("--")]
 
 
 def target_lock(args: argparse.Namespace, cluster: str | None) -> TargetLock | None:
@@ -342,7 +394,12 @@ def add_source_connection(parser: argparse.ArgumentParser) -> None:
     properties file for the rest (security, SASL, TLS), as kafka-consumer-groups' --command-config."""
     group = parser.add_argument_group("source connection")
     group.add_argument(
-        "--source-bootstrap-servers", required=True, metavar="HOST:PORT[,...]", help="brokers of the source cluster"
+        "--source-bootstrap-servers",
+        "--source-bootstrap-server",
+        dest="source_bootstrap_servers",
+        required=True,
+        metavar="HOST:PORT[,...]",
+        help="brokers of the source cluster",
     )
     group.add_argument(
         "--source-command-config",

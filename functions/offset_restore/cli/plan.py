@@ -13,6 +13,7 @@ from offset_restore.cli.arguments import (
     ALL_OF_IT,
     Commands,
     add_connection,
+    add_group_choice,
     connection_settings,
     iso_time,
     margin_ms,
@@ -83,7 +84,7 @@ def register(commands: Commands) -> None:
     plan.add_argument(
         "--topic-map", action="append", default=[], metavar="SRC_TOPIC=TGT_TOPIC", help="a renamed topic (repeatable)"
     )
-    plan.add_argument("--groups", metavar="REGEX", help="only these groups of the snapshot (whole-name match)")
+    add_group_choice(plan, "only the snapshot's groups")
     plan.add_argument(
         "--order-check",
         choices=get_args(OrderCheck),

@@ -18,7 +18,9 @@ from offset_restore.cli.arguments import (
     add_allow_rewind,
     add_connection,
     add_execute,
+    add_group_choice,
     add_plan_key,
+    chosen_groups,
     connection_settings,
     previewing,
     rewind_groups,
@@ -52,7 +54,7 @@ def register(commands: Commands) -> None:
         help="a run of the deployed workflow: its previous offsets from the deployment's table (with --stack, "
         "or --lock-table and --target-cluster)",
     )
-    rollback.add_argument("--groups", metavar="REGEX", help="with --restore-id: only these groups of the run")
+    add_group_choice(rollback, "only the run's groups")
     rollback.add_argument(
         "--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster"
     )
@@ -94,6 +96,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         on_wait_timeout="commit_empty",
         rewind_groups=rewind_groups(args),
         dry_run=preview,
+        groups=chosen_groups(args),
     )
     plan, report = _of_workflow_run(args, wait, err) if args.restore_id else _of_plan_file(args, wait, err)
     if preview:
@@ -102,8 +105,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
 
 
 def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:
-    if args.stack or args.groups:
-        raise BadInputError(f"{'--stack' if args.stack else '--groups'} goes with --restore-id, not --plan")
+    if args.stack:
+        raise BadInputError("--stack goes with --restore-id, not --plan")
     plan_file = PlanFile(args.plan)
     connection = connection_settings(args, err)
     lock = target_lock(args, args.target_cluster or plan_file.load().target.cluster)
@@ -119,7 +122,7 @@ def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> 
 
 def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:
     from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
-    groups = NameFilter.parse(args.groups, None, "groups")
+    groups = chosen_groups(args) or NameFilter()
     dynamodb = aws_client(args, "dynamodb")
     recorded, committed_id = RunRecord(args.lock_table, dynamodb).target_of(args.restore_id)
     if recorded is not None and recorded != args.target_cluster:

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
-from offset_restore.cli.arguments import ALL_OF_IT, Commands, restore_complete, write_result
+from offset_restore.cli.arguments import ALL_OF_IT, Commands, add_group_choice, restore_complete, write_result
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
 from offset_restore.workflow.executions import follow, run_ending, start_run
@@ -27,7 +27,7 @@ def register(commands: Commands) -> None:
         help="plan only, plan and commit, roll back --restore-id, or migrate (the source is up: wait until the "
         "groups stop there, snapshot them, commit every one exactly)",
     )
-    start.add_argument("--groups", metavar="REGEX", help="only these groups")
+    add_group_choice(start, "only the groups")
     start.add_argument(
         "--restore-id",
         metavar="ID",
