@@ -109,10 +109,13 @@ def commit(cluster: KafkaCluster, group: str, offsets: dict[TP, int], metadata: 
 
 
 @contextmanager
-def active_member(bootstrap_servers: str, group: str, topic: str, timeout_s: float = 15) -> Iterator[KafkaConsumer]:
+def active_member(
+    bootstrap_servers: str, group: str, topic: str, timeout_s: float = 15, client_id: str | None = None
+) -> Iterator[KafkaConsumer]:
     """A real consumer that has joined ``group`` (the group is Stable while this lasts)."""
     consumer = KafkaConsumer(
         topic,
+        **({"client_id": client_id} if client_id else {}),
         bootstrap_servers=bootstrap_servers,
         group_id=group,
         enable_auto_commit=False,

@@ -63,7 +63,10 @@ def console_consumer(broker: ApacheBroker, group: str, topic: str, *options: str
 def java_consumer(broker: ApacheBroker, group: str, topic: str) -> Iterator[subprocess.Popen[bytes]]:
     """Kafka's own console consumer in the new consumer protocol (``group.protocol=consumer``), not
     committing, so the group is active on the broker while this lasts."""
-    command = console_consumer(broker, group, topic, "--consumer-property", "enable.auto.commit=false")
+    command = console_consumer(
+        broker, group, topic, "--consumer-property", "enable.auto.commit=false", "--consumer-property",
+        "client.id=java-worker-3",
+    )  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         yield process
@@ -87,9 +90,10 @@ def test_a_group_of_the_new_consumer_protocol_is_seen_active_waited_for_and_comm
         wait_for_state(target, group, "Stable")
         info = target.describe_groups([group])[group]
         assert (info.protocol_type, info.members, info.error) == ("consumer", 1, None)
+        assert info.clients[0].startswith("java-worker-3 from /"), info  # who to stop, as ConsumerGroupDescribe says
         status, out, err = s.apply("--wait-timeout", "1", "--on-wait-timeout", "commit_empty")
         assert status == 3, out + err
-        assert "still active on the target (Stable, 1 members)" in out + err
+        assert "still active on the target (Stable, 1 members: java-worker-3 from /" in out + err
         assert s.offsets("a") == {}
     wait_for_state(target, group, "Empty")
     status, out, err = s.apply()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from offset_restore.cli.main import main
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 
-from tests.helpers import Brokers, commit, produce, restore, table_rows, unique
+from tests.helpers import Brokers, active_member, commit, produce, restore, table_rows, unique
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -75,6 +76,38 @@ def test_kcgs_spellings_from_snapshot_to_rollback(
     assert status == 0, out + err
     assert table_rows(out) == {(names["us"], topic, 0): ("30", "-", "removed (apply created it)", "-")}, out
     assert offsets(target, names["us"], topic) == {} and offsets(target, names["eu"], topic) == {0: 20}
+
+
+def test_a_wait_in_a_pipe_names_the_groups_and_their_members_in_timestamped_lines(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """Apply's stderr is no terminal here (a pipe, a CI job, an SSM session): the wait is logged as it
+    goes, with the group still active and its member's client id and host; the summary says who was
+    waited for and how long."""
+    topic = unique("waits")
+    source.create_topics({topic: 1})
+    records = produce(source, topic, 0, 30)
+    busy, free = unique("busy"), unique("free")
+    commit(source, busy, {TP(topic, 0): 20})
+    commit(source, free, {TP(topic, 0): 25})
+    snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
+    src, tgt = brokers.source.bootstrap_servers, brokers.target.bootstrap_servers
+    assert run("snapshot", "--bootstrap-server", src, "--output", snaps, "--group", busy, "--group", free)[0] == 0
+    target.create_topics({topic: 1})
+    restore(target, topic, 0, records)
+    assert run("plan", "--bootstrap-server", tgt, "--snapshot", snaps, "--output", plan)[0] == 0
+    with active_member(tgt, busy, topic, client_id="payments-worker-7"):
+        status, out, err = run("apply", "--bootstrap-server", tgt, "--plan", plan, "--wait-timeout", "2.5",
+                               "--poll-interval", "0.5", "--on-wait-timeout", "commit_empty", "--execute")  # fmt: skip
+    assert status == 3, out + err
+    logged = [line for line in err.splitlines() if "waiting for groups to be empty" in line]
+    assert logged and all(re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ ", line) for line in logged), err
+    assert f"still active: {busy} (Stable, 1 members: payments-worker-7 from /" in logged[0], err
+    assert len(logged) < 5, err  # a line per change (and a heartbeat a minute), not one per poll
+    waited = next(line for line in out.splitlines() if line.strip().startswith("waited"))
+    assert f"for {busy} (Stable, 1 members: payments-worker-7 from /" in waited, out
+    assert f"skipped: {busy}: still active on the target (Stable, 1 members: payments-worker-7 from" in out, out
+    assert offsets(target, free, topic) == {0: 25} and offsets(target, busy, topic) == {}
 
 
 def test_a_wrong_spelling_is_answered_with_the_right_one_and_no_value(capsys: pytest.CaptureFixture[str]) -> None:

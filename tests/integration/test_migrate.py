@@ -170,13 +170,13 @@ def test_a_group_that_never_stops_is_named_and_nothing_is_written(migrating: Mig
     with active_member(migrating.brokers.source.bootstrap_servers, stuck, migrating.topic):
         status, out, err = migrating.migrate("--wait-timeout", "1.5", "--execute")
         assert status == 1, out + err
-        assert f"1 groups still have members on the source after 1.5 s: {stuck} (Stable, 1 members)" in err, err
+        assert f"1 groups still have members on the source after 1.5 s: {stuck} (Stable, 1 members" in err, err
         assert "nothing was written" in err
         assert not (migrating.folder / "plan.json").exists()
         assert migrating.on_target([*migrating.static, stuck]) == {}
         status, out, err = migrating.migrate("--wait-timeout", "1.5", "--on-wait-timeout", "commit_empty", "--execute")
     assert status == 3, out + err
-    assert f"still active on the source, not moved: {stuck} (Stable, 1 members)" in out, out
+    assert f"still active on the source, not moved: {stuck} (Stable, 1 members" in out, out
     groups = list(migrating.static)
     assert migrating.on_target(groups) == migrating.truth(groups) and migrating.on_target([stuck]) == {}
 

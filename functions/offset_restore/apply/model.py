@@ -145,6 +145,8 @@ class ApplyReport:
     """Rollback: partitions whose offset apply never wrote, with what the target holds there instead
     (not apply's to undo, ``--allow-rewind`` or not)."""
     waited_s: float = 0.0
+    waited_for: list[str] = field(default_factory=list)
+    """Each group that had members while the run waited, with them (``waiting.who``)."""
     timings: dict[str, float] = field(default_factory=dict)
     polls: int = 0
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from offset_restore.apply.commit import maybe_written
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
 from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -58,6 +58,7 @@ def rollback_plan(
     *,
     wait: ApplyOptions | None = None,
     before_write: Callable[[], float | None] = lambda: None,
+    progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> ApplyReport:
@@ -72,7 +73,7 @@ def rollback_plan(
     groups = sorted(by_group)
     report.groups_planned = len(groups)
     report.groups_not_chosen = len({e.group for e in plan.entries if not options.chosen(e.group)})
-    infos = wait_for_empty(groups, target, options, report, lambda *_: None, sleep, clock)
+    infos = wait_for_empty(groups, target, options, report, progress or (lambda *_: None), sleep, clock)
     ready = skip_active(groups, active_groups(groups, infos), report)
     current = target.committed_offsets(ready) if ready else {}
     undo: dict[str, _Undo] = {}

@@ -247,6 +247,7 @@ def run_rollback(
     wait: ApplyOptions | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
     sealing: Sealing | None = None,
+    progress: Progress | None = None,
 ) -> tuple[Plan, ApplyReport]:
     """``wait``: how long to wait for active groups (default: not at all), ``allow_rewind`` and
     ``dry_run`` (a preview takes no lock and saves nothing); ``sealing``: the previous offsets are
@@ -263,7 +264,8 @@ def run_rollback(
         sealing = sealing or Sealing()
         sealing.check(plan)
         check_plan_fits(plan, target, target_name, mapped_must_fit=False)
-        report = rollback_plan(plan, target, sealing.saver(plan_file), wait=options, before_write=still_ours)
+        saver = sealing.saver(plan_file)
+        report = rollback_plan(plan, target, saver, wait=options, before_write=still_ours, progress=progress)
     return plan, report
 
 
@@ -277,9 +279,19 @@ def rollback_workflow_run(
     groups: NameFilter | None = None,
     cluster_id: str | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
+    progress: Progress | None = None,
 ) -> tuple[Plan, ApplyReport]:
     """``run_rollback`` for a run the deployed workflow applied: the previous offsets come from the
     mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none),
     on the cluster the run committed to (``cluster_id``, as recorded)."""
     with connect(connection) as target, _locked(None if wait.dry_run else _keyed(lock, target)) as still_ours:
-        return rollback_run(restore_id, target, mappings, wait, groups, cluster_id=cluster_id, before_write=still_ours)
+        return rollback_run(
+            restore_id,
+            target,
+            mappings,
+            wait,
+            groups,
+            cluster_id=cluster_id,
+            before_write=still_ours,
+            progress=progress,
+        )

@@ -20,7 +20,7 @@ from offset_restore.apply.commit_index import (
     writable_and_waiting,
 )
 from offset_restore.apply.fit import check_entries_fit
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, RewindScope, rewind_options
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress, RewindScope, rewind_options
 from offset_restore.apply.rollback import RollbackTarget, rollback_plan
 from offset_restore.apply.waiting import WaitTimeoutError, active_groups
 from offset_restore.errors import BadInputError
@@ -206,6 +206,7 @@ def rollback_run(
     *,
     cluster_id: str | None = None,
     before_write: Callable[[], float | None] = lambda: None,
+    progress: Progress | None = None,
 ) -> tuple[Plan, ApplyReport]:
     """Roll back what a workflow run committed (or the ``groups`` of it): the previous offsets its
     Commit steps saved in DynamoDB before each write are put back under the same rules as a plan
@@ -235,7 +236,7 @@ def rollback_run(
         before.update({id(e): _state(e) for e in plan.entries})
 
     plan = _plan(restore_id, target.cluster_id, written)
-    return plan, rollback_plan(plan, target, save, wait=options, before_write=before_write)
+    return plan, rollback_plan(plan, target, save, wait=options, before_write=before_write, progress=progress)
 
 
 def _state(entry: PlanEntry) -> tuple[object, ...]:

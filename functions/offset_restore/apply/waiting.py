@@ -5,7 +5,7 @@ they were. Shared by apply and rollback."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress
@@ -18,11 +18,14 @@ __all__ = [
     "WaitTimeoutError",
     "Waited",
     "active_groups",
+    "members_text",
     "poll_until",
     "poll_until_empty",
     "skip_active",
+    "still_active",
     "wait_for_empty",
     "wait_until_empty",
+    "who",
 ]
 
 T = TypeVar("T")
@@ -54,6 +57,7 @@ def wait_for_empty(
     )
     report.polls += waited.polls
     report.waited_s = waited.waited_s
+    report.waited_for = [who(info) for _, info in sorted(waited.active_seen.items())]
     return waited.infos
 
 
@@ -72,6 +76,30 @@ class Waited:
     """The groups' last descriptions."""
     polls: int
     waited_s: float
+    active_seen: dict[str, GroupInfo] = field(default_factory=dict)
+    """Each group that had members at some look, as last seen with them: who was waited for."""
+
+
+WHO_LIMIT = 3
+"""Members named per group (then "and N more"): enough to find the pods, short enough for one line."""
+
+
+def members_text(info: GroupInfo) -> str:
+    """A group's state and its members' client ids and hosts: what tells an operator which consumer to stop."""
+    shown = ", ".join(info.clients[:WHO_LIMIT])
+    if len(info.clients) > WHO_LIMIT:
+        shown += f" and {len(info.clients) - WHO_LIMIT:,} more"
+    return f"{info.state}, {info.members} members" + (f": {shown}" if shown else "")
+
+
+def who(info: GroupInfo) -> str:
+    return f"{info.group_id} ({members_text(info)})"
+
+
+def still_active(active: Mapping[str, GroupInfo], limit: int = 5) -> str:
+    """The active groups named, the first ``limit`` with their members."""
+    named = "; ".join(who(info) for _, info in sorted(active.items())[:limit])
+    return named + (f"; and {len(active) - limit:,} more groups" if len(active) > limit else "")
 
 
 def poll_until_empty(
@@ -86,13 +114,18 @@ def poll_until_empty(
     migration waits for the consumers it moves to stop): describe until none is active or the timeout
     passes."""
 
+    seen: dict[str, GroupInfo] = {}
+
     def look() -> dict[str, GroupInfo]:
         infos = describe(groups) if groups else {}
-        progress(polling.what, len(groups) - len(active_groups(groups, infos)), len(groups))
+        active = active_groups(groups, infos)
+        seen.update(active)
+        phase = f"{polling.what}; still active: {still_active(active)}" if active else polling.what
+        progress(phase, len(groups) - len(active), len(groups))
         return infos
 
     infos, polls, waited_s = poll_until(look, lambda infos: not active_groups(groups, infos), polling, sleep, clock)
-    return Waited(infos, polls, waited_s)
+    return Waited(infos, polls, waited_s, seen)
 
 
 def poll_until(
@@ -123,7 +156,7 @@ def active_groups(groups: Sequence[str], infos: Mapping[str, GroupInfo]) -> dict
 def skip_active(groups: Sequence[str], active: Mapping[str, GroupInfo], report: ApplyReport) -> list[str]:
     """Record each active group as skipped, with its state; returns the others."""
     for group, info in active.items():
-        report.skip(group, "active", f"still active on the target ({info.state}, {info.members} members)")
+        report.skip(group, "active", f"still active on the target ({members_text(info)})")
     return [g for g in groups if g not in active]
 
 
@@ -141,7 +174,7 @@ def wait_until_empty(
     infos = wait_for_empty(groups, target, options, report, show, sleep, clock)
     active = active_groups(groups, infos)
     if active and options.on_wait_timeout == "fail" and not options.dry_run:
-        names = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:10])
+        names = still_active(active, limit=10)
         raise WaitTimeoutError(
             f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
             "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"

@@ -185,7 +185,7 @@ def report_parts(
         f"  failed            {len(report.groups_failed):,} groups",
     ]
     lines.append(f"  verified          {report.verified:,} partitions; {len(report.verify_failed):,} did not verify")
-    lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls)"]
+    lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls){_waited_for(report)}"]
     lines += _not_chosen(report)
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
     lines += [f"  left alone: {line}" for line in report.left_alone[:20]]
@@ -232,6 +232,14 @@ def offset_table(changes: Sequence[OffsetChange]) -> list[str]:
 
 def _offset(offset: int | None) -> str:
     return "-" if offset is None else str(offset)
+
+
+def _waited_for(report: ApplyReport, limit: int = 5) -> str:
+    """Who the wait was for: the groups that had members, with their client ids and hosts."""
+    if not report.waited_for:
+        return ""
+    more = f"; and {len(report.waited_for) - limit:,} more groups" if len(report.waited_for) > limit else ""
+    return " for " + "; ".join(report.waited_for[:limit]) + more
 
 
 def _not_chosen(report: ApplyReport) -> list[str]:

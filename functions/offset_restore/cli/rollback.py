@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from offset_restore.apply.model import ApplyOptions, ApplyReport
+from offset_restore.apply.model import ApplyOptions, ApplyReport, Progress
 from offset_restore.apply.run import PlanFile, rollback_workflow_run, run_rollback
 from offset_restore.cli.apply import write_apply_report, write_preview
 from offset_restore.cli.arguments import (
@@ -29,6 +29,7 @@ from offset_restore.cli.arguments import (
     target_lock,
 )
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
+from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.runs import RunRecord
@@ -98,13 +99,20 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         dry_run=preview,
         groups=chosen_groups(args),
     )
-    plan, report = _of_workflow_run(args, wait, err) if args.restore_id else _of_plan_file(args, wait, err)
+    progress = ProgressLine(err)
+    try:
+        of = _of_workflow_run if args.restore_id else _of_plan_file
+        plan, report = of(args, wait, err, progress)
+    finally:
+        progress.finish()
     if preview:
         return write_preview(args, plan, report, out, err)
     return write_apply_report(args, plan, report, out, err, "Rollback")
 
 
-def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:
+def _of_plan_file(
+    args: argparse.Namespace, wait: ApplyOptions, err: TextIO, progress: Progress
+) -> tuple[Plan, ApplyReport]:
     if args.stack:
         raise BadInputError("--stack goes with --restore-id, not --plan")
     plan_file = PlanFile(args.plan)
@@ -117,10 +125,13 @@ def _of_plan_file(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> 
         lock=lock,
         wait=wait,
         sealing=sealing(args, create=False),
+        progress=progress,
     )
 
 
-def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) -> tuple[Plan, ApplyReport]:
+def _of_workflow_run(
+    args: argparse.Namespace, wait: ApplyOptions, err: TextIO, progress: Progress
+) -> tuple[Plan, ApplyReport]:
     from_stack(args, {"lock_table": "LockTableName", "target_cluster": "TargetClusterName"})
     groups = chosen_groups(args) or NameFilter()
     dynamodb = aws_client(args, "dynamodb")
@@ -139,4 +150,5 @@ def _of_workflow_run(args: argparse.Namespace, wait: ApplyOptions, err: TextIO) 
         wait=wait,
         groups=groups,
         cluster_id=committed_id,
+        progress=progress,
     )

@@ -73,6 +73,9 @@ class GroupInfo:
     protocol_type: str
     members: int
     error: str | None = None
+    clients: tuple[str, ...] = ()
+    """Each member as ``client-id from host`` (as the broker reports them): what tells an operator in
+    an incident which consumer, on which machine or pod, still holds the group."""
 
 
 @dataclass(frozen=True, slots=True)

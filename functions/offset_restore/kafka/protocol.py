@@ -132,6 +132,9 @@ def described_groups(response: Any, protocol: str) -> list[GroupInfo]:
             protocol_type=getattr(group, "protocol_type", "") or protocol,
             members=len(group.members),
             error=error_name(group.error_code) if group.error_code else None,
+            clients=tuple(
+                f"{m.client_id or '(no client id)'} from {m.client_host or '(unknown host)'}" for m in group.members
+            ),
         )
         for group in response.groups
     ]

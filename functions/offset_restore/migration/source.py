@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from offset_restore.apply.model import Progress
-from offset_restore.apply.waiting import Polling, WaitTimeoutError, active_groups, poll_until_empty
+from offset_restore.apply.waiting import Polling, WaitTimeoutError, active_groups, poll_until_empty, still_active
 from offset_restore.kafka.model import GroupInfo
 from offset_restore.snapshot.filters import NameFilter, pattern_for
 
@@ -51,11 +51,9 @@ class StoppedOnSource:
         return active_phrase(self.still_active)
 
 
-def active_phrase(active: Mapping[str, GroupInfo], limit: int = 10) -> str:
-    """The groups with their state and members, the first ``limit`` of them."""
-    named = ", ".join(f"{g} ({i.state}, {i.members} members)" for g, i in sorted(active.items())[:limit])
-    more = len(active) - limit
-    return named + (f" and {more:,} more" if more > 0 else "")
+def active_phrase(active: Mapping[str, GroupInfo]) -> str:
+    """The groups with their state and their members' client ids and hosts, the first ten of them."""
+    return still_active(active, limit=10)
 
 
 def selected_groups(source: SourceGroups, selected: NameFilter) -> list[str]:
