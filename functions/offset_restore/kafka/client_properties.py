@@ -14,7 +14,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from offset_restore.errors import BadInputError
+from offset_restore.kafka.connection import MskIamIdentity
 
 __all__ = ["ClientProperties", "Store", "parse_properties", "read_client_properties"]
 
@@ -186,10 +189,9 @@ def _sasl(props: dict[str, str], result: ClientProperties, where: str) -> None:
         )
     result.values["sasl_mechanism"] = mechanism
     if mechanism == "AWS_MSK_IAM":
-        if options.get("awsProfileName"):
-            result.warnings.append(
-                f"{where}: awsProfileName is not used: IAM signs with the default AWS credentials (set AWS_PROFILE)"
-            )
+        identity = msk_iam_identity(options, f"{where}: sasl.jaas.config")
+        if identity is not None:
+            result.values["aws_msk_iam"] = identity
         return
     if not module:
         return  # MSK's SCRAM guide keeps the JAAS in a file of its own: the options give the credentials
@@ -269,3 +271,117 @@ def _trust(props: dict[str, str], result: ClientProperties, where: str) -> None:
         "(enough for MSK); for a private CA give a PEM or PKCS12 truststore, or --ssl-cafile PEM_FILE "
         f"(keytool -exportcert -rfc -keystore {location} -alias ALIAS > ca.pem)"
     )
+
+
+_IAM_OPTIONS = {
+    "awsProfileName": "profile",
+    "awsRoleArn": "role_arn",
+    "awsRoleSessionName": "role_session_name",
+    "awsRoleExternalId": "role_external_id",
+    "awsStsRegion": "sts_region",
+    "awsMaxRetries": "max_retries",
+    "awsMaxBackOffTimeMs": "max_backoff_ms",
+    "awsDebugCreds": "debug_creds",
+}
+"""aws-msk-iam-auth's ``IAMLoginModule`` options (its ``MSKCredentialProvider``) this client honours,
+by the ``MskIamIdentity`` field each sets."""
+_IAM_REFUSED = {
+    "awsRoleAccessKeyId": "keys written in client.properties; put them in a profile of the AWS credentials "
+    "file and name it with awsProfileName (with role_arn and source_profile there to assume a role)",
+    "awsRoleSecretAccessKey": "keys written in client.properties; put them in a profile of the AWS credentials "
+    "file and name it with awsProfileName",
+    "awsRoleSessionToken": "keys written in client.properties; put them in a profile of the AWS credentials "
+    "file and name it with awsProfileName",
+    "awsShouldUseFips": "set AWS_USE_FIPS_ENDPOINT=true instead (botocore then calls STS's FIPS endpoint)",
+    "awsMskRegionProvider": "it names a Java class; the token is signed for the broker host's region (or AWS_REGION)",
+}
+"""The options refused, with what to do instead. A no-op value (``awsShouldUseFips=false``) is accepted."""
+_ROLE_ARN = re.compile(r"arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]+")
+_SESSION_NAME = re.compile(r"[\w+=,.@-]{2,64}")
+_AWS_REGION = re.compile(r"[a-z]{2}(?:-[a-z]+)+-\d|aws-global")
+
+
+def msk_iam_identity(options: dict[str, str], where: str) -> MskIamIdentity | None:
+    """The identity ``IAMLoginModule``'s options name, or None for the default credentials; every
+    option is used as aws-msk-iam-auth uses it or refused by name (exit 2), none is ignored.
+
+    Two differences from the Java library, both refusals where it would act as an identity the file
+    does not say: it falls back to the default credentials when the named profile or role gives none
+    (``awsAddDefaultProviders``, true by default): here that is an error, and ``awsAddDefaultProviders``
+    is accepted only as ``false``; and with both ``awsProfileName`` and ``awsRoleArn`` it signs with the
+    profile and assumes the role only if the profile has no credentials: here that pair is refused."""
+    _refuse_unusable(options, where)
+    fields: dict[str, Any] = {_IAM_OPTIONS[name]: value for name, value in options.items() if name in _IAM_OPTIONS}
+    if not fields:
+        return None
+    if fields.get("profile") and fields.get("role_arn"):
+        raise BadInputError(
+            f"{where}: awsProfileName and awsRoleArn together are not supported: aws-msk-iam-auth signs with the "
+            "profile and assumes the role only when the profile has no credentials; keep one (to assume the role "
+            "with the profile's credentials, give the profile role_arn and source_profile in the AWS config file)"
+        )
+    role_only = [name for name in ("awsRoleSessionName", "awsRoleExternalId") if name in options]
+    if role_only and not fields.get("role_arn"):
+        raise BadInputError(f"{where}: {role_only[0]} needs awsRoleArn (the role it is for)")
+    if "sts_region" in fields and not (fields.get("role_arn") or _flag(options, "awsDebugCreds", where)):
+        raise BadInputError(f"{where}: awsStsRegion needs awsRoleArn (or awsDebugCreds): nothing else calls STS")
+    _check_values(options, where)
+    fields["debug_creds"] = _flag(options, "awsDebugCreds", where)
+    for name in ("awsMaxRetries", "awsMaxBackOffTimeMs"):
+        if name in options:
+            fields[_IAM_OPTIONS[name]] = _whole_number(options, name, where)
+    try:
+        return MskIamIdentity(**fields)
+    except ValidationError as error:  # a number out of range
+        problem = error.errors()[0]
+        option = next(name for name, known in _IAM_OPTIONS.items() if known == problem["loc"][0])
+        raise BadInputError(f"{where}: {option} {options[option]!r}: {problem['msg'].lower()}") from None
+
+
+def _refuse_unusable(options: dict[str, str], where: str) -> None:
+    """What aws-msk-iam-auth reads that this client does not, and what it does not know (most likely a
+    misspelt option: the Java library would ignore it and sign as the default identity)."""
+    for name, value in options.items():
+        if name in _IAM_OPTIONS:
+            continue
+        if name == "awsAddDefaultProviders" and value.lower() == "false":
+            continue  # what this client always does: no fallback to the default credentials
+        if name == "awsShouldUseFips" and value.lower() == "false":
+            continue
+        if name == "awsAddDefaultProviders":
+            raise BadInputError(
+                f"{where}: awsAddDefaultProviders={value} is not supported: offset-restore never falls back to "
+                "the default credentials when the named profile or role gives none (awsAddDefaultProviders=false)"
+            )
+        if name in _IAM_REFUSED:
+            raise BadInputError(f"{where}: {name} is not supported: {_IAM_REFUSED[name]}")
+        raise BadInputError(
+            f"{where}: {name} is not an option of IAMLoginModule (it takes {', '.join(_IAM_OPTIONS)}, "
+            "awsAddDefaultProviders=false)"
+        )
+
+
+def _check_values(options: dict[str, str], where: str) -> None:
+    checks = (
+        ("awsRoleArn", _ROLE_ARN, "an IAM role ARN (arn:aws:iam::ACCOUNT:role/NAME)"),
+        ("awsRoleSessionName", _SESSION_NAME, "2 to 64 of letters, digits and +=,.@_-"),
+        ("awsStsRegion", _AWS_REGION, "an AWS region such as eu-central-1"),
+    )
+    for name, pattern, what in checks:
+        if name in options and not pattern.fullmatch(options[name]):
+            raise BadInputError(f"{where}: {name} {options[name]!r} is not {what}")
+    if "awsProfileName" in options and not options["awsProfileName"].strip():
+        raise BadInputError(f"{where}: awsProfileName is empty")
+
+
+def _flag(options: dict[str, str], name: str, where: str) -> bool:
+    value = options.get(name, "false").lower()
+    if value not in ("true", "false"):
+        raise BadInputError(f"{where}: {name} takes true or false, not {options[name]!r}")
+    return value == "true"
+
+
+def _whole_number(options: dict[str, str], name: str, where: str) -> int:
+    if not options[name].isdigit():
+        raise BadInputError(f"{where}: {name} takes a whole number, not {options[name]!r}")
+    return int(options[name])

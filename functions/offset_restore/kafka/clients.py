@@ -14,7 +14,7 @@ import kafka.errors as kafka_errors
 from kafka import KafkaAdminClient
 
 from offset_restore.errors import BadInputError, ClusterUnreachableError
-from offset_restore.kafka import internals
+from offset_restore.kafka import internals, msk_iam
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.failures import (
     UNREACHABLE,
@@ -40,6 +40,7 @@ class Clients:
         """An admin client (its own connection), or an error that says why not: the cause
         kafka-python only logs (a wrong password, an untrusted certificate) is added to its timeout."""
         settings = self.settings
+        msk_iam.client_config(settings)  # an unusable AWS identity is one line before any broker is connected to
         refuse_if_nothing_listens(settings.bootstrap_servers, min(PROBE_TIMEOUT_S, settings.connect_timeout_s))
         with connection_errors() as lost:
             return self._connect_or_explain(lost)
@@ -107,6 +108,7 @@ class Clients:
                 config["ssl_password"] = s.ssl_password.get_secret_value()
         if s.sasl_mechanism:
             config["sasl_mechanism"] = s.sasl_mechanism
+        config.update(msk_iam.client_config(s))  # AWS_MSK_IAM signs as the identity the settings name
         if s.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN"):
             config["sasl_plain_username"] = s.sasl_username
             config["sasl_plain_password"] = s.sasl_password.get_secret_value() if s.sasl_password else None

@@ -11,11 +11,36 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.log_safety import register_secret
 
-__all__ = ["ConnectionSettings", "SaslMechanism", "SecurityProtocol", "password_from_env"]
+__all__ = ["ConnectionSettings", "MskIamIdentity", "SaslMechanism", "SecurityProtocol", "password_from_env"]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_SSL"]
 SaslMechanism = Literal["AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"]
+
+
+class MskIamIdentity(BaseModel):
+    """Whose credentials sign an ``AWS_MSK_IAM`` token: the ``IAMLoginModule`` options of a
+    ``client.properties`` (``kafka.client_properties``), as aws-msk-iam-auth reads them, so this tool
+    acts as the identity kafka-consumer-groups acts as with the same file (``kafka.msk_iam``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    profile: str | None = None
+    """``awsProfileName``: the AWS profile whose credentials sign (its own ``role_arn`` is honoured too)."""
+    role_arn: str | None = None
+    """``awsRoleArn``: the role assumed, with the default credentials, whose credentials then sign."""
+    role_session_name: str = Field(default="aws-msk-iam-auth", min_length=2, max_length=64)
+    """``awsRoleSessionName``; the default is aws-msk-iam-auth's, so the broker sees the same principal."""
+    role_external_id: str | None = None
+    """``awsRoleExternalId``: the external id the role's trust policy asks for."""
+    sts_region: str | None = None
+    """``awsStsRegion``: the regional STS endpoint to assume the role at; default: the global one."""
+    max_retries: int = Field(default=3, ge=0, le=20)
+    """``awsMaxRetries``: attempts after the first when credentials cannot be loaded (not on a refusal)."""
+    max_backoff_ms: int = Field(default=5000, ge=1, le=600_000)
+    """``awsMaxBackOffTimeMs``: the longest back-off between those attempts (0.5 s doubling, full jitter)."""
+    debug_creds: bool = False
+    """``awsDebugCreds``: a warning names the principal that signs (STS GetCallerIdentity)."""
 
 
 class ConnectionSettings(BaseModel):
@@ -44,6 +69,9 @@ class ConnectionSettings(BaseModel):
     retry_backoff_s: float = Field(default=0.5, gt=0, le=60, allow_inf_nan=False)
     """The first back-off; it doubles per attempt up to ``retry_backoff_max_s``, with full jitter."""
     retry_backoff_max_s: float = Field(default=8.0, gt=0, le=600, allow_inf_nan=False)
+    aws_msk_iam: MskIamIdentity | None = None
+    """The identity ``AWS_MSK_IAM`` signs as, when a ``--command-config`` names one; default: the
+    default AWS credential chain."""
     fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
     """The most a broker puts in one fetch response (Kafka's ``fetch.max.bytes``): fetch rounds ask
     for no more partitions per request than fit. The local broker answers at most ~5 MB."""
@@ -65,6 +93,10 @@ class ConnectionSettings(BaseModel):
             raise ValueError("--security-protocol SASL_SSL needs --sasl-mechanism")
         if self.sasl_mechanism in ("SCRAM-SHA-512", "PLAIN") and not (self.sasl_username and self.sasl_password):
             raise ValueError(f"{self.sasl_mechanism} needs a username and a password (--sasl-password-env)")
+        if self.aws_msk_iam is not None and self.sasl_mechanism != "AWS_MSK_IAM":
+            raise ValueError(
+                f"an AWS identity (awsProfileName, awsRoleArn) needs AWS_MSK_IAM, not {self.sasl_mechanism}"
+            )
         if self.sasl_password is not None:
             register_secret(self.sasl_password.get_secret_value())  # kafka-python logs it at DEBUG
         return self
