@@ -2,8 +2,8 @@
 # Render the demo's report.html in headless Chromium (Debian's package) and save a screenshot, to look
 # at what an on-call engineer sees. Usage: scripts/report_screenshot.sh [report.html] [out.png]
 set -euo pipefail
-report=${1:-demo-output/report.html}
-out=${2:-demo-output/report.png}
+report=${1:-demo-output/3-rewind/report.html}
+out=${2:-demo-output/3-rewind/report.png}
 command -v chromium-headless-shell >/dev/null || make -s browser  # Debian's headless Chromium (needs root)
 profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT

@@ -36,13 +36,21 @@ def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path,
     assert f"3. the operator decides: {ahead.group(1)} must reread" in text
     rolled = re.search(r"4\. roll back one group \(mode rollback\): (\S+)", text)
     assert rolled and "Rollback" in states and f"{rolled.group(1)} on the target now: " in text
-    report = json.loads((tmp_path / "report.json").read_text())
+    report = json.loads((tmp_path / "3-rewind" / "report.json").read_text())
     assert report["outcome"] == "applied" and report["statuses"] == {"committed": report["summary"]["entries"]}
+    # The files tell the whole story: each run's report in its folder, the rollback's last, and it does
+    # not call the group it rolled back safe to start (issue 38: the one saved before it did).
+    assert rolled.group(1) in report["safe_to_start"]
+    last = json.loads((tmp_path / "4-rollback" / "report.json").read_text())
+    assert last["outcome"] == "rolled back" and rolled.group(1) in last["do_not_start_yet"]
+    assert rolled.group(1) not in last["safe_to_start"]
+    assert json.loads((tmp_path / "1-plan" / "report.json").read_text())["outcome"] != "applied"
     assert {"header", "fingerprint", "end"} <= set(report["summary"]["by_method"])
     proved = sum(int(n) for n in re.findall(r"^\s+(\d+)\s+(?:same record|next restored record)", text, re.M))
     assert proved == report["summary"]["entries"] > 0
     assert "WRONG" not in text
-    assert (tmp_path / "report.html").read_text().startswith("<!doctype html>")
+    for run in ("1-plan", "2-apply", "3-rewind", "4-rollback"):
+        assert (tmp_path / run / "report.html").read_text().startswith("<!doctype html>")
 
 
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])

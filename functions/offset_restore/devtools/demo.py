@@ -284,6 +284,7 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     if scene.run({"mode": "plan", "pending_retries": 0}, "demo-plan")["status"] != "SUCCEEDED":
         return Counter()
     scene.glance(scene.report())
+    _save_reports(scene, location / "1-plan")
     with KafkaCluster(source) as src, KafkaCluster(target) as tgt:
         _finish_restore(src, tgt)
     out.write(f"\nthe restore of {STILL_RESTORING} finishes\n")
@@ -293,18 +294,23 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     if scene.run({"mode": "apply", "wait": wait}, "demo-apply", hold=release)["status"] != "SUCCEEDED":
         return Counter()
     scene.glance(scene.report())
+    _save_reports(scene, location / "2-apply")
     scope = pattern_for([ahead])
     out.write(f'\n3. the operator decides: {ahead} must reread what it skipped ("allow_rewind": {json.dumps(scope)})\n')
     if scene.run({"mode": "apply", "allow_rewind": scope}, "demo-rewind")["status"] != "SUCCEEDED":
         return Counter()
     report = scene.report()
     scene.glance(report)
-    _save_reports(scene, location)
+    _save_reports(scene, location / "3-rewind")
     proof = _prove_all(scene, report)
     entries = [PlanEntry.model_validate(e) for e in report["entries"]]
     if not _roll_back_one(scene, sorted(report["safe_to_start"])[-1], entries):
         proof["WRONG: the rollback did not put back the offsets held before the apply"] += 1
-    out.write(f"reports: {location / 'report.html'}, {location / 'report.md'}, {location / 'report.json'}\n")
+    scene.glance(scene.report())
+    _save_reports(scene, location / "4-rollback")
+    out.write(f"reports, one folder per run as the workflow wrote them (report.html, .md, .json): {location}/\n")
+    for run in ("1-plan", "2-apply", "3-rewind", "4-rollback"):
+        out.write(f"  {location / run / 'report.html'}\n")
     return proof
 
 
@@ -335,6 +341,8 @@ def _on_the_target(scene: _Scene, hold_s: float) -> tuple[str, str, threading.Ev
 
 
 def _save_reports(scene: _Scene, location: Path) -> None:
+    """The report the run just finished wrote (each run rewrites the restore's), kept in its own folder:
+    the files tell the whole story, the rollback's last, not only the state before it."""
     location.mkdir(parents=True, exist_ok=True)
     for name in ("report.json", "report.md", "report.html"):
         body = scene.flow.s3.get_object(Bucket=BUCKET, Key=restore_object("demo", name))["Body"].read()
