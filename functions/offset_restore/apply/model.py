@@ -101,7 +101,7 @@ class ApplyOptions:
                 raise BadInputError(f"{name} must be a finite number of seconds >= {low:g}, not {value}")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class OffsetChange:
     """One offset a preview would change or a run changed, in the columns of kafka-consumer-groups'
     table (GROUP, TOPIC, PARTITION, CURRENT-OFFSET, NEW-OFFSET) and ours (METHOD, EXACT): what an
