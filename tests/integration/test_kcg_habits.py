@@ -59,6 +59,10 @@ def test_kcgs_spellings_from_snapshot_to_rollback(
     assert table_rows(out) == {(names["eu"], topic, 0): ("-", "20", "header", "exact")}, out
     assert "not chosen        2 groups of the plan" in out, out
 
+    # A name of no group of the plan is a typo: refused, nothing written.
+    status, _, err = run("apply", "--bootstrap-server", tgt, "--plan", plan, "--group", f"{base}.EU", "--execute")
+    assert status == 2 and "--group/--groups names no group of the plan: nothing written" in err, err
+
     # --group writes that group alone; the others are neither waited for nor touched.
     status, out, err = run("apply", "--bootstrap-server", tgt, "--plan", plan, "--group", names["eu"], "--execute")
     assert status == 0, out + err

@@ -114,6 +114,7 @@ class _ApplyRun:
 
     def choose(self) -> list[str]:
         """The groups to write, sorted; the others are recorded as skipped with why."""
+        self.options.check_chosen({e.group for e in self.plan.entries})
         self.writable, waiting = _groups_to_write(self.plan, self.options)
         self.report.groups_not_chosen = len({e.group for e in self.plan.entries if not self.options.chosen(e.group)})
         ahead = [

@@ -87,6 +87,11 @@ class ApplyOptions:
     def chosen(self, group: str) -> bool:
         return self.groups is None or self.groups(group)
 
+    def check_chosen(self, groups: Iterable[str]) -> None:
+        """A choice that names no group of the plan is a typo, not a run that writes nothing: refused."""
+        if self.groups is not None and not any(self.groups(g) for g in groups):
+            raise BadInputError("--group/--groups names no group of the plan: nothing written")
+
     def rewinds(self, group: str) -> bool:
         """Whether ``group`` may be moved back past where it is on the target."""
         return self.allow_rewind or (self.rewind_groups is not None and self.rewind_groups(group))

@@ -66,6 +66,7 @@ def rollback_plan(
     and at the end. ``before_write`` (the lock's check) raises when this run may no longer write."""
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     report = ApplyReport()
+    options.check_chosen({e.group for e in plan.entries})
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
     for entry in plan.entries:
         if entry.previous_recorded and entry.target_offset is not None and options.chosen(entry.group):
