@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck audit kafka browser unit demo bench compare figures clean
+.PHONY: install test lint typecheck audit lock kafka browser unit demo bench compare figures clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,15 @@ typecheck: $(STAMP)
 
 audit: $(STAMP)
 	$(PY) scripts/audit_dependencies.py
+
+# The Lambda asset's lock, infra/lambda-requirements.lock (its header names this command): pyproject.toml's
+# runtime dependencies resolved by uv for Lambda's Python 3.12 on x86_64 manylinux_2_28, every file's hash.
+# The lock's pins are kept (only what pyproject.toml changed is resolved again); UPGRADE=--upgrade moves
+# every pin to the newest its range allows, UPGRADE="--upgrade-package boto3" one of them.
+UPGRADE ?=
+lock: $(STAMP)
+	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.12 --python-platform x86_64-manylinux_2_28 \
+	  --only-binary :all: --generate-hashes --quiet $(UPGRADE) --output-file infra/lambda-requirements.lock
 
 # Apache Kafka 4.1's own jars from Maven Central (cached in ~/.cache/offset-restore and ~/.m2): the
 # broker the integration, end-to-end and reliability tests run on (OFFSET_RESTORE_TEST_BROKER=tansu

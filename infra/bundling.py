@@ -1,6 +1,8 @@
-"""Bundle the Lambda code asset without Docker: pip installs the runtime requirements for Lambda's
-platform into the asset folder, then the modules the handlers import are copied beside them — and
-nothing else: the CLI, the demo, local AWS and the test brokers stay out of the functions' code."""
+"""Bundle the Lambda code asset without Docker: pip installs the pinned, hashed requirements of
+``LOCK`` for Lambda's platform into the asset folder, then the modules the handlers import are copied
+beside them — and nothing else: the CLI, the demo, local AWS and the test brokers stay out of the
+functions' code. The same commit bundles the same bytes on any machine (the asset is hashed by its
+output, ``infra/functions.py``), so two deploys of one commit ship one artefact."""
 
 from __future__ import annotations
 
@@ -13,10 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import jsii
-from aws_cdk import ILocalBundling
+from aws_cdk import AssetHashType, BundlingOptions, DockerImage, ILocalBundling
+from aws_cdk import aws_lambda as lambda_
 from offset_restore_handlers.wiring import SNAPSHOT_HANDLER, TASK_HANDLERS
 
-__all__ = ["LAMBDA_PLATFORMS", "PACKAGE_DATA", "LocalPipBundling", "handler_sources", "runtime_dependencies"]
+__all__ = [
+    "LAMBDA_PLATFORMS",
+    "LOCK",
+    "PACKAGE_DATA",
+    "LocalPipBundling",
+    "forget_the_machine",
+    "handler_sources",
+    "install_command",
+    "lambda_code",
+    "runtime_dependencies",
+]
 
 _OURS = ("offset_restore", "offset_restore_handlers")
 PACKAGE_DATA = ("*.json", "templates/*.j2")
@@ -24,7 +37,12 @@ PACKAGE_DATA = ("*.json", "templates/*.j2")
 the report's templates (``workflow/templates``), as pyproject.toml's package-data has them for the wheel."""
 LAMBDA_PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_28_x86_64")
 """The wheels Lambda's x86_64 Python runtime runs (Amazon Linux 2023, glibc 2.34): cramjam, which
-decodes snappy, ships only ``manylinux_2_28`` wheels."""
+decodes snappy, ships only ``manylinux_2_28`` wheels. ``make lock`` resolves for the newer one
+(``uv pip compile --python-platform x86_64-manylinux_2_28``), pip's ``--platform`` accepts both."""
+LOCK = Path(__file__).resolve().parent / "lambda-requirements.lock"
+"""The asset's third-party packages, each pinned with the hashes of its files: ``make lock`` writes it
+from pyproject.toml's runtime dependencies (its header names the command); only this file changes
+what the asset installs, so a new boto3 on PyPI changes nothing until the lock is regenerated."""
 
 
 def runtime_dependencies(pyproject: Path) -> list[str]:
@@ -80,6 +98,31 @@ def handler_sources(functions_dir: Path) -> list[Path]:
     return sorted(path.relative_to(functions_dir) for path in found | data)
 
 
+def install_command(output_dir: Path, python_version: str = "3.12", lock: Path = LOCK) -> list[str]:
+    """pip's install of exactly the lock: every file checked against its hash (a file PyPI gained since
+    is not a candidate), no resolution (``--no-deps``: the lock is the whole closure), only wheels for
+    Lambda's platform and Python, and no ``.pyc`` (which would differ by the bundling machine's
+    interpreter and be rewritten by Lambda's anyway)."""
+    platforms = (argument for platform in LAMBDA_PLATFORMS for argument in ("--platform", platform))
+    return [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+        "--require-hashes", "--no-deps", "--no-compile", "--only-binary=:all:", *platforms,
+        "--implementation", "cp", "--python-version", python_version,
+        "--target", str(output_dir), "--requirement", str(lock),
+    ]  # fmt: skip
+
+
+def forget_the_machine(output_dir: Path) -> None:
+    """Remove what names the machine that bundled: pip writes console scripts (``bin/``) whose first line
+    is its own interpreter's path, and lists them, with their hashes, in each wheel's ``RECORD``. Lambda
+    runs handlers, never those scripts, so the asset drops them and their ``RECORD`` lines (those outside
+    the asset, ``../../bin/...``), and a laptop and CI bundle the same bytes."""
+    shutil.rmtree(output_dir / "bin", ignore_errors=True)
+    for record in output_dir.glob("*.dist-info/RECORD"):
+        lines = record.read_text().splitlines(keepends=True)
+        record.write_text("".join(line for line in lines if not line.startswith("../")))
+
+
 @jsii.implements(ILocalBundling)
 class LocalPipBundling:
     def __init__(self, functions_dir: Path, python_version: str = "3.12") -> None:
@@ -87,26 +130,9 @@ class LocalPipBundling:
         self.python_version = python_version
 
     def try_bundle(self, output_dir: str, *_: Any, **__: Any) -> bool:
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--no-compile",
-                *runtime_dependencies(self.functions_dir.parent / "pyproject.toml"),
-                "--target",
-                output_dir,
-                *(argument for platform in LAMBDA_PLATFORMS for argument in ("--platform", platform)),
-                "--only-binary=:all:",
-                "--implementation",
-                "cp",
-                "--python-version",
-                self.python_version,
-            ],
-            check=True,
-        )
+        """Install the lock, then copy our sources: the CDK's hook for bundling without Docker."""
+        subprocess.run(install_command(Path(output_dir), self.python_version), check=True)
+        forget_the_machine(Path(output_dir))
         self.copy_sources(Path(output_dir))
         return True
 
@@ -117,3 +143,18 @@ class LocalPipBundling:
             (output_dir / relative).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(self.functions_dir / relative, output_dir / relative)
         return sources
+
+
+def lambda_code(functions_dir: Path, python_version: str) -> lambda_.Code:
+    """The functions' one code asset, hashed by what it holds (``AssetHashType.OUTPUT``): the hash in
+    the template proves the artefact, where a hash of the sources would stay the same while the
+    packages beside them changed."""
+    return lambda_.Code.from_asset(
+        str(functions_dir),
+        exclude=["**/__pycache__", "*.egg-info"],
+        asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(
+            image=DockerImage.from_registry("local-bundling-only"),
+            local=LocalPipBundling(functions_dir, python_version),
+        ),
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import BundlingOptions, DockerImage, Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -33,7 +33,7 @@ from offset_restore.workflow.environment import (
 )
 from offset_restore_handlers.wiring import MEMORY_MB, SNAPSHOT_HANDLER, TASK_HANDLERS
 
-from infra.bundling import LocalPipBundling
+from infra.bundling import lambda_code
 from infra.config import ClusterConfig, EnvironmentConfig
 from infra.network import Networks
 from infra.retention import retention
@@ -54,14 +54,7 @@ class Functions:
     def __init__(self, stack: Stack, config: EnvironmentConfig, storage: Storage) -> None:
         self.stack, self.config = stack, config
         self.networks = Networks(stack, config)
-        self.code = lambda_.Code.from_asset(
-            str(FUNCTIONS_DIR),
-            exclude=["**/__pycache__", "*.egg-info"],
-            bundling=BundlingOptions(
-                image=DockerImage.from_registry("local-bundling-only"),
-                local=LocalPipBundling(FUNCTIONS_DIR, RUNTIME.name.removeprefix("python")),
-            ),
-        )
+        self.code = lambda_code(FUNCTIONS_DIR, RUNTIME.name.removeprefix("python"))
         source_env = config.source.environment(SOURCE)
         target_env = config.target.environment(TARGET)
         table_env = {TABLE_NAME: storage.table.table_name}
