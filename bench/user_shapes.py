@@ -1,0 +1,727 @@
+"""The shapes users have (issue 40), each beside the plain kafka-python consumer scan an operator writes.
+
+    python -m bench.user_shapes --broker apache                  # every shape, full size
+    python -m bench.user_shapes --shapes holed,dense --records 20000 --diagnose --profile
+
+Shapes (the issue's), written by kafka-python's producer (one request in flight, in order):
+- holed: 20 partitions x 200,000 records, 16 KB batches, 100-byte values; the restore misses every 7th
+  record (source offsets 6, 13, 20, ...: what compaction, filtering and transaction markers leave); 5 groups;
+- dense: 200 partitions x 5,000 records, 16 KB batches, 100-byte values, the restore whole; 400 groups;
+- gzip / lz4 / zstd: 20 partitions x 100,000 records, 1 MB batches (batch_size 1 MB, linger 500 ms),
+  200-byte JSON-like values that compress as payloads do, the restore whole; 50 groups.
+Every record on the target carries ``x-source-offset``; committed offsets are uniform over [0, records].
+
+Measured in one run per shape, each phase as a user runs it: ``take_snapshot`` (defaults) on the source,
+``translate`` (defaults) and ``apply_plan`` on the target; and the baseline, THE PLAIN CONSUMER SCAN: one
+``kafka.KafkaConsumer`` (no group, enable_auto_commit False, max_poll_records 5000,
+max_partition_fetch_bytes 1 MB), every target partition assign()ed and seek_to_beginning()ed, read once
+from the start, each committed position settled by the first record whose ``x-source-offset`` is >= it;
+a partition is paused once all its positions are settled (or its end is reached).
+
+Counted three ways, per phase:
+- at a counting TCP proxy in front of each broker (in its own process; the brokers advertise the proxy,
+  so every client of every phase goes through it): every byte the broker sends down, the Fetch requests
+  going up and the bytes of their responses. The same counter for our phases and the consumer: the
+  table's "MB down" and "Fetch requests";
+- at the client: ``KafkaCluster.fetched_bytes`` (bytes of record batches received, ours) and kafka-python's
+  the bytes of record batches kafka-python's consumer parsed (what its consumer-fetch-manager-metrics are
+  fed by; kafka-python 3.0 keeps no bytes-consumed-total), shown beside it.
+Every plan entry must equal the scan's answer (a position past the last restored record: the log end);
+a mismatch fails the run.
+
+``--diagnose`` logs every fetch of the plan (partition, offset, limit, bytes, records) and prints per
+partition how it was read; ``--profile`` plans the shape a second time under cProfile (the measured run
+is not profiled) and prints the top functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import multiprocessing as mp
+import platform
+import pstats
+import random
+import re
+import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.consumer import fetcher
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
+from offset_restore.devtools.apache_broker import ApacheBroker
+from offset_restore.devtools.brokers import KINDS, Broker, new_broker
+from offset_restore.devtools.local_broker import free_port
+from offset_restore.devtools.processes import terminated_as_interrupt
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.positions import TranslateStats
+from offset_restore.translate.strategies import header as header_strategy
+from offset_restore.translate.translation import translate
+
+RESULTS = Path(__file__).parent / "results"
+BASE_MS = 1_700_000_000_000
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Shape:
+    name: str
+    title: str
+    partitions: int
+    records: int
+    groups: int
+    batch: int = 16_384
+    codec: str | None = None
+    hole_every: int = 0
+    """The restore misses source offsets k-1, 2k-1, ... (0: the restore is whole)."""
+    json_values: bool = False
+
+
+SHAPES = {
+    s.name: s
+    for s in (
+        Shape("holed", "sparse with holes", 20, 200_000, 5, hole_every=7),
+        Shape("dense", "dense", 200, 5_000, 400),
+        Shape("gzip", "large compressed batches, gzip", 20, 100_000, 50, 1 << 20, "gzip", json_values=True),
+        Shape("lz4", "large compressed batches, lz4", 20, 100_000, 50, 1 << 20, "lz4", json_values=True),
+        Shape("zstd", "large compressed batches, zstd", 20, 100_000, 50, 1 << 20, "zstd", json_values=True),
+    )
+}
+
+# ---------------------------------------------------------------------------------------------------
+# The counting proxy: [down bytes, Fetch requests, Fetch response bytes, up bytes] per broker.
+
+SLOTS = 4
+
+
+def _proxy_main(pairs: list[tuple[int, int]], counts: Any, ready: Any) -> None:
+    asyncio.run(_proxy(pairs, counts, ready))
+
+
+async def _proxy(pairs: list[tuple[int, int]], counts: Any, ready: Any) -> None:
+    servers = []
+    for index, (listen, upstream) in enumerate(pairs):
+        servers.append(await asyncio.start_server(_handler(upstream, counts, index * SLOTS), "127.0.0.1", listen))
+    ready.set()
+    await asyncio.gather(*(s.serve_forever() for s in servers))
+
+
+class _Framer:
+    """Kafka's framing (a 4-byte size, then the message): calls ``on_header`` with the first
+    ``header`` bytes of each message (size included) while the bytes stream through."""
+
+    def __init__(self, header: int, on_header: Callable[[bytes], None]) -> None:
+        self.header, self.on_header = header, on_header
+        self.partial = bytearray()
+        self.remaining = 0
+
+    def feed(self, data: bytes) -> None:
+        i, n = 0, len(data)
+        while i < n:
+            if self.remaining:
+                take = min(self.remaining, n - i)
+                self.remaining -= take
+                i += take
+                continue
+            take = min(self.header - len(self.partial), n - i)
+            self.partial += data[i : i + take]
+            i += take
+            if len(self.partial) == self.header:
+                head = bytes(self.partial)
+                self.partial.clear()
+                self.remaining = int.from_bytes(head[:4], "big") - (self.header - 4)
+                self.on_header(head)
+
+
+def _handler(upstream: int, counts: Any, base: int) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]:
+    async def handle(client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        try:
+            broker_r, broker_w = await asyncio.open_connection("127.0.0.1", upstream)
+        except OSError:
+            client_w.close()
+            return
+        fetches: dict[int, None] = {}
+
+        def request(head: bytes) -> None:  # size, api_key, api_version, correlation id
+            if int.from_bytes(head[4:6], "big") == 1:
+                counts[base + 1] += 1
+                fetches[int.from_bytes(head[8:12], "big")] = None
+
+        def response(head: bytes) -> None:  # size, correlation id
+            if fetches.pop(int.from_bytes(head[4:8], "big"), 0) is None:
+                counts[base + 2] += int.from_bytes(head[:4], "big") + 4
+
+        async def pump(r: asyncio.StreamReader, w: asyncio.StreamWriter, framer: _Framer, slot: int) -> None:
+            try:
+                while data := await r.read(1 << 20):
+                    framer.feed(data)
+                    counts[base + slot] += len(data)
+                    w.write(data)
+                    await w.drain()
+            except (OSError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                w.close()
+
+        await asyncio.gather(
+            pump(client_r, broker_w, _Framer(12, request), 3), pump(broker_r, client_w, _Framer(8, response), 0)
+        )
+
+    return handle
+
+
+@dataclass
+class Proxied:
+    brokers: list[Broker]
+    counts: Any
+    direct: list[str]
+    """Bootstrap servers that bypass the proxy (a listener of their own on Apache Kafka), for writing
+    the shapes; through the proxy on the local broker."""
+
+    def counter(self, index: int) -> tuple[int, int, int]:
+        base = index * SLOTS
+        return self.counts[base], self.counts[base + 1], self.counts[base + 2]
+
+
+@contextmanager
+def proxied_brokers(kind: str, *names: str) -> Iterator[Proxied]:
+    """Brokers of ``kind`` advertising a counting proxy (each broker's clients all go through it)."""
+    ctx = mp.get_context("spawn")
+    counts = ctx.Array("q", SLOTS * len(names), lock=False)
+    ready = ctx.Event()
+    with terminated_as_interrupt(), ExitStack() as stack:
+        ports = [(free_port(), free_port()) for _ in names]
+        proxy = ctx.Process(target=_proxy_main, args=([(q, p) for p, q in ports], counts, ready), daemon=True)
+        proxy.start()
+        stack.callback(proxy.join, 5)
+        stack.callback(proxy.terminate)
+        ready.wait(30)
+        brokers: list[Broker] = []
+        direct: list[str] = []
+        for name, (p, q) in zip(names, ports, strict=True):
+            if kind == "apache":
+                d, c, i = free_port(), free_port(), free_port()
+                listeners = f"CLIENT://127.0.0.1:{{}},DIRECT://127.0.0.1:{d},INTERNAL://127.0.0.1:{i},CONTROLLER://127.0.0.1:{c}"
+                config = {
+                    "listeners": listeners.format(p),
+                    "advertised.listeners": listeners.format(q),
+                    "listener.security.protocol.map": ",".join(
+                        f"{n}:PLAINTEXT" for n in ("CONTROLLER", "INTERNAL", "CLIENT", "DIRECT")
+                    ),
+                }
+                brokers.append(ApacheBroker(name, config=config, port=p, advertised_port=q, controller_port=c))
+                direct.append(f"127.0.0.1:{d}")
+            else:
+                brokers.append(new_broker(kind, name, port=p, advertised_port=q))
+                direct.append(f"127.0.0.1:{q}")
+        for broker in brokers:
+            stack.callback(broker.stop)
+            if isinstance(broker, ApacheBroker):
+                broker.launch()
+            else:
+                broker.start()
+        for broker in brokers:
+            if isinstance(broker, ApacheBroker):
+                broker.wait_ready()
+        yield Proxied(brokers, counts, direct)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Writing the shapes.
+
+
+def _values(shape: Shape, p: int, seed: int) -> Iterator[bytes]:
+    rng = random.Random(seed * 1000 + p)
+    for i in range(shape.records):
+        if shape.json_values:
+            text = (
+                f'{{"order":{i},"customer":"c-{rng.randrange(10**6):06d}","amount":{rng.randrange(10**5)},'
+                f'"currency":"EUR","status":"{rng.choice(("new", "paid", "shipped"))}",'
+                f'"note":"{rng.randbytes(12).hex()}","region":"eu-west-1","channel":"web","v":1}}'
+            )
+            yield text.ljust(200, " ").encode()[:200]
+        else:
+            yield rng.randbytes(100)
+
+
+def restored(shape: Shape, i: int) -> bool:
+    return not shape.hole_every or i % shape.hole_every != shape.hole_every - 1
+
+
+def _write(bootstrap: str, topic: str, shape: Shape, seed: int, restore: bool) -> int:
+    """One cluster's copy of the topic (run in a process of its own, the source's beside the target's)."""
+    errors: list[BaseException] = []
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        compression_type=shape.codec,
+        batch_size=shape.batch,
+        linger_ms=500 if shape.batch > 16_384 else 50,
+        acks=1,
+        max_request_size=4 << 20,
+        max_in_flight_requests_per_connection=1,
+    )
+    sent = 0
+    try:
+        for p in range(shape.partitions):
+            for i, value in enumerate(_values(shape, p, seed)):
+                if restore and not restored(shape, i):
+                    continue
+                headers = [(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))] if restore else []
+                future = producer.send(
+                    topic, key=f"{p}:{i}".encode(), value=value, headers=headers, partition=p, timestamp_ms=BASE_MS + i
+                )
+                if sent % 1000 == 0:
+                    future.add_errback(errors.append)
+                sent += 1
+        producer.flush(timeout=900)
+    finally:
+        producer.close()
+    if errors:
+        raise RuntimeError(f"producing to {bootstrap} failed: {errors[0]!r}")
+    return sent
+
+
+def write(
+    shape: Shape, topic: str, boots: tuple[str, str], source: KafkaCluster, target: KafkaCluster, seed: int
+) -> None:
+    source.create_topics({topic: shape.partitions})
+    target.create_topics({topic: shape.partitions})
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        jobs = [pool.apply_async(_write, (boots[k], topic, shape, seed, k == 1)) for k in (0, 1)]
+        sent = [job.get() for job in jobs]
+    for cluster, count in zip((source, target), sent, strict=True):
+        bounds = cluster.log_bounds([TP(topic, p) for p in range(shape.partitions)])
+        landed = sum(b.end - b.start for b in bounds.values())
+        assert landed == count, f"{count:,} records produced, {landed:,} in the log"
+
+
+def commit_groups(source: KafkaCluster, shape: Shape, topic: str, seed: int) -> str:
+    rng = random.Random(seed)
+    prefix = f"{topic}-g"
+    offsets = {
+        f"{prefix}{g}": {
+            TP(topic, p): CommittedOffset(rng.randrange(0, shape.records + 1), None) for p in range(shape.partitions)
+        }
+        for g in range(shape.groups)
+    }
+    failed = {g: e for g, errors in source.alter_offsets_many(offsets).items() for e in errors.values() if e}
+    assert not failed, list(failed.items())[:3]
+    return f"{prefix}.*"
+
+
+# ---------------------------------------------------------------------------------------------------
+# Measuring.
+
+
+@dataclass
+class Cost:
+    seconds: float
+    down: int
+    """Bytes the broker sent down, at the proxy."""
+    fetches: int
+    """Fetch requests, at the proxy."""
+    fetch_down: int
+    """Bytes of Fetch responses, at the proxy."""
+    client: int
+    """Record-batch bytes counted by the client (fetched_bytes, or the consumer's parsed bytes)."""
+    note: str = ""
+
+
+def measured(proxy: Proxied, index: int, client: Callable[[], int], work: Callable[[], T]) -> tuple[T, Cost]:
+    down0, fetches0, fdown0 = proxy.counter(index)
+    client0 = client()
+    started = time.perf_counter()
+    result = work()
+    seconds = time.perf_counter() - started
+    time.sleep(0.05)  # the proxy's last bytes counted
+    down1, fetches1, fdown1 = proxy.counter(index)
+    return result, Cost(seconds, down1 - down0, fetches1 - fetches0, fdown1 - fdown0, client() - client0)
+
+
+@dataclass
+class ScanResult:
+    found: dict[tuple[TP, int], int]
+    ends: dict[TP, int]
+    consumed_bytes: int = 0
+    records: int = 0
+
+
+def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]]) -> ScanResult:
+    """THE PLAIN CONSUMER SCAN an operator writes: one KafkaConsumer, every partition read once from its start.
+
+    kafka-python 3.0 keeps no bytes-consumed-total (only rates and averages): the bytes of record batches
+    it parsed are summed by wrapping ``FetchResponseMetricAggregator.record``, the call those metrics
+    are fed by (batches it prefetched and dropped when a partition was paused are not in it)."""
+    consumed = [0]
+    original = fetcher.FetchResponseMetricAggregator.record
+
+    def counted(self: Any, partition: Any, num_bytes: int, num_records: int) -> None:
+        consumed[0] += num_bytes
+        original(self, partition, num_bytes, num_records)
+
+    fetcher.FetchResponseMetricAggregator.record = counted
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        max_poll_records=5000,
+        max_partition_fetch_bytes=1 << 20,
+    )
+    try:
+        partitions = [TopicPartition(tp.topic, tp.partition) for tp in wanted]
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        ends = {TP(k.topic, k.partition): v for k, v in consumer.end_offsets(partitions).items()}
+        todo = {TP(tp.topic, tp.partition): sorted(set(offsets)) for tp, offsets in wanted.items()}
+        next_index = dict.fromkeys(todo, 0)
+        found: dict[tuple[TP, int], int] = {}
+        open_ = {tp for tp in todo if todo[tp] and ends[tp] > 0}
+        for tp in set(todo) - open_:
+            consumer.pause(TopicPartition(tp.topic, tp.partition))
+        records = 0
+        while open_:
+            for part, batch in consumer.poll(timeout_ms=1000).items():
+                tp = TP(part.topic, part.partition)
+                if tp not in open_:
+                    continue
+                offsets, k = todo[tp], next_index[tp]
+                for record in batch:
+                    records += 1
+                    source = None
+                    for key, value in record.headers:
+                        if key == DEFAULT_OFFSET_HEADER:
+                            source = int.from_bytes(value, "big")
+                    while source is not None and k < len(offsets) and source >= offsets[k]:
+                        found[(tp, offsets[k])] = record.offset
+                        k += 1
+                    if k == len(offsets) or record.offset + 1 >= ends[tp]:
+                        break
+                next_index[tp] = k
+                if k == len(offsets) or batch[-1].offset + 1 >= ends[tp]:
+                    open_.discard(tp)
+                    consumer.pause(part)
+        return ScanResult(found, ends, consumed[0], records)
+    finally:
+        consumer.close()
+        fetcher.FetchResponseMetricAggregator.record = original
+
+
+def check(entries: list[PlanEntry], scan: ScanResult) -> None:
+    """Every entry equal to the scan's answer, or the run fails."""
+    wrong = []
+    for e in entries:
+        tp = TP(e.target_topic, e.partition if e.target_partition is None else e.target_partition)
+        expected = scan.found.get((tp, e.source_offset), scan.ends[tp])
+        if e.target_offset != expected:
+            wrong.append((e.group, tp, e.source_offset, e.target_offset, expected, e.status, e.reason))
+    if wrong:
+        raise SystemExit(f"PLAN MISMATCH: {len(wrong):,} of {len(entries):,} entries differ from the scan: {wrong[:5]}")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Diagnosis: every fetch of the plan, recorded from outside (the target client's fetch wrapped).
+
+
+@dataclass
+class FetchLog:
+    calls: list[tuple[int, TP, int, int, int, int, int]] = field(default_factory=list)
+    """(call number, partition, fetch offset, partition limit, bytes, records, read_to)."""
+    number: int = 0
+    cheaper: dict[TP, str] = field(default_factory=dict)
+    """What ``whole_read.cheaper_whole`` chose to read whole (wrapped where ``header.py`` calls it)."""
+    probe_call: int = 0
+    """The fetch call that was its probe round."""
+
+
+@contextmanager
+def logged_fetches(cluster: KafkaCluster) -> Iterator[FetchLog]:
+    log = FetchLog()
+    original = cluster.fetch
+
+    def fetch(positions: Mapping[TP, int], **kw: Any) -> dict[TP, PartitionFetch]:
+        log.number += 1
+        answer = original(positions, **kw)
+        limit = kw.get("partition_max_bytes", 256 * 1024)
+        for tp, a in answer.items():
+            lim = limit if isinstance(limit, int) else limit.get(tp, -1)
+            log.calls.append((log.number, tp, a.fetch_offset, lim, a.size, len(a.records), a.read_to))
+        return answer
+
+    original_cheaper = header_strategy.cheaper_whole
+
+    def cheaper(undecided: Any, ctx: Any, reads: Any) -> Any:
+        log.probe_call = log.number + 1
+        suspect, begun = original_cheaper(undecided, ctx, reads)
+        log.cheaper = dict(suspect)
+        return suspect, begun
+
+    cluster.fetch = fetch  # type: ignore[method-assign]
+    header_strategy.cheaper_whole = cheaper
+    try:
+        yield log
+    finally:
+        del cluster.fetch
+        header_strategy.cheaper_whole = original_cheaper
+
+
+def diagnosis(
+    shape: Shape, log: FetchLog, stats: TranslateStats, entries: list[PlanEntry], scan: ScanResult
+) -> list[str]:
+    lines = [f"## Diagnosis: {shape.name}", ""]
+    lines.append(f"fetch calls by the plan: {log.number:,}; partition reads: {len(log.calls):,}")
+    lines.append(f"TranslateStats.fetch_rounds {stats.fetch_rounds} fetches {stats.fetches}")
+    lines.append(f"TranslateStats.bytes_read {stats.bytes_read} records_read {stats.records_read}")
+    if stats.out_of_order:
+        lines.append(
+            f"TranslateStats.out_of_order ({len(stats.out_of_order)}): {dict(list(stats.out_of_order.items())[:5])}"
+        )
+    methods = Counter(f"{e.method}/{e.status}/exact={e.exact}" for e in entries)
+    lines.append(f"entries by method: {dict(methods)}")
+    ones = sorted((c[4], c[5]) for c in log.calls if c[3] == 1 and c[4])
+    if ones:
+        lines.append(
+            f"one batch as the broker sends it (the reads with a 1-byte limit, median of {len(ones)}): "
+            f"{ones[len(ones) // 2][0]:,} bytes, {ones[len(ones) // 2][1]:,} records"
+        )
+    limits = Counter(c[3] for c in log.calls)
+    lines.append(f"partition limits asked: {dict(limits.most_common(8))}")
+    per: dict[TP, list[tuple[int, TP, int, int, int, int, int]]] = defaultdict(list)
+    for c in log.calls:
+        per[c[1]].append(c)
+    whole: dict[TP, set[str]] = defaultdict(set)
+    for e in entries:
+        for mark in ("which are in order: ", "is out of order: "):
+            if e.reason and mark in e.reason:
+                tp = TP(e.target_topic, e.partition)
+                whole[tp].add(re.sub(r"\d+", "N", e.reason.split(mark, 1)[1].rstrip("]")))
+    kinds = Counter(why for whys in whole.values() for why in whys)
+    lines.append(f"partitions read whole: {len(whole)} of {len(per)}; why (numbers as N): {dict(kinds.most_common(6))}")
+    positions = Counter(TP(e.target_topic, e.partition) for e in entries)
+    on_holes = Counter(
+        TP(e.target_topic, e.partition)
+        for e in entries
+        if e.source_offset < shape.records and not restored(shape, e.source_offset)
+    )
+    if shape.hole_every:
+        holed = {tp for tp in positions if on_holes[tp]}
+        lines.append(
+            f"partitions with a committed offset on a hole: {len(holed)}; "
+            f"of them read whole: {len(holed & set(whole))}; "
+            f"read whole without one: {len(set(whole) - holed)}"
+        )
+    if log.cheaper:
+        probed = [c for c in log.calls if c[0] == log.probe_call]
+        left = [c for c in probed if c[1] not in log.cheaper]
+        lines.append(
+            f"cheaper_whole chose {len(log.cheaper)} partitions of {len(probed)} probed (fetch call {log.probe_call}); "
+            f"the probe answers of the others (offset, limit, bytes, records, read_to): "
+            f"{[(c[1].partition, c[2], c[3], c[4], c[5], c[6]) for c in left[:10]]}"
+        )
+        rounds = Counter(c[1] for c in log.calls if c[1] not in log.cheaper)
+        lines.append(f"reads of the partitions not chosen: {dict(rounds.most_common(10))}")
+    lines += [
+        "",
+        "| partition | positions | on holes | reads | MB | records | offsets covered | read whole because |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for tp in sorted(per, key=lambda t: -sum(c[4] for c in per[t]))[: 20 if len(per) <= 20 else 12]:
+        calls = per[tp]
+        covered = _covered([(c[2], c[6]) for c in calls if c[6] > c[2]])
+        why = "; ".join(sorted(whole.get(tp, ())))[:160]
+        lines.append(
+            f"| {tp.topic}/{tp.partition} | {positions[tp]} | {on_holes[tp]} | {len(calls)} | "
+            f"{sum(c[4] for c in calls) / 1e6:.2f} | {sum(c[5] for c in calls):,} | {covered:,} of {scan.ends[tp]:,} | "
+            f"{why} |"
+        )
+    return lines
+
+
+def _covered(ranges: list[tuple[int, int]]) -> int:
+    total, end = 0, -1
+    for a, b in sorted(ranges):
+        if b <= end:
+            continue
+        total += b - max(a, end)
+        end = b
+    return total
+
+
+def profiled(work: Callable[[], Any], top: int = 15) -> list[str]:
+    profile = cProfile.Profile()
+    profile.enable()
+    work()
+    profile.disable()
+    lines = []
+    for key in ("cumulative", "tottime"):
+        out = io.StringIO()
+        pstats.Stats(profile, stream=out).strip_dirs().sort_stats(key).print_stats(top)
+        body = out.getvalue()
+        lines += [f"### top {top} by {key}", "", "```", body[body.find("   ncalls") :].rstrip(), "```", ""]
+    return lines
+
+
+# ---------------------------------------------------------------------------------------------------
+
+
+def run_shape(
+    shape: Shape, proxy: Proxied, source: KafkaCluster, target: KafkaCluster, args: argparse.Namespace
+) -> tuple[list[dict[str, Any]], list[str]]:
+    topic = f"user-{shape.name}-{int(time.time())}"
+    boots = (proxy.brokers[0].bootstrap_servers, proxy.brokers[1].bootstrap_servers)
+    started = time.perf_counter()
+    write(shape, topic, (proxy.direct[0], proxy.direct[1]), source, target, args.seed)
+    pattern = commit_groups(source, shape, topic, args.seed)
+    print(
+        f"{shape.name}: wrote {shape.partitions} x {shape.records:,} records twice "
+        f"in {time.perf_counter() - started:.0f} s",
+        file=sys.stderr,
+    )
+
+    snapshot, snap_cost = measured(
+        proxy, 0, lambda: source.fetched_bytes, lambda: take_snapshot(source, SnapshotOptions(groups=pattern))
+    )
+    wanted: dict[TP, list[int]] = {}
+    for group in snapshot.groups:
+        for p in group.partitions:
+            wanted.setdefault(TP(p.topic, p.partition), []).append(p.committed_offset)
+
+    with ExitStack() as stack:
+        log = stack.enter_context(logged_fetches(target)) if args.diagnose else None
+        (entries, stats), plan_cost = measured(
+            proxy, 1, lambda: target.fetched_bytes, lambda: translate(snapshot.groups, target, PlanOptions())
+        )
+    print(f"{shape.name}: plan {plan_cost.seconds:.1f} s", file=sys.stderr)
+
+    scan, scan_cost = measured(proxy, 1, lambda: 0, lambda: plain_consumer_scan(boots[1], wanted))
+    scan_cost.client = scan.consumed_bytes
+    scan_cost.note = f"{scan.records:,} records settled through"
+    print(f"{shape.name}: scan {scan_cost.seconds:.1f} s", file=sys.stderr)
+    check(entries, scan)
+
+    plan = Plan(
+        restore_id=f"user-{shape.name}",
+        snapshot_id=snapshot.manifest.snapshot_id,
+        created_at=datetime.now(UTC),
+        source=ClusterRef(cluster="source", bootstrap_servers="-"),
+        target=ClusterRef(cluster="target", bootstrap_servers="-"),
+        entries=entries,
+        summary=PlanSummary.of(entries),
+        offset_header=DEFAULT_OFFSET_HEADER,
+    )
+    summary = plan.summary
+    options = ApplyOptions(wait_timeout_s=0, poll_interval_s=0.1, on_wait_timeout="commit_empty")
+    report, apply_cost = measured(
+        proxy, 1, lambda: target.fetched_bytes, lambda: apply_plan(plan, target, options, save=lambda _: None)
+    )
+    assert not report.groups_failed and not report.verify_failed, (report.groups_failed, report.verify_failed[:3])
+    apply_cost.note = f"{len(entries) / apply_cost.seconds:,.0f} offsets/s"
+    plan_cost.note = f"exact {summary.exact:,}/{summary.entries:,}; {dict(summary.by_method)}"
+
+    extra: list[str] = []
+    if log is not None:
+        extra += diagnosis(shape, log, stats, entries, scan)
+    if args.profile:
+        extra += ["", f"## Profile of the plan: {shape.name} (a second plan, under cProfile)", ""]
+        extra += profiled(lambda: translate(snapshot.groups, target, PlanOptions()))
+    if extra:
+        print("\n".join(extra), file=sys.stderr)
+
+    title = (
+        f"{shape.title}: {shape.partitions} x {shape.records:,} records, {shape.batch // 1024:,} KB batches, "
+        f"{shape.codec or 'uncompressed'}, {shape.groups} groups ({len(entries):,} group-partitions)"
+    )
+    rows = [
+        {"shape": title, "phase": phase, "cost": cost, "scan": scan_cost}
+        for phase, cost in (
+            ("snapshot", snap_cost),
+            ("plan", plan_cost),
+            ("apply", apply_cost),
+            ("plain consumer scan", scan_cost),
+        )
+    ]
+    return rows, extra
+
+
+def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -> list[str]:
+    lines = [
+        f"# The shapes users have, beside the plain consumer scan ({kind}, {platform.machine()}, "
+        f"Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d})",
+        "",
+        f"Command: `{command}` ({total_s / 60:.1f} min in all, writing included). MB down and Fetch requests are "
+        "counted at a TCP proxy in front of each broker (every byte the broker sent down in the phase; the same "
+        "counter for every phase and for the scan). Client: record-batch bytes the client counted "
+        "(`KafkaCluster.fetched_bytes` for ours; for the consumer the batch bytes it parsed, summed at "
+        "`FetchResponseMetricAggregator.record`, what its fetch metrics are fed by). "
+        "Snapshot reads the source, the others the target. Every plan entry equals the scan's answer.",
+        "",
+        "| shape | phase | wall | MB down | Fetch requests | MB client | time vs scan | bytes vs scan | notes |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    last = ""
+    for r in rows:
+        c: Cost = r["cost"]
+        s: Cost = r["scan"]
+        shape = r["shape"] if r["shape"] != last else ""
+        last = r["shape"]
+        lines.append(
+            f"| {shape} | {r['phase']} | {c.seconds:.2f} s | {c.down / 1e6:,.1f} | {c.fetches:,} | "
+            f"{c.client / 1e6:,.1f} | "
+            f"{c.seconds / s.seconds:.2f}x | {c.down / max(1, s.down):.3f}x | {c.note} |"
+        )
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--broker", choices=KINDS, default="apache", help="apache (default) or local")
+    parser.add_argument("--shapes", default="holed,dense,gzip,lz4,zstd", help=f"comma-separated, of {','.join(SHAPES)}")
+    parser.add_argument("--records", type=int, default=0, help="records per partition (default: each shape's)")
+    parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--diagnose", action="store_true", help="log the plan's fetches, print per-partition reads")
+    parser.add_argument("--profile", action="store_true", help="plan each shape again under cProfile")
+    parser.add_argument("--output", default=None, help="results file (default: bench/results/user-shapes-<broker>.md)")
+    args = parser.parse_args(argv)
+    shapes = [SHAPES[name] for name in args.shapes.split(",")]
+    if args.records:
+        shapes = [Shape(**{**s.__dict__, "records": args.records}) for s in shapes]
+    command = "python -m bench.user_shapes " + " ".join(argv if argv is not None else sys.argv[1:])
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    extra: list[str] = []
+    with (
+        proxied_brokers(args.broker, "user-source", "user-target") as proxy,
+        KafkaCluster(proxy.brokers[0].settings()) as source,
+        KafkaCluster(proxy.brokers[1].settings()) as target,
+    ):
+        for shape in shapes:
+            shape_rows, shape_extra = run_shape(shape, proxy, source, target, args)
+            rows += shape_rows
+            extra += shape_extra
+            print("\n".join(table(shape_rows, args.broker, command, 0)[-len(shape_rows) :]), file=sys.stderr)
+    lines = table(rows, args.broker, command.strip(), time.perf_counter() - started)
+    if extra:
+        lines += ["", *extra]
+    print("\n".join(lines))
+    output = Path(args.output) if args.output else RESULTS / f"user-shapes-{args.broker}.md"
+    output.write_text("\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
