@@ -67,6 +67,7 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.translate import translation as translation_module
 from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import TranslateStats
@@ -447,6 +448,8 @@ class FetchLog:
     """What ``whole_read.cheaper_whole`` chose to read whole (wrapped where ``header.py`` calls it)."""
     probe_call: int = 0
     """The fetch call that was its probe round."""
+    seconds: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    """Wall seconds in the wrapped calls (fetch: the requests and decoding the answers)."""
 
 
 @contextmanager
@@ -456,7 +459,9 @@ def logged_fetches(cluster: KafkaCluster) -> Iterator[FetchLog]:
 
     def fetch(positions: Mapping[TP, int], **kw: Any) -> dict[TP, PartitionFetch]:
         log.number += 1
+        started = time.perf_counter()
         answer = original(positions, **kw)
+        log.seconds["fetch (requests and decoding)"] += time.perf_counter() - started
         limit = kw.get("partition_max_bytes", 256 * 1024)
         for tp, a in answer.items():
             lim = limit if isinstance(limit, int) else limit.get(tp, -1)
@@ -472,12 +477,40 @@ def logged_fetches(cluster: KafkaCluster) -> Iterator[FetchLog]:
         return suspect, begun
 
     cluster.fetch = fetch  # type: ignore[method-assign]
-    header_strategy.cheaper_whole = cheaper
+    with ExitStack() as stack:
+        for module, name in (
+            (header_strategy, "cheaper_whole"),
+            (header_strategy, "search_first_at_least"),
+            (header_strategy, "read_whole_and_decide"),
+            (translation_module, "decide_positions"),
+            (translation_module, "translation"),
+        ):
+            stack.enter_context(_timed(module, name, log.seconds, cheaper if name == "cheaper_whole" else None))
+        try:
+            yield log
+        finally:
+            del cluster.fetch
+
+
+@contextmanager
+def _timed(
+    module: Any, name: str, seconds: defaultdict[str, float], inner: Callable[..., Any] | None
+) -> Iterator[None]:
+    original = getattr(module, name)
+    call = inner or original
+
+    def timed(*args: Any, **kw: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return call(*args, **kw)
+        finally:
+            seconds[f"{module.__name__.rsplit('.', 1)[-1]}.{name}"] += time.perf_counter() - started
+
+    setattr(module, name, timed)
     try:
-        yield log
+        yield
     finally:
-        del cluster.fetch
-        header_strategy.cheaper_whole = original_cheaper
+        setattr(module, name, original)
 
 
 def diagnosis(
@@ -490,6 +523,11 @@ def diagnosis(
     if stats.out_of_order:
         lines.append(
             f"TranslateStats.out_of_order ({len(stats.out_of_order)}): {dict(list(stats.out_of_order.items())[:5])}"
+        )
+    if log.seconds:
+        lines.append(
+            "wall seconds in (nested: translation > decide_positions > header's calls; fetch inside them): "
+            + ", ".join(f"{k} {v:.2f}" for k, v in log.seconds.items())
         )
     methods = Counter(f"{e.method}/{e.status}/exact={e.exact}" for e in entries)
     lines.append(f"entries by method: {dict(methods)}")
