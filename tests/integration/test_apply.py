@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offset_restore.apply.anchors import checked_offsets, records_at
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile
@@ -28,7 +30,7 @@ from offset_restore.translate.model import Plan
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 
-from tests.helpers import Brokers, active_member, commit, produce, restore, table_rows, unique
+from tests.helpers import Brokers, Produced, active_member, commit, produce, restore, table_rows, unique
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -902,3 +904,68 @@ def test_an_s3_plan_is_saved_with_a_conditional_write(s3: Any) -> None:
     with pytest.raises(PlanBusyError):
         second.save(theirs)
     assert first.load().notes == ["first"]
+
+
+def test_the_verification_reuses_what_the_check_before_the_commit_read(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """Issue 40: apply read every anchor twice (before the commit and in the verification): on a dense
+    or compressed topic, the whole topic twice. The records of a partition that is still the same log
+    (topic id, leader epoch, log start) are reused: one read in the whole apply."""
+    s = scene({"a": {0: 50, 1: 60}, "b": {0: 30, 1: 90}})
+    plan = s.plan()
+    wanted: dict[TP, set[int]] = {}
+    for entry in plan.entries:
+        wanted.setdefault(entry.target, set()).update(checked_offsets(entry))
+    assert sum(map(len, wanted.values())) >= 4
+    before = target.fetched_bytes
+    records_at(target, wanted)
+    once = target.fetched_bytes - before
+    before = target.fetched_bytes
+    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None)
+    used = target.fetched_bytes - before
+    assert report.verified == 4 and report.verify_failed == [] and {e.verified for e in plan.entries} == {True}
+    assert once > 0 and used < 1.5 * once, (used, once)  # before: twice
+
+
+def test_a_topic_created_again_between_the_check_and_the_verification_is_read_again(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """The restore run again while apply commits: the topic deleted, created again and refilled with other
+    records at the same offsets. Its id is new, so the verification reads it again instead of trusting
+    what it read before the commit, and says the group did not verify."""
+    s = scene({"a": {0: 50}})
+    plan = s.plan()
+    done: list[bool] = []
+
+    def restore_again(groups: Sequence[str]) -> None:
+        if done:
+            return
+        done.append(True)
+        target._admin.delete_topics([s.topic])
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                target.create_topics({s.topic: 2})
+                break
+            except Exception:  # the deletion is still under way
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        for p in range(2):
+            fake = [Produced(o + 1000, b"k", b"v", (), 1_700_000_000_000 + o) for o in range(100)]
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    restore(target, s.topic, p, fake)
+                    break
+                except Exception:  # the new topic's leader is not elected yet
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+
+    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None, before_commit=restore_again)
+    assert done and report.groups_committed == [s.groups["a"]]
+    [failed] = report.verify_failed
+    assert "another record is there" in failed or re.search(r"carries source offset 1\d{3}, the plan read", failed)
+    assert report.verified == 0

@@ -27,7 +27,10 @@ from tests.reliability.scenarios import check_planned_or_previous, plan_on, rest
 
 pytestmark = pytest.mark.integration
 
-CALLS = ("topic_partitions", "log_bounds", "describe_groups", "committed_offsets", "alter_offsets_many", "fetch")
+CALLS = (
+    "topic_partitions", "log_bounds", "describe_groups", "committed_offsets", "alter_offsets_many", "fetch",
+    "partition_identities",
+)  # fmt: skip
 
 
 class JoinsAt:
@@ -58,12 +61,14 @@ MOMENTS = [
     ("log_bounds", "skipped"),  # 1: during the fit check
     ("describe_groups", "skipped"),  # 2: before the wait: the group is active
     ("committed_offsets", "skipped"),  # 3: after the wait, before the current offsets are read
-    ("fetch", "skipped"),  # 4: before the plan's anchor records are read again
-    ("describe_groups", "skipped"),  # 5: before the re-check of the batch
-    ("committed_offsets", "skipped"),  # 6: before the offsets are compared with those read at the start
-    ("alter_offsets_many", "skipped"),  # 7: after the re-checks: the broker refuses the commit
-    ("committed_offsets", "committed"),  # 8: after the commit, before the read-back
-    ("fetch", "committed"),  # 9: before the fingerprint and anchor check
+    ("partition_identities", "skipped"),  # 4: before the plan's anchor records are read again
+    ("fetch", "skipped"),  # 5: while they are read
+    ("describe_groups", "skipped"),  # 6: before the re-check of the batch
+    ("committed_offsets", "skipped"),  # 7: before the offsets are compared with those read at the start
+    ("alter_offsets_many", "skipped"),  # 8: after the re-checks: the broker refuses the commit
+    ("committed_offsets", "committed"),  # 9: after the commit, before the read-back
+    ("partition_identities", "committed"),  # 10: before the fingerprint and anchor check (still the same log?)
+    ("log_bounds", "committed"),  # 11: its log start (the records read before the commit are reused)
 ]
 
 

@@ -1,20 +1,64 @@
 """The records a plan read next to each mapped offset, read again on the target (docs/design.md §6): just
 before the commit (a group whose target changed is not written) and after it (the verification). Both
-ask the same questions of the same records, in shared fetch rounds."""
+ask the same questions of the same records, in shared fetch rounds; the verification reuses what the
+check before the commit read wherever the partition is still the same log (``ReadRecords``), so a
+dense or compressed topic is not read twice in one apply."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 from offset_restore.apply.model import ApplyTarget
-from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionIdentity
 from offset_restore.kafka.rounds import FetchRounds, Served, Unserved, fetch_from
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.model import PlanEntry
 
-__all__ = ["changed_since_plan", "checked_offsets", "records_at", "verify_problem"]
+__all__ = ["ReadRecords", "changed_since_plan", "checked_offsets", "records_at", "verify_problem"]
+
+
+@dataclass
+class ReadRecords:
+    """Records read on the target, with which log each partition was before they were read: while a
+    partition keeps its topic id and leader epoch (no re-creation, no leader change, so no truncation)
+    and its log start is not past an offset, the record read there is still the record there."""
+
+    records: dict[tuple[TP, int], FetchedRecord] = field(default_factory=dict)
+    asked: dict[TP, set[int]] = field(default_factory=dict)
+    identities: dict[TP, PartitionIdentity] = field(default_factory=dict)
+
+    def still_there(self, target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> set[TP]:
+        """The partitions of ``wanted`` whose every offset was read here and is still what was read
+        (one Metadata and one ListOffsets request; nothing when none was read here)."""
+        candidates = [tp for tp, offsets in wanted.items() if offsets and offsets <= self.asked.get(tp, set())]
+        if not candidates:
+            return set()
+        now = target.partition_identities(candidates)
+        bounds = target.log_bounds(candidates)
+        return {
+            tp
+            for tp in candidates
+            if tp in self.identities
+            and now.get(tp) == self.identities[tp]
+            and tp in bounds
+            and bounds[tp].start <= min(wanted[tp])
+        }
+
+    def reread(self, target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+        """The records at ``wanted``: from here where the log is the same, read again elsewhere."""
+        same = self.still_there(target, wanted)
+        fresh = records_at(target, {tp: offsets for tp, offsets in wanted.items() if tp not in same})
+        kept = {(tp, o): self.records[(tp, o)] for tp in same for o in wanted[tp] if (tp, o) in self.records}
+        return {**kept, **fresh}
+
+
+def read_records(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> ReadRecords:
+    """``records_at``, with each partition's identity taken first (a change after it shows later)."""
+    identities = target.partition_identities([tp for tp, offsets in wanted.items() if offsets])
+    return ReadRecords(records_at(target, wanted), {tp: set(o) for tp, o in wanted.items()}, identities)
 
 
 def checked_offsets(entry: PlanEntry) -> set[int]:
@@ -64,16 +108,20 @@ def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple
     return found
 
 
-def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header: str | None) -> dict[str, str]:
+def changed_since_plan(
+    entries: Sequence[PlanEntry], target: ApplyTarget, header: str | None
+) -> tuple[dict[str, str], ReadRecords]:
     """Groups whose target no longer holds, next to a mapped offset, the record the plan read there
     (a restore run again, a topic refilled), or whose mapped offset no longer holds the snapshot's
     record the plan found there: group -> which partition and why. Checked just before the commit
-    (the same checks as the verification after it); such a group is not written."""
+    (the same checks as the verification after it); such a group is not written. Also what it read,
+    for the verification to reuse."""
     checked = [e for e in entries if e.anchor_offset is not None or e.expected_fingerprint]
     wanted: dict[TP, set[int]] = defaultdict(set)
     for e in checked:
         wanted[e.target].update(checked_offsets(e))
-    records = records_at(target, wanted)
+    read = read_records(target, wanted)
+    records = read.records
     changed: dict[str, str] = {}
     for e in checked:
         tp = e.target
@@ -82,7 +130,7 @@ def changed_since_plan(entries: Sequence[PlanEntry], target: ApplyTarget, header
             changed[e.group] = (
                 f"the target changed since the plan: {tp} {problem}; nothing written to the group, plan again"
             )
-    return changed
+    return changed, read
 
 
 def _anchor_problem(entry: PlanEntry, record: FetchedRecord | None, header: str | None) -> str | None:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offset_restore.apply.anchors import changed_since_plan
+from offset_restore.apply.anchors import ReadRecords, changed_since_plan
 from offset_restore.apply.fit import check_entries_fit
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
 from offset_restore.apply.verification import verify_groups
@@ -76,7 +76,7 @@ def apply_plan(
     lap("commit")
     # Also what an interrupted run committed but never got to verify.
     unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
-    verify_groups(plan, run.report, target, sorted(unverified | set(run.report.groups_committed)))
+    verify_groups(plan, run.report, target, sorted(unverified | set(run.report.groups_committed)), run.read)
     lap("verify")
     run.record_skips()
     plan.notes.append(f"applied {datetime.now(UTC).isoformat()}: {len(run.report.groups_committed)} groups committed")
@@ -111,6 +111,8 @@ class _ApplyRun:
     """The chosen groups' offsets on the target when the run read them (before any write)."""
     commits: dict[str, dict[TP, CommittedOffset]] = field(default_factory=dict)
     """Per group, what its one OffsetCommit writes."""
+    read: ReadRecords = field(default_factory=ReadRecords)
+    """The records the check before the commits read: the verification reuses them where it may."""
 
     def choose(self) -> list[str]:
         """The groups to write, sorted; the others are recorded as skipped with why."""
@@ -222,7 +224,8 @@ class _ApplyRun:
         mapped offset? (One pass over every group's anchors, in shared fetch rounds.) A group whose
         target changed is not written; its entries say so (``record_skips``)."""
         entries = [e for g in self.commits for e in self.writable[g]]
-        for group, why in changed_since_plan(entries, self.target, self.plan.offset_header).items():
+        changed, self.read = changed_since_plan(entries, self.target, self.plan.offset_header)
+        for group, why in changed.items():
             self.report.skip(group, "target_changed", why)
             del self.commits[group]
 

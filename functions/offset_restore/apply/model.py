@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from offset_restore.errors import BadInputError
-from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity
 from offset_restore.kafka.rounds import Source
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
 from offset_restore.translate.model import Outcome
@@ -42,6 +42,7 @@ class ApplyTarget(Source, Protocol):
     ) -> dict[str, dict[TP, str | None]]: ...
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]: ...
 
 
 WAIT_TIMEOUT_S = 900

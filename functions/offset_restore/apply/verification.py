@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from offset_restore.apply.anchors import checked_offsets, records_at, verify_problem
+from offset_restore.apply.anchors import ReadRecords, checked_offsets, verify_problem
 from offset_restore.apply.model import ApplyReport, ApplyTarget
 from offset_restore.kafka.model import TP
 from offset_restore.translate.model import Plan, PlanEntry
@@ -14,8 +14,12 @@ from offset_restore.translate.model import Plan, PlanEntry
 __all__ = ["verify_groups"]
 
 
-def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str]) -> None:
-    """Read committed offsets back; fetch the record at each new offset whose fingerprint is known."""
+def verify_groups(
+    plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str], read: ReadRecords | None = None
+) -> None:
+    """Read committed offsets back; check the record at each new offset whose fingerprint is known, and
+    each anchor: reused from ``read`` (the check before the commit) where the partition is still the
+    same log, read again elsewhere."""
     if not groups:
         return
     wanted = set(groups)
@@ -39,7 +43,7 @@ def verify_groups(plan: Plan, report: ApplyReport, target: ApplyTarget, groups: 
     for tp, entries in checks.items():
         for e in entries:
             offsets[tp].update(checked_offsets(e))
-    records = records_at(target, offsets)
+    records = (read or ReadRecords()).reread(target, offsets)
     for tp, entries in checks.items():
         for entry in entries:
             problem = verify_problem(entry, records, tp, plan.offset_header)

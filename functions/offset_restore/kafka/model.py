@@ -67,6 +67,17 @@ class LogBounds:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionIdentity:
+    """Which log a partition is: its topic's id (new when the topic is deleted and created again) and
+    its leader's epoch (new at every leader change, the only time a log is truncated). While both are
+    the same, a record read at an offset below the log end is still the record there — unless it was
+    deleted from the log's start — so a check may reuse it instead of reading it again."""
+
+    topic_id: str
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
 class GroupInfo:
     group_id: str
     state: str

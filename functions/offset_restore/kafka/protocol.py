@@ -20,7 +20,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.record import MemoryRecords
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
-from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch
+from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 from offset_restore.packing import packed
 
@@ -39,6 +39,7 @@ __all__ = [
     "fetch_requests",
     "metadata_request",
     "offset_commit_request",
+    "partition_identities",
     "topics_and_leaders",
 ]
 
@@ -94,6 +95,24 @@ def topics_and_leaders(response: Any) -> tuple[dict[str, int], dict[TP, int]]:
         for partition in topic.partitions:
             leaders[TP(topic.name, partition.partition_index)] = partition.leader_id
     return counts, leaders
+
+
+NO_TOPIC_ID = "00000000-0000-0000-0000-000000000000"
+
+
+def partition_identities(response: Any) -> dict[TP, PartitionIdentity]:
+    """Each partition's topic id and leader epoch, where the answer carries both (Metadata v10+; an
+    older broker's answer gives none, and the caller then reads again what it would have reused)."""
+    found: dict[TP, PartitionIdentity] = {}
+    for topic in response.topics:
+        topic_id = str(getattr(topic, "topic_id", None) or NO_TOPIC_ID)
+        if topic.error_code or topic_id == NO_TOPIC_ID:
+            continue
+        for partition in topic.partitions:
+            epoch = getattr(partition, "leader_epoch", -1)
+            if not partition.error_code and epoch is not None and epoch >= 0:
+                found[TP(topic.name, partition.partition_index)] = PartitionIdentity(topic_id, epoch)
+    return found
 
 
 # -- groups -------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ each partition's request to them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka import TopicPartition as KafkaTopicPartition
@@ -15,7 +15,7 @@ from kafka.admin import NewTopic
 
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.calls import Calls
-from offset_restore.kafka.model import TP
+from offset_restore.kafka.model import TP, PartitionIdentity
 
 __all__ = ["Topics"]
 
@@ -42,6 +42,13 @@ class Topics(Calls):
     def topic_partitions(self) -> dict[str, int]:
         """Every non-internal topic with its partition count."""
         return self._leaders()[0]
+
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
+        """Topic id and leader epoch of each partition the brokers report them for (one Metadata request)."""
+        wanted = set(partitions)
+        if not wanted:
+            return {}
+        return {tp: i for tp, i in protocol.partition_identities(self._metadata()).items() if tp in wanted}
 
     def create_topics(self, partitions_by_topic: Mapping[str, int]) -> None:
         new = [NewTopic(name, count, 1) for name, count in partitions_by_topic.items()]
