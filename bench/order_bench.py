@@ -77,6 +77,9 @@ class Counted:
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         return self.cluster.log_bounds(partitions)
 
+    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
+        return self.cluster.offsets_at_times(times)
+
     def fetch(
         self,
         positions: Mapping[TP, int],

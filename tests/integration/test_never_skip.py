@@ -36,7 +36,7 @@ from tests.disorder import (
     restored_part,
     write_layout,
 )
-from tests.helpers import Brokers, Produced, TestBroker, commit, new_broker, produce, restore, unique
+from tests.helpers import Brokers, Produced, TestBroker, broker_kind, commit, new_broker, produce, restore, unique
 
 N = 60  # source records: committed positions 0..60, 61 per case
 
@@ -283,3 +283,22 @@ def test_a_target_refilled_after_the_plan_is_refused_before_any_commit(
     assert all(f"the target changed since the plan: {topic}/0" in why for why in report.groups_skipped.values())
     with KafkaCluster(resettable.settings()) as target:
         assert not any(target.committed_offsets(list(groups)).values())
+
+
+def test_holes_in_the_restore_are_believed_by_the_brokers_time_index_not_read_whole(
+    source_groups: Source, target: KafkaCluster, brokers: Brokers
+) -> None:
+    """Issue 40: every 7th source record missing from the restore (compaction, a filter, a lossy backup)
+    and groups committed on the holes. Apache Kafka's ListOffsets by the snapshot's timestamp shows no
+    record as recent before the one found, so the holes are believed: every answer the judge's, exact,
+    the gaps named, and nothing read whole. A broker that does not look timestamps up (the local one)
+    answers the log start: the partition is read whole, with the same answers."""
+    layout = copy(s for s in range(N) if s % 7 != 6)
+    entries, stats, topic = plan_layout(source_groups, target, layout, whole_when_cheaper=False)
+    judgement = judged(source_groups, brokers, topic, entries)
+    assert judgement.positions == N + 1 and judgement.holds, judgement.problems
+    assert all(e.exact for e in entries if e.status == "mapped")
+    on_hole = next(e for e in entries if e.source_offset == 13)
+    assert "source records 13..13 are not in the restore" in (on_hole.reason or ""), on_hole.reason
+    whole = stats.fetch_rounds.get("header (whole partitions)", 0)
+    assert (whole == 0) == (broker_kind() == "apache"), stats.fetch_rounds

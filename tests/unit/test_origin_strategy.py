@@ -41,6 +41,9 @@ class Primary:
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         return {tp: LogBounds(self.start, self.end) for tp in partitions}
 
+    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
+        return {tp: next((r.offset for r in self.records if r.timestamp >= t), None) for tp, t in times.items()}
+
     def fetch(
         self,
         positions: Mapping[TP, int],

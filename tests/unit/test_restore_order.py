@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -142,6 +143,10 @@ class SmallWindows:
 
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         return {tp: LogBounds(0, len(self.records)) for tp in partitions}
+
+    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
+        """As Kafka's ListOffsets by timestamp: the earliest record at least that recent."""
+        return {tp: next((r.offset for r in self.records if r.timestamp >= t), None) for tp, t in times.items()}
 
     def fetch(
         self,
@@ -390,3 +395,50 @@ def test_a_prefix_too_long_to_compare_resumes_at_the_log_start(monkeypatch: pyte
     assert "were not compared with the snapshot's evidence" in (by_c[2].reason or "")
     assert (by_c[20].target_offset, by_c[20].exact) == (20, True)
     assert not judge(layout, entries)
+
+
+# -- holes in the restore (issue 40) --------------------------------------------------------------
+
+SEARCH_ONLY = PlanOptions(strategies=("header",), whole_when_cheaper=False)
+"""The search's path alone: these partitions are small enough that the cost model would read them whole."""
+
+
+def test_a_restore_with_holes_everywhere_is_searched_not_read_whole() -> None:
+    """Every 7th source record missing (compaction, a filter, a lossy backup): a group whose next record
+    is missing resumes at the next restored one, exact, its gap named, and the partition is not read whole
+    (no target record as recent as the missing one lies before it: ListOffsets by its timestamp)."""
+    layout = copy(s for s in range(5_000) if s % 7 != 6)
+    target = SmallWindows(layout, 8)
+    positions = [6, 13, 700, 2_505, 4_999, 1_234]  # the first five on holes
+    entries, stats = translate(snapshot(5_000, positions), target, SEARCH_ONLY)
+    assert not judge(layout, entries) and all(e.exact for e in entries)
+    assert not stats.out_of_order and not stats.fetch_rounds.get("header (whole partitions)")
+    assert target.fetched < 400  # a few windows a position, not 4,286 records
+    by_c = {e.source_offset: e for e in entries}
+    assert by_c[6].target_offset == 6 and "source records 6..6 are not in the restore" in (by_c[6].reason or "")
+
+
+def test_a_missing_record_written_elsewhere_earlier_is_found_by_a_whole_read() -> None:
+    """Record 700 missing at its place but written before it (a worker's batch out of place): a record as
+    recent as it lies before the one found, so the hole is not believed and the partition is read whole."""
+    layout = copy(range(1_000))
+    moved = layout.pop(700)
+    layout.insert(300, moved)
+    target = SmallWindows(layout, 8)
+    entries, stats = translate(snapshot(1_000, [700]), target, SEARCH_ONLY)
+    assert not judge(layout, entries) and stats.fetch_rounds["header (whole partitions)"] > 0
+    [entry] = entries
+    assert entry.target_offset is not None and entry.target_offset <= 300  # the copy is read, not skipped
+    assert TOPIC in stats.out_of_order  # the whole read saw the batch out of place, and says so
+
+
+def test_a_restore_that_rewrote_timestamps_proves_no_hole_and_is_read_whole() -> None:
+    """Every record given the restore's own time: the lookup by the snapshot's time answers the log start,
+    so a hole is never believed on such a target (nor on a broker that does not look timestamps up)."""
+    layout = copy(s for s in range(1_000) if s % 7 != 6)
+    target = SmallWindows(layout, 8)
+    target.records = [replace(r, timestamp=9_999_999) for r in target.records]
+    entries, stats = translate(snapshot(1_000, [13]), target, SEARCH_ONLY)
+    assert not judge(layout, entries) and stats.fetch_rounds["header (whole partitions)"] > 0
+    [entry] = entries
+    assert "a target record as recent as the snapshot's lies before it" in (entry.reason or ""), entry.reason

@@ -6,7 +6,7 @@ Writing committed offsets is ``commits.py``: it has its own retries and connecti
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -62,6 +62,16 @@ class Offsets(Coordinators, Fetches):
             )
             for tp, error in answer.items()
         }
+
+    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
+        """Per partition, the earliest offset whose record's timestamp is at least the time given
+        (ListOffsets by timestamp), or None when no record is that recent. A broker that does not
+        look timestamps up answers an offset too early (the local one: the log start), never too late."""
+        if not times:
+            return {}
+        asked = {KafkaTopicPartition(tp.topic, tp.partition): int(t) for tp, t in times.items()}
+        answer = self._call("reading offsets by time", self._admin.list_partition_offsets, asked)
+        return {TP(k.topic, k.partition): (v.offset if v.offset >= 0 else None) for k, v in answer.items()}
 
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         """Log start and end of many partitions in three requests per leader.

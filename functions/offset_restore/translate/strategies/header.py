@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from functools import partial
 
-from offset_restore.errors import BadInputError
+from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.headers import parse_offset_header
@@ -91,19 +91,84 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
             problem = disorder_in(log, ranges)
             if problem:
                 suspect[tp] = problem
+        holes: dict[PositionKey, SearchResult] = {}
         for key, pos in undecided.items():
             if pos.target in suspect or key not in results:
                 continue
-            decision = _header_decision(pos, results[key], name, complete=partial(ctx.completes, pos))
             problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
-            if problem:
+            if problem and _missing_next(pos, results[key]):
+                holes[key] = results[key]  # a hole in the restore, or the record placed elsewhere: asked below
+            elif problem:
                 suspect[pos.target] = problem
             else:
+                decision = _header_decision(pos, results[key], name, complete=partial(ctx.completes, pos))
                 outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
+        believed = _holes_believed(holes, undecided, ctx)
+        for key, result in holes.items():
+            pos = undecided[key]
+            if key not in believed:
+                suspect.setdefault(
+                    pos.target, f"{_contradiction(pos, result, reads, ctx.bounds[pos.target])}{NOT_A_HOLE}"
+                )
+            elif pos.target not in suspect:
+                decision = _header_decision(pos, result, name, complete=partial(ctx.completes, pos))
+                outcome[key] = _with_anchor(decision, logs.get(pos.target), result)
     if suspect:
         outcome.update(read_whole_and_decide(undecided, suspect, reads, ctx, begun))
     ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
     return outcome
+
+
+NOT_A_HOLE = ", and a target record as recent as the snapshot's lies before it (the record may be there)"
+MAX_HOLE_ROUNDS = 16
+"""Holes asked about per partition (one ListOffsets round each); a partition with more is read whole."""
+
+
+def _missing_next(pos: Position, result: SearchResult) -> bool:
+    """The snapshot's next record is not where the search looked: the record found, right after one
+    below the committed offset, carries a later source offset — a hole in the restore (compaction, a
+    filter, a backup that lost it), or the record written elsewhere."""
+    found = result.found
+    return (
+        result.complete
+        and found is not None
+        and pos.next is not None
+        and result.below is not None
+        and (found.key > pos.next.offset)
+    )
+
+
+def _holes_believed(
+    holes: Mapping[PositionKey, SearchResult], undecided: Mapping[PositionKey, Position], ctx: Context
+) -> set[PositionKey]:
+    """The holes that are holes: no target record before the one found is as recent as the snapshot's
+    next record (ListOffsets by its timestamp, one partition's hole per round). A restore keeps a record's
+    timestamp or gives it a later one, so a copy of that record cannot lie before the one found, and the
+    group, resumed there, skips nothing the target holds. Otherwise — a record as recent lies before it,
+    a broker that does not look timestamps up, an error — it is not believed, and the partition is read
+    whole (``NOT_A_HOLE``), as before: never a search turned scan where the restore only has holes."""
+    by_partition: dict[TP, list[PositionKey]] = defaultdict(list)
+    for key in holes:
+        by_partition[undecided[key].target].append(key)
+    asked = {tp: keys for tp, keys in by_partition.items() if len(keys) <= MAX_HOLE_ROUNDS}
+    believed: set[PositionKey] = set()
+    for turn in range(max(map(len, asked.values()), default=0)):
+        batch = {tp: keys[turn] for tp, keys in asked.items() if turn < len(keys)}
+        try:
+            earliest = ctx.target.offsets_at_times({tp: _next_time(undecided[k]) for tp, k in batch.items()})
+        except OffsetRestoreError:
+            return believed
+        for tp, key in batch.items():
+            found = holes[key].found
+            assert found is not None
+            if tp in earliest and (earliest[tp] is None or earliest[tp] >= found.offset):  # type: ignore[operator]
+                believed.add(key)
+    return believed
+
+
+def _next_time(pos: Position) -> int:
+    assert pos.next is not None
+    return pos.next.timestamp
 
 
 def _contradiction(pos: Position, result: SearchResult, reads: HeaderReads, bounds: LogBounds) -> str | None:
@@ -143,7 +208,7 @@ def _contradiction(pos: Position, result: SearchResult, reads: HeaderReads, boun
                 f"target offset {found.offset} carries source offset {found.key}, but its content differs "
                 f"from the snapshot's record {found.key}"
             )
-    elif found.key > pos.next.offset and result.below is not None:
+    elif _missing_next(pos, result):
         return (
             f"the source had record {pos.next.offset} when the snapshot was taken, but the first record "
             f"carrying a source offset >= {c} found by the search carries {found.key}"
