@@ -159,6 +159,32 @@ def test_a_whole_read_goes_on_from_the_probe_that_priced_it(
     assert stats.records_read["header (probes)"] + stats.records_read["header (whole partitions)"] == N
 
 
+def test_a_first_batch_of_one_record_does_not_price_a_dense_partition_as_huge(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster
+) -> None:
+    """Issue 40: the restore's first write held one record, so the 16 KB probe's answer was that record
+    and the start of the next batch, and the partition was priced at 16 KB an offset: 400 records of
+    1 KB at 6.6 MB, searched one window per position for 200 groups. Priced by its records it is read
+    whole (0.4 MB), once."""
+    topic = unique("first-alone")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = produce(source, topic, 0, 400, headers=[("pad", b"x" * 1000)])
+    prefix = unique("alone")
+    names = [f"{prefix}-c{c}" for c in range(0, 400, 2)]
+    for i, name in enumerate(names):
+        commit(source, name, {TP(topic, 0): 2 * i})
+    snap = take_snapshot(source, SnapshotOptions(groups=f"{prefix}-c.*", evidence_records=3))
+    restore(target, topic, 0, records[:1])
+    restore(target, topic, 0, records[1:], target_start=1)
+    entries, stats = translate(snap.groups, target, PlanOptions())
+    assert sorted((e.source_offset, e.target_offset, e.exact) for e in entries) == [
+        (c, c, True) for c in range(0, 400, 2)
+    ]
+    assert "read whole: about 0.4 MB" in (entries[0].reason or ""), entries[0].reason
+    assert stats.records_read["header (probes)"] + stats.records_read["header (whole partitions)"] == 400
+
+
 def test_what_the_full_read_answers_on_a_repeated_chunk(
     source_groups: Source, target: KafkaCluster, brokers: Brokers
 ) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
-from offset_restore.kafka.model import TP
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.kafka.rounds import POINT_READ_BYTES, AtEnd, Served, read_forward
 from offset_restore.packing import packed
 from offset_restore.translate.context import Context
@@ -60,7 +60,7 @@ def cheaper_whole(
         if not isinstance(outcome, Served):
             continue  # the search will meet the same answer and say so
         b, answer = ctx.bounds[tp], outcome.answer
-        whole = (b.end - b.start) * answer.size / (answer.read_to - probes[tp])
+        whole = (b.end - b.start) * _bytes_per_offset(answer, probes[tp])
         searched = len(distinct[tp]) * POINT_READ_BYTES
         if whole <= min(searched, MAX_WHOLE_READ_BYTES):
             cheaper[tp] = (
@@ -71,6 +71,24 @@ def cheaper_whole(
             begun[tp][0].extend(reads.whole(tp, answer))
     ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
     return cheaper, begun
+
+
+def _bytes_per_offset(answer: PartitionFetch, start: int) -> float:
+    """What an offset costs on the wire, from a probe's answer: its bytes over the offsets it covers, or
+    its records' own sizes where that is less — an answer is a whole batch and the start of the next,
+    cut at the limit, so a first batch of one record would price every offset at the whole limit (a
+    dense partition then searched, one window per position, at many times the cost of reading it)."""
+    by_answer = answer.size / max(1, answer.read_to - start)
+    if not answer.records:
+        return by_answer
+    sizes = sum(_record_bytes(r) for r in answer.records) / len(answer.records)
+    return min(by_answer, sizes)
+
+
+def _record_bytes(record: FetchedRecord) -> int:
+    """A record's bytes as a batch holds it uncompressed (a compressed batch holds fewer)."""
+    headers = sum(len(name) + len(value or b"") for name, value in record.headers)
+    return MIN_RECORD_BYTES + len(record.key or b"") + len(record.value or b"") + headers
 
 
 WHOLE_READ_SHARE_RECORDS = 4_000_000
