@@ -20,6 +20,8 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.record import MemoryRecords
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
+from offset_restore.kafka import internals
+from offset_restore.kafka.batch_records import decode_records
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 from offset_restore.packing import packed
@@ -303,17 +305,50 @@ def decompressed(batch: Any) -> Iterator[Any]:
     try:
         yield from batch
     except kafka_errors.UnsupportedCodecError as error:
-        raise UnreadableBatchError(
-            f"the record batch at offset {batch.base_offset} is compressed with a codec this install cannot decode "
-            f"({error}): install the package with its dependencies (pip install offset-restore brings lz4, "
-            "zstandard and python-snappy; `offset-restore --version` lists what this install reads)"
-        ) from None
+        raise _codec_missing(batch, error) from None
+
+
+def _codec_missing(batch: Any, error: Exception) -> UnreadableBatchError:
+    return UnreadableBatchError(
+        f"the record batch at offset {batch.base_offset} is compressed with a codec this install cannot decode "
+        f"({error}): install the package with its dependencies (pip install offset-restore brings lz4, "
+        "zstandard and python-snappy; `offset-restore --version` lists what this install reads)"
+    )
 
 
 READ_COMMITTED = 1
 """Every read sees what a ``read_committed`` consumer sees: records of aborted transactions are never
 evidence, anchors or matches, and a partition ends at its last stable offset (an open transaction's
 records are not read until it ends)."""
+
+
+def _decode_batch(batch: Any, fetch_offset: int, until: int | None, records: list[FetchedRecord]) -> bool:
+    """Append the batch's records at or after ``fetch_offset`` (up to the first at or past ``until``)
+    to ``records``; True when ``until`` stopped them. A v2 batch is read from its bytes
+    (``batch_records``), a legacy one through kafka-python's iterator."""
+    body = _body(batch)
+    if body is not None:
+        buffer, pos, count = body
+        append_time = batch.max_timestamp if batch.timestamp_type == 1 else None  # LogAppendTime
+        found, done = decode_records(buffer, pos, count, (batch.base_offset, batch.first_timestamp, append_time),
+                                     fetch_offset, until)  # fmt: skip
+        records.extend(found)
+        return done
+    for record in decompressed(batch):
+        if record.offset < fetch_offset:
+            continue
+        records.append(FetchedRecord(record.offset, record.timestamp, record.key, record.value, tuple(record.headers)))
+        if until is not None and record.offset >= until:
+            return True
+    return False
+
+
+def _body(batch: Any) -> tuple[bytearray, int, int] | None:
+    """``internals.batch_body``, its codec errors said as ``decompressed`` says them."""
+    try:
+        return internals.batch_body(batch)
+    except kafka_errors.UnsupportedCodecError as error:
+        raise _codec_missing(batch, error) from None
 
 
 def _readable_end(part: Any) -> int:
@@ -372,22 +407,7 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
             if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
                 next_offset = max(next_offset, batch.next_offset)
                 continue
-            done = False
-            for record in decompressed(batch):
-                if record.offset < fetch_offset:
-                    continue
-                records.append(
-                    FetchedRecord(
-                        offset=record.offset,
-                        timestamp=record.timestamp,
-                        key=record.key,
-                        value=record.value,
-                        headers=tuple(record.headers),
-                    )
-                )
-                if until is not None and record.offset >= until:
-                    done = True
-                    break
+            done = _decode_batch(batch, fetch_offset, until, records)
             if done:
                 next_offset = records[-1].offset + 1
                 break
