@@ -118,6 +118,10 @@ def test_the_kafka_python_internals_we_use_exist() -> None:
     from kafka.cluster import ClusterMetadata
 
     assert "_coordinators" in inspect.getsource(ClusterMetadata.__init__)
+    from kafka.record.default_records import DefaultRecordBatch
+
+    assert callable(getattr(DefaultRecordBatch, "_maybe_uncompress", None))
+    assert {"_buffer", "_pos", "_num_records"} <= set(DefaultRecordBatch.__slots__)
 
 
 def test_partitions_with_larger_limits_take_more_of_a_request() -> None:
