@@ -60,7 +60,7 @@ from kafka.consumer import fetcher
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.devtools.apache_broker import ApacheBroker
-from offset_restore.devtools.brokers import KINDS, Broker, new_broker
+from offset_restore.devtools.brokers import KINDS, Broker, new_broker, start_all
 from offset_restore.devtools.local_broker import free_port
 from offset_restore.devtools.processes import terminated_as_interrupt
 from offset_restore.kafka.cluster import KafkaCluster
@@ -230,15 +230,7 @@ def proxied_brokers(kind: str, *names: str) -> Iterator[Proxied]:
             else:
                 brokers.append(new_broker(kind, name, port=p, advertised_port=q))
                 direct.append(f"127.0.0.1:{q}")
-        for broker in brokers:
-            stack.callback(broker.stop)
-            if isinstance(broker, ApacheBroker):
-                broker.launch()
-            else:
-                broker.start()
-        for broker in brokers:
-            if isinstance(broker, ApacheBroker):
-                broker.wait_ready()
+        start_all(brokers, stack)
         yield Proxied(brokers, counts, direct)
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka import internals
-from offset_restore.kafka.batch_records import decode_records
+from offset_restore.kafka.batch_records import BatchBody, decode_records
 from offset_restore.kafka.model import FetchedRecord
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -49,7 +49,7 @@ def ours(data: bytes, fetch_offset: int, until: int | None = None) -> tuple[list
     body = internals.batch_body(parsed)
     assert body is not None
     append = parsed.max_timestamp if parsed.timestamp_type == 1 else None
-    return decode_records(*body, (parsed.base_offset, parsed.first_timestamp, append), fetch_offset, until)
+    return decode_records(BatchBody(*body, parsed.base_offset, parsed.first_timestamp, append), fetch_offset, until)
 
 
 @settings(max_examples=150, deadline=None)

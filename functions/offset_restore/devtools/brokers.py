@@ -3,14 +3,14 @@ Apache Kafka. Several start together (Apache Kafka's JVMs launch in parallel, th
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.devtools.processes import terminated_as_interrupt
 
-__all__ = ["BROKER_NAMES", "KINDS", "Broker", "new_broker", "started"]
+__all__ = ["BROKER_NAMES", "KINDS", "Broker", "new_broker", "start_all", "started"]
 
 Broker = LocalBroker | ApacheBroker
 KINDS = ("local", "apache")
@@ -32,13 +32,19 @@ def started(kind: str, *names: str) -> Iterator[list[Broker]]:
     SIGTERM or SIGHUP as on Ctrl-C)."""
     with terminated_as_interrupt(), ExitStack() as stack:
         brokers = [new_broker(kind, name) for name in names]
-        for broker in brokers:
-            stack.callback(broker.stop)
-            if isinstance(broker, ApacheBroker):
-                broker.launch()
-            else:
-                broker.start()
-        for broker in brokers:
-            if isinstance(broker, ApacheBroker):
-                broker.wait_ready()
+        start_all(brokers, stack)
         yield brokers
+
+
+def start_all(brokers: Sequence[Broker], stack: ExitStack) -> None:
+    """Start brokers together (Apache Kafka's JVMs launched at once, then waited for: their start-ups
+    overlap), each stopped when ``stack`` closes."""
+    for broker in brokers:
+        stack.callback(broker.stop)
+        if isinstance(broker, ApacheBroker):
+            broker.launch()
+        else:
+            broker.start()
+    for broker in brokers:
+        if isinstance(broker, ApacheBroker):
+            broker.wait_ready()

@@ -13,11 +13,12 @@ transaction markers — stays kafka-python's (``protocol.checked_batches``); thi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka.model import FetchedRecord
 
-__all__ = ["decode_records"]
+__all__ = ["BatchBody", "decode_records"]
 
 
 def _long_varint(buffer: Sequence[int], pos: int) -> tuple[int, int]:
@@ -72,38 +73,36 @@ def _headers(buffer: bytes, pos: int) -> tuple[tuple[tuple[str, bytes | None], .
     return tuple(headers), pos
 
 
-def decode_records(
-    buffer: bytes | bytearray,
-    pos: int,
-    count: int,
-    first: tuple[int, int, int | None],
-    fetch_offset: int,
-    until: int | None,
-) -> tuple[list[FetchedRecord], bool]:
+class BatchBody(NamedTuple):
+    """A v2 batch's records as bytes (decompressed), and what each record's fields are relative to."""
+
+    buffer: bytes | bytearray
+    pos: int
+    """Where the first record starts."""
+    record_count: int
+    base_offset: int
+    first_timestamp: int
+    append_time: int | None
+    """The batch's max timestamp when the topic stamps at append (``LogAppendTime``: every record has it)."""
+
+
+def decode_records(body: BatchBody, fetch_offset: int, until: int | None) -> tuple[list[FetchedRecord], bool]:
     """The batch's records at or after ``fetch_offset``, up to the first at or past ``until``; and
-    whether ``until`` stopped them. ``first``: the batch's base offset, first timestamp, and its max
-    timestamp when the topic stamps at append (``LogAppendTime``: every record has it), else None.
-    A record whose length does not match what it holds is refused: the batch is corrupt."""
+    whether ``until`` stopped them. A record whose length does not match what it holds is refused:
+    the batch is corrupt."""
     try:  # one copy of the records' bytes, so that each key and value is one slice of it
-        return _decode(bytes(buffer), pos, count, first, fetch_offset, until)
+        return _decode(bytes(body.buffer), body, fetch_offset, until)
     except IndexError:
         raise UnreadableBatchError(
-            f"a record of the batch at offset {first[0]} runs past the batch: it is corrupt"
+            f"a record of the batch at offset {body.base_offset} runs past the batch: it is corrupt"
         ) from None
 
 
-def _decode(
-    buffer: bytes,
-    pos: int,
-    count: int,
-    first: tuple[int, int, int | None],
-    fetch_offset: int,
-    until: int | None,
-) -> tuple[list[FetchedRecord], bool]:
-    base_offset, first_timestamp, append_time = first
+def _decode(buffer: bytes, body: BatchBody, fetch_offset: int, until: int | None) -> tuple[list[FetchedRecord], bool]:
+    pos, base_offset, first_timestamp, append_time = body.pos, body.base_offset, body.first_timestamp, body.append_time
     records: list[FetchedRecord] = []
     size = len(buffer)
-    for _ in range(count):
+    for _ in range(body.record_count):
         length, pos = _varint(buffer, pos)
         end = pos + length
         if length < 0 or end > size:
@@ -115,10 +114,10 @@ def _decode(
             pos = end  # before the position asked for: skipped by its length, unread
             continue
         length_of, at = _varint(buffer, at)
-        key = None if length_of < 0 else bytes(buffer[at : at + length_of])
+        key = None if length_of < 0 else buffer[at : at + length_of]
         at += max(0, length_of)
         length_of, at = _varint(buffer, at)
-        value = None if length_of < 0 else bytes(buffer[at : at + length_of])
+        value = None if length_of < 0 else buffer[at : at + length_of]
         at += max(0, length_of)
         headers, at = _headers(buffer, at) if buffer[at] else ((), at + 1)  # no headers: one zero byte
         if at != end:

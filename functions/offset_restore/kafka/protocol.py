@@ -21,7 +21,7 @@ from kafka.record import MemoryRecords
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
 from offset_restore.kafka import internals
-from offset_restore.kafka.batch_records import decode_records
+from offset_restore.kafka.batch_records import BatchBody, decode_records
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 from offset_restore.packing import packed
@@ -328,10 +328,10 @@ def _decode_batch(batch: Any, fetch_offset: int, until: int | None, records: lis
     (``batch_records``), a legacy one through kafka-python's iterator."""
     body = _body(batch)
     if body is not None:
-        buffer, pos, count = body
         append_time = batch.max_timestamp if batch.timestamp_type == 1 else None  # LogAppendTime
-        found, done = decode_records(buffer, pos, count, (batch.base_offset, batch.first_timestamp, append_time),
-                                     fetch_offset, until)  # fmt: skip
+        found, done = decode_records(
+            BatchBody(*body, batch.base_offset, batch.first_timestamp, append_time), fetch_offset, until
+        )
         records.extend(found)
         return done
     for record in decompressed(batch):
