@@ -442,3 +442,36 @@ def test_a_restore_that_rewrote_timestamps_proves_no_hole_and_is_read_whole() ->
     assert not judge(layout, entries) and stats.fetch_rounds["header (whole partitions)"] > 0
     [entry] = entries
     assert "a target record as recent as the snapshot's lies before it" in (entry.reason or ""), entry.reason
+
+
+class LargeBatches(SmallWindows):
+    """Batches larger than 16 KB: a read asked below ``needs`` bytes comes back cut (nothing decoded)."""
+
+    def __init__(self, layout: list[Slot], per_fetch: int, needs: int) -> None:
+        super().__init__(layout, per_fetch)
+        self.needs, self.asked = needs, list[int]()
+
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int | Mapping[TP, int] = 0,
+        until: Mapping[TP, int] | None = None,
+    ) -> dict[TP, PartitionFetch]:
+        answers = super().fetch(positions, partition_max_bytes=partition_max_bytes, until=until)
+        for tp, position in positions.items():
+            limit = partition_max_bytes if isinstance(partition_max_bytes, int) else partition_max_bytes[tp]
+            self.asked.append(limit)
+            if limit < self.needs:
+                answers[tp] = PartitionFetch(position, [], len(self.records), 0, None, -1)
+        return answers
+
+
+def test_a_limit_learned_by_the_shape_sample_is_asked_from_the_first_read_on() -> None:
+    """Issue 40: 1 MB batches (compressed) come back cut below their size, and every read learned it
+    again through empty rounds, a partial batch each. Learned once (the shape sample), asked after."""
+    target = LargeBatches(copy(range(5_000)), 8, needs=200_000)
+    entries, _ = translate(snapshot(5_000, [7, 2_500, 4_990]), target, SEARCH_ONLY)
+    assert all(e.exact for e in entries) and not judge(copy(range(5_000)), entries)
+    small = [limit for limit in target.asked if limit < 200_000]
+    assert small == [16 * 1024, 64 * 1024], target.asked  # the sample's two cut reads, then never again

@@ -41,6 +41,10 @@ class Context:
     tail_tops: dict[TP, int] = field(default_factory=dict)
     """The highest source offset the offset header names among each target partition's last records
     (the shape check's sample): where a restore declared complete stopped."""
+    limits: dict[TP, int] = field(default_factory=dict)
+    """Each partition's byte limit that a point read needed (its batches larger than 16 KB: 1 MB producer
+    batches, compressed), as earlier rounds of this plan learned it: every later read asks that much from
+    its first round, instead of learning it again through empty answers (a partial batch each)."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
@@ -52,12 +56,24 @@ class Context:
         return self.options.completes(pos.source) or self.recorded_complete.get(pos.target) == top
 
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
-        """Fetch rounds on the target, reading up to the log ends the plan began with."""
+        """Fetch rounds on the target, reading up to the log ends the plan began with, each partition at
+        least at the limit it was learned to need."""
+        first = partition_max_bytes or POINT_READ_BYTES
         return FetchRounds(
             fetch_from(self.target),
             ends={tp: b.end for tp, b in self.bounds.items()},
-            partition_bytes=partition_max_bytes or POINT_READ_BYTES,
+            partition_bytes=first,
+            limits={tp: max(first, limit) for tp, limit in self.limits.items()},
         )
+
+    def learn(self, rounds: FetchRounds) -> None:
+        """Keep the limits point reads grew to (``rounds``: of ``rounds()`` without a larger limit)."""
+        for tp, limit in rounds.limits.items():
+            self.limits[tp] = max(self.limits.get(tp, 0), limit)
+
+    def point_bytes(self, tp: TP) -> int:
+        """What one point read of ``tp`` costs: a batch, as far as this plan has measured."""
+        return max(POINT_READ_BYTES, self.limits.get(tp, 0))
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
         s = self.stats

@@ -156,12 +156,14 @@ def search_first_at_least(
     *,
     indexes: dict[TP, PartitionIndex] | None = None,
     observe: Observer | None = None,
+    limits: Mapping[TP, int] | None = None,
 ) -> tuple[dict[JobId, SearchResult], SearchStats]:
     """Settle every search in ``wanted``: id -> (partition, wanted key, first guess of the offset or None).
 
     ``indexes`` may be shared between calls (e.g. one per strategy key) to reuse what was read.
     ``observe`` is told of every window read, with the keys the search parsed (a caller that checks
-    what was read need not parse every record again).
+    what was read need not parse every record again). ``limits``: each partition's first byte limit,
+    where an earlier read learned that its batches are larger than a point read's (``Context.limits``).
     """
     indexes = {} if indexes is None else indexes
     stats = SearchStats()
@@ -169,7 +171,7 @@ def search_first_at_least(
     results: dict[JobId, SearchResult] = {}
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
-    rounds = FetchRounds(fetch, ends={tp: i.bounds.end for tp, i in indexes.items()})
+    rounds = FetchRounds(fetch, ends={tp: i.bounds.end for tp, i in indexes.items()}, limits=dict(limits or {}))
 
     while jobs:
         chosen = _choose(jobs, indexes, results)

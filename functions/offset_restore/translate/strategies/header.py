@@ -81,7 +81,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
             if pos.target not in suspect
         }
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe
+            wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe, limits=ctx.limits
         )
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         logs: dict[TP, PartitionLog] = {}

@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import partial
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.kafka.rounds import POINT_READ_BYTES, AtEnd, Served, read_forward
+from offset_restore.kafka.rounds import AtEnd, Served, read_forward
 from offset_restore.packing import packed
 from offset_restore.translate.context import Context
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
@@ -51,7 +51,7 @@ def cheaper_whole(
     probes: dict[TP, int] = {}
     for tp, offsets in distinct.items():
         b = ctx.bounds[tp]
-        if b.end > b.start and len(offsets) * POINT_READ_BYTES >= (b.end - b.start) * MIN_RECORD_BYTES:
+        if b.end > b.start and len(offsets) * ctx.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
             probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
     rounds = ctx.rounds()
     cheaper: dict[TP, str] = {}
@@ -61,7 +61,7 @@ def cheaper_whole(
             continue  # the search will meet the same answer and say so
         b, answer = ctx.bounds[tp], outcome.answer
         whole = (b.end - b.start) * _bytes_per_offset(answer, probes[tp])
-        searched = len(distinct[tp]) * POINT_READ_BYTES
+        searched = len(distinct[tp]) * ctx.point_bytes(tp)  # a batch a position: 1 MB batches cost 1 MB each
         if whole <= min(searched, MAX_WHOLE_READ_BYTES):
             cheaper[tp] = (
                 f"read whole: about {whole / 1e6:,.1f} MB, less than a window for each of its "
