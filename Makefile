@@ -62,7 +62,8 @@ demo: $(STAMP)
 # model, the handlers' memory, and the bytes a position costs on partitions of 100,000 records (sparse)
 # and of hundreds of groups (dense) beside a one-pass scan, and the CLI plan's peak memory at 240,000
 # group-partitions (always that size: it is the target's), an lz4 topic beside the same data
-# uncompressed (the codecs' smoke row); BROKER=apache measures on Apache Kafka 4.1. SCALE=20000 for
+# uncompressed (the codecs' smoke row), the shapes users have (holed, dense, 1 MB gzip/lz4/zstd batches)
+# beside the plain kafka-python consumer scan; BROKER=apache measures on Apache Kafka 4.1. SCALE=20000 for
 # the largest size (groups of 12 partitions); the focused benchmarks (bench.snapshot_bench,
 # bench.plan_bench, bench.apply_bench, bench.order_bench, bench.mislead_bench, bench.shape_bench,
 # bench.codec_bench with every codec) run on their own.
@@ -74,6 +75,7 @@ bench: $(STAMP)
 	$(PY) -m bench.bytes_bench --broker $(BROKER)
 	$(PY) -m bench.plan_memory --groups 20000 --broker $(BROKER)
 	$(PY) -m bench.codec_bench --broker $(BROKER) --codecs none,lz4
+	$(PY) -m bench.user_shapes --broker $(BROKER)
 	$(PY) -m bench.compare
 	$(PY) -m bench.migration_compare
 
