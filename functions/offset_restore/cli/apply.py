@@ -73,7 +73,7 @@ def register(commands: Commands) -> None:
         "offset on the target (their consumers started there, e.g. with auto.offset.reset=latest); without it such "
         "partitions are left, and the offsets each group skips are shown",
     )
-    add_group_choice(apply, "only the plan's groups (the others are neither waited for nor written)")
+    add_group_choice(apply, "the plan's groups to write", "the others are neither waited for nor written")
     add_execute(apply)
     add_plan_key(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")

@@ -134,12 +134,15 @@ class _ExactGroup(argparse.Action):
         namespace.groups = pattern_for(names)
 
 
-def add_group_choice(parser: argparse.ArgumentParser, what: str) -> None:
+def add_group_choice(parser: argparse.ArgumentParser, what: str, note: str = "") -> None:
     """Which groups a command covers, in our spelling and kafka-consumer-groups': ``--groups REGEX``,
     ``--group G`` (repeatable, exact names) or ``--all-groups`` (the default, said explicitly); one of
     them. Each sets ``args.groups`` (a whole-name pattern, or None for all)."""
     choice = parser.add_mutually_exclusive_group()
-    choice.add_argument("--groups", metavar="REGEX", help=f"{what} whose names REGEX matches whole (default: all)")
+    also = f"; {note}" if note else ""
+    choice.add_argument(
+        "--groups", metavar="REGEX", help=f"{what} whose names REGEX matches whole (default: all{also})"
+    )
     choice.add_argument(
         "--group", action=_ExactGroup, dest="groups", metavar="GROUP", help=f"{what}: this one (repeatable; exact name)"
     )
