@@ -116,9 +116,8 @@ class _ApplyRun:
 
     def choose(self) -> list[str]:
         """The groups to write, sorted; the others are recorded as skipped with why."""
-        self.options.check_chosen({e.group for e in self.plan.entries})
+        self.report.groups_not_chosen = self.options.not_chosen(e.group for e in self.plan.entries)
         self.writable, waiting = _groups_to_write(self.plan, self.options)
-        self.report.groups_not_chosen = len({e.group for e in self.plan.entries if not self.options.chosen(e.group)})
         ahead = [
             e
             for e in self.plan.entries
@@ -290,14 +289,15 @@ class _ApplyRun:
 
     def record_commit(self, group: str, errors: dict[TP, str]) -> None:
         entries, written = self.writable[group], self.commits[group]
+        self.report.changes += [
+            _change(e, self._now(e)) for e in entries if e.target in written and e.target not in errors
+        ]
         if not errors:
             self.report.groups_committed.append(group)
             self.report.offsets_committed += len(written)
             for entry in entries:
                 if entry.status == "mapped":
                     entry.mark_committed()
-                if entry.target in written:
-                    self.report.changes.append(_change(entry, self._now(entry)))
             return
         if len(errors) == len(written):
             reason = ", ".join(sorted(set(errors.values())))
@@ -310,7 +310,6 @@ class _ApplyRun:
                 entry.record_outcome("refused", f"commit refused: {errors[entry.target]}", status="failed")
             elif entry.target in written:
                 entry.mark_committed()
-                self.report.changes.append(_change(entry, self._now(entry)))
 
     def record_skips(self) -> None:
         """Every group this run did not write says why in its entries (still ``mapped``: a later run

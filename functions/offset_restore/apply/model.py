@@ -88,10 +88,16 @@ class ApplyOptions:
     def chosen(self, group: str) -> bool:
         return self.groups is None or self.groups(group)
 
-    def check_chosen(self, groups: Iterable[str]) -> None:
-        """A choice that names no group of the plan is a typo, not a run that writes nothing: refused."""
-        if self.groups is not None and not any(self.groups(g) for g in groups):
+    def not_chosen(self, groups: Iterable[str]) -> int:
+        """How many of the plan's ``groups`` the choice leaves out. A choice that names none of them is a
+        typo, not a run that writes nothing: refused."""
+        if self.groups is None:
+            return 0
+        every = set(groups)
+        left = [g for g in every if not self.groups(g)]
+        if len(left) == len(every):
             raise BadInputError("--group/--groups names no group of the plan: nothing written")
+        return len(left)
 
     def rewinds(self, group: str) -> bool:
         """Whether ``group`` may be moved back past where it is on the target."""

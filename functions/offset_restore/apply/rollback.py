@@ -66,14 +66,13 @@ def rollback_plan(
     and at the end. ``before_write`` (the lock's check) raises when this run may no longer write."""
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
     report = ApplyReport()
-    options.check_chosen({e.group for e in plan.entries})
+    report.groups_not_chosen = options.not_chosen(e.group for e in plan.entries)
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)
     for entry in plan.entries:
         if entry.previous_recorded and entry.target_offset is not None and options.chosen(entry.group):
             by_group[entry.group].append(entry)  # apply may have written it
     groups = sorted(by_group)
     report.groups_planned = len(groups)
-    report.groups_not_chosen = len({e.group for e in plan.entries if not options.chosen(e.group)})
     infos = wait_for_empty(groups, target, options, report, progress or (lambda *_: None), sleep, clock)
     ready = skip_active(groups, active_groups(groups, infos), report)
     current = target.committed_offsets(ready) if ready else {}
