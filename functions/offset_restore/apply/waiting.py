@@ -18,6 +18,7 @@ __all__ = [
     "WaitTimeoutError",
     "Waited",
     "active_groups",
+    "first_groups",
     "members_text",
     "poll_until",
     "poll_until_empty",
@@ -98,8 +99,13 @@ def who(info: GroupInfo) -> str:
 
 def still_active(active: Mapping[str, GroupInfo], limit: int = 5) -> str:
     """The active groups named, the first ``limit`` with their members."""
-    named = "; ".join(who(info) for _, info in sorted(active.items())[:limit])
-    return named + (f"; and {len(active) - limit:,} more groups" if len(active) > limit else "")
+    return first_groups([who(info) for _, info in sorted(active.items())], limit)
+
+
+def first_groups(named: Sequence[str], limit: int = 5) -> str:
+    """The first ``limit`` of groups already described, then how many more: a line stays readable."""
+    more = f"; and {len(named) - limit:,} more groups" if len(named) > limit else ""
+    return "; ".join(named[:limit]) + more
 
 
 def poll_until_empty(

@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from offset_restore.apply.model import WAIT_TIMEOUT_S, ApplyOptions, ApplyReport, OffsetChange
 from offset_restore.apply.run import PlanFile, run_apply
+from offset_restore.apply.waiting import first_groups
 from offset_restore.cli.arguments import (
     Commands,
     add_allow_rewind,
@@ -234,12 +235,9 @@ def _offset(offset: int | None) -> str:
     return "-" if offset is None else str(offset)
 
 
-def _waited_for(report: ApplyReport, limit: int = 5) -> str:
+def _waited_for(report: ApplyReport) -> str:
     """Who the wait was for: the groups that had members, with their client ids and hosts."""
-    if not report.waited_for:
-        return ""
-    more = f"; and {len(report.waited_for) - limit:,} more groups" if len(report.waited_for) > limit else ""
-    return " for " + "; ".join(report.waited_for[:limit]) + more
+    return f" for {first_groups(report.waited_for)}" if report.waited_for else ""
 
 
 def _not_chosen(report: ApplyReport) -> list[str]:
