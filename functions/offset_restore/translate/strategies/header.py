@@ -91,31 +91,48 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
             problem = disorder_in(log, ranges)
             if problem:
                 suspect[tp] = problem
-        holes: dict[PositionKey, SearchResult] = {}
-        for key, pos in undecided.items():
-            if pos.target in suspect or key not in results:
-                continue
-            problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
-            if problem and _missing_next(pos, results[key]):
-                holes[key] = results[key]  # a hole in the restore, or the record placed elsewhere: asked below
-            elif problem:
-                suspect[pos.target] = problem
-            else:
-                decision = _header_decision(pos, results[key], name, complete=partial(ctx.completes, pos))
-                outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
-        believed = _holes_believed(holes, undecided, ctx)
-        for key, result in holes.items():
-            pos = undecided[key]
-            if key not in believed:
-                suspect.setdefault(
-                    pos.target, f"{_contradiction(pos, result, reads, ctx.bounds[pos.target])}{NOT_A_HOLE}"
-                )
-            elif pos.target not in suspect:
-                decision = _header_decision(pos, result, name, complete=partial(ctx.completes, pos))
-                outcome[key] = _with_anchor(decision, logs.get(pos.target), result)
+        outcome.update(_judged(undecided, results, reads, logs, ctx, suspect))
     if suspect:
         outcome.update(read_whole_and_decide(undecided, suspect, reads, ctx, begun))
     ctx.stats.bytes_read["header"] = ctx.stats.bytes_read.get("header", 0) + reads.bytes
+    return outcome
+
+
+def _judged(
+    undecided: Mapping[PositionKey, Position],
+    results: Mapping[PositionKey, SearchResult],
+    reads: HeaderReads,
+    logs: Mapping[TP, PartitionLog],
+    ctx: Context,
+    suspect: dict[TP, str],
+) -> dict[PositionKey, Decision | str]:
+    """Each search's answer checked against the snapshot's evidence: decided, or its partition made
+    suspect (``suspect`` gains it, with why), or — a hole where the snapshot had a record — decided
+    only when the broker's time index shows no copy of that record before it (``_holes_believed``)."""
+    outcome: dict[PositionKey, Decision | str] = {}
+
+    def decide(key: PositionKey) -> None:
+        pos = undecided[key]
+        decision = _header_decision(pos, results[key], ctx.options.offset_header, complete=partial(ctx.completes, pos))
+        outcome[key] = _with_anchor(decision, logs.get(pos.target), results[key])
+
+    holes: dict[PositionKey, str] = {}
+    for key, pos in undecided.items():
+        if pos.target in suspect or key not in results:
+            continue
+        problem = _contradiction(pos, results[key], reads, ctx.bounds[pos.target])
+        if problem and _missing_next(pos, results[key]):
+            holes[key] = problem  # a hole in the restore, or the record placed elsewhere: asked below
+        elif problem:
+            suspect[pos.target] = problem
+        else:
+            decide(key)
+    believed = _holes_believed({k: results[k] for k in holes}, undecided, ctx)
+    for key, problem in holes.items():
+        if key not in believed:
+            suspect.setdefault(undecided[key].target, f"{problem}{NOT_A_HOLE}")
+        elif undecided[key].target not in suspect:
+            decide(key)
     return outcome
 
 
@@ -161,7 +178,8 @@ def _holes_believed(
         for tp, key in batch.items():
             found = holes[key].found
             assert found is not None
-            if tp in earliest and (earliest[tp] is None or earliest[tp] >= found.offset):  # type: ignore[operator]
+            at = earliest.get(tp, -1)  # -1: the broker did not answer for it
+            if at is None or at >= found.offset:
                 believed.add(key)
     return believed
 
