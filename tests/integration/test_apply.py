@@ -17,6 +17,7 @@ import pytest
 from offset_restore.apply.anchors import checked_offsets, records_at
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
+from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.run import PlanFile
 from offset_restore.apply.seal import PlanKey, seal_plan
 from offset_restore.cli.main import main
@@ -969,3 +970,7 @@ def test_a_topic_created_again_between_the_check_and_the_verification_is_read_ag
     [failed] = report.verify_failed
     assert "another record is there" in failed or re.search(r"carries source offset 1\d{3}, the plan read", failed)
     assert report.verified == 0
+    # The offsets it replaced are on record (the group had none): the way back is still there.
+    assert all(e.previous_recorded and e.previous_target_offset is None for e in plan.entries)
+    back = rollback_plan(plan, target, lambda p: None)
+    assert back.groups_committed == [s.groups["a"]] and s.offsets("a") == {}

@@ -61,3 +61,21 @@ def test_a_group_id_with_a_newline_stays_on_its_line_and_a_long_line_is_cut_to_t
     terminal = Terminal()
     ProgressLine(terminal)("waiting; still active: " + "g" * 500, 0, 1)
     assert len(terminal.getvalue()) < 300  # the terminal is 80 columns here (no tty: the fallback size)
+
+
+def test_the_offset_table_keeps_one_row_per_offset_whatever_a_group_id_holds() -> None:
+    """A group id with a quote, a tab and a newline (all legal in Kafka): escaped, so each offset is one
+    row and the columns stay aligned under the header."""
+    from offset_restore.apply.model import OffsetChange
+    from offset_restore.cli.apply import offset_table
+
+    rows = offset_table(
+        [
+            OffsetChange("o'rders\n\tEU", "payments", 0, None, 215, "header", "exact"),
+            OffsetChange("b", "payments", 1, 180, 176, "fingerprint", "<=3 duplicates"),
+        ]
+    )
+    assert len(rows) == 3 and all("\n" not in row for row in rows)
+    column = rows[0].index("NEW-OFFSET")
+    assert rows[1][column:].startswith("176") and rows[2][column:].startswith("215"), rows
+    assert "o'rders\\n\\tEU" in rows[2]
