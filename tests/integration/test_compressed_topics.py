@@ -14,7 +14,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from offset_restore.cli.main import main
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.model import ONE_BATCH, TP, CommittedOffset
 
 from tests.helpers import Brokers, unique
 
@@ -173,3 +173,40 @@ def test_a_codec_changed_mid_partition_and_a_topic_the_broker_recompresses(case:
     entries = case.plan(topic, groups, recompressed, "recompressed")
     assert [[e[k] for k in SAME] for e in entries] == [[e[k] for k in SAME] for e in plain]
     assert all(e["exact"] for e in entries), entries
+
+
+@pytest.mark.parametrize("case", [1000 * 1024], ids=["1MB"], indirect=True)
+@pytest.mark.parametrize("codec", CODECS)
+def test_an_answer_inside_a_batch_holds_the_batch_from_its_start(case: Case, codec: str) -> None:
+    """The broker sends a batch whole from its first offset; the records before the offset asked for
+    (decoded only when asked) are those a fetch from the batch's start returns, every field equal: the
+    search keeps them instead of asking for the same large batch again."""
+    restored = case.restore(codec, with_header=True)
+    tp = TP(restored, 0)
+    inside = case.target.fetch({tp: 1_234}, partition_max_bytes=4 * 1024 * 1024)[tp]
+    assert inside.error is None and inside.records[0].offset == 1_234
+    assert 0 <= inside.earlier_from < 1_234 and inside.earlier is not None, inside
+    from_start = case.target.fetch({tp: inside.earlier_from}, partition_max_bytes=4 * 1024 * 1024)[tp]
+    assert inside.earlier(inside.earlier_from) == [r for r in from_start.records if r.offset < 1_234]
+    assert inside.earlier(1_200) == [r for r in from_start.records if 1_200 <= r.offset < 1_234]
+    at_start = case.target.fetch({tp: inside.earlier_from}, partition_max_bytes=16 * 1024)[tp]
+    assert at_start.earlier is None and at_start.earlier_from == -1  # nothing before the offset asked for
+
+
+@pytest.mark.parametrize("case", [16 * 1024], ids=["16KB"], indirect=True)
+@pytest.mark.parametrize("codec", ["zstd", None])
+def test_one_batch_asked_alone_brings_that_batch_whole_and_nothing_after(case: Case, codec: str | None) -> None:
+    """``ONE_BATCH``: the partition alone in its request with a limit of one byte. The broker sends the
+    batch holding the position whole (KIP-74) and nothing of the next, so a point read over large
+    batches costs one batch, not its limit; several partitions asked so are each served."""
+    first, second = case.restore(codec, with_header=True), case.restore(codec, with_header=True)
+    tps = [TP(first, 0), TP(second, 0)]
+    whole = case.target.fetch(dict.fromkeys(tps, 1_000), partition_max_bytes=16 * 1024 * 1024)
+    one = case.target.fetch(dict.fromkeys(tps, 1_000), partition_max_bytes=dict.fromkeys(tps, ONE_BATCH))
+    for tp in tps:
+        assert one[tp].error is None and one[tp].records, one[tp]
+        assert one[tp].records == whole[tp].records[: len(one[tp].records)]
+        batch_end = one[tp].read_to
+        assert batch_end < whole[tp].read_to  # the next batch did not come
+        again = case.target.fetch({tp: batch_end - 1}, partition_max_bytes={tp: ONE_BATCH})[tp]
+        assert again.read_to == batch_end and again.size == one[tp].size  # the same batch, alone: its size

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka import internals
-from offset_restore.kafka.batch_records import BatchBody, decode_records
+from offset_restore.kafka.batch_records import BatchBody, decode_records, records_before
 from offset_restore.kafka.model import FetchedRecord
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -63,6 +63,25 @@ def test_the_same_records_as_kafka_python_for_any_batch(records: list, codec: in
     data = batch(records, codec, gaps=gaps)
     found, stopped = ours(data, 1_000 + skip)
     assert found == theirs(data, 1_000 + skip) and not stopped
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    records=st.lists(record, min_size=1, max_size=40),
+    codec=st.sampled_from(sorted(CODECS.values())),
+    start=st.integers(0, 45),
+    fetch=st.integers(0, 45),
+    gaps=st.integers(1, 3),
+)
+def test_the_records_before_the_fetch_offset_are_kafka_pythons(
+    records: list, codec: int, start: int, fetch: int, gaps: int
+) -> None:
+    data = batch(records, codec, gaps=gaps)
+    parsed = DefaultRecordBatch(data)
+    body = internals.batch_body(parsed)
+    assert body is not None
+    before = records_before(BatchBody(*body, 1_000, parsed.first_timestamp, None), 1_000 + fetch, 1_000 + start)
+    assert before == [r for r in theirs(data, 1_000 + start) if r.offset < 1_000 + fetch]
 
 
 def test_log_append_time_gives_every_record_the_batchs_time() -> None:

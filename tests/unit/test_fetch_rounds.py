@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.kafka.rounds import (
     MAX_PARTITION_BYTES,
     MAX_UNSERVED_ROUNDS,
+    ONE_BATCH,
     POINT_READ_BYTES,
     AtEnd,
     Failed,
@@ -135,7 +137,8 @@ def test_until_is_passed_to_the_fetch() -> None:
 
 def test_a_partition_left_unserved_is_asked_next_with_a_larger_limit() -> None:
     """Its batches may be larger than the limit (only the first partition of a request gets an
-    oversized batch whole): the limit grows 4x a round, up to MAX_PARTITION_BYTES."""
+    oversized batch whole): the limit grows 4x a round; past 64 KB the partition is asked alone for
+    one batch (``ONE_BATCH``), then, if even that comes back empty, 4x on up to MAX_PARTITION_BYTES."""
     asked: list[dict[TP, int]] = []
 
     def fetch(
@@ -148,8 +151,34 @@ def test_a_partition_left_unserved_is_asked_next_with_a_larger_limit() -> None:
     for _ in range(8):
         rounds.round({A: 0, B: 0})
     assert [limits[A] for limits in asked] == [POINT_READ_BYTES] * 8
-    assert [limits[B] for limits in asked][:4] == [POINT_READ_BYTES * 4**i for i in range(4)]
+    assert [limits[B] for limits in asked] == [
+        16 << 10,
+        64 << 10,
+        ONE_BATCH,
+        256 << 10,
+        1 << 20,
+        4 << 20,
+        8 << 20,
+        8 << 20,
+    ]
     assert asked[-1][B] == MAX_PARTITION_BYTES
+
+
+def test_a_partition_read_one_batch_at_a_time_measures_its_batches() -> None:
+    """A ``ONE_BATCH`` read costs a batch: the largest one read is what a point read of it is priced at."""
+    sizes = iter([0, 0, 180_000, 150_000])  # unserved at 16 KB and 64 KB, then one batch a round
+
+    def fetch(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+    ) -> Mapping[TP, PartitionFetch]:
+        size = next(sizes)
+        answer = _answer(positions[A], 2 if size else 0, 100)
+        return {A: replace(answer, size=size)}
+
+    rounds = FetchRounds(fetch)
+    for _ in range(4):
+        rounds.round({A: 0})
+    assert rounds.limits[A] == ONE_BATCH and rounds.batch_bytes == {A: 180_000}
 
 
 def test_a_retriable_error_is_asked_again_and_named_when_it_does_not_pass() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
@@ -445,7 +445,8 @@ def test_a_restore_that_rewrote_timestamps_proves_no_hole_and_is_read_whole() ->
 
 
 class LargeBatches(SmallWindows):
-    """Batches larger than 16 KB: a read asked below ``needs`` bytes comes back cut (nothing decoded)."""
+    """Batches larger than 16 KB: a read asked below ``needs`` bytes comes back cut (nothing decoded),
+    but for one asked ``ONE_BATCH`` (alone in its request: a broker sends it whole)."""
 
     def __init__(self, layout: list[Slot], per_fetch: int, needs: int) -> None:
         super().__init__(layout, per_fetch)
@@ -462,7 +463,7 @@ class LargeBatches(SmallWindows):
         for tp, position in positions.items():
             limit = partition_max_bytes if isinstance(partition_max_bytes, int) else partition_max_bytes[tp]
             self.asked.append(limit)
-            if limit < self.needs:
+            if limit < self.needs and limit != ONE_BATCH:
                 answers[tp] = PartitionFetch(position, [], len(self.records), 0, None, -1)
         return answers
 
@@ -473,5 +474,6 @@ def test_a_limit_learned_by_the_shape_sample_is_asked_from_the_first_read_on() -
     target = LargeBatches(copy(range(5_000)), 8, needs=200_000)
     entries, _ = translate(snapshot(5_000, [7, 2_500, 4_990]), target, SEARCH_ONLY)
     assert all(e.exact for e in entries) and not judge(copy(range(5_000)), entries)
-    small = [limit for limit in target.asked if limit < 200_000]
+    small = [limit for limit in target.asked if limit < 200_000 and limit != ONE_BATCH]
     assert small == [16 * 1024, 64 * 1024], target.asked  # the sample's two cut reads, then never again
+    assert ONE_BATCH in target.asked  # then one batch a read, not 256 KB over it

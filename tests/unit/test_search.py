@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.translate.search import search_first_at_least
+from offset_restore.translate.search import KeyedRecord, PartitionIndex, search_first_at_least
 
 
 class Log:
@@ -48,6 +48,65 @@ class Log:
         return out
 
 
+class BatchedLog(Log):
+    """A broker's answers: the batch holding the position comes whole (its records before the position
+    decoded only when asked, ``PartitionFetch.earlier``), then the next batches, ``per_fetch`` records
+    in all at least. A batch is ``batch`` records of the log in a row; ``deleted_below`` is a log start
+    inside a batch (DeleteRecords): the broker still sends the batch from its base."""
+
+    def __init__(self, logs: dict[TP, list[tuple[int, int | None]]], per_fetch: int, batch: int) -> None:
+        super().__init__(logs, per_fetch)
+        self.batch = batch
+        self.deleted_below: dict[TP, int] = {}
+        self.sent: list[tuple[TP, int]] = []  # (partition, index of the batch) for every batch sent
+
+    def bounds(self, tp: TP) -> LogBounds:
+        whole = super().bounds(tp)
+        return LogBounds(max(whole.start, self.deleted_below.get(tp, whole.start)), whole.end)
+
+    def __call__(
+        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None, limits: Mapping[TP, int] | None = None
+    ) -> Mapping[TP, PartitionFetch]:
+        out = dict(super().__call__(positions, until, limits))
+        for tp, answer in out.items():
+            if positions[tp] < self.deleted_below.get(tp, 0):
+                out[tp] = PartitionFetch(
+                    positions[tp], error="OffsetOutOfRangeError", log_start_offset=self.bounds(tp).start
+                )
+                continue
+            log = self.logs[tp]
+            at = bisect.bisect_left(log, positions[tp], key=lambda entry: entry[0])
+            if at >= len(log):
+                continue
+            first, last = at // self.batch, (at + max(1, len(answer.records)) - 1) // self.batch
+            self.sent += [(tp, b) for b in range(first, last + 1)]
+            head = first * self.batch
+            until_batch_end = (last + 1) * self.batch
+            rows = log[at:until_batch_end]
+            records = [_record(o, h) for o, h in rows]
+            earlier = [_record(o, h) for o, h in log[head:at]]
+
+            def before(start: int, earlier: list[FetchedRecord] = earlier) -> list[FetchedRecord]:
+                return [r for r in earlier if r.offset >= start]
+
+            out[tp] = PartitionFetch(
+                answer.fetch_offset,
+                records,
+                high_watermark=answer.high_watermark,
+                log_start_offset=self.bounds(tp).start,
+                next_offset=records[-1].offset + 1,
+                earlier_from=log[head][0] if head < at else -1,
+                earlier=before if head < at else None,
+            )
+        return out
+
+
+def _record(offset: int, source: int | None) -> FetchedRecord:
+    return FetchedRecord(
+        offset, 0, None, b"v", (("x-source-offset", str(source).encode()),) if source is not None else ()
+    )
+
+
 def key_of(tp: TP, record: FetchedRecord) -> int | None:
     for name, value in record.headers:
         if name == "x-source-offset" and value is not None:
@@ -80,11 +139,13 @@ def make_log(rng: random.Random) -> list[tuple[int, int | None]]:
     return log
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["records", "whole batches"])
 @pytest.mark.parametrize("seed", range(40))
-def test_matches_brute_force(seed: int) -> None:
+def test_matches_brute_force(seed: int, batched: bool) -> None:
     rng = random.Random(seed)
     logs = {TP("t", p): make_log(rng) for p in range(rng.randint(1, 5))}
-    fake = Log(logs, per_fetch=rng.choice([1, 3, 50, 500]))
+    per_fetch = rng.choice([1, 3, 50, 500])
+    fake = BatchedLog(logs, per_fetch, batch=rng.choice([1, 7, 200, 2000])) if batched else Log(logs, per_fetch)
     wanted = {}
     for tp, log in logs.items():
         keys = [h for _, h in log if h is not None] or [0]
@@ -144,3 +205,36 @@ def test_a_partition_that_stops_answering_gives_up_with_a_reason() -> None:
 
     results, _ = search_first_at_least({"j": (tp, 50, None)}, {tp: LogBounds(0, 100)}, key_of, silent)
     assert not results["j"].complete and "no records returned" in (results["j"].reason or "")
+
+
+def test_many_searches_in_large_batches_read_each_batch_once() -> None:
+    """50 searches in a partition of 20 batches (1 MB compressed batches hold thousands of records):
+    the records of a batch before the position asked for are kept, not asked for again."""
+    tp = TP("t", 0)
+    log: list[tuple[int, int | None]] = [(o, o) for o in range(100_000)]
+    fake = BatchedLog({tp: log}, per_fetch=1, batch=5_000)
+    rng = random.Random(7)
+    indexes: dict[TP, PartitionIndex] = {}  # shared, as the header strategy shares them between its searches
+    for _ in range(2):  # e.g. the committed offsets, then the records before them
+        values = [rng.randrange(100_000) for _ in range(25)]
+        wanted = {n: (tp, v, max(0, v + rng.randint(-3_000, 3_000))) for n, v in enumerate(values)}  # guesses off
+        results, _ = search_first_at_least(wanted, {tp: fake.bounds(tp)}, key_of, fake, indexes=indexes)
+        for n, (_, value, _) in wanted.items():
+            found = results[n].found
+            assert found is not None and found.offset == value
+    repeated = [b for b in set(fake.sent) if fake.sent.count(b) > 1]
+    assert not repeated, f"batches sent more than once: {sorted(repeated)}"
+
+
+def test_the_records_of_a_batch_below_the_log_start_are_not_read() -> None:
+    """DeleteRecords moved the log start inside a batch: the broker still sends the batch from its
+    base, but its records below the start are gone and answer no search."""
+    tp = TP("t", 0)
+    fake = BatchedLog({tp: [(o, o) for o in range(1_000)]}, per_fetch=1, batch=100)
+    fake.deleted_below[tp] = 50
+    results, _ = search_first_at_least({"j": (tp, 10, 60)}, {tp: fake.bounds(tp)}, key_of, fake)
+    assert results["j"].found is not None and results["j"].found.offset == 50
+    assert results["j"].below is None
+    # The records were deleted after the plan read the bounds: the broker's log start says so.
+    results, _ = search_first_at_least({"j": (tp, 10, 60)}, {tp: LogBounds(0, 1_000)}, key_of, fake)
+    assert not results["j"].complete or results["j"].found == KeyedRecord(50, 50), results["j"]

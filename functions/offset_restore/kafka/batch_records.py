@@ -98,6 +98,13 @@ def decode_records(body: BatchBody, fetch_offset: int, until: int | None) -> tup
         ) from None
 
 
+def records_before(body: BatchBody, fetch_offset: int, start: int) -> list[FetchedRecord]:
+    """The batch's records from ``start`` up to (not including) ``fetch_offset``: the part of a batch
+    the broker sent before the offset asked for (``PartitionFetch.earlier``)."""
+    found, _ = decode_records(body, start, fetch_offset - 1)
+    return [record for record in found if record.offset < fetch_offset]
+
+
 def _decode(buffer: bytes, body: BatchBody, fetch_offset: int, until: int | None) -> tuple[list[FetchedRecord], bool]:
     pos, base_offset, first_timestamp, append_time = body.pos, body.base_offset, body.first_timestamp, body.append_time
     records: list[FetchedRecord] = []

@@ -10,7 +10,8 @@ many groups pipelined).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -21,8 +22,16 @@ from kafka.record import MemoryRecords
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
 from offset_restore.kafka import internals
-from offset_restore.kafka.batch_records import BatchBody, decode_records
-from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, GroupInfo, PartitionFetch, PartitionIdentity
+from offset_restore.kafka.batch_records import BatchBody, decode_records, records_before
+from offset_restore.kafka.model import (
+    ONE_BATCH,
+    TP,
+    CommittedOffset,
+    FetchedRecord,
+    GroupInfo,
+    PartitionFetch,
+    PartitionIdentity,
+)
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 from offset_restore.packing import packed
 
@@ -236,14 +245,20 @@ def fetch_requests(
     for (a partition left out by a full response would only be asked again)."""
     requests = []
     for node, entries in by_node.items():
-        for share in packed(entries, lambda entry: max(1, limits[entry[0]]), fetch_max_bytes):
+        alone = [[entry] for entry in entries if limits[entry[0]] == ONE_BATCH]
+        shared = packed(
+            [entry for entry in entries if limits[entry[0]] != ONE_BATCH],
+            lambda entry: max(1, limits[entry[0]]),
+            fetch_max_bytes,
+        )
+        for share in [*alone, *shared]:
             topics: dict[str, list[Any]] = defaultdict(list)
             for tp, offset in share:
                 topics[tp.topic].append(
                     _FetchPartition(
                         partition=tp.partition,
                         fetch_offset=offset,
-                        partition_max_bytes=limits[tp],
+                        partition_max_bytes=max(1, limits[tp]),
                         current_leader_epoch=-1,
                         last_fetched_epoch=-1,
                         log_start_offset=-1,
@@ -253,7 +268,7 @@ def fetch_requests(
                 replica_id=-1,
                 max_wait_ms=wait_ms,
                 min_bytes=1,
-                max_bytes=fetch_max_bytes,
+                max_bytes=1 if limits[share[0][0]] == ONE_BATCH else fetch_max_bytes,  # the first batch only
                 isolation_level=READ_COMMITTED,
                 topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
                 max_version=FETCH_MAX_VERSION,
@@ -322,25 +337,26 @@ evidence, anchors or matches, and a partition ends at its last stable offset (an
 records are not read until it ends)."""
 
 
-def _decode_batch(batch: Any, fetch_offset: int, until: int | None, records: list[FetchedRecord]) -> bool:
+def _decode_batch(
+    batch: Any, fetch_offset: int, until: int | None, records: list[FetchedRecord]
+) -> tuple[bool, BatchBody | None]:
     """Append the batch's records at or after ``fetch_offset`` (up to the first at or past ``until``)
-    to ``records``; True when ``until`` stopped them. A v2 batch is read from its bytes
-    (``batch_records``), a legacy one through kafka-python's iterator."""
+    to ``records``; True when ``until`` stopped them, and the batch's bytes when it is a v2 batch
+    (read from its bytes, ``batch_records``; a legacy one through kafka-python's iterator)."""
     body = _body(batch)
     if body is not None:
         append_time = batch.max_timestamp if batch.timestamp_type == 1 else None  # LogAppendTime
-        found, done = decode_records(
-            BatchBody(*body, batch.base_offset, batch.first_timestamp, append_time), fetch_offset, until
-        )
+        batch_body = BatchBody(*body, batch.base_offset, batch.first_timestamp, append_time)
+        found, done = decode_records(batch_body, fetch_offset, until)
         records.extend(found)
-        return done
+        return done, batch_body
     for record in decompressed(batch):
         if record.offset < fetch_offset:
             continue
         records.append(FetchedRecord(record.offset, record.timestamp, record.key, record.value, tuple(record.headers)))
         if until is not None and record.offset >= until:
-            return True
-    return False
+            return True, None
+    return False, None
 
 
 def _body(batch: Any) -> tuple[bytearray, int, int] | None:
@@ -401,13 +417,16 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         )
     records: list[FetchedRecord] = []
     next_offset = -1
+    earlier: tuple[int, Callable[[int], list[FetchedRecord]]] | None = None
     if part.records:
         aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
         for batch in checked_batches(part.records):
             if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
                 next_offset = max(next_offset, batch.next_offset)
                 continue
-            done = _decode_batch(batch, fetch_offset, until, records)
+            done, body = _decode_batch(batch, fetch_offset, until, records)
+            if body is not None and earlier is None and next_offset < 0 and body.base_offset < fetch_offset:
+                earlier = (body.base_offset, partial(records_before, body, fetch_offset))
             if done:
                 next_offset = records[-1].offset + 1
                 break
@@ -419,4 +438,6 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         log_start_offset=part.log_start_offset,
         next_offset=next_offset,
         size=len(part.records or b""),
+        earlier_from=earlier[0] if earlier else -1,
+        earlier=earlier[1] if earlier else None,
     )

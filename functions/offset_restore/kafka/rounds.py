@@ -28,11 +28,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, PartitionFetch
 
 __all__ = [
+    "ALONE_FROM",
     "MAX_PARTITION_BYTES",
     "MAX_UNSERVED_ROUNDS",
+    "ONE_BATCH",
     "POINT_READ_BYTES",
     "AtEnd",
     "Failed",
@@ -43,6 +45,8 @@ __all__ = [
     "Source",
     "Unserved",
     "fetch_from",
+    "grown",
+    "rank",
     "read_forward",
     "read_whole",
 ]
@@ -58,6 +62,26 @@ limit: about one batch on the wire, the floor for reading one record."""
 MAX_PARTITION_BYTES = 8 * 1024 * 1024
 """The most a partition's limit grows to (4x for each round that left it unserved: its batches are
 larger than the limit, and only the first partition of a request gets an oversized batch whole)."""
+ALONE_FROM = 64 * 1024
+"""A point read left unserved at this limit (batches larger than 64 KB: large compressed batches) is
+asked next for ``ONE_BATCH``: the request it costs is nothing beside such a batch."""
+
+
+def rank(limit: int) -> int:
+    """A limit's place in the order limits grow in (``ONE_BATCH`` after ``ALONE_FROM``): the larger
+    of two limits a partition learned is the one it grew to last."""
+    return ALONE_FROM + 1 if limit == ONE_BATCH else limit
+
+
+def grown(limit: int) -> int:
+    """The next limit for a partition left unserved at ``limit``: 4x, through ``ONE_BATCH`` once for
+    batches over ``ALONE_FROM``, and 4x on from 256 KB if even that was left unserved (a broker
+    that does not send an oversized first batch whole)."""
+    if limit == ALONE_FROM:
+        return ONE_BATCH
+    if limit == ONE_BATCH:
+        return 4 * ALONE_FROM
+    return min(MAX_PARTITION_BYTES, 4 * limit)
 
 
 class Source(Protocol):
@@ -138,6 +162,8 @@ class FetchRounds:
     records: int = 0
     bytes: int = 0
     unserved: Counter[TP] = field(default_factory=Counter)
+    batch_bytes: dict[TP, int] = field(default_factory=dict)
+    """The largest answer of each partition read ``ONE_BATCH``: its batches' size, measured."""
 
     def round(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None) -> dict[TP, Outcome]:
         """Fetch every position once, the partitions left unserved before first; one outcome each."""
@@ -165,11 +191,13 @@ class FetchRounds:
         end = max(self.ends.get(tp, -1), answer.high_watermark)
         if answer.read_to > position:
             self.unserved.pop(tp, None)
+            if self.limits.get(tp, self.partition_bytes) == ONE_BATCH:
+                self.batch_bytes[tp] = max(answer.size, self.batch_bytes.get(tp, 0))
             return Served(answer)
         if position >= end >= 0:
             self.unserved.pop(tp, None)
             return AtEnd(end)
-        self.limits[tp] = min(MAX_PARTITION_BYTES, 4 * self.limits.get(tp, self.partition_bytes))
+        self.limits[tp] = grown(self.limits.get(tp, self.partition_bytes))
         return self._unserved(tp, position, end, None)
 
     def _unserved(self, tp: TP, position: int, end: int, error: str | None) -> Unserved | Failed:

@@ -8,8 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import TP, LogBounds
-from offset_restore.kafka.rounds import POINT_READ_BYTES, FetchRounds, Source, fetch_from
+from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds
+from offset_restore.kafka.rounds import ALONE_FROM, POINT_READ_BYTES, FetchRounds, Source, fetch_from, rank
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
@@ -45,6 +45,8 @@ class Context:
     """Each partition's byte limit that a point read needed (its batches larger than 16 KB: 1 MB producer
     batches, compressed), as earlier rounds of this plan learned it: every later read asks that much from
     its first round, instead of learning it again through empty answers (a partial batch each)."""
+    batch_bytes: dict[TP, int] = field(default_factory=dict)
+    """The largest batch a ``ONE_BATCH`` read of each partition brought (``FetchRounds.batch_bytes``)."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
@@ -63,17 +65,24 @@ class Context:
             fetch_from(self.target),
             ends={tp: b.end for tp, b in self.bounds.items()},
             partition_bytes=first,
-            limits={tp: max(first, limit) for tp, limit in self.limits.items()},
+            limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
         )
 
-    def learn(self, rounds: FetchRounds) -> None:
-        """Keep the limits point reads grew to (``rounds``: of ``rounds()`` without a larger limit)."""
-        for tp, limit in rounds.limits.items():
-            self.limits[tp] = max(self.limits.get(tp, 0), limit)
+    def learn(self, limits: Mapping[TP, int], batch_bytes: Mapping[TP, int]) -> None:
+        """Keep the limits point reads grew to (``FetchRounds.limits`` of rounds without a larger first
+        limit, or of a search), and the batch sizes their ``ONE_BATCH`` reads measured."""
+        for tp, limit in limits.items():
+            self.limits[tp] = max(self.limits.get(tp, 0), limit, key=rank)
+        for tp, size in batch_bytes.items():
+            self.batch_bytes[tp] = max(self.batch_bytes.get(tp, 0), size)
 
     def point_bytes(self, tp: TP) -> int:
-        """What one point read of ``tp`` costs: a batch, as far as this plan has measured."""
-        return max(POINT_READ_BYTES, self.limits.get(tp, 0))
+        """What one point read of ``tp`` costs: a batch, as far as this plan has measured (a partition
+        read ``ONE_BATCH`` costs its largest batch, 256 KB until one was read)."""
+        limit = self.limits.get(tp, 0)
+        if limit == ONE_BATCH and tp in self.limits:
+            return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
+        return max(POINT_READ_BYTES, limit)
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
         s = self.stats

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Hashable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
@@ -63,6 +63,9 @@ class SearchStats:
     fetches: int = 0
     records_read: int = 0
     rounds_per_partition: dict[TP, int] = field(default_factory=dict)
+    limits: dict[TP, int] = field(default_factory=dict)
+    """The byte limits the partitions' reads grew to, and the batch sizes measured (``FetchRounds``)."""
+    batch_bytes: dict[TP, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,6 +103,13 @@ class PartitionIndex:
             return True
         at = bisect.bisect_right(self.covered, (start, float("inf"))) - 1
         return at >= 0 and self.covered[at][0] <= start and self.covered[at][1] >= end
+
+    def read_up_to(self, position: int) -> int:
+        """The end of the last range read that ends at or before ``position`` (-1: none does)."""
+        at = bisect.bisect_right(self.covered, (position, float("inf"))) - 1
+        while at >= 0 and self.covered[at][1] > position:
+            at -= 1
+        return self.covered[at][1] if at >= 0 else -1
 
     def first_unread(self, start: int) -> int:
         """The first offset at or after ``start`` that was not read."""
@@ -191,6 +201,7 @@ def search_first_at_least(
             else:
                 _take(tp, positions[tp], outcome, indexes[tp], key_of, observe)
     stats.rounds, stats.fetches, stats.records_read = rounds.rounds, rounds.fetches, rounds.records
+    stats.limits, stats.batch_bytes = rounds.limits, rounds.batch_bytes
     return results, stats
 
 
@@ -229,12 +240,26 @@ def _take(
         index.add_window(position, position + 1, [])  # past the end: nothing there
     if not isinstance(outcome, Served):
         return
-    answer = outcome.answer
+    answer = _widened(outcome.answer, position, index)
+    position = answer.fetch_offset
     keys = [key_of(tp, record) for record in answer.records]
     keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
     index.add_window(position, answer.read_to, keyed)
     if observe is not None:
         observe(tp, position, answer, keys)
+
+
+def _widened(answer: PartitionFetch, position: int, index: PartitionIndex) -> PartitionFetch:
+    """The answer as if fetched from where its first batch starts, down to what was read before: the
+    broker sent that batch whole, and a later search whose answer lies in it would ask for the same
+    batch again (a large compressed batch holds thousands of offsets: 50 searches in 20 such batches
+    read 1.25x the partition before). Records below the log's start are left out (deleted)."""
+    if answer.earlier is None or answer.earlier_from >= position:
+        return answer
+    start = max(answer.earlier_from, index.bounds.start, answer.log_start_offset, index.read_up_to(position))
+    if start >= position:
+        return answer
+    return replace(answer, fetch_offset=start, records=[*answer.earlier(start), *answer.records], earlier=None)
 
 
 def _settle(index: PartitionIndex, wanted: int) -> SearchResult | None:

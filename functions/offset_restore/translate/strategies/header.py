@@ -84,6 +84,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
             wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe, limits=ctx.limits
         )
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        ctx.learn(stats.limits, stats.batch_bytes)
         logs: dict[TP, PartitionLog] = {}
         for tp, observed in reads.observed.items():
             log, ranges = observed.merged()
