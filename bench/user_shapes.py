@@ -91,6 +91,13 @@ class Shape:
     hole_every: int = 0
     """The restore misses source offsets k-1, 2k-1, ... (0: the restore is whole)."""
     json_values: bool = False
+    headers: bool = True
+    """The restore writes the offset header (False: a replica, placed by its records' fingerprints)."""
+    lost_first: int = 0
+    """The restore misses each partition's first records (a backup that began late)."""
+    transaction: int = 0
+    """The restore writes in transactions of this many records, every 7th aborted and written again
+    (a restore tool that retried): aborted records and a marker per transaction on the target."""
 
 
 SHAPES = {
@@ -101,6 +108,18 @@ SHAPES = {
         Shape("gzip", "large compressed batches, gzip", 20, 100_000, 50, 1 << 20, "gzip", json_values=True),
         Shape("lz4", "large compressed batches, lz4", 20, 100_000, 50, 1 << 20, "lz4", json_values=True),
         Shape("zstd", "large compressed batches, zstd", 20, 100_000, 50, 1 << 20, "zstd", json_values=True),
+        Shape(
+            "fingerprint",
+            "header-less replica (fingerprints)",
+            20,
+            100_000,
+            20,
+            codec="lz4",
+            headers=False,
+            lost_first=1_000,
+            json_values=True,
+        ),
+        Shape("transactional", "transactional restore", 20, 50_000, 5, transaction=1_000),
     )
 }
 
@@ -253,34 +272,52 @@ def _values(shape: Shape, p: int, seed: int) -> Iterator[bytes]:
 
 
 def restored(shape: Shape, i: int) -> bool:
-    return not shape.hole_every or i % shape.hole_every != shape.hole_every - 1
+    return i >= shape.lost_first and (not shape.hole_every or i % shape.hole_every != shape.hole_every - 1)
 
 
 def _write(bootstrap: str, topic: str, shape: Shape, seed: int, restore: bool) -> int:
     """One cluster's copy of the topic (run in a process of its own, the source's beside the target's)."""
     errors: list[BaseException] = []
+    transactional = restore and shape.transaction > 0
     producer = KafkaProducer(
         bootstrap_servers=bootstrap,
         compression_type=shape.codec,
         batch_size=shape.batch,
         linger_ms=500 if shape.batch > 16_384 else 50,
-        acks=1,
+        acks="all" if transactional else 1,
         max_request_size=4 << 20,
         max_in_flight_requests_per_connection=1,
+        **({"transactional_id": f"{topic}-restore"} if transactional else {}),
     )
     sent = 0
+
+    def send(p: int, rows: list[tuple[int, bytes]], aborted: bool = False) -> int:
+        for i, value in rows:
+            headers = [(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))] if restore and shape.headers else []
+            future = producer.send(
+                topic, key=f"{p}:{i}".encode(), value=value, headers=headers, partition=p, timestamp_ms=BASE_MS + i
+            )
+            if i % 1000 == 0 and not aborted:  # an aborted transaction's records fail: as they should
+                future.add_errback(errors.append)
+        return len(rows)
+
     try:
+        if transactional:
+            producer.init_transactions()
         for p in range(shape.partitions):
-            for i, value in enumerate(_values(shape, p, seed)):
-                if restore and not restored(shape, i):
-                    continue
-                headers = [(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))] if restore else []
-                future = producer.send(
-                    topic, key=f"{p}:{i}".encode(), value=value, headers=headers, partition=p, timestamp_ms=BASE_MS + i
-                )
-                if sent % 1000 == 0:
-                    future.add_errback(errors.append)
-                sent += 1
+            rows = [(i, v) for i, v in enumerate(_values(shape, p, seed)) if not restore or restored(shape, i)]
+            if not transactional:
+                sent += send(p, rows)
+                continue
+            for n, at in enumerate(range(0, len(rows), shape.transaction)):
+                chunk = rows[at : at + shape.transaction]
+                if n % 7 == 6:  # aborted, then written again: a restore tool that retried
+                    producer.begin_transaction()
+                    send(p, chunk, aborted=True)
+                    producer.abort_transaction()
+                producer.begin_transaction()
+                sent += send(p, chunk)
+                producer.commit_transaction()
         producer.flush(timeout=900)
     finally:
         producer.close()
@@ -301,7 +338,10 @@ def write(
     for cluster, count in zip((source, target), sent, strict=True):
         bounds = cluster.log_bounds([TP(topic, p) for p in range(shape.partitions)])
         landed = sum(b.end - b.start for b in bounds.values())
-        assert landed == count, f"{count:,} records produced, {landed:,} in the log"
+        if cluster is source or not shape.transaction:
+            assert landed == count, f"{count:,} records produced, {landed:,} in the log"
+        else:  # aborted records and markers take offsets too
+            assert landed > count, f"{count:,} records committed, only {landed:,} offsets in the log"
 
 
 def commit_groups(source: KafkaCluster, shape: Shape, topic: str, seed: int) -> str:
@@ -375,6 +415,7 @@ def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]]) -> ScanR
         enable_auto_commit=False,
         max_poll_records=5000,
         max_partition_fetch_bytes=1 << 20,
+        isolation_level="read_committed",  # what an operator's script must ask on a transactional restore
     )
     try:
         partitions = [TopicPartition(tp.topic, tp.partition) for tp in wanted]
@@ -400,6 +441,8 @@ def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]]) -> ScanR
                     for key, value in record.headers:
                         if key == DEFAULT_OFFSET_HEADER:
                             source = int.from_bytes(value, "big")
+                    if not record.headers:  # a replica: the source offset the benchmark wrote in the key
+                        source = int(record.key.split(b":")[1])
                     while source is not None and k < len(offsets) and source >= offsets[k]:
                         found[(tp, offsets[k])] = record.offset
                         k += 1
@@ -609,6 +652,64 @@ def profiled(work: Callable[[], Any], top: int = 15) -> list[str]:
 # ---------------------------------------------------------------------------------------------------
 
 
+def _peak_of(phase: str, settings: Any, payload: Any, answer: Any) -> None:
+    """One phase in a fresh process (spawned), as a Lambda invocation holds it: its peak resident
+    memory (``VmHWM``) and the interpreter's before the phase began."""
+
+    def hwm() -> int:
+        text = Path("/proc/self/status").read_text()
+        return int(re.search(r"VmHWM:\s+(\d+) kB", text).group(1)) * 1024  # type: ignore[union-attr]
+
+    with KafkaCluster(settings) as cluster:
+        cluster.log_bounds([])  # connected: the client's own memory counted in the base
+        base = hwm()
+        if phase == "snapshot":
+            take_snapshot(cluster, SnapshotOptions(groups=payload))
+        elif phase == "plan":
+            translate(payload, cluster, PlanOptions())
+        else:
+            options = ApplyOptions(wait_timeout_s=0, poll_interval_s=0.1, on_wait_timeout="commit_empty")
+            apply_plan(payload, cluster, options, save=lambda _: None)
+        answer.put((base, hwm()))
+
+
+def peak_memory(phase: str, settings: Any, payload: Any) -> tuple[int, int]:
+    """(base, peak) resident bytes of ``phase`` run alone in a fresh process."""
+    ctx = mp.get_context("spawn")
+    answer = ctx.Queue()
+    process = ctx.Process(target=_peak_of, args=(phase, settings, payload, answer))
+    process.start()
+    result = answer.get(timeout=1800)
+    process.join()
+    return result
+
+
+def memory_rows(
+    shape: Shape, proxy: Proxied, pattern: str, groups: Any, plan: Plan, options: ApplyOptions
+) -> list[str]:
+    """Each phase's peak memory on this shape, beside the memory its Lambda function is given."""
+    from offset_restore_handlers.wiring import MEMORY_MB
+
+    lines = []
+    for phase, function, payload, index in (
+        ("snapshot", "Snapshot", pattern, 0),
+        ("plan", "Translate", groups, 1),
+        ("apply", "Commit", plan, 1),
+    ):
+        base, peak = peak_memory(phase, proxy.brokers[index].settings(), payload)
+        lines.append(
+            f"| {shape.name} | {phase} | {peak / 2**20:,.0f} MB | {(peak - base) / 2**20:,.0f} MB | "
+            f"{function} {MEMORY_MB[function]:,} MB |"
+        )
+    return lines
+
+
+MEMORY_HEADER = [
+    "| shape | phase, alone in a fresh process | peak resident | of it the phase's own | its Lambda function |",
+    "|---|---|---|---|---|",
+]
+
+
 def run_shape(
     shape: Shape, proxy: Proxied, source: KafkaCluster, target: KafkaCluster, args: argparse.Namespace
 ) -> tuple[list[dict[str, Any]], list[str]]:
@@ -664,6 +765,9 @@ def run_shape(
     plan_cost.note = f"exact {summary.exact:,}/{summary.entries:,}; {dict(summary.by_method)}"
 
     extra: list[str] = []
+    if args.memory and shape.batch >= 1 << 20:
+        extra += ["", f"## Memory: {shape.name} (1 MB batches, each phase alone in a fresh process)", ""]
+        extra += [*MEMORY_HEADER, *memory_rows(shape, proxy, pattern, snapshot.groups, plan, options)]
     if log is not None:
         extra += diagnosis(shape, log, stats, entries, scan)
     if args.profile:
@@ -720,10 +824,14 @@ def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--broker", choices=KINDS, default="apache", help="apache (default) or local")
-    parser.add_argument("--shapes", default="holed,dense,gzip,lz4,zstd", help=f"comma-separated, of {','.join(SHAPES)}")
+    parser.add_argument("--shapes", default=",".join(SHAPES), help=f"comma-separated, of {','.join(SHAPES)}")
     parser.add_argument("--records", type=int, default=0, help="records per partition (default: each shape's)")
     parser.add_argument("--seed", type=int, default=3)
     parser.add_argument("--diagnose", action="store_true", help="log the plan's fetches, print per-partition reads")
+    parser.add_argument(
+        "--memory", action=argparse.BooleanOptionalAction, default=True,
+        help="measure each phase's peak memory alone in a fresh process on the 1 MB-batch shapes (default: on)",
+    )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="plan each shape again under cProfile")
     parser.add_argument("--output", default=None, help="results file (default: bench/results/user-shapes-<broker>.md)")
     args = parser.parse_args(argv)

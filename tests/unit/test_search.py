@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.translate.search import KeyedRecord, PartitionIndex, search_first_at_least
+from offset_restore.translate.search import MAX_BARREN_ROUNDS, KeyedRecord, PartitionIndex, search_first_at_least
 
 
 class Log:
@@ -238,3 +238,21 @@ def test_the_records_of_a_batch_below_the_log_start_are_not_read() -> None:
     # The records were deleted after the plan read the bounds: the broker's log start says so.
     results, _ = search_first_at_least({"j": (tp, 10, 60)}, {tp: LogBounds(0, 1_000)}, key_of, fake)
     assert not results["j"].complete or results["j"].found == KeyedRecord(50, 50), results["j"]
+
+
+def test_a_partition_without_the_key_is_given_up_after_a_few_windows_when_the_caller_says_so() -> None:
+    """A replica written without the header: its searches stop after MAX_BARREN_ROUNDS windows
+    (incomplete, said why) instead of reading window after window; a partition not named keeps going
+    (a restore whose first records lack the header finds it further on)."""
+    replica, prefixed = TP("t", 0), TP("t", 1)
+    logs: dict[TP, list[tuple[int, int | None]]] = {
+        replica: [(o, None) for o in range(100_000)],
+        prefixed: [(o, None) for o in range(2_000)] + [(o, o - 2_000) for o in range(2_000, 10_000)],
+    }
+    fake = Log(logs, per_fetch=100)
+    wanted = {"r": (replica, 500, 500), "p": (prefixed, 500, 0)}
+    results, stats = search_first_at_least(wanted, {tp: fake.bounds(tp) for tp in logs}, key_of, fake, barren={replica})
+    assert not results["r"].complete and "no record with the key" in (results["r"].reason or "")
+    assert stats.rounds_per_partition[replica] == MAX_BARREN_ROUNDS
+    found = results["p"].found
+    assert results["p"].complete and found is not None and found.offset == 2_500

@@ -41,6 +41,8 @@ class Context:
     tail_tops: dict[TP, int] = field(default_factory=dict)
     """The highest source offset the offset header names among each target partition's last records
     (the shape check's sample): where a restore declared complete stopped."""
+    tail_sampled: set[TP] = field(default_factory=set)
+    """The target partitions the shape check's sample read (``tail_tops`` names those with the header)."""
     limits: dict[TP, int] = field(default_factory=dict)
     """Each partition's byte limit that a point read needed (its batches larger than 16 KB: 1 MB producer
     batches, compressed), as earlier rounds of this plan learned it: every later read asks that much from

@@ -178,6 +178,7 @@ def _reshaped_topics(
     for tp, records in sample_reads(rounds, ctx.bounds).items():
         if tp.topic in back:
             shapes.check_sample(back[tp.topic], tp, records)
+        ctx.tail_sampled.add(tp)
         top = _highest_header(records, options.offset_header)
         if top is not None:
             ctx.tail_tops[tp] = top

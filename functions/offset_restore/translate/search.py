@@ -33,6 +33,11 @@ Observer = Callable[[TP, int, PartitionFetch, list[int | None]], None]
 
 BACK_MARGIN = 4
 MAX_ROUNDS = 200
+MAX_BARREN_ROUNDS = 8
+"""Windows read without one keyed record before the searches of a partition the caller named
+``barren`` give up (incomplete: the next strategy decides). A replica written without the header
+would otherwise be read window after window until ``MAX_ROUNDS``: 200 rounds of 16 KB, 3.3 MB a
+partition, to learn nothing."""
 JobId = TypeVar("JobId", bound=Hashable)
 
 
@@ -167,6 +172,7 @@ def search_first_at_least(
     indexes: dict[TP, PartitionIndex] | None = None,
     observe: Observer | None = None,
     limits: Mapping[TP, int] | None = None,
+    barren: set[TP] | None = None,
 ) -> tuple[dict[JobId, SearchResult], SearchStats]:
     """Settle every search in ``wanted``: id -> (partition, wanted key, first guess of the offset or None).
 
@@ -174,6 +180,8 @@ def search_first_at_least(
     ``observe`` is told of every window read, with the keys the search parsed (a caller that checks
     what was read need not parse every record again). ``limits``: each partition's first byte limit,
     where an earlier read learned that its batches are larger than a point read's (``Context.limits``).
+    ``barren``: partitions whose searches give up after ``MAX_BARREN_ROUNDS`` windows without a keyed
+    record (those whose last records carry no key either: a replica written without it).
     """
     indexes = {} if indexes is None else indexes
     stats = SearchStats()
@@ -182,6 +190,7 @@ def search_first_at_least(
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
     rounds = FetchRounds(fetch, ends={tp: i.bounds.end for tp, i in indexes.items()}, limits=dict(limits or {}))
+    unkeyed: dict[TP, int] = {}
 
     while jobs:
         chosen = _choose(jobs, indexes, results)
@@ -200,6 +209,12 @@ def search_first_at_least(
                     del jobs[job_id]
             else:
                 _take(tp, positions[tp], outcome, indexes[tp], key_of, observe)
+                unkeyed[tp] = 0 if indexes[tp].keys else unkeyed.get(tp, 0) + 1
+                if barren is not None and tp in barren and unkeyed[tp] >= MAX_BARREN_ROUNDS:
+                    why = f"no record with the key in the {MAX_BARREN_ROUNDS} windows read (written without it?)"
+                    for job_id in [j for j, job in jobs.items() if job.tp == tp]:
+                        results[job_id] = SearchResult(None, None, False, why)
+                        del jobs[job_id]
     stats.rounds, stats.fetches, stats.records_read = rounds.rounds, rounds.fetches, rounds.records
     stats.limits, stats.batch_bytes = rounds.limits, rounds.batch_bytes
     return results, stats
