@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog
 
-__all__ = ["ObservedPartition", "disorder_in", "find_disorder"]
+__all__ = ["ObservedPartition", "disorder_in", "find_disorder", "overcounted_gap"]
 
 
 @dataclass
@@ -72,6 +72,24 @@ def find_disorder(observed: ObservedPartition) -> str | None:
 
 def disorder_in(log: PartitionLog, ranges: list[tuple[int, int]]) -> str | None:
     """``find_disorder`` for records already merged; ``ranges``: the [start, end) ranges read."""
+    found = _first_problem(log, ranges)
+    return found[0] if found else None
+
+
+def overcounted_gap(log: PartitionLog, ranges: list[tuple[int, int]]) -> int | None:
+    """Where to read next when the first problem of the records read is a gap holding more offsets
+    than the source had records (aborted transactions look so until read): an unread offset in its
+    middle. None when the first problem is another, or there is none."""
+    found = _first_problem(log, ranges)
+    if found is None or found[1] is None:
+        return None
+    low, high = found[1]
+    middle = _first_unread((low + high) // 2, high, ranges)
+    return middle if middle is not None else _first_unread(low + 1, high, ranges)
+
+
+def _first_problem(log: PartitionLog, ranges: list[tuple[int, int]]) -> tuple[str, tuple[int, int] | None] | None:
+    """The first contradiction of a restore in order, and for an over-counted gap its keyed ends."""
     keyed = [i for i in range(len(log)) if log.keys[i] != NO_KEY]
     read = sum(e - s for s, e in ranges)
     hole_rate = max(0, read - len(log)) / read if read else 0.0
@@ -79,9 +97,9 @@ def disorder_in(log: PartitionLog, ranges: list[tuple[int, int]]) -> str | None:
         (o1, k1), (o2, k2) = (log.offsets[a], log.keys[a]), (log.offsets[b], log.keys[b])
         if k2 <= k1:
             what = "again" if k2 == k1 else f"after source offset {k1} at target offset {o1}"
-            return f"target offset {o2} carries source offset {k2} {what}"
+            return f"target offset {o2} carries source offset {k2} {what}", None
         if b > a + 1:
-            return f"target offset {log.offsets[a + 1]} has no offset header between restored records"
+            return f"target offset {log.offsets[a + 1]} has no offset header between restored records", None
         if o2 == o1 + 1:
             continue
         unread = _unread(o1 + 1, o2, ranges)
@@ -90,8 +108,17 @@ def disorder_in(log: PartitionLog, ranges: list[tuple[int, int]]) -> str | None:
             return (
                 f"{unread} target offsets between source offsets {k1} and {k2} (target {o1}..{o2}): more "
                 "records than the source had there (a chunk written twice, or records without the header)"
-            )
+            ), (o1, o2)
     return None
+
+
+def _first_unread(start: int, end: int, ranges: list[tuple[int, int]]) -> int | None:
+    """The first offset of [start, end) no window read (None: all were)."""
+    at = start
+    for s, e in ranges:
+        if s <= at < e:
+            at = e
+    return at if at < end else None
 
 
 def _unread(start: int, end: int, ranges: list[tuple[int, int]]) -> int:

@@ -1,0 +1,74 @@
+"""Gaps between the search's windows that hold more offsets than the source had records there: read
+into until what they hold is known, instead of reading the partition whole.
+
+A transactional restore leaves what a read_committed read never returns: the records of each aborted
+transaction (a restore tool that retried) and a marker per transaction. Between two windows the
+search read far apart, those offsets look like "more records than the source had", which is also
+what a chunk written twice looks like — and there a search can land on the wrong copy, so the order
+check must not simply believe it. Read, an aborted transaction is a hole like a compacted one (offsets
+covered, no record); a chunk written twice is headers that fall back. So each such gap is bisected:
+a window in its middle splits it, the halves still over-counted are read again, until no gap is
+(the check passes, nothing read whole), a read shows disorder, or ``MAX_GAP_ROUNDS`` pass (then the
+partition is read whole, as before). Windows grow 4x while they land on holes only, so one aborted
+transaction of 1,000 records costs a few reads, not one per 16 KB.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from offset_restore.kafka.model import ONE_BATCH, TP
+from offset_restore.kafka.rounds import POINT_READ_BYTES, Served
+from offset_restore.translate.context import Context
+from offset_restore.translate.header_reads import HeaderReads
+from offset_restore.translate.restore_order import disorder_in, overcounted_gap
+
+__all__ = ["MAX_GAP_ROUNDS", "read_overcounted_gaps"]
+
+MAX_GAP_ROUNDS = 48
+"""Rounds of gap reads before a partition still over-counted is read whole."""
+MAX_GAP_WINDOW = 1024 * 1024
+
+
+def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Context) -> dict[TP, str]:
+    """For each partition of ``tps`` (with the disorder found), read its over-counted gaps; returns
+    the partitions still in disorder, with why (the others passed the order check)."""
+    problems = dict(tps)
+    pending = {tp for tp in tps if overcounted_gap(*reads.observed[tp].merged()) is not None}
+    rounds = ctx.rounds()
+    first = {tp: rounds.limits.get(tp, POINT_READ_BYTES) for tp in pending}  # a large batch's ONE_BATCH kept
+    limits = dict(first)
+    for _ in range(MAX_GAP_ROUNDS):
+        positions: dict[TP, int] = {}
+        for tp in pending:
+            gap = overcounted_gap(*reads.observed[tp].merged())
+            if gap is not None:
+                positions[tp] = gap
+        if not positions:
+            break
+        rounds.limits.update({tp: limits[tp] for tp in positions})
+        for tp, outcome in rounds.round(positions).items():
+            if not isinstance(outcome, Served):
+                continue  # unserved: asked again; failed or at the end: its gap stays, read whole at last
+            answer = outcome.answer
+            keys = [reads.key_of(tp, record) for record in answer.records]
+            reads.observe(tp, positions[tp], answer, keys)
+            holes_only = all(key is None for key in keys)
+            limits[tp] = _grown(limits[tp]) if holes_only else first[tp]
+        for tp in list(pending):
+            log, ranges = reads.observed[tp].merged()
+            if overcounted_gap(log, ranges) is None:
+                pending.discard(tp)
+                problem = disorder_in(log, ranges)
+                if problem is None:
+                    del problems[tp]
+                else:
+                    problems[tp] = problem
+    ctx.learn({}, rounds.batch_bytes)
+    ctx.record("header (gaps)", rounds.rounds, rounds.fetches, rounds.records, {})
+    return problems
+
+
+def _grown(limit: int) -> int:
+    """The next window over what showed only holes (an aborted transaction goes on): 4x, to 1 MB."""
+    return limit if limit == ONE_BATCH else min(MAX_GAP_WINDOW, 4 * limit)
