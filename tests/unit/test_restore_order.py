@@ -17,7 +17,7 @@ from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.restore_order import ObservedPartition, find_disorder
+from offset_restore.translate.restore_order import ObservedPartition, disorder_in, find_disorder, overcounted_gap
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, resume_points
 from offset_restore.translate.translation import translate
 
@@ -477,3 +477,29 @@ def test_a_limit_learned_by_the_shape_sample_is_asked_from_the_first_read_on() -
     small = [limit for limit in target.asked if limit < 200_000 and limit != ONE_BATCH]
     assert small == [16 * 1024, 64 * 1024], target.asked  # the sample's two cut reads, then never again
     assert ONE_BATCH in target.asked  # then one batch a read, not 256 KB over it
+
+
+def _log(rows: list[tuple[int, int]]) -> PartitionLog:
+    log = PartitionLog()
+    for offset, key in rows:
+        log.append(offset, key, 0)
+    return log
+
+
+def test_an_overcounted_gap_is_read_in_its_middle_and_only_when_it_is_the_first_problem() -> None:
+    """Two windows far apart with 1,000 offsets more between them than source records: the gap's
+    unread middle is where to read (aborted transactions look so until read). Headers that fall back
+    are another problem: no gap to read, the partition is in disorder."""
+    windows = [(0, 100), (1_200, 1_300)]
+    rows = [(o, o) for o in range(100)] + [(o, o - 1_000) for o in range(1_200, 1_300)]
+    assert "more records than the source had" in (disorder_in(_log(rows), windows) or "")
+    assert overcounted_gap(_log(rows), windows) == 649  # between target 99 and 1,200
+    read_middle = [(0, 100), (649, 700), (1_200, 1_300)]  # the middle read: a hole (aborted), no record
+    assert overcounted_gap(_log(rows), read_middle) == 700  # read on where the hole goes on
+    explained = [(0, 1_300)]  # all read: the extra offsets are holes, nothing over-counted
+    assert disorder_in(_log(rows), explained) is None and overcounted_gap(_log(rows), explained) is None
+    fallen = [*rows[:100], (1_200, 50), *rows[101:]]
+    assert "carries source offset 50" in (disorder_in(_log(fallen), windows) or "")
+    assert overcounted_gap(_log(fallen), windows) is None
+    in_order = [(o, o) for o in range(100)] + [(o, o) for o in range(1_200, 1_300)]
+    assert overcounted_gap(_log(in_order), windows) is None
