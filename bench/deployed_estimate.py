@@ -6,31 +6,60 @@ what a deployment would keep and replaces what it would not:
 
 1. **The handlers' own time**, measured: each invocation's duration less the time spent inside AWS
    requests (``Invocation.own_seconds``: wall time for an invocation that ran alone, thread CPU time
-   for Map iterations that overlapped, moto's share taken out of each).
-2. **Lambda's CPU share**: a function gets CPU in proportion to its memory, one vCPU at 1,769 MB
+   for Map iterations that overlapped, the time inside ``BaseClient._make_api_call`` taken out of each).
+2. **botocore's own CPU for each request, given back.** The span step 1 takes out holds moto's work
+   and also botocore's, in the handler's thread: validating, serializing and signing the request,
+   parsing the answer (a DynamoDB answer is walked attribute by attribute). A Lambda does that part
+   too, so each request is charged its measured CPU (``CLIENT_CPU_S``, from
+   ``bench/results/client-cost.md``, ``python -m bench.client_cost``: a real botocore client with the
+   HTTP send stubbed by a hook that reads the request body and returns a ready answer of the
+   workflow's size, the thread's CPU time per request, the median of 5 rounds, on this machine's
+   core). Measured at botocore 1.44.8: a Query page 140 ms (2,092 mappings of 498 bytes, as many as
+   fit DynamoDB's 1 MB page: 67 us a mapping), BatchGetItem of 100 whole mappings 7.5 ms,
+   BatchWriteItem of 25 mappings 3.0 ms, PutItem 0.32 ms (GetItem, UpdateItem, DeleteItem and other
+   DynamoDB requests alike), S3 PutObject 0.30 ms plus 0.79 ns a byte (its CRC32 checksum),
+   GetObject 0.39 ms (and any other S3 request), ListObjectsV2 0.36 ms, SNS Publish 0.23 ms (and any
+   other service). Every request is charged as a full one (a Query as a whole page, a batch as 25 or
+   100 whole items, every S3 byte as a PutObject byte): an upper bound where requests are smaller
+   (Translate's status reads get few or no items back). One exception: moto's Query pages held more
+   than DynamoDB's would (the 120,000 run's 56 pages, 2,143 mappings an average page), so there the
+   two full reads are charged 2% short (0.2 s each for Summarize and Report). Two measurements on an
+   idle machine agreed within 4%; on a loaded one they came out up to 15% higher.
+3. **Lambda's CPU share**: a function gets CPU in proportion to its memory, one vCPU at 1,769 MB
    ([Lambda: memory and computing power][lambda-memory]); this machine's core counts as one vCPU, so
-   own time is scaled by 1,769 / memory for functions set below it (``wiring.MEMORY_MB``; 1,024 MB
-   would be x1.73, 512 MB x3.46).
-3. **Each AWS request at a cited latency**, counted in the run: DynamoDB 10 ms a request (it is
+   steps 1 and 2 are scaled by 1,769 / memory for functions set below it (``wiring.MEMORY_MB``;
+   1,024 MB would be x1.73, 512 MB x3.46).
+4. **Each AWS request at a cited latency**, counted in the run: DynamoDB 10 ms a request (it is
    "single-digit millisecond" [dynamodb]); S3 50 ms a request plus its bytes at 50 MB/s (small S3
    requests have "median latencies ... in the range of tens of milliseconds" [s3-latency]; the
    bandwidth is an assumption below what one connection reaches in a region); any other service
    (SNS, CloudWatch, Step Functions from a handler) 50 ms.
-4. **Each Kafka request at 2 ms** (MSK in the handler's region, another zone: an assumption; the local
+5. **Each Kafka request at 2 ms** (MSK in the handler's region, another zone: an assumption; the local
    brokers answer in well under a millisecond, so this is added on top). Requests a reader pipelines
    count as if sent one after another, and the local brokers' own time is already inside the own
-   time that step 2 scales: both make the estimate longer than the truth, never shorter.
-5. **A cold start for every invocation**: the handlers' import time measured in a fresh interpreter
+   time that step 3 scales: both make the estimate longer than the truth, never shorter.
+6. **A cold start for every invocation**: the handlers' import time measured in a fresh interpreter
    plus 250 ms for the environment itself (an assumption; the Init phase is described in
    [cold-start]); environments kept warm between invocations would save this.
-6. **The states one after another**, each Map in rounds of its ``MaxConcurrency`` (the longest
-   invocation of each round), plus 100 ms for each state transition on the way (an assumption: Step
-   Functions publishes no transition latency).
+7. **The states one after another**, each Map in rounds of its ``MaxConcurrency`` (the longest
+   invocation of each round), plus 100 ms for each state transition **on the run's path** (an
+   assumption: Step Functions publishes no transition latency). The path holds the serial states and,
+   for each Map, one iteration's states per round: a Map's iterations run in parallel ([Map
+   state][map-state]), so the transitions of the iterations of one round overlap as their
+   invocations do. The run's count (``transitions``: every state entered in the execution's history,
+   plus the distributed Map's child executions) holds each iteration's; ``Estimate.path_transitions``
+   takes them out (iterations = the Map's invocations, each entering its processor's states once)
+   and puts one round's back per round. At 120,000 group-partitions: 15 of the 94.
 
 [lambda-memory]: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html
 [dynamodb]: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Introduction.html
 [s3-latency]: https://docs.aws.amazon.com/whitepapers/latest/s3-optimizing-performance-best-practices/timeouts-and-retries-for-latency-sensitive-applications.html
 [cold-start]: https://docs.aws.amazon.com/lambda/latest/dg/lambda-runtime-environment.html
+[map-state]: https://docs.aws.amazon.com/step-functions/latest/dg/state-map.html
+
+Not modelled: DynamoDB's throughput limits. Every mapping of a restore shares one partition key
+(``RESTORE#<id>``), and one partition takes at most 1,000 write units a second; a new on-demand
+table 4,000 writes a second at first. The estimate assumes no request is throttled.
 
     python -m bench.deployed_estimate bench/results/workflow-invocations-120000.json
 
@@ -42,12 +71,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from offset_restore.devtools.local_aws import ASL
 from offset_restore_handlers.wiring import MEMORY_MB, ONE_VCPU_MB
 
 from bench.workflow_run import MAP_CONCURRENCY
@@ -59,6 +90,27 @@ OTHER_REQUEST_S = 0.050
 KAFKA_REQUEST_S = 0.002
 ENVIRONMENT_START_S = 0.250
 STATE_TRANSITION_S = 0.100
+
+CLIENT_CPU_S: dict[str, float] = {
+    "dynamodb.Query": 0.140,  # a full 1 MB page: 2,092 mappings at 67 us
+    "dynamodb.BatchGetItem": 0.00745,
+    "dynamodb.BatchWriteItem": 0.00296,
+    "dynamodb.PutItem": 0.00032,
+    "s3.PutObject": 0.00030,
+    "s3.Bytes": 0.79e-9,
+    "s3.GetObject": 0.00039,
+    "s3.ListObjectsV2": 0.00036,
+    "sns.Publish": 0.00023,
+}
+"""botocore's CPU per request (per byte for ``s3.Bytes``), as ``bench/results/client-cost.md`` measured it."""
+CLIENT_CPU_LIKE = {"dynamodb": "dynamodb.PutItem", "s3": "s3.GetObject"}
+"""The figure charged for a request not measured: a small one of its service; SNS's for other services."""
+
+_STATES = json.loads(ASL.read_text())["States"]
+ITERATION_STATES = {
+    name: len((_STATES[name].get("ItemProcessor") or _STATES[name]["Iterator"])["States"]) for name in MAP_CONCURRENCY
+}
+"""The states one iteration of each Map enters (its processor's; each one Task state)."""
 
 
 def aws_seconds(calls: dict[str, int]) -> float:
@@ -78,14 +130,30 @@ def aws_seconds(calls: dict[str, int]) -> float:
     return total
 
 
+def client_cpu_seconds(calls: dict[str, int]) -> float:
+    """botocore's own CPU for these requests (``CLIENT_CPU_S``), in the handler's thread."""
+    total = 0.0
+    for name, count in calls.items():
+        if name.startswith("dynamodb.Items"):
+            continue  # item counts, not requests
+        like = CLIENT_CPU_LIKE.get(name.split(".", 1)[0], "sns.Publish")
+        total += count * CLIENT_CPU_S.get(name, CLIENT_CPU_S[like])
+    return total
+
+
 @dataclass
 class Estimate:
     cold_start_s: float
     transitions: int
+    """Every state entered, each Map iteration's included (as the run counted them)."""
     own: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+    client: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     moto: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
     deployed: defaultdict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     requests: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
+
+    def rounds(self, function: str) -> int:
+        return math.ceil(len(self.deployed[function]) / MAP_CONCURRENCY.get(function, 1))
 
     def path_s(self, function: str) -> float:
         """This function's share of the run: its invocations in rounds of the Map's concurrency."""
@@ -93,8 +161,14 @@ class Estimate:
         width = MAP_CONCURRENCY.get(function, 1)
         return sum(ordered[i] for i in range(0, len(ordered), width))
 
+    def path_transitions(self) -> int:
+        """The transitions on the run's path: the Maps' iterations' taken out, one round's put back per round."""
+        parallel = sum(len(self.deployed[name]) * states for name, states in ITERATION_STATES.items())
+        rounds = sum(self.rounds(name) * states for name, states in ITERATION_STATES.items())
+        return self.transitions - parallel + rounds
+
     def total_s(self) -> float:
-        return sum(self.path_s(f) for f in self.deployed) + self.transitions * STATE_TRANSITION_S
+        return sum(self.path_s(f) for f in self.deployed) + self.path_transitions() * STATE_TRANSITION_S
 
 
 def estimate(invocations: list[dict[str, Any]], transitions: int, import_s: float) -> Estimate:
@@ -103,10 +177,12 @@ def estimate(invocations: list[dict[str, Any]], transitions: int, import_s: floa
     result = Estimate(cold_start_s=import_s + ENVIRONMENT_START_S, transitions=transitions)
     for invocation in invocations:
         name = invocation["function"]
-        own = invocation["own_seconds"] * max(1.0, ONE_VCPU_MB / MEMORY_MB[name])
         calls = invocation["aws_calls"]
+        client = client_cpu_seconds(calls)
+        own = (invocation["own_seconds"] + client) * max(1.0, ONE_VCPU_MB / MEMORY_MB[name])
         waits = aws_seconds(calls) + invocation["kafka_requests"] * KAFKA_REQUEST_S
         result.own[name] += invocation["own_seconds"]
+        result.client[name] += client
         result.moto[name] += invocation["moto_seconds"]
         result.deployed[name].append(result.cold_start_s + own + waits)
         result.requests[name].update(calls)
@@ -118,28 +194,32 @@ def lines(found: Estimate, group_partitions: int) -> list[str]:
     rows = [
         "",
         f"Estimated deployed run at {group_partitions:,} group-partitions (`bench/deployed_estimate.py` states the "
-        "method and cites its latencies): each invocation's own time here (moto's time inside it taken out), scaled "
-        "to Lambda's CPU share for its memory, plus every AWS and Kafka request it made at the cited latency, plus a "
+        "method and cites its latencies): each invocation's own time here (the time inside AWS requests taken out) "
+        "plus botocore's measured CPU for its requests (`bench/results/client-cost.md`), scaled to Lambda's CPU share "
+        "for its memory, plus every AWS and Kafka request it made at the cited latency, plus a "
         f"cold start ({found.cold_start_s:.2f} s); Maps in rounds of their concurrency; "
-        f"{STATE_TRANSITION_S * 1000:.0f} ms a state transition.",
+        f"{STATE_TRANSITION_S * 1000:.0f} ms a state transition on the run's path (the serial states, one "
+        "iteration's per Map round). DynamoDB throttling is not modelled.",
         "",
-        "| handler | invocations | own time here (sum) | moto's time here (sum) | requests (AWS; Kafka) "
-        "| deployed, on the run's path |",
-        "|---|---|---|---|---|---|",
+        "| handler | invocations | own time here (sum) | botocore CPU, charged (sum) | moto's time here (sum) "
+        "| requests (AWS; Kafka) | deployed, on the run's path |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name in sorted(found.deployed):
         calls = found.requests[name]
         aws = sum(v for k, v in calls.items() if k not in ("kafka", "s3.Bytes") and not k.startswith("dynamodb.Items"))
         rows.append(
-            f"| {name} | {len(found.deployed[name])} | {found.own[name]:.1f} s | {found.moto[name]:.1f} s | "
-            f"{aws:,}; {calls['kafka']:,} | {found.path_s(name):.1f} s |"
+            f"| {name} | {len(found.deployed[name])} | {found.own[name]:.1f} s | {found.client[name]:.1f} s | "
+            f"{found.moto[name]:.1f} s | {aws:,}; {calls['kafka']:,} | {found.path_s(name):.1f} s |"
         )
     verdict = "met" if found.total_s() < 60 else "MISSED"
     target = f" (target 60 s at 120,000: {verdict})" if group_partitions >= 120_000 else ""
+    path = found.path_transitions()
     rows += [
-        f"| state transitions | {found.transitions} | | | | {found.transitions * STATE_TRANSITION_S:.1f} s |",
-        f"| **whole run** | | {sum(found.own.values()):.1f} s | {sum(found.moto.values()):.1f} s | | "
-        f"**{found.total_s():.1f} s**{target} |",
+        f"| state transitions on the path | {path} of {found.transitions} | | | | | "
+        f"{path * STATE_TRANSITION_S:.1f} s |",
+        f"| **whole run** | | {sum(found.own.values()):.1f} s | {sum(found.client.values()):.1f} s | "
+        f"{sum(found.moto.values()):.1f} s | | **{found.total_s():.1f} s**{target} |",
     ]
     return rows
 
