@@ -8,8 +8,16 @@ Shapes (the issue's), written by kafka-python's producer (one request in flight,
   record (source offsets 6, 13, 20, ...: what compaction, filtering and transaction markers leave); 5 groups;
 - dense: 200 partitions x 5,000 records, 16 KB batches, 100-byte values, the restore whole; 400 groups;
 - gzip / lz4 / zstd: 20 partitions x 100,000 records, 1 MB batches (batch_size 1 MB, linger 500 ms),
-  200-byte JSON-like values that compress as payloads do, the restore whole; 50 groups.
-Every record on the target carries ``x-source-offset``; committed offsets are uniform over [0, records].
+  200-byte JSON-like values that compress as payloads do, the restore whole; 50 groups;
+- fingerprint: 20 x 100,000 records, 16 KB lz4 batches, JSON-like values; a replica without the header,
+  missing each partition's first 1,000 records; 20 groups (placed by the snapshot's fingerprints);
+- transactional: 20 x 50,000 records, 16 KB batches; the restore writes transactions of 1,000 records,
+  every 7th aborted and written again (aborted records and markers on the target); 5 groups.
+Every record on the target carries ``x-source-offset`` (but the replica's); committed offsets are uniform
+over [0, records]. The scan reads read_committed; on the replica it takes the source offset from the key
+the benchmark wrote (a baseline that cannot be wrong: an operator's script would need the fingerprints).
+``--memory`` (on by default) runs the snapshot and the plan of each 1 MB-batch shape again, each alone in a
+fresh process, and reports its peak resident memory beside its Lambda function's.
 
 Measured in one run per shape, each phase as a user runs it: ``take_snapshot`` (defaults) on the source,
 ``translate`` (defaults) and ``apply_plan`` on the target; and the baseline, THE PLAIN CONSUMER SCAN: one
