@@ -424,9 +424,7 @@ def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, commi
         enable_auto_commit=False,
         max_poll_records=5000,
         max_partition_fetch_bytes=1 << 20,
-        # What an operator's script must ask on a transactional restore; elsewhere the default, since
-        # the local broker's ListOffsets for read_committed answers an end short of the log's.
-        isolation_level="read_committed" if committed_only else "read_uncommitted",
+        isolation_level="read_committed" if committed_only else "read_uncommitted",  # as a script must ask
     )
     try:
         partitions = [TopicPartition(tp.topic, tp.partition) for tp in wanted]
@@ -445,6 +443,9 @@ def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, commi
                 tp = TP(part.topic, part.partition)
                 if tp not in open_:
                     continue
+                # The local broker's ListOffsets answers the last batch's first offset for the end: the
+                # fetches' high watermark is the end (KafkaCluster.log_bounds takes it for that reason).
+                ends[tp] = max(ends[tp], consumer.highwater(part) or 0)
                 offsets, k = todo[tp], next_index[tp]
                 for record in batch:
                     records += 1
