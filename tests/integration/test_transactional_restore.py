@@ -40,13 +40,15 @@ def write_source(servers: str, topic: str) -> None:
 
 
 def write_restore(servers: str, topic: str, *, committed_again: range | None = None) -> None:
-    """The source's records with the offset header, in transactions of CHUNK records; every 5th is
+    """The source's records with the offset header, in transactions of CHUNK records; every 10th is
     aborted and written again. ``committed_again``: source offsets written a second time, committed,
     after the chunk that ends them (a restore tool that restarted from an older checkpoint)."""
     producer = _producer(servers, unique("restore-txn"))
 
-    def send(rows: range) -> None:
+    def send(rows: range) -> None:  # a batch of 100 records each: the same log, hence the same reads, every run
         for i in rows:
+            if i % 100 == 0:
+                producer.flush()
             producer.send(
                 topic, key=f"k{i}".encode(), value=b"v" * 100, partition=0, timestamp_ms=1_700_000_000_000 + i,
                 headers=[(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))],
@@ -56,7 +58,7 @@ def write_restore(servers: str, topic: str, *, committed_again: range | None = N
         producer.init_transactions()
         for n, start in enumerate(range(0, RECORDS, CHUNK)):
             chunk = range(start, min(RECORDS, start + CHUNK))
-            if n % 5 == 4:
+            if n % 10 == 9:
                 producer.begin_transaction()
                 send(chunk)
                 producer.abort_transaction()
