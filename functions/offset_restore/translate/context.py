@@ -81,10 +81,10 @@ class Context:
     def point_bytes(self, tp: TP) -> int:
         """What one point read of ``tp`` costs: a batch, as far as this plan has measured (a partition
         read ``ONE_BATCH`` costs its largest batch, 256 KB until one was read)."""
-        limit = self.limits.get(tp, 0)
-        if limit == ONE_BATCH and tp in self.limits:
+        limit = self.limits.get(tp)
+        if limit == ONE_BATCH:
             return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
-        return max(POINT_READ_BYTES, limit)
+        return max(POINT_READ_BYTES, limit or 0)
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
         s = self.stats

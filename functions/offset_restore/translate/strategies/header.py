@@ -17,7 +17,7 @@ from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
 from offset_restore.translate.positions import Decision, Position, PositionKey
-from offset_restore.translate.restore_order import find_disorder
+from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import PartitionLog
 from offset_restore.translate.search import KeyOf, SearchResult, search_first_at_least
 from offset_restore.translate.strategies.outcomes import beyond, expected_print
@@ -87,9 +87,10 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         )  # fmt: skip
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         ctx.learn(stats.limits, stats.batch_bytes)
-        disordered = {tp: problem for tp, observed in reads.observed.items() if (problem := find_disorder(observed))}
+        merged = {tp: observed.merged() for tp, observed in reads.observed.items()}
+        disordered = {tp: problem for tp, read in merged.items() if (problem := disorder_in(*read))}
         suspect.update(read_overcounted_gaps(disordered, reads, ctx))  # aborted transactions read, not the whole
-        logs = {tp: observed.merged()[0] for tp, observed in reads.observed.items()}
+        logs = {tp: (reads.observed[tp].merged() if tp in disordered else read)[0] for tp, read in merged.items()}
         outcome.update(_judged(undecided, results, reads, logs, ctx, suspect))
     if suspect:
         outcome.update(read_whole_and_decide(undecided, suspect, reads, ctx, begun))

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds
-from offset_restore.kafka.rounds import POINT_READ_BYTES, Served
+from offset_restore.kafka.rounds import POINT_READ_BYTES, Served, Unserved
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
 from offset_restore.translate.restore_order import disorder_in, overcounted_gap
@@ -39,39 +39,41 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
     """For each partition of ``tps`` (with the disorder found), read its over-counted gaps; returns
     the partitions still in disorder, with why (the others passed the order check)."""
     problems = dict(tps)
-    pending = {tp for tp in tps if overcounted_gap(*reads.observed[tp].merged()) is not None}
+    at = {tp: gap for tp in tps if (gap := overcounted_gap(*reads.observed[tp].merged())) is not None}
     rounds = ctx.rounds()
-    first = {tp: rounds.limits.get(tp, POINT_READ_BYTES) for tp in pending}  # a large batch's ONE_BATCH kept
+    first = {tp: rounds.limits.get(tp, POINT_READ_BYTES) for tp in at}  # a large batch's ONE_BATCH kept
     limits = dict(first)
     spent = _Spent()
     for _ in range(MAX_GAP_ROUNDS):
-        positions: dict[TP, int] = {}
-        for tp in pending:
-            gap = overcounted_gap(*reads.observed[tp].merged())
-            if gap is not None:
-                positions[tp] = gap
-        if not positions:
+        if not at:
             break
-        rounds.limits.update({tp: limits[tp] for tp in positions})
-        for tp, outcome in rounds.round(positions).items():
+        rounds.limits.update({tp: limits[tp] for tp in at})
+        for tp, outcome in rounds.round(at).items():
+            if isinstance(outcome, Unserved):
+                limits[tp] = rounds.limits[tp]  # the limit the round grew it to: asked so next
+                continue
             if not isinstance(outcome, Served):
-                continue  # unserved: asked again; failed or at the end: its gap stays, read whole at last
+                del at[tp]  # failed: read whole at last
+                continue
             answer = outcome.answer
             keys = [reads.key_of(tp, record) for record in answer.records]
-            reads.observe(tp, positions[tp], answer, keys)
+            reads.observe(tp, at[tp], answer, keys)
             holes_only = all(key is None for key in keys)
             limits[tp] = _grown(limits[tp]) if holes_only else first[tp]
-            if spent.over(tp, answer.size, answer.read_to - positions[tp], ctx.bounds[tp]):
-                pending.discard(tp)  # cheaper read whole: its problem stays
-        for tp in list(pending):
+            if spent.over(tp, answer.size, answer.read_to - at[tp], ctx.bounds[tp]):
+                del at[tp]  # cheaper read whole: its problem stays
+        for tp in list(at):
             log, ranges = reads.observed[tp].merged()
-            if overcounted_gap(log, ranges) is None:
-                pending.discard(tp)
-                problem = disorder_in(log, ranges)
-                if problem is None:
-                    del problems[tp]
-                else:
-                    problems[tp] = problem
+            gap = overcounted_gap(log, ranges)
+            if gap is not None:
+                at[tp] = gap
+                continue
+            del at[tp]
+            problem = disorder_in(log, ranges)
+            if problem is None:
+                del problems[tp]
+            else:
+                problems[tp] = problem
     ctx.learn({}, rounds.batch_bytes)
     ctx.record("header (gaps)", rounds.rounds, rounds.fetches, rounds.records, {})
     return problems
