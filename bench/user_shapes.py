@@ -71,6 +71,7 @@ from offset_restore.apply.model import ApplyOptions
 from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.devtools.brokers import KINDS, Broker, new_broker, start_all
 from offset_restore.devtools.local_broker import free_port
+from offset_restore.devtools.process_memory import peak_mb
 from offset_restore.devtools.processes import terminated_as_interrupt
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
@@ -666,24 +667,19 @@ def profiled(work: Callable[[], Any], top: int = 15) -> list[str]:
 
 def _peak_of(phase: str, settings: Any, payload: Any, answer: Any) -> None:
     """One phase in a fresh process (spawned), as a Lambda invocation holds it: its peak resident
-    memory (``VmHWM``) and the interpreter's before the phase began."""
-
-    def hwm() -> int:
-        text = Path("/proc/self/status").read_text()
-        return int(re.search(r"VmHWM:\s+(\d+) kB", text).group(1)) * 1024  # type: ignore[union-attr]
-
+    memory (``VmHWM``, MB) and the interpreter's before the phase began."""
     with KafkaCluster(settings) as cluster:
         cluster.log_bounds([])  # connected: the client's own memory counted in the base
-        base = hwm()
+        base = peak_mb()
         if phase == "snapshot":
             take_snapshot(cluster, SnapshotOptions(groups=payload))
         else:
             translate(payload, cluster, PlanOptions())
-        answer.put((base, hwm()))
+        answer.put((base, peak_mb()))
 
 
-def peak_memory(phase: str, settings: Any, payload: Any) -> tuple[int, int]:
-    """(base, peak) resident bytes of ``phase`` run alone in a fresh process."""
+def peak_memory(phase: str, settings: Any, payload: Any) -> tuple[float, float]:
+    """(base, peak) resident MB of ``phase`` run alone in a fresh process."""
     ctx = mp.get_context("spawn")
     answer = ctx.Queue()
     process = ctx.Process(target=_peak_of, args=(phase, settings, payload, answer))
@@ -704,7 +700,7 @@ def memory_rows(shape: Shape, proxy: Proxied, pattern: str, groups: Any) -> list
     ):  # not apply: run again, the plan it would apply is applied already (it reads next to nothing)
         base, peak = peak_memory(phase, proxy.brokers[index].settings(), payload)
         lines.append(
-            f"| {shape.name} | {phase} | {peak / 2**20:,.0f} MB | {(peak - base) / 2**20:,.0f} MB | "
+            f"| {shape.name} | {phase} | {peak:,.0f} MB | {peak - base:,.0f} MB | "
             f"{function} {MEMORY_MB[function]:,} MB |"
         )
     return lines
