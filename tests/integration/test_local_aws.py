@@ -3,6 +3,7 @@ serializer gives, for every kind of attribute and answer the project meets."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -10,7 +11,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from moto.core.responses import ActionResult
-from offset_restore.devtools.local_aws import REGION, TABLE, local_workflow
+from offset_restore.devtools.local_aws import REGION, TABLE, Invocation, accounted_to, local_workflow
 from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.model import Status
 
@@ -101,3 +102,22 @@ def test_an_item_over_the_size_limit_is_still_refused() -> None:
             client.put_item(TableName=TABLE, Item=big)
         client.put_item(TableName=TABLE, Item={**big, "a4": {"S": "x"}})  # 400,000 bytes fit
         assert "Item" in client.get_item(TableName=TABLE, Key={"pk": {"S": "big"}, "sk": {"S": "x"}})
+
+
+def test_requests_a_handler_sends_a_few_at_once_count_for_its_invocation() -> None:
+    """A save of 500 mappings is 20 BatchWriteItems on the mapping store's worker threads: the local
+    runner counts every one for the invocation, and its time in AWS once while they overlap."""
+    with local_workflow("127.0.0.1:1", "127.0.0.1:2"):
+        store = MappingStore(TABLE, boto3.client("dynamodb", region_name=REGION))
+        entries = [plan_entry(f"g{i:04d}", 0, "mapped", offset=i) for i in range(500)]
+        record = Invocation("Commit", 0.0, 0.0, None, True)
+        started = time.perf_counter()
+        with accounted_to(record):
+            store.save("r", entries)
+            assert len(store.entries("r")) == 500
+        elapsed = time.perf_counter() - started
+    assert record.aws_calls["dynamodb.BatchWriteItem"] == 20
+    assert record.aws_calls["dynamodb.ItemsWritten"] == 500
+    assert record.aws_calls["dynamodb.Query"] == 1
+    assert 0 < record.aws_seconds <= elapsed
+    assert record.in_flight == 0

@@ -17,6 +17,7 @@ import zipfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,9 +60,15 @@ class Invocation:
     alone: bool
     """No other invocation overlapped it (a Map runs several at once; then the growth is shared)."""
     aws_seconds: float = 0.0
-    """Wall time spent inside AWS requests (moto's work here, in the handler's thread)."""
+    """Wall time with at least one AWS request in flight (moto's work here; requests the handler
+    sends a few at once, ``stores/in_flight.py``, counted once while they overlap)."""
     aws_cpu_seconds: float = 0.0
-    """The thread's CPU time inside AWS requests: moto's share of ``cpu_seconds``."""
+    """The handler's thread's CPU time inside AWS requests: moto's share of ``cpu_seconds``."""
+    thread: int = field(default_factory=threading.get_ident)
+    """The handler's thread (requests from the worker threads it starts count, their CPU time not)."""
+    in_flight: int = 0
+    busy_since: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
     aws_calls: Counter[str] = field(default_factory=Counter)
     """AWS requests by ``service.Operation``, DynamoDB items and S3 bytes (``_count_aws_call``)."""
     kafka_requests: int = 0
@@ -79,9 +86,22 @@ INVOCATIONS: list[Invocation] = []
 AWS_CALLS: Counter[str] = Counter()
 """AWS requests made by handlers, every invocation's ``aws_calls`` added when it ends."""
 
-_in_handler = threading.local()
+_in_handler: ContextVar[Invocation | None] = ContextVar("offset_restore_invocation", default=None)
+"""The invocation a request belongs to: a context variable, so that the worker threads a handler
+sends requests on (``stores/in_flight.py`` copies the context into them) count for it."""
 _window = {"open": 0, "started": 0, "base": 0.0}
 _window_lock = threading.Lock()
+
+
+@contextmanager
+def accounted_to(record: Invocation) -> Iterator[Invocation]:
+    """The AWS requests and Kafka requests made in this block (and on the worker threads it sends
+    requests on) counted and timed into ``record``, as an invocation's are."""
+    token = _in_handler.set(record)
+    try:
+        yield record
+    finally:
+        _in_handler.reset(token)
 
 
 def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bool, str]:
@@ -97,10 +117,10 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
         started_before = _window["started"]
         alone = _window["open"] == 1
     started, cpu_started = time.perf_counter(), time.thread_time()
-    _in_handler.active = True
-    _in_handler.record = record = Invocation(str(self.function_name), 0.0, 0.0, None, alone)
+    record = Invocation(str(self.function_name), 0.0, 0.0, None, alone)
     try:
-        result = handler(payload, _Context(function_name=str(self.function_name)))
+        with accounted_to(record):
+            result = handler(payload, _Context(function_name=str(self.function_name)))
         return json.dumps(result), False, ""
     except Exception as error:  # the task fails with the exception's class name as the error
         body = {
@@ -110,7 +130,6 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
         }
         return json.dumps(body), True, ""
     finally:
-        _in_handler.active = False
         seconds, cpu_seconds = time.perf_counter() - started, time.thread_time() - cpu_started
         with _window_lock:
             peak = process_memory.peak_mb()
@@ -153,14 +172,25 @@ def _counting_api_call(original: Any) -> Any:
     own time from moto's, and estimate the deployed run from the counts (``bench/deployed_estimate.py``)."""
 
     def call(client: Any, operation: str, params: dict[str, Any]) -> Any:
-        if not getattr(_in_handler, "active", False):
+        record = _in_handler.get()
+        if record is None:
             return original(client, operation, params)
-        started, cpu_started = time.perf_counter(), time.thread_time()
-        answer = original(client, operation, params)
-        record: Invocation = _in_handler.record
-        record.aws_seconds += time.perf_counter() - started
-        record.aws_cpu_seconds += time.thread_time() - cpu_started
-        _count_aws_call(record.aws_calls, client, operation, params, answer)
+        with record.lock:
+            if record.in_flight == 0:
+                record.busy_since = time.perf_counter()
+            record.in_flight += 1
+        cpu_started = time.thread_time()
+        try:
+            answer = original(client, operation, params)
+        finally:
+            with record.lock:
+                record.in_flight -= 1
+                if record.in_flight == 0:
+                    record.aws_seconds += time.perf_counter() - record.busy_since
+                if threading.get_ident() == record.thread:
+                    record.aws_cpu_seconds += time.thread_time() - cpu_started
+        with record.lock:
+            _count_aws_call(record.aws_calls, client, operation, params, answer)
         return answer
 
     return call
@@ -170,8 +200,9 @@ def _counting_kafka_close(original: Any) -> Any:
     """Add a handler's Kafka requests to its invocation when it closes its cluster connection."""
 
     def close(cluster: KafkaCluster) -> None:
-        if getattr(_in_handler, "active", False):
-            _in_handler.record.kafka_requests += sum(cluster.requests_sent.values())
+        record = _in_handler.get()
+        if record is not None:
+            record.kafka_requests += sum(cluster.requests_sent.values())
             cluster.requests_sent.clear()
         original(cluster)
 

@@ -1,6 +1,7 @@
 """DynamoDB's batch calls to the end: a BatchGetItem or BatchWriteItem sent again with what it left
 unprocessed (throttling), backing off — every reader and writer of batches goes through one loop, so
-none gives up in silence on keys DynamoDB did not get to."""
+none gives up in silence on keys DynamoDB did not get to (the callers send their batches a few at once,
+``in_flight.concurrently``)."""
 
 from __future__ import annotations
 

@@ -12,7 +12,9 @@ from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import StorageError
 from offset_restore.stores.batches import until_processed
+from offset_restore.stores.in_flight import concurrently
 from offset_restore.stores.keys import MAPPING_PREFIX, mapping_sk, restore_pk
+from offset_restore.stores.raw_items import keep_items_raw
 from offset_restore.translate.model import PlanEntry
 
 if TYPE_CHECKING:
@@ -65,7 +67,7 @@ def entry_of(item: Mapping[str, Any]) -> PlanEntry:
 class MappingStore:
     def __init__(self, table: str, client: DynamoDBClient) -> None:
         self.table = table
-        self.client = client
+        self.client = keep_items_raw(client)  # the steps that read every mapping spend their CPU parsing them
 
     def put(self, restore_id: str, entries: Iterable[PlanEntry], *, until_exact: bool = False) -> dict[str, int]:
         """Write new entries and replace ``pending`` / ``unmapped`` ones (``until_exact``: mapped ones
@@ -87,11 +89,9 @@ class MappingStore:
             if current.get(key["sk"]["S"], "absent") in replaceable
         }
         stale = self._other_shape(restore_id, entries, {key["sk"]["S"] for key in keys})
-        self._batch_write(restore_id, list(writes.values()))
+        self._batch_write(restore_id, [{"PutRequest": {"Item": item}} for item in writes.values()])
         pk = {"S": restore_pk(restore_id)}
-        for start in range(0, len(stale), 25):
-            deletes = [{"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}} for sk in stale[start : start + 25]]
-            self._until_processed(self.client.batch_write_item, {self.table: deletes}, "UnprocessedItems", restore_id)
+        self._batch_write(restore_id, [{"DeleteRequest": {"Key": {"pk": pk, "sk": {"S": sk}}}} for sk in stale])
         return {"written": len(writes), "unchanged": len(entries) - len(writes)}
 
     def _other_shape(self, restore_id: str, entries: list[PlanEntry], kept: set[str]) -> list[str]:
@@ -148,20 +148,22 @@ class MappingStore:
         return [entry_of(item) for item in self._batch_get(restore_id, sort_keys)]
 
     def _batch_get(self, restore_id: str, sort_keys: list[str], projection: str | None = None) -> list[dict[str, Any]]:
-        """Items by key, 100 per BatchGetItem, strongly consistent; unprocessed keys read again."""
-
-        found: list[dict[str, Any]] = []
+        """Items by key, 100 per BatchGetItem (a few at once), strongly consistent; unprocessed keys read
+        again."""
         pk = {"S": restore_pk(restore_id)}
         unique = list(dict.fromkeys(sort_keys))
-        for start in range(0, len(unique), 100):
-            keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in unique[start : start + 100]]}
+
+        def read(chunk: list[str]) -> list[dict[str, Any]]:
+            keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in chunk]}
             if projection:
                 names = {name: name[1:] for name in ("#status", "#exact") if name in projection}
                 keys.update(ProjectionExpression=projection, ExpressionAttributeNames=names)
             request: Any = {self.table: {**keys, "ConsistentRead": True}}
-            for answer in self._until_processed(self.client.batch_get_item, request, "UnprocessedKeys", restore_id):
-                found.extend(answer.get("Responses", {}).get(self.table, []))
-        return found
+            answers = self._until_processed(self.client.batch_get_item, request, "UnprocessedKeys", restore_id)
+            return [item for answer in answers for item in answer.get("Responses", {}).get(self.table, [])]
+
+        chunks = [unique[start : start + 100] for start in range(0, len(unique), 100)]
+        return [item for items in concurrently(read, chunks) for item in items]
 
     @staticmethod
     def _item(key: dict[str, dict[str, str]], entry: PlanEntry) -> dict[str, Any]:
@@ -172,13 +174,18 @@ class MappingStore:
 
     def save(self, restore_id: str, entries: Iterable[PlanEntry]) -> None:
         """Overwrite entries as apply changed them (status, previous offsets, verification), 25 per
-        BatchWriteItem. Only apply calls this, under the target cluster's lock."""
-        self._batch_write(restore_id, [self._item(entry_key(restore_id, entry), entry) for entry in entries])
+        BatchWriteItem, a few at once. Only apply calls this, under the target cluster's lock."""
+        items = [self._item(entry_key(restore_id, entry), entry) for entry in entries]
+        self._batch_write(restore_id, [{"PutRequest": {"Item": item}} for item in items])
 
-    def _batch_write(self, restore_id: str, items: list[dict[str, Any]]) -> None:
-        for start in range(0, len(items), 25):
-            request: Any = {self.table: [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]}
-            self._until_processed(self.client.batch_write_item, request, "UnprocessedItems", restore_id)
+    def _batch_write(self, restore_id: str, writes: list[dict[str, Any]]) -> None:
+        """Put and delete requests, 25 per BatchWriteItem, a few at once (``concurrently``): each done
+        before this returns, so a saved outcome is saved when the caller goes on."""
+
+        def write(chunk: list[dict[str, Any]]) -> None:
+            self._until_processed(self.client.batch_write_item, {self.table: chunk}, "UnprocessedItems", restore_id)
+
+        concurrently(write, [writes[start : start + 25] for start in range(0, len(writes), 25)])
 
     def _until_processed(self, call: Any, request: Any, leftover: str, restore_id: str) -> list[Any]:
         return until_processed(call, request, leftover, self.table, f"the mappings of {restore_id}")

@@ -13,11 +13,13 @@ from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.apply.model import WAIT_TIMEOUT_S, RewindScope
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
-from offset_restore.snapshot.model import GroupSnapshot, parse_time, validate_name
+from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, parse_time, validate_name
 from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.in_flight import InFlight
 from offset_restore.stores.keys import restore_object
 from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.exposure import History
 from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
@@ -218,32 +220,40 @@ def prepare_work(
                 yield group.model_copy(update={"partitions": kept})
 
     keys = []
-    # Work items are written as they fill: memory holds one, not the whole snapshot.
-    for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
-        item = WorkItem(
-            **run.plan_settings().model_dump(),
-            restore_id=run.restore_id,
-            snapshot_id=manifest.snapshot_id,
-            snapshot_completed_at=manifest.completed_at,
-            snapshot_at=manifest.positions_at,
-            history_at=history.at if history else None,
-            history={g.group: dict(history.offsets[g.group]) for g in batch if g.group in history.offsets}
-            if history
-            else {},
-            source_cluster=run.source_cluster,
-            source_partitions=manifest.topic_partitions,
-            groups=batch,
-            until_exact=run.mode == "migrate",
-            groups_stopped=manifest.groups_stopped,
-        )
-        keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
-        store.put(keys[-1], item.model_dump_json().encode(), "application/json")
+    # Work items are written as they fill, a few at once: memory holds those in flight, not the snapshot.
+    with InFlight() as puts:
+        for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
+            keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
+            item = _work_item(run, manifest, history, batch).model_dump_json().encode()
+            puts.submit(store.put, keys[-1], item, "application/json")
     return {
         "snapshot_id": manifest.snapshot_id,
         "snapshot_created_at": manifest.created_at.isoformat(),
         "work_items": keys,
         **counts,
     }
+
+
+def _work_item(
+    run: RunInput, manifest: SnapshotManifest, history: History | None, batch: list[GroupSnapshot]
+) -> WorkItem:
+    """One Translate work item: the run's plan settings and the snapshot's facts beside its groups."""
+    return WorkItem(
+        **run.plan_settings().model_dump(),
+        restore_id=run.restore_id,
+        snapshot_id=manifest.snapshot_id,
+        snapshot_completed_at=manifest.completed_at,
+        snapshot_at=manifest.positions_at,
+        history_at=history.at if history else None,
+        history={g.group: dict(history.offsets[g.group]) for g in batch if g.group in history.offsets}
+        if history
+        else {},
+        source_cluster=run.source_cluster,
+        source_partitions=manifest.topic_partitions,
+        groups=batch,
+        until_exact=run.mode == "migrate",
+        groups_stopped=manifest.groups_stopped,
+    )
 
 
 def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
