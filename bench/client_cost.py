@@ -14,11 +14,12 @@ the bytes), which the cited latencies and S3's bandwidth stand for.
 
 The requests are the workflow's, at their largest:
 
-- ``dynamodb.Query``: one full page of committed mappings (as Summarize and Report read them): as
+- ``dynamodb.Query``: one full page of committed mappings (as Summarize and Report read them, their
+  items taken from the JSON by ``stores/raw_items.py``, the rest parsed by botocore): as
   many as fit DynamoDB's 1 MB page, each at its DynamoDB item size (``item_size``, the rules of
   [item-size]); the 120,000 group-partition run read its 120,000 mappings in 56 pages (2,143 an
   average page) where this counts 2,092 a page — the figure is kept per item and charged per page;
-- ``dynamodb.BatchGetItem``: 100 keys, 100 whole mappings back (Commit reads its batch so);
+- ``dynamodb.BatchGetItem``: 100 keys, 100 whole mappings back (Commit reads its batch so; raw items too);
 - ``dynamodb.BatchWriteItem``: 25 whole mappings (Translate and Commit write so);
 - ``dynamodb.PutItem``: one item (a lock, an idempotency record; charged for GetItem, UpdateItem and
   DeleteItem too);
@@ -136,9 +137,12 @@ def _mappings(count: int) -> list[dict[str, Any]]:
 
 
 def _dynamodb(rounds: int) -> list[Figure]:
+    from offset_restore.stores.raw_items import keep_items_raw
+
     items = _mappings(3_000)
     page_items = QUERY_PAGE_BYTES // max(item_size(item) for item in items)
     ddb, answer = _stubbed("dynamodb")
+    keep_items_raw(ddb)  # as MappingStore reads: a Query's and a BatchGetItem's items from the JSON itself
     answer.headers = {"content-type": "application/x-amz-json-1.0"}
 
     def json_body(document: dict[str, Any]) -> bytes:

@@ -7,7 +7,9 @@ published alternatives run on the same data. ``make bench`` runs it at the defau
 
 Scenario (two fresh local brokers, moto for AWS): topics of 12 partitions, one topic per ten groups'
 worth of partitions (the ratio of the issue's largest estate). Each source partition holds
-``--records`` records; the target holds the restored copy: from a random shift on (retention), with
+``--records`` records, keyed ``<partition>:<offset>`` (a key on one partition only, as a producer's
+partitioner leaves keys; the same key on two partitions would say the restore moved records between
+them, ``translate/reshaped.py``); the target holds the restored copy: from a random shift on (retention), with
 1-3 offsets missing 5% of the time (gaps), the source offset in the ``x-source-offset`` header. Every
 group commits on the 12 partitions of one topic at random offsets (a fifth caught up). Then, timed:
 
@@ -100,10 +102,14 @@ def build(
                 kept.append(s)
                 s += 1 + (rng.randint(1, 3) if rng.random() < 0.05 else 0)
             kept.append(records - 1)
-            source.produce(topic, p, ((f"k{s}".encode(), b"v" * 40, [], stamp(s)) for s in range(records)))
+            # A key belongs to one partition (a producer's partitioner puts it there): the same key on two
+            # partitions is what tells a restore that moved records between them (translate/reshaped.py).
+            source.produce(topic, p, ((f"{p}:{s}".encode(), b"v" * 40, [], stamp(s)) for s in range(records)))
             for target in targets:
                 target.produce(
-                    topic, p, ((f"k{s}".encode(), b"v" * 40, [(HEADER, s.to_bytes(8, "big"))], stamp(s)) for s in kept)
+                    topic,
+                    p,
+                    ((f"{p}:{s}".encode(), b"v" * 40, [(HEADER, s.to_bytes(8, "big"))], stamp(s)) for s in kept),
                 )
             data[TP(topic, p)] = PartitionData(kept, log_start=shift, log_end=records)
     offsets = {}

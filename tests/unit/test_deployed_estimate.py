@@ -86,13 +86,32 @@ def test_the_charged_figures_are_the_measured_ones() -> None:
         assert de.CLIENT_CPU_S[name] == pytest.approx(seconds, rel=0.03), name
 
 
-def test_the_saved_run_has_15_transitions_on_its_path() -> None:
+def test_the_saved_run_has_17_transitions_on_its_path() -> None:
+    """61 Translate children in one round; 41 Commit iterations (40 batches, one retried) in two."""
     saved = json.loads((RESULTS / "workflow-invocations-120000.json").read_text())
     found = de.estimate(saved["invocations"], saved["transitions"], saved["import_s"])
-    assert (found.transitions, found.path_transitions()) == (94, 15)
+    assert (found.transitions, found.path_transitions()) == (116, 17)
 
 
 def test_item_size_counts_as_dynamodb_does() -> None:
     item = {"pk": {"S": "ab"}, "n": {"N": "-12.30"}, "ok": {"BOOL": True}, "m": {"M": {"k": {"NULL": True}}}}
     # pk 2+2; n 1 + (3 significant digits: 2+1); ok 2+1; m 1 + 3 + (k 1 + 1 + 1)
     assert item_size(item) == 4 + 4 + 3 + 7
+
+
+def test_requests_sent_a_few_at_once_wait_in_rounds_and_the_others_one_after_another() -> None:
+    batched = {"dynamodb.BatchWriteItem": 17, "dynamodb.BatchGetItem": 8}
+    assert de.aws_seconds(batched, "Commit") == pytest.approx((4 + 2) * de.DYNAMODB_REQUEST_S)
+    assert de.aws_seconds({"s3.PutObject": 41}, "Summarize") == pytest.approx(7 * de.S3_REQUEST_S)
+    assert de.aws_seconds({"s3.PutObject": 3}, "Report") == pytest.approx(3 * de.S3_REQUEST_S)  # one by one
+    assert de.aws_seconds({"dynamodb.PutItem": 5, "dynamodb.Query": 2}, "Commit") == pytest.approx(
+        7 * de.DYNAMODB_REQUEST_S
+    )
+
+
+def test_alarm_to_last_commit_verified_leaves_out_the_report_and_the_release() -> None:
+    found = de.estimate(run(61, 40), transitions=114, import_s=0.5)
+    release = found.deployed["Lock"][-1]
+    after = found.path_s("Report") + release + de.AFTER_LAST_COMMIT * de.STATE_TRANSITION_S
+    assert found.verified_s() == pytest.approx(de.ALARM_TO_START_S + found.total_s() - after)
+    assert found.verified_s() < found.total_s()
