@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from offset_restore.devtools.local_broker import free_port
+from offset_restore.devtools.local_broker import free_ports
 from offset_restore.devtools.processes import end_process
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.connection import ConnectionSettings
@@ -274,7 +274,9 @@ class ApacheBroker:
     def launch(self) -> ApacheBroker:
         """Format storage and start the JVM; :meth:`wait_ready` waits for it (two brokers start together)."""
         classpath = kafka_classpath()
-        self.port, self.controller_port = self.port or free_port(), self.controller_port or free_port()
+        # Three ports none of which is a port already given (5 picked: at most 2 can be among those).
+        port, controller, internal = [p for p in free_ports(5) if p not in (self.port, self.controller_port)][:3]
+        self.port, self.controller_port = self.port or port, self.controller_port or controller
         self.cluster_id = self.cluster_id or _cluster_id()
         self.folder = Path(tempfile.mkdtemp(prefix=f"kafka-{self.name}-"))
         self.log4j.write_text(LOG4J)
@@ -282,7 +284,7 @@ class ApacheBroker:
         text = SERVER.format(
             controller=self.controller_port,
             port=self.port,
-            internal=free_port(),
+            internal=internal,
             advertised=self.advertised_port or self.port,
             data=self.folder / "data",
             protocol=self.protocol,

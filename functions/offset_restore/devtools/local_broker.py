@@ -20,7 +20,7 @@ from offset_restore.devtools.processes import end_process
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.connection import ConnectionSettings
 
-__all__ = ["LOCAL_FETCH_MAX_BYTES", "LocalBroker", "broker_binary", "free_port"]
+__all__ = ["LOCAL_FETCH_MAX_BYTES", "LocalBroker", "broker_binary", "free_port", "free_ports"]
 
 LOCAL_FETCH_MAX_BYTES = 4 * 1024 * 1024
 """Tansu fills a fetch response up to about 5 MB and leaves the remaining partitions empty."""
@@ -40,9 +40,18 @@ def broker_binary() -> Path:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct free ports: every socket stays bound until all are, so the kernel cannot hand
+    out one port twice (two calls of ``free_port`` in a row sometimes got the same one, and a broker's
+    two listeners then refused to share it)."""
+    with contextlib.ExitStack() as held:
+        sockets = [held.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
 
 
 @dataclass
