@@ -57,12 +57,18 @@ def test_demo_runs_the_workflow_and_proves_every_group_partition(tmp_path: Path,
 def test_ctrl_c_or_sigterm_stops_everything_the_demo_started(tmp_path: Path, stop: signal.Signals) -> None:
     """Interrupted while the workflow waits for the connected application (Ctrl-C, or ``kill``):
     exit 130, brokers gone."""
-    demo = subprocess.Popen(
-        [sys.executable, "-m", "offset_restore", "demo", "--groups", "4", "--output", str(tmp_path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    # A process started in the background by a non-interactive shell ignores SIGINT, and a child
+    # inherits that: the demo must be started able to take Ctrl-C whatever started this test.
+    ignored = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        demo = subprocess.Popen(
+            [sys.executable, "-m", "offset_restore", "demo", "--groups", "4", "--output", str(tmp_path)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     assert demo.stdout is not None
     lines = []
     deadline = time.monotonic() + 60
