@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from offset_restore.stores.batches import until_processed
+from offset_restore.stores.batches import batch_get
 from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
 
 if TYPE_CHECKING:
@@ -114,20 +114,13 @@ class DynamoCheckpoints:
 
     def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
         """The partitions whose restore tool recorded that it finished, with its last source offset
-        (BatchGetItem, 100 keys a request; keys left unprocessed asked again, ``until_processed``)."""
+        (``batch_get``: 100 keys a BatchGetItem, a few at once, keys left unprocessed asked again)."""
         wanted = sorted(set(partitions))
         found: dict[tuple[str, int], int] = {}
-        for start in range(0, len(wanted), 100):
-            keys = [
-                {"pk": {"S": progress_key(cluster, t, p)}, "sk": {"S": COMPLETE_SK}}
-                for t, p in wanted[start : start + 100]
-            ]
-            request: dict[str, Any] = {self.table: {"Keys": keys, "ConsistentRead": True}}
-            subject = f"the restore progress of cluster {cluster}"
-            for answer in until_processed(self.client.batch_get_item, request, "UnprocessedKeys", self.table, subject):
-                for item in answer.get("Responses", {}).get(self.table, []):
-                    _, _, topic, partition = item["pk"]["S"].rsplit("#", 3)
-                    last = item.get("last_source_offset", {}).get("N", "")
-                    if last.isdigit():  # an item without its last offset says nothing usable
-                        found[(topic, int(partition))] = int(last)
+        keys = [{"pk": {"S": progress_key(cluster, t, p)}, "sk": {"S": COMPLETE_SK}} for t, p in wanted]
+        for item in batch_get(self.client, self.table, keys, f"the restore progress of cluster {cluster}"):
+            _, _, topic, partition = item["pk"]["S"].rsplit("#", 3)
+            last = item.get("last_source_offset", {}).get("N", "")
+            if last.isdigit():  # an item without its last offset says nothing usable
+                found[(topic, int(partition))] = int(last)
         return found

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import StorageError
-from offset_restore.stores.batches import until_processed
+from offset_restore.stores.batches import batch_get, until_processed
 from offset_restore.stores.in_flight import concurrently
 from offset_restore.stores.keys import MAPPING_PREFIX, mapping_sk, restore_pk
 from offset_restore.stores.raw_items import keep_items_raw
@@ -151,19 +151,12 @@ class MappingStore:
         """Items by key, 100 per BatchGetItem (a few at once), strongly consistent; unprocessed keys read
         again."""
         pk = {"S": restore_pk(restore_id)}
-        unique = list(dict.fromkeys(sort_keys))
-
-        def read(chunk: list[str]) -> list[dict[str, Any]]:
-            keys: dict[str, Any] = {"Keys": [{"pk": pk, "sk": {"S": sk}} for sk in chunk]}
-            if projection:
-                names = {name: name[1:] for name in ("#status", "#exact") if name in projection}
-                keys.update(ProjectionExpression=projection, ExpressionAttributeNames=names)
-            request: Any = {self.table: {**keys, "ConsistentRead": True}}
-            answers = self._until_processed(self.client.batch_get_item, request, "UnprocessedKeys", restore_id)
-            return [item for answer in answers for item in answer.get("Responses", {}).get(self.table, [])]
-
-        chunks = [unique[start : start + 100] for start in range(0, len(unique), 100)]
-        return [item for items in concurrently(read, chunks) for item in items]
+        keys = [{"pk": pk, "sk": {"S": sk}} for sk in dict.fromkeys(sort_keys)]
+        extra: dict[str, Any] = {}
+        if projection:
+            names = {name: name[1:] for name in ("#status", "#exact") if name in projection}
+            extra.update(ProjectionExpression=projection, ExpressionAttributeNames=names)
+        return batch_get(self.client, self.table, keys, f"the mappings of {restore_id}", **extra)
 
     @staticmethod
     def _item(key: dict[str, dict[str, str]], entry: PlanEntry) -> dict[str, Any]:
@@ -183,12 +176,10 @@ class MappingStore:
         before this returns, so a saved outcome is saved when the caller goes on."""
 
         def write(chunk: list[dict[str, Any]]) -> None:
-            self._until_processed(self.client.batch_write_item, {self.table: chunk}, "UnprocessedItems", restore_id)
+            subject = f"the mappings of {restore_id}"
+            until_processed(self.client.batch_write_item, {self.table: chunk}, "UnprocessedItems", self.table, subject)
 
         concurrently(write, [writes[start : start + 25] for start in range(0, len(writes), 25)])
-
-    def _until_processed(self, call: Any, request: Any, leftover: str, restore_id: str) -> list[Any]:
-        return until_processed(call, request, leftover, self.table, f"the mappings of {restore_id}")
 
     def entries(self, restore_id: str, groups: Iterable[str] | None = None) -> list[PlanEntry]:
         return list(self.iter_entries(restore_id, groups))
