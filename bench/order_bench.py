@@ -86,6 +86,7 @@ class Counted:
         *,
         partition_max_bytes: int | Mapping[TP, int] = 64 * 1024,
         until: Mapping[TP, int] | None = None,
+        max_wait_ms: int | None = None,
     ) -> dict[TP, PartitionFetch]:
         answers = self.cluster.fetch(positions, partition_max_bytes=partition_max_bytes, until=until)
         self.calls += 1

@@ -131,6 +131,9 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
                 "moto_seconds": invocation.aws_seconds if invocation.alone else invocation.aws_cpu_seconds,
                 "aws_calls": dict(invocation.aws_calls),
                 "kafka_requests": invocation.kafka_requests,
+                "kafka_calls": dict(invocation.kafka_calls),
+                "wall_seconds": invocation.seconds,
+                "alone": invocation.alone,
             }
         )
     figures.transitions += figures.invocations["Translate"] * CHILD_STATES_PER_TRANSLATE

@@ -23,7 +23,10 @@ def test_every_record_is_read_when_rounds_leave_partitions_empty_below_their_end
     empty_below_end: list[TP] = []
 
     def fetch(
-        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         answers = source.fetch(positions, partition_max_bytes=1024)  # far below one batch
         empty_below_end.extend(tp for tp, a in answers.items() if a.read_to < 0 and positions[tp] < a.high_watermark)

@@ -24,7 +24,11 @@ class FakeLog:
         return FetchedRecord(offset, 1000 + offset, f"k{offset}".encode(), f"{tp}:{offset}".encode(), ())
 
     def __call__(
-        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        self,
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         self.rounds += 1
         self.positions_seen.append(dict(positions))
@@ -95,7 +99,10 @@ def test_a_partition_that_returns_nothing_is_given_up_and_marked_incomplete() ->
     tp = TP("t", 0)
 
     def stuck(
-        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], [], high_watermark=100, log_start_offset=0)}
 
@@ -108,7 +115,10 @@ def test_a_fetch_error_is_reported_not_guessed() -> None:
     tp = TP("t", 0)
 
     def failing(
-        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], error="NotLeaderForPartitionError")}
 
@@ -121,7 +131,10 @@ def test_empty_partition_needs_no_fetch() -> None:
     tp = TP("t", 0)
 
     def never(
-        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         raise AssertionError("no fetch expected")
 

@@ -50,6 +50,7 @@ class Primary:
         *,
         partition_max_bytes: int | Mapping[TP, int] = 0,
         until: Mapping[TP, int] | None = None,
+        max_wait_ms: int | None = None,
     ) -> dict[TP, PartitionFetch]:
         self.fetched.append(dict(positions))
         out = {}
@@ -201,7 +202,9 @@ def test_the_evidence_reader_fills_origin_offsets_from_the_offset_header() -> No
         FetchedRecord(2, 3, b"c", b"v", ()),
     ]
 
-    def fetch(positions: Mapping[TP, int], until: object, limits: object) -> dict[TP, PartitionFetch]:
+    def fetch(
+        positions: Mapping[TP, int], until: object, limits: object, wait_ms: object = None
+    ) -> dict[TP, PartitionFetch]:
         return {tp: PartitionFetch(p, records[p:], 3, 0, None, 3) for tp, p in positions.items()}
 
     found, _ = collect_evidence({dr: {2}}, {dr: LogBounds(0, 3)}, 5, fetch, offset_header=HEADER)

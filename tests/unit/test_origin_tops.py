@@ -26,7 +26,11 @@ class Log:
         self.batch, self.asked = batch, 0
 
     def fetch(
-        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        self,
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> dict[TP, PartitionFetch]:
         self.asked += 1
         answer = {}

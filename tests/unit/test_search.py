@@ -26,7 +26,11 @@ class Log:
         return LogBounds(log[0][0], log[-1][0] + 1) if log else LogBounds(0, 0)
 
     def __call__(
-        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None, limits: Mapping[TP, int] | None = None
+        self,
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None = None,
+        limits: Mapping[TP, int] | None = None,
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         self.rounds += 1
         out = {}
@@ -65,7 +69,11 @@ class BatchedLog(Log):
         return LogBounds(max(whole.start, self.deleted_below.get(tp, whole.start)), whole.end)
 
     def __call__(
-        self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None, limits: Mapping[TP, int] | None = None
+        self,
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None = None,
+        limits: Mapping[TP, int] | None = None,
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         out = dict(super().__call__(positions, until, limits))
         for tp, answer in out.items():
@@ -199,7 +207,10 @@ def test_a_partition_that_stops_answering_gives_up_with_a_reason() -> None:
     tp = TP("t", 0)
 
     def silent(
-        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int]
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         return {tp: PartitionFetch(positions[tp], [], high_watermark=100, log_start_offset=0)}
 

@@ -73,6 +73,8 @@ class Invocation:
     """AWS requests by ``service.Operation``, DynamoDB items and S3 bytes (``_count_aws_call``)."""
     kafka_requests: int = 0
     """Kafka requests the handler's clusters sent."""
+    kafka_calls: Counter[str] = field(default_factory=Counter)
+    """The same requests by API (``Fetch``, ``OffsetCommit``...): where a phase's requests go."""
 
     @property
     def own_seconds(self) -> float:
@@ -203,6 +205,7 @@ def _counting_kafka_close(original: Any) -> Any:
         record = _in_handler.get()
         if record is not None:
             record.kafka_requests += sum(cluster.requests_sent.values())
+            record.kafka_calls.update(cluster.requests_sent)
             cluster.requests_sent.clear()
         original(cluster)
 
