@@ -1,4 +1,4 @@
-"""The commit index: batches of whole groups in name order, the keys of all their mappings, and
+"""The commit index: batches of whole groups by topic and name, the keys of all their mappings, and
 which groups wait for pending entries."""
 
 from __future__ import annotations
@@ -79,3 +79,22 @@ def test_apply_writes_no_partition_of_a_group_two_entries_would_write_twice() ->
     writable, waiting = _groups_to_write(plan, ApplyOptions())
     assert list(writable) == ["ok"]
     assert "two entries write t/0 (source partitions 0 and 1)" in waiting["g"]
+
+
+def test_batches_gather_the_groups_of_the_same_topics(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Groups named across topics (g0 on t0, g1 on t1, ...) are batched by topic, then name: a batch
+    reads the records of few partitions around its commits, and the order is the same every time the
+    index is built from the same mappings (a batch number keeps its meaning)."""
+    monkeypatch.setattr(commit_index, "COMMIT_BATCH_GROUPS", 3)
+    entries = [
+        plan_entry(f"g{i}", p, "mapped", 3).model_copy(update={"target_topic": f"t{i % 2}"})
+        for i in range(6)
+        for p in range(2)
+    ]
+    store = open_location(str(tmp_path))
+    builder = IndexBuilder()
+    for e in reversed(entries):
+        builder.add(e, f"MAP#{e.group}#{e.partition}")
+    assert builder.write(store) == 2
+    assert [read_batch(store, n).groups for n in (0, 1)] == [["g0", "g2", "g4"], ["g1", "g3", "g5"]]
+    assert read_groups(store).writable == [f"g{i}" for i in range(6)]  # the lists stay in name order

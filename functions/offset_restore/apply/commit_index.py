@@ -63,6 +63,8 @@ class IndexBuilder:
     def __init__(self, allow_rewind: RewindScope = False, exact_only: bool = False) -> None:
         self.statuses: dict[str, set[str]] = {}
         self.keys: dict[str, list[str]] = {}
+        self.topics: dict[str, set[str]] = {}
+        """The target topics of each group's entries: groups of the same topics share a batch."""
         self.rewinds = rewind_filter(allow_rewind)
         self.exact_only = exact_only
         """A migration's: a group with a mapped entry not exact is held (``ApplyOptions.exact_only``)."""
@@ -73,6 +75,7 @@ class IndexBuilder:
     def add(self, entry: PlanEntry, key: str | None = None) -> None:
         statuses = self.statuses.setdefault(entry.group, set())
         statuses.add(entry.status)
+        self.topics.setdefault(entry.group, set()).add(entry.target_topic)
         if entry.holds or (self.exact_only and entry.status == "mapped" and not entry.exact):
             statuses.add(_HELD)
         if key is not None:
@@ -80,9 +83,12 @@ class IndexBuilder:
 
     def candidates(self) -> list[str]:
         """Groups a commit batch may write, in a stable order (committed ones stay in the list, so batch
-        numbers keep their meaning while batches commit)."""
+        numbers keep their meaning while batches commit): by the topics they read, then by name. A batch
+        reads the records around each of its offsets before and after the commit, once per partition;
+        250 groups taken by name read 1,000 partitions at 120,000 group-partitions, by topic a few dozen."""
         return sorted(
-            g for g, s in self.statuses.items() if _HELD not in s and ("committed" in s or self._writes(g, s))
+            (g for g, s in self.statuses.items() if _HELD not in s and ("committed" in s or self._writes(g, s))),
+            key=lambda g: (sorted(self.topics.get(g, ())), g),
         )
 
     def writable_and_waiting(self) -> tuple[list[str], list[str]]:

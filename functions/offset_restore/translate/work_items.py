@@ -12,7 +12,7 @@ from offset_restore.packing import packed
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.options import PlanSettings
 
-__all__ = ["WorkItem", "split_work"]
+__all__ = ["HELD_ITEMS", "WorkItem", "split_work", "topics_of"]
 
 
 class WorkItem(PlanSettings):
@@ -43,7 +43,53 @@ class WorkItem(PlanSettings):
     """A migration's: entries mapped without proof are translated again, as pending ones are."""
 
 
-def split_work(groups: Iterable[GroupSnapshot], max_group_partitions: int) -> Iterator[list[GroupSnapshot]]:
+HELD_ITEMS = 8
+"""Work items' worth of group-partitions ``split_work`` holds at most while it gathers groups by their
+topics (Prepare's memory: about as many as the items it has in flight, never the snapshot)."""
+
+
+def topics_of(group: GroupSnapshot) -> tuple[str, ...]:
+    """The topics a group committed on, in order: what its work item's reads are spent on."""
+    return tuple(sorted({p.topic for p in group.partitions}))
+
+
+def split_work(
+    groups: Iterable[GroupSnapshot], max_group_partitions: int, held_items: int = HELD_ITEMS
+) -> Iterator[list[GroupSnapshot]]:
     """Whole groups per batch, at most ``max_group_partitions`` each (a larger group gets its own),
-    each batch given as soon as it is full."""
-    return packed(groups, lambda group: len(group.partitions), max_group_partitions)
+    groups that read the same topics together.
+
+    A work item costs by its partitions more than by its positions: each partition's bounds, shape
+    sample and probe are read once per item. Groups listed by name read topics at random, and 2,000
+    group-partitions so taken spanned 1,000 partitions at 120,000 (Translate's own time 2.6 s a work
+    item, against 0.3 s for one topic's groups). So groups are gathered by their topics
+    (``topics_of``) and a topic's batch leaves as soon as it is full; when more than ``held_items``
+    items' worth is held, all held groups leave, packed in the order of their topics."""
+    held: dict[tuple[str, ...], list[GroupSnapshot]] = {}
+    sizes: dict[tuple[str, ...], int] = {}
+    total = 0
+    for group in groups:
+        key, n = topics_of(group), len(group.partitions)
+        if held.get(key) and sizes[key] + n > max_group_partitions:
+            total -= sizes.pop(key)
+            yield held.pop(key)
+        held.setdefault(key, []).append(group)
+        sizes[key] = sizes.get(key, 0) + n
+        total += n
+        if sizes[key] >= max_group_partitions:
+            total -= sizes.pop(key)
+            yield held.pop(key)
+        elif total > held_items * max_group_partitions:
+            yield from _packed_in_topic_order(held, max_group_partitions)
+            sizes.clear()
+            total = 0
+    yield from _packed_in_topic_order(held, max_group_partitions)
+
+
+def _packed_in_topic_order(
+    held: dict[tuple[str, ...], list[GroupSnapshot]], max_group_partitions: int
+) -> Iterator[list[GroupSnapshot]]:
+    """Every held group, packed with its neighbours by topic; ``held`` is left empty."""
+    ordered = [group for key in sorted(held) for group in held[key]]
+    held.clear()
+    return packed(ordered, lambda group: len(group.partitions), max_group_partitions)
