@@ -134,6 +134,8 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
                 "kafka_calls": dict(invocation.kafka_calls),
                 "wall_seconds": invocation.seconds,
                 "alone": invocation.alone,
+                "gc_seconds": invocation.gc_seconds if invocation.alone else invocation.gc_cpu_seconds,
+                "error": invocation.error,
             }
         )
     figures.transitions += figures.invocations["Translate"] * CHILD_STATES_PER_TRANSLATE

@@ -5,6 +5,7 @@ a development dependency, so nothing in Lambda imports this module."""
 
 from __future__ import annotations
 
+import gc
 import importlib
 import io
 import json
@@ -75,13 +76,22 @@ class Invocation:
     """Kafka requests the handler's clusters sent."""
     kafka_calls: Counter[str] = field(default_factory=Counter)
     """The same requests by API (``Fetch``, ``OffsetCommit``...): where a phase's requests go."""
+    gc_seconds: float = 0.0
+    """Wall time of the full garbage collections (generation 2) the handler's thread ran outside AWS
+    requests: a full collection walks every object of this process, moto's tables of every item the
+    run wrote among them, where a Lambda's heap holds only the handler's own (``own_seconds`` leaves
+    them out; the young generations' collections stay in)."""
+    gc_cpu_seconds: float = 0.0
+    """The same collections' thread CPU time (what ``own_seconds`` leaves out of an overlapping invocation)."""
+    error: str | None = None
+    """The exception the handler raised (its class and message), for a failed invocation."""
 
     @property
     def own_seconds(self) -> float:
         """The handler's own time, moto's left out: wall time when it ran alone, else thread CPU time."""
         if self.alone:
-            return max(0.0, self.seconds - self.aws_seconds)
-        return max(0.0, self.cpu_seconds - self.aws_cpu_seconds)
+            return max(0.0, self.seconds - self.aws_seconds - self.gc_seconds)
+        return max(0.0, self.cpu_seconds - self.aws_cpu_seconds - self.gc_cpu_seconds)
 
 
 INVOCATIONS: list[Invocation] = []
@@ -125,6 +135,7 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
             result = handler(payload, _Context(function_name=str(self.function_name)))
         return json.dumps(result), False, ""
     except Exception as error:  # the task fails with the exception's class name as the error
+        record.error = f"{type(error).__name__}: {str(error)[:300]}"
         body = {
             "errorType": type(error).__name__,
             "errorMessage": str(error),
@@ -182,9 +193,11 @@ def _counting_api_call(original: Any) -> Any:
                 record.busy_since = time.perf_counter()
             record.in_flight += 1
         cpu_started = time.thread_time()
+        _thread.in_aws = True
         try:
             answer = original(client, operation, params)
         finally:
+            _thread.in_aws = False
             with record.lock:
                 record.in_flight -= 1
                 if record.in_flight == 0:
@@ -196,6 +209,36 @@ def _counting_api_call(original: Any) -> Any:
         return answer
 
     return call
+
+
+_thread = threading.local()
+"""Per thread: ``in_aws`` while an AWS request (moto's work) runs, ``gc_started`` during a full collection."""
+
+
+def _timing_full_collections(phase: str, info: dict[str, int]) -> None:
+    """A ``gc.callbacks`` entry: a full collection run by a handler's thread outside AWS requests is
+    added to its invocation's ``gc_seconds`` (moto's own are inside its requests' time already)."""
+    record = _in_handler.get()
+    if record is None or info.get("generation") != 2 or getattr(_thread, "in_aws", False):
+        return
+    if phase == "start":
+        _thread.gc_started = (time.perf_counter(), time.thread_time())
+        return
+    started = getattr(_thread, "gc_started", None)
+    _thread.gc_started = None
+    if started is not None and threading.get_ident() == record.thread:
+        with record.lock:
+            record.gc_seconds += time.perf_counter() - started[0]
+            record.gc_cpu_seconds += time.thread_time() - started[1]
+
+
+@contextmanager
+def _full_collections_timed() -> Iterator[None]:
+    gc.callbacks.append(_timing_full_collections)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(_timing_full_collections)
 
 
 def _counting_kafka_close(original: Any) -> Any:
@@ -358,6 +401,7 @@ def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflo
         os.environ.update(env)
         with (
             _patched(patches),
+            _full_collections_timed(),
             faster_moto(),
             mock_aws(config={"stepfunctions": {"execute_state_machine": True}}),
         ):
