@@ -77,10 +77,10 @@ class Invocation:
     kafka_calls: Counter[str] = field(default_factory=Counter)
     """The same requests by API (``Fetch``, ``OffsetCommit``...): where a phase's requests go."""
     gc_seconds: float = 0.0
-    """Wall time of the full garbage collections (generation 2) the handler's thread ran outside AWS
-    requests: a full collection walks every object of this process, moto's tables of every item the
-    run wrote among them, where a Lambda's heap holds only the handler's own (``own_seconds`` leaves
-    them out; the young generations' collections stay in)."""
+    """Wall time of the full garbage collections (generation 2) the handler's thread ran with no AWS
+    request of its invocation in flight: a full collection walks every object of this process, moto's
+    tables of every item the run wrote among them, where a Lambda's heap holds only the handler's own
+    (``own_seconds`` leaves them out; the young generations' collections stay in)."""
     gc_cpu_seconds: float = 0.0
     """The same collections' thread CPU time (what ``own_seconds`` leaves out of an overlapping invocation)."""
     error: str | None = None
@@ -222,13 +222,15 @@ def _timing_full_collections(phase: str, info: dict[str, int]) -> None:
     if record is None or info.get("generation") != 2 or getattr(_thread, "in_aws", False):
         return
     if phase == "start":
-        _thread.gc_started = (time.perf_counter(), time.thread_time())
+        # While a request the handler sent from another thread is in flight, the wall time is in
+        # ``aws_seconds`` already (the collection holds the interpreter: in_flight cannot change).
+        _thread.gc_started = (time.perf_counter(), time.thread_time(), record.in_flight == 0)
         return
     started = getattr(_thread, "gc_started", None)
     _thread.gc_started = None
     if started is not None and threading.get_ident() == record.thread:
         with record.lock:
-            record.gc_seconds += time.perf_counter() - started[0]
+            record.gc_seconds += time.perf_counter() - started[0] if started[2] else 0.0
             record.gc_cpu_seconds += time.thread_time() - started[1]
 
 
