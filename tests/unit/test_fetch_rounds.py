@@ -34,11 +34,17 @@ def _answer(position: int, count: int, hw: int) -> PartitionFetch:
 
 class Script:
     """A broker that serves at most ``per_round`` partitions a round (the first ones asked), two
-    records each; the others come back empty below their end, as a full response leaves them."""
+    records each; the others come back empty below their end, as a full response leaves them.
+    ``busy``: one that reads partitions one by one until its wait runs out (Tansu under load), so
+    that given ``PATIENT_WAIT_MS`` it serves them all."""
 
-    def __init__(self, ends: Mapping[TP, int], per_round: int, never: frozenset[TP] = frozenset()) -> None:
-        self.ends, self.per_round, self.never = ends, per_round, never
+    def __init__(
+        self, ends: Mapping[TP, int], per_round: int, never: frozenset[TP] = frozenset(), busy: bool = False
+    ) -> None:
+        self.ends, self.per_round, self.never, self.busy = ends, per_round, never, busy
         self.asked: list[list[TP]] = []
+        self.waits: list[int | None] = []
+        self.limits: list[dict[TP, int]] = []
 
     def __call__(
         self,
@@ -48,9 +54,12 @@ class Script:
         wait_ms: int | None = None,
     ) -> Mapping[TP, PartitionFetch]:
         self.asked.append(list(positions))
+        self.waits.append(wait_ms)
+        self.limits.append(dict(limits))
+        per_round = len(positions) if self.busy and wait_ms == PATIENT_WAIT_MS else self.per_round
         out = {}
         for i, (tp, position) in enumerate(positions.items()):
-            served = i < self.per_round and tp not in self.never
+            served = i < per_round and tp not in self.never
             out[tp] = _answer(position, 2 if served else 0, self.ends[tp])
         return out
 
@@ -183,35 +192,13 @@ def test_a_partition_left_unserved_is_asked_next_with_a_larger_limit() -> None:
     assert waits == [None] + [PATIENT_WAIT_MS] * 7
 
 
-class BusyBroker(Script):
-    """A broker that reads partitions one by one until its wait runs out (Tansu under load): at the
-    cluster's short wait it serves the first ``per_round``, given ``PATIENT_WAIT_MS`` all of them."""
-
-    def __init__(self, ends: Mapping[TP, int], per_round: int) -> None:
-        super().__init__(ends, per_round)
-        self.waits: list[int | None] = []
-        self.limits: list[dict[TP, int]] = []
-
-    def __call__(
-        self,
-        positions: Mapping[TP, int],
-        until: Mapping[TP, int] | None,
-        limits: Mapping[TP, int],
-        wait_ms: int | None = None,
-    ) -> Mapping[TP, PartitionFetch]:
-        self.waits.append(wait_ms)
-        self.limits.append(dict(limits))
-        self.per_round = len(positions) if wait_ms == PATIENT_WAIT_MS else 1
-        return super().__call__(positions, until, limits)
-
-
 def test_a_busy_brokers_empty_answers_are_asked_again_patiently_and_no_limit_grows() -> None:
     """Partitions a busy broker left empty are not taken for large batches: the next round gives it
     its time, every record is read, and no limit grows (a limit grown to ``ONE_BATCH`` would cost
     every later read a request a partition: 1,445 Fetch requests for one work item of 2,000
     group-partitions against the local broker, 3 when it was idle)."""
     ends = {TP("t", p): 6 for p in range(5)}
-    broker = BusyBroker(ends, per_round=1)
+    broker = Script(ends, per_round=1, busy=True)
     seen, failed, rounds = _read_all(broker, ends)
     assert not failed and all(offsets == list(range(6)) for offsets in seen.values())
     assert rounds.limits == {} and all(set(limits.values()) == {POINT_READ_BYTES} for limits in broker.limits)
