@@ -140,3 +140,14 @@ def test_a_full_collection_on_a_handlers_thread_is_left_out_of_its_own_time() ->
     assert 0 < record.gc_seconds <= record.seconds
     assert record.own_seconds == max(0.0, record.seconds - record.gc_seconds)
     assert record.gc_cpu_seconds > 0
+
+
+def test_a_handler_working_while_its_requests_are_in_flight_keeps_that_work_in_its_own_time() -> None:
+    """Alone, the own time is the wall time outside AWS requests, or the thread's CPU time outside
+    them where that is more: Prepare builds the next work item while the last ones are being written."""
+    overlapped = Invocation("Prepare", 1.0, 0.5, None, True, aws_seconds=0.9, aws_cpu_seconds=0.0)
+    assert overlapped.own_seconds == pytest.approx(0.5)
+    waited = Invocation("CheckEmpty", 1.0, 0.1, None, True, aws_seconds=0.2, aws_cpu_seconds=0.05)
+    assert waited.own_seconds == pytest.approx(0.8)  # waiting on Kafka is its own time
+    together = Invocation("Commit", 9.0, 0.7, None, False, aws_cpu_seconds=0.2, gc_cpu_seconds=0.1)
+    assert together.own_seconds == pytest.approx(0.4)

@@ -88,10 +88,14 @@ class Invocation:
 
     @property
     def own_seconds(self) -> float:
-        """The handler's own time, moto's left out: wall time when it ran alone, else thread CPU time."""
+        """The handler's own time, moto's and the full collections left out: thread CPU time for Map
+        iterations that overlapped; for an invocation that ran alone, wall time, or its thread's CPU
+        time where that is more (a handler that goes on working while its requests are in flight on
+        other threads, as Prepare does writing work items, has that work inside ``aws_seconds``)."""
+        by_cpu = self.cpu_seconds - self.aws_cpu_seconds - self.gc_cpu_seconds
         if self.alone:
-            return max(0.0, self.seconds - self.aws_seconds - self.gc_seconds)
-        return max(0.0, self.cpu_seconds - self.aws_cpu_seconds - self.gc_cpu_seconds)
+            return max(0.0, self.seconds - self.aws_seconds - self.gc_seconds, by_cpu)
+        return max(0.0, by_cpu)
 
 
 INVOCATIONS: list[Invocation] = []
