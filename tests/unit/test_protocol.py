@@ -46,6 +46,35 @@ def test_fetch_requests_hold_as_many_partitions_as_the_response_limit_serves_in_
     assert {(r.max_bytes, r.max_wait_ms, r.isolation_level) for _, r in requests} == {(250, 5, 1)}  # read_committed
 
 
+def test_on_a_node_that_ignores_limits_each_partition_goes_alone_and_a_point_read_asks_one_batch() -> None:
+    entries = [(TP("a", p), 10 * p) for p in range(3)]
+    limits = {TP("a", 0): 16 * 1024, TP("a", 1): 1024 * 1024, TP("a", 2): 0}  # point read, range, ONE_BATCH
+    requests = protocol.fetch_requests({1: entries, 2: [(TP("b", 0), 0)]}, {**limits, TP("b", 0): 100}, 4096, 5, {1})
+    asked = [
+        (node, r.max_bytes, [(t.topic, p.partition) for t in r.topics for p in t.partitions]) for node, r in requests
+    ]
+    assert asked == [
+        (1, 1, [("a", 0)]),  # the batch holding the position, whole, nothing after it
+        (1, 1024 * 1024, [("a", 1)]),  # a range: its own limit is the response's
+        (1, 1, [("a", 2)]),
+        (2, 4096, [("b", 0)]),  # another node, not seen to ignore limits: shared as before
+    ]
+
+
+def test_an_answer_over_its_limit_is_the_broker_ignoring_it_unless_it_is_one_batch_whole() -> None:
+    one, two = _batch(0, 40), _batch(40, 40)
+    alone = protocol.decode_partition(0, _part(one), until=None)
+    assert alone.first_batch_bytes == len(one) and alone.size == len(one)
+    assert not protocol.over_limit(alone, 1)  # KIP-74: the first batch whole, however small the limit
+    both = protocol.decode_partition(0, _part(one + two), until=5)  # decoding stopped early: still counted
+    assert both.first_batch_bytes == len(one) and both.size == len(one) + len(two)
+    assert protocol.over_limit(both, 1) and protocol.over_limit(both, (len(one) + len(two)) // 2 - 1)
+    assert not protocol.over_limit(both, (len(one) + len(two)) // 2)  # rounded up to whole batches: cheap
+    cut = protocol.decode_partition(0, _part(one + two[:10]), until=None)
+    assert not protocol.over_limit(cut, len(one) + 10)  # the limit honoured: the next batch cut short
+    assert protocol.first_batch_bytes(None) == 0 and protocol.first_batch_bytes(one[:5]) == 0
+
+
 def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() -> None:
     answer = protocol.decode_partition(13, _part(_batch(10, 10)), until=15)
     assert [r.offset for r in answer.records] == [13, 14, 15]

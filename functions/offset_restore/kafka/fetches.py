@@ -6,6 +6,7 @@ requests are built and batches decoded (read_committed) in ``protocol.py``. This
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -17,6 +18,8 @@ from offset_restore.kafka.topics import Topics
 
 __all__ = ["Fetches"]
 
+logger = logging.getLogger(__name__)
+
 
 class Fetches(Topics):
     """Mixin of ``KafkaCluster``: fetch rounds. The attributes are set by ``KafkaCluster.__init__``."""
@@ -24,6 +27,17 @@ class Fetches(Topics):
     fetch_max_wait_ms: int
     fetch_max_bytes: int
     fetched_bytes: int
+    limit_ignoring: set[int]
+    """Leaders seen to answer a partition over its byte limit (``protocol.over_limit``): each of their
+    partitions is asked alone from then on, in this connection's life (``protocol.fetch_requests``)."""
+
+    def _ignores_limits(self, node: int, tp: TP, size: int, limit: int) -> None:
+        self.limit_ignoring.add(node)
+        logger.info(
+            "broker %s sent %s bytes for %s asked at most %s: it ignores per-partition fetch limits, so each "
+            "partition is asked of it alone from now on (more requests, no more bytes than asked)",
+            node, size, tp, max(1, limit),
+        )  # fmt: skip
 
     def fetch(
         self,
@@ -60,20 +74,21 @@ class Fetches(Topics):
             if isinstance(partition_max_bytes, int)
             else partition_max_bytes
         )
-        requests = protocol.fetch_requests(by_node, limits, self.fetch_max_bytes, wait_ms)
+        requests = protocol.fetch_requests(by_node, limits, self.fetch_max_bytes, wait_ms, self.limit_ignoring)
         manager, timeout = self._manager, self._request_ms + wait_ms
 
-        async def send_all() -> list[Any]:
-            answered = await pipelined(
-                [(None, node, request) for node, request in requests],
+        async def send_all() -> list[tuple[Any, Any]]:
+            return await pipelined(
+                [(node, node, request) for node, request in requests],
                 lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
             )
-            return [response for _, response in answered]
 
-        for response in self._run("fetching records", send_all):
+        for node, response in self._run("fetching records", send_all):
             for tp, answer in protocol.decode_fetch(response, positions, until):
                 result[tp] = answer
                 self.fetched_bytes += answer.size
+                if node not in self.limit_ignoring and protocol.over_limit(answer, max(1, limits[tp])):
+                    self._ignores_limits(node, tp, answer.size, limits[tp])
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse", retriable=True))
         return result

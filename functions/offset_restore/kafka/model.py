@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 __all__ = [
     "ONE_BATCH",
+    "POINT_READ_BYTES",
     "TP",
     "CommittedOffset",
     "FetchedRecord",
@@ -54,6 +55,9 @@ class PartitionFetch:
     """The error may pass (a leader moving, a replica not ready): the partition is asked again."""
     earlier_from: int = -1
     """Where the answer's first batch starts when that is before the fetch offset (-1: it is not)."""
+    first_batch_bytes: int = 0
+    """Bytes of the answer's first batch, whole (0: none): an answer over its limit may be that one
+    batch (KIP-74) and nothing more, else the broker ignored the limit (``protocol.over_limit``)."""
     earlier: Callable[[int], list[FetchedRecord]] | None = field(default=None, repr=False, compare=False)
     """That batch's data records from an offset up to the fetch offset, decoded only when asked: the
     broker sends a batch whole, so a reader that will want them (the search) need not ask again."""
@@ -71,6 +75,11 @@ goes alone in its request with a limit of one byte, and a broker sends the first
 first partition whole however large it is (KIP-74). A larger byte limit costs what it asks: a limit
 of 256 KB over 175 KB zstd batches brought each batch and 81 KB of the next, cut short and thrown
 away (1.25x the partition for 50 point reads in it)."""
+
+POINT_READ_BYTES = 16 * 1024
+"""A partition's first byte limit when a read wants positions, not ranges: the producers' default
+batch size. The broker sends the batch holding the position whole when it fits, and stops at the
+limit: about one batch on the wire, the floor for reading one record."""
 
 
 @dataclass(frozen=True, slots=True)

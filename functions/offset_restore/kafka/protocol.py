@@ -9,8 +9,9 @@ many groups pipelined).
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -25,6 +26,7 @@ from offset_restore.kafka import internals
 from offset_restore.kafka.batch_records import BatchBody, decode_records, records_before
 from offset_restore.kafka.model import (
     ONE_BATCH,
+    POINT_READ_BYTES,
     TP,
     CommittedOffset,
     FetchedRecord,
@@ -37,6 +39,7 @@ from offset_restore.packing import packed
 
 __all__ = [
     "FETCH_MAX_VERSION",
+    "alone_max_bytes",
     "chunks",
     "commit_errors",
     "committed_offsets",
@@ -48,8 +51,10 @@ __all__ = [
     "described_groups",
     "error_name",
     "fetch_requests",
+    "first_batch_bytes",
     "metadata_request",
     "offset_commit_request",
+    "over_limit",
     "partition_identities",
     "topics_and_leaders",
 ]
@@ -239,15 +244,22 @@ def fetch_requests(
     limits: Mapping[TP, int],
     fetch_max_bytes: int,
     wait_ms: int,
+    ignoring: Collection[int] = (),
 ) -> list[tuple[int, Any]]:
     """Fetch requests per leader, each partition with its byte limit: as many partitions per request
     as fit the response limit at their full limits, so that the broker serves every partition asked
-    for (a partition left out by a full response would only be asked again)."""
+    for (a partition left out by a full response would only be asked again).
+
+    On a node of ``ignoring`` (seen to answer over a partition's limit: ``over_limit``) every partition
+    goes alone, its limit the request's (``alone_max_bytes``): such a broker (the local one, Tansu)
+    fills a request's first partition up to the response limit whatever the partition's own, but
+    honours the response limit."""
     requests = []
     for node, entries in by_node.items():
-        alone = [[entry] for entry in entries if limits[entry[0]] == ONE_BATCH]
+        each_alone = node in ignoring
+        alone = [[entry] for entry in entries if each_alone or limits[entry[0]] == ONE_BATCH]
         shared = packed(
-            [entry for entry in entries if limits[entry[0]] != ONE_BATCH],
+            [] if each_alone else [entry for entry in entries if limits[entry[0]] != ONE_BATCH],
             lambda entry: max(1, limits[entry[0]]),
             fetch_max_bytes,
         )
@@ -268,13 +280,42 @@ def fetch_requests(
                 replica_id=-1,
                 max_wait_ms=wait_ms,
                 min_bytes=1,
-                max_bytes=1 if limits[share[0][0]] == ONE_BATCH else fetch_max_bytes,  # the first batch only
+                max_bytes=alone_max_bytes(limits[share[0][0]])
+                if len(share) == 1 and (each_alone or limits[share[0][0]] == ONE_BATCH)
+                else fetch_max_bytes,
                 isolation_level=READ_COMMITTED,
                 topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
                 max_version=FETCH_MAX_VERSION,
             )
             requests.append((node, request))
     return requests
+
+
+def alone_max_bytes(limit: int) -> int:
+    """The response limit of a request that asks one partition alone: 1 byte (the batch holding the
+    position, whole, and nothing after it) for ``ONE_BATCH`` and for a point read, which wants that
+    batch; the partition's own limit for a read of a range."""
+    return 1 if limit <= POINT_READ_BYTES else limit
+
+
+def over_limit(answer: PartitionFetch, limit: int) -> bool:
+    """Whether a broker sent a partition more than twice its limit across more than one batch. Apache
+    Kafka sends at most the limit, or the first batch whole when that alone is larger (KIP-74); the
+    local broker sends a request's first partition everything up to the response limit (megabytes for
+    a point read of 16 KB). Twice: it also rounds each partition up to a whole batch, which is cheap."""
+    return answer.size > max(2 * max(1, limit), answer.first_batch_bytes)
+
+
+def first_batch_bytes(data: bytes | None) -> int:
+    """Bytes of the first record batch of a partition's answer, whole (its length field and the
+    12 bytes of offset and length before it); 0 when there is none."""
+    if not data or len(data) < _LOG_OVERHEAD:
+        return 0
+    (length,) = struct.unpack_from(">i", data, 8)
+    return _LOG_OVERHEAD + length
+
+
+_LOG_OVERHEAD = 12
 
 
 def decode_fetch(
@@ -438,6 +479,7 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         log_start_offset=part.log_start_offset,
         next_offset=next_offset,
         size=len(part.records or b""),
+        first_batch_bytes=first_batch_bytes(part.records),
         earlier_from=earlier[0] if earlier else -1,
         earlier=earlier[1] if earlier else None,
     )

@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import ONE_BATCH, POINT_READ_BYTES, TP, FetchedRecord, PartitionFetch
 
 __all__ = [
     "ALONE_FROM",
@@ -61,10 +61,6 @@ Fetch = Callable[[Mapping[TP, int], Mapping[TP, int] | None, Mapping[TP, int], i
 cluster's) -> one round's answer per partition. ``until`` lets the decoder stop after the first record
 at or past that offset."""
 
-POINT_READ_BYTES = 16 * 1024
-"""A partition's first byte limit when a read wants positions, not ranges: the producers' default
-batch size. The broker sends the batch holding the position whole when it fits, and stops at the
-limit: about one batch on the wire, the floor for reading one record."""
 MAX_PARTITION_BYTES = 8 * 1024 * 1024
 """The most a partition's limit grows to (4x for each patient round that left it unserved: its batches
 are larger than the limit, and only the first partition of a request gets an oversized batch whole)."""

@@ -1,0 +1,59 @@
+"""A broker that ignores per-partition fetch limits (the local one, Tansu, fills a request's first
+partition up to the response limit) is seen doing so once, and from then on each partition is asked
+of it alone, a point read one batch: no read costs more than asked. Apache Kafka honours the limits
+(KIP-74: at most the first batch whole past them) and is never taken for such a broker."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from offset_restore.devtools.brokers import started
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.kafka.rounds import POINT_READ_BYTES
+
+from tests.helpers import unique
+
+RECORDS = 2_000
+
+
+@pytest.fixture(scope="module")
+def local() -> Iterator[KafkaCluster]:
+    with started("local", "limits") as (broker,), KafkaCluster(broker.settings()) as cluster:
+        yield cluster
+
+
+def _written(cluster: KafkaCluster) -> list[TP]:
+    topic = unique("limits")
+    cluster.create_topics({topic: 3})
+    for p in range(3):  # ~220 KB a partition, in the producer's 16 KB batches
+        cluster.produce(topic, p, ((f"{p}-{i}".encode(), b"v" * 100, [], None) for i in range(RECORDS)))
+    return [TP(topic, p) for p in range(3)]
+
+
+def _point_reads(cluster: KafkaCluster, tps: list[TP], at: int) -> dict[TP, tuple[int, int, list[int]]]:
+    answers = cluster.fetch(dict.fromkeys(tps, at), partition_max_bytes=POINT_READ_BYTES)
+    return {tp: (a.size, a.first_batch_bytes, [r.offset for r in a.records]) for tp, a in answers.items()}
+
+
+def test_the_local_broker_is_seen_ignoring_limits_and_then_asked_one_batch_a_partition(local: KafkaCluster) -> None:
+    tps = _written(local)
+    first = _point_reads(local, tps, 100)
+    assert max(size for size, _, _ in first.values()) > 2 * POINT_READ_BYTES  # what it does, shown
+    assert local.limit_ignoring, "an answer of several batches far over its limit went unnoticed"
+    for at in (700, 1_500):
+        later = _point_reads(local, tps, at)
+        for tp, (size, batch, offsets) in later.items():
+            assert size == batch <= 2 * POINT_READ_BYTES, f"{tp} at {at}: {size} bytes, its batch {batch}"
+            assert offsets[0] == at and offsets == list(range(at, offsets[-1] + 1))  # the batch holding it
+    assert all(local.read_partition(tp)[-1].offset == RECORDS - 1 for tp in tps)  # reads of ranges go on
+
+
+def test_apache_kafka_is_never_taken_for_a_broker_that_ignores_limits(target: KafkaCluster) -> None:
+    tps = _written(target)
+    for at in (0, 100, 1_500):
+        for tp, (size, batch, offsets) in _point_reads(target, tps, at).items():
+            assert size <= POINT_READ_BYTES or size == batch, f"{tp} at {at}: {size} bytes"
+            assert offsets and offsets[0] == at
+    assert target.limit_ignoring == set()
