@@ -506,3 +506,13 @@ def test_an_overcounted_gap_is_read_in_its_middle_and_only_when_it_is_the_first_
     assert overcounted_gap(_log(fallen), windows) is None
     in_order = [(o, o) for o in range(100)] + [(o, o) for o in range(1_200, 1_300)]
     assert overcounted_gap(_log(in_order), windows) is None
+    later = [(0, 1_300), (2_500, 2_600)]  # the gap explained, but its far side falls back further on
+    fallen_later = [
+        *[(o, o) for o in range(1_300)],
+        (2_500, 2_400),
+        (2_501, 1_000),
+        *[(o, o) for o in range(2_502, 2_600)],
+    ]
+    assert overcounted_gap(_log(fallen_later[:1_301]), later) == 1_899  # before the fall is read: the gap
+    assert "more records than the source had" in (disorder_in(_log(fallen_later), later) or "")  # the first named
+    assert overcounted_gap(_log(fallen_later), later) is None  # no gap read could put it in order
