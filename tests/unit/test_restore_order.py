@@ -516,3 +516,32 @@ def test_an_overcounted_gap_is_read_in_its_middle_and_only_when_it_is_the_first_
     assert overcounted_gap(_log(fallen_later[:1_301]), later) == 1_899  # before the fall is read: the gap
     assert "more records than the source had" in (disorder_in(_log(fallen_later), later) or "")  # the first named
     assert overcounted_gap(_log(fallen_later), later) is None  # no gap read could put it in order
+
+
+class CountedWindows(SmallWindows):
+    """``SmallWindows`` counting how often each offset was sent."""
+
+    def __init__(self, layout: list[Slot], per_fetch: int) -> None:
+        super().__init__(layout, per_fetch)
+        self.sent: dict[int, int] = {}
+
+    def fetch(self, positions: Mapping[TP, int], **kw: Any) -> dict[TP, PartitionFetch]:
+        out = super().fetch(positions, **kw)
+        for answer in out.values():
+            for record in answer.records:
+                self.sent[record.offset] = self.sent.get(record.offset, 0) + 1
+        return out
+
+
+def test_a_fingerprint_scan_takes_from_the_time_searchs_window_what_it_holds() -> None:
+    """A replica without headers: each position's scan starts at the record the time search found, in
+    the window that found it, and does not ask for it again (a header-less plan read each such batch
+    twice). The answers stay those of the definition."""
+    n, committed = 400, [50, 170, 290]
+    layout = [Slot(s, None) for s in range(n)]
+    target = CountedWindows(layout, 40)
+    entries, _ = translate(snapshot(n, committed), target, PlanOptions(strategies=("fingerprint",)))
+    assert not judge(layout, entries)
+    assert sorted(e.target_offset for e in entries) == committed and all(e.exact for e in entries)
+    starts = [c - 3 for c in committed]  # the oldest evidence: the first record as recent, where the scan starts
+    assert [target.sent[s] for s in starts] == [1, 1, 1], target.sent

@@ -9,7 +9,7 @@ from offset_restore.kafka.model import TP, FetchedRecord
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import PositionKey
-from offset_restore.translate.search import PartitionIndex, SearchResult, search_first_at_least
+from offset_restore.translate.search import Observer, PartitionIndex, SearchResult, search_first_at_least
 
 __all__ = ["search_time"]
 
@@ -33,17 +33,22 @@ def _skew(index: PartitionIndex) -> int:
 
 
 def search_time(
-    stamps: Mapping[PositionKey, tuple[TP, int]], ctx: Context, strategy: str, margin: int
+    stamps: Mapping[PositionKey, tuple[TP, int]],
+    ctx: Context,
+    strategy: str,
+    margin: int,
+    observe: Observer | None = None,
 ) -> tuple[dict[PositionKey, SearchResult], dict[TP, int]]:
     """The first record with a timestamp >= each stamp less the skew seen on its partition and
     ``margin``. Timestamps are not in order when producer clocks differ: each pass may read windows
-    that show more skew, and then searches again (the windows read are kept)."""
+    that show more skew, and then searches again (the windows read are kept). ``observe`` is told of
+    every window read (the fingerprint strategy keeps their records for its scan)."""
     skews: dict[TP, int] = {}
     results: dict[PositionKey, SearchResult] = {}
     for _ in range(MAX_TIMESTAMP_PASSES):
         wanted = {key: (tp, stamp - skews.get(tp, 0) - margin, None) for key, (tp, stamp) in stamps.items()}
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, _timestamp_key, fetch_from(ctx.target), indexes=ctx.timestamp_indexes
+            wanted, ctx.bounds, _timestamp_key, fetch_from(ctx.target), indexes=ctx.timestamp_indexes, observe=observe
         )
         ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp in {tp for tp, _ in stamps.values()}}
