@@ -545,3 +545,30 @@ def test_a_fingerprint_scan_takes_from_the_time_searchs_window_what_it_holds() -
     assert sorted(e.target_offset or -1 for e in entries) == committed and all(e.exact for e in entries)
     starts = [c - 3 for c in committed]  # the oldest evidence: the first record as recent, where the scan starts
     assert [target.sent[s] for s in starts] == [1, 1, 1], target.sent
+
+
+def test_headers_falling_back_are_seen_as_windows_are_read_and_overlaps_left_to_the_whole_check() -> None:
+    in_order = observed((0, 10, [(o, o) for o in range(10)]), (500, 510, [(o, o) for o in range(500, 510)]))
+    assert in_order.fallen is None
+    later_lower = observed(
+        (0, 10, [(o, 100 + o) for o in range(10)]), (500, 510, [(o, o - 450) for o in range(500, 510)])
+    )
+    assert later_lower.fallen == "target offset 500 carries source offset 50 after source offset 109 at target offset 9"
+    earlier_higher = observed((500, 510, [(o, o) for o in range(500, 510)]), (0, 10, [(o, 600 + o) for o in range(10)]))
+    assert earlier_higher.fallen is not None and "source offset 500 after source offset 609" in earlier_higher.fallen
+    inside = observed((0, 4, [(0, 0), (1, 5), (2, 3), (3, 6)]))
+    assert inside.fallen == "target offset 2 carries source offset 3 after source offset 5 at target offset 1"
+    overlapping = observed((0, 10, [(o, o) for o in range(10)]), (5, 15, [(o, o - 8) for o in range(5, 15)]))
+    assert overlapping.fallen is None  # the keyed spans overlap: disorder_in decides on all of it
+    assert disorder_in(*overlapping.merged()) is not None
+
+
+def test_a_partition_whose_headers_fall_back_is_searched_no_further_and_read_whole() -> None:
+    """Source offsets 6,000-11,999 written twice: the search's third window shows the headers falling
+    back, and the partition's searches stop there (it is read whole, and answered as the definition
+    says) instead of reading on to six."""
+    n = 20_000
+    layout = [Slot(s, s) for s in range(12_000)] + [Slot(s, s) for s in range(6_000, n)]
+    entries, stats = translate(snapshot(n, [3_000, 9_000, 15_000]), SmallWindows(layout, 50), PlanOptions())
+    assert not judge(layout, entries)
+    assert stats.fetches["header"] <= 3 and stats.fetches["header (whole partitions)"] > 0, dict(stats.fetches)

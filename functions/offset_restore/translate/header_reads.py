@@ -159,6 +159,11 @@ class HeaderReads:
         """A window the search read, kept for the order check."""
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
 
+    def fallen(self, tp: TP) -> str | None:
+        """Why the headers read of ``tp`` already fall back (None: they do not, so far)."""
+        observed = self.observed.get(tp)
+        return observed.fallen if observed is not None else None
+
 
 MAX_HELD_RECORDS = 10_000
 """Records without the header a whole read holds until its first record with the header: past that,

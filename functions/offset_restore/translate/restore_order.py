@@ -14,6 +14,7 @@ Pure logic: the translate module feeds the records it fetched.
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import math
 from array import array
@@ -38,18 +39,35 @@ class ObservedPartition:
     """Every window read of one partition, in the order read."""
 
     windows: list[_Window] = field(default_factory=list)
+    fallen: str | None = None
+    """Why the headers read already fall back (a window's own, or against a window apart from it): the
+    partition is out of order whatever the rest holds, its searches may stop (it is read whole)."""
+    _firsts: list[int] = field(default_factory=list)
+    _spans: list[_Ends] = field(default_factory=list)
 
     def add(self, start: int, end: int, records: list[tuple[int, int | None, int]]) -> None:
         """``records``: (offset, source offset or None, timestamp) in offset order; [start, end) read."""
-        self.windows.append(
-            _Window(
-                start,
-                end,
-                array("q", (r[0] for r in records)),
-                array("q", (NO_KEY if r[1] is None else r[1] for r in records)),
-                array("q", (r[2] for r in records)),
-            )
+        window = _Window(
+            start,
+            end,
+            array("q", (r[0] for r in records)),
+            array("q", (NO_KEY if r[1] is None else r[1] for r in records)),
+            array("q", (r[2] for r in records)),
         )
+        if self.fallen is None:
+            self.fallen = self._falls(_keyed_ends(window))
+        self.windows.append(window)
+
+    def _falls(self, new: _Ends) -> str | None:
+        """Why the new window's headers fall back, in it or against the windows read next to it (by
+        first keyed offset; the others are left to the whole check): a look at two neighbours, not
+        at every window, as a search reads hundreds on a partition."""
+        if new[4] is not None or new[0] < 0:
+            return new[4]
+        at = bisect.bisect(self._firsts, new[0])
+        self._firsts.insert(at, new[0])
+        self._spans.insert(at, new)
+        return _falls_against(new, self._spans[max(0, at - 1) : at] + self._spans[at + 1 : at + 2])
 
     def merged(self) -> tuple[PartitionLog, list[tuple[int, int]]]:
         """The records read, once each in offset order, and the merged [start, end) ranges read."""
@@ -63,6 +81,33 @@ class ObservedPartition:
             elif w.end > w.start:
                 ranges.append((w.start, w.end))
         return log, ranges
+
+
+_Ends = tuple[int, int, int, int, str | None]
+"""A window's first keyed record (offset, key), its last, and why its own headers fall back (or None);
+(-1, -1, -1, -1, None) for a window without a keyed record."""
+
+
+def _keyed_ends(w: _Window) -> _Ends:
+    keyed = [(w.offsets[i], w.keys[i]) for i in range(len(w.offsets)) if w.keys[i] != NO_KEY]
+    if not keyed:
+        return (-1, -1, -1, -1, None)
+    inside = next((f"target offset {o2} carries source offset {k2} after source offset {k1} at target offset {o1}"
+                   for (o1, k1), (o2, k2) in itertools.pairwise(keyed) if k2 <= k1), None)  # fmt: skip
+    return (*keyed[0], *keyed[-1], inside)
+
+
+def _falls_against(new: _Ends, others: list[_Ends]) -> str | None:
+    """Why ``new`` (keyed, in order in itself) shows headers falling back against a window wholly
+    before or after it (overlapping windows are left to the whole check, ``disorder_in``)."""
+    for other in others:
+        before, after = (other, new) if other[2] < new[0] else (new, other) if new[2] < other[0] else (None, None)
+        if before is not None and after is not None and after[1] <= before[3]:
+            return (
+                f"target offset {after[0]} carries source offset {after[1]} after source offset {before[3]} "
+                f"at target offset {before[2]}"
+            )
+    return None
 
 
 def find_disorder(observed: ObservedPartition) -> str | None:

@@ -173,6 +173,7 @@ def search_first_at_least(
     observe: Observer | None = None,
     limits: Mapping[TP, int] | None = None,
     barren: set[TP] | None = None,
+    abandon: Callable[[TP], str | None] | None = None,
 ) -> tuple[dict[JobId, SearchResult], SearchStats]:
     """Settle every search in ``wanted``: id -> (partition, wanted key, first guess of the offset or None).
 
@@ -182,6 +183,8 @@ def search_first_at_least(
     where an earlier read learned that its batches are larger than a point read's (``Context.limits``).
     ``barren``: partitions whose searches give up after ``MAX_BARREN_ROUNDS`` windows without a keyed
     record (those whose last records carry no key either: a replica written without it).
+    ``abandon``: why a partition's searches stop after a window (None: they go on); the header strategy
+    stops those whose headers already fall back, which it reads whole.
     """
     indexes = {} if indexes is None else indexes
     stats = SearchStats()
@@ -204,20 +207,29 @@ def search_first_at_least(
         for tp, outcome in rounds.round(positions).items():
             stats.rounds_per_partition[tp] = stats.rounds_per_partition.get(tp, 0) + 1
             if isinstance(outcome, Failed):
-                for job_id in [j for j, job in jobs.items() if job.tp == tp]:
-                    results[job_id] = SearchResult(None, None, False, outcome.reason)
-                    del jobs[job_id]
-            else:
-                _take(tp, positions[tp], outcome, indexes[tp], key_of, observe)
-                unkeyed[tp] = 0 if indexes[tp].keys else unkeyed.get(tp, 0) + 1
-                if barren is not None and tp in barren and unkeyed[tp] >= MAX_BARREN_ROUNDS:
-                    why = f"no record with the key in the {MAX_BARREN_ROUNDS} windows read (written without it?)"
-                    for job_id in [j for j, job in jobs.items() if job.tp == tp]:
-                        results[job_id] = SearchResult(None, None, False, why)
-                        del jobs[job_id]
+                _give_up(jobs, results, tp, outcome.reason)
+                continue
+            _take(tp, positions[tp], outcome, indexes[tp], key_of, observe)
+            unkeyed[tp] = 0 if indexes[tp].keys else unkeyed.get(tp, 0) + 1
+            if barren is not None and tp in barren and unkeyed[tp] >= MAX_BARREN_ROUNDS:
+                _give_up(
+                    jobs,
+                    results,
+                    tp,
+                    f"no record with the key in the {MAX_BARREN_ROUNDS} windows read (written without it?)",
+                )
+            elif abandon is not None and (why := abandon(tp)) is not None:
+                _give_up(jobs, results, tp, why)
     stats.rounds, stats.fetches, stats.records_read = rounds.rounds, rounds.fetches, rounds.records
     stats.limits, stats.batch_bytes = rounds.limits, rounds.batch_bytes
     return results, stats
+
+
+def _give_up(jobs: dict[JobId, _Job], results: dict[JobId, SearchResult], tp: TP, why: str) -> None:
+    """Every search of ``tp`` ends unanswered, with why (the caller's next step decides them)."""
+    for job_id in [j for j, job in jobs.items() if job.tp == tp]:
+        results[job_id] = SearchResult(None, None, False, why)
+        del jobs[job_id]
 
 
 def _choose(
