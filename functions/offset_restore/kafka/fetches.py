@@ -87,7 +87,7 @@ class Fetches(Topics):
             for tp, answer in protocol.decode_fetch(response, positions, until):
                 result[tp] = answer
                 self.fetched_bytes += answer.size
-                if node not in self.limit_ignoring and protocol.over_limit(answer, max(1, limits[tp])):
+                if node not in self.limit_ignoring and protocol.over_limit(answer, limits[tp]):
                     self._ignores_limits(node, tp, answer.size, limits[tp])
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse", retriable=True))

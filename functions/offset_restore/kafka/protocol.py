@@ -257,13 +257,14 @@ def fetch_requests(
     requests = []
     for node, entries in by_node.items():
         each_alone = node in ignoring
-        alone = [[entry] for entry in entries if each_alone or limits[entry[0]] == ONE_BATCH]
+        alone = [entry for entry in entries if each_alone or limits[entry[0]] == ONE_BATCH]
         shared = packed(
-            [] if each_alone else [entry for entry in entries if limits[entry[0]] != ONE_BATCH],
+            [entry for entry in entries if not each_alone and limits[entry[0]] != ONE_BATCH],
             lambda entry: max(1, limits[entry[0]]),
             fetch_max_bytes,
         )
-        for share in [*alone, *shared]:
+        shares = [([entry], alone_max_bytes(limits[entry[0]])) for entry in alone]
+        for share, max_bytes in [*shares, *((share, fetch_max_bytes) for share in shared)]:
             topics: dict[str, list[Any]] = defaultdict(list)
             for tp, offset in share:
                 topics[tp.topic].append(
@@ -280,9 +281,7 @@ def fetch_requests(
                 replica_id=-1,
                 max_wait_ms=wait_ms,
                 min_bytes=1,
-                max_bytes=alone_max_bytes(limits[share[0][0]])
-                if len(share) == 1 and (each_alone or limits[share[0][0]] == ONE_BATCH)
-                else fetch_max_bytes,
+                max_bytes=max_bytes,
                 isolation_level=READ_COMMITTED,
                 topics=[_FetchTopic(topic=name, partitions=parts) for name, parts in topics.items()],
                 max_version=FETCH_MAX_VERSION,

@@ -18,7 +18,9 @@ import bisect
 import itertools
 import math
 from array import array
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog
 
@@ -43,7 +45,7 @@ class ObservedPartition:
     """Why the headers read already fall back (a window's own, or against a window apart from it): the
     partition is out of order whatever the rest holds, its searches may stop (it is read whole)."""
     _firsts: list[int] = field(default_factory=list)
-    _spans: list[_Ends] = field(default_factory=list)
+    _spans: list[_Span] = field(default_factory=list)
 
     def add(self, start: int, end: int, records: list[tuple[int, int | None, int]]) -> None:
         """``records``: (offset, source offset or None, timestamp) in offset order; [start, end) read."""
@@ -54,18 +56,19 @@ class ObservedPartition:
             array("q", (NO_KEY if r[1] is None else r[1] for r in records)),
             array("q", (r[2] for r in records)),
         )
-        if self.fallen is None:
-            self.fallen = self._falls(_keyed_ends(window))
+        span = _keyed_span(window)
+        if self.fallen is None and span is not None:
+            self.fallen = self._falls(span)
         self.windows.append(window)
 
-    def _falls(self, new: _Ends) -> str | None:
+    def _falls(self, new: _Span) -> str | None:
         """Why the new window's headers fall back, in it or against the windows read next to it (by
         first keyed offset; the others are left to the whole check): a look at two neighbours, not
         at every window, as a search reads hundreds on a partition."""
-        if new[4] is not None or new[0] < 0:
-            return new[4]
-        at = bisect.bisect(self._firsts, new[0])
-        self._firsts.insert(at, new[0])
+        if new.inside is not None:
+            return new.inside
+        at = bisect.bisect(self._firsts, new.first_offset)
+        self._firsts.insert(at, new.first_offset)
         self._spans.insert(at, new)
         return _falls_against(new, self._spans[max(0, at - 1) : at] + self._spans[at + 1 : at + 2])
 
@@ -83,31 +86,49 @@ class ObservedPartition:
         return log, ranges
 
 
-_Ends = tuple[int, int, int, int, str | None]
-"""A window's first keyed record (offset, key), its last, and why its own headers fall back (or None);
-(-1, -1, -1, -1, None) for a window without a keyed record."""
+class _Span(NamedTuple):
+    """A window's first and last keyed records, and why its own headers fall back (None: they do not)."""
+
+    first_offset: int
+    first_key: int
+    last_offset: int
+    last_key: int
+    inside: str | None
 
 
-def _keyed_ends(w: _Window) -> _Ends:
+def _keyed_span(w: _Window) -> _Span | None:
+    """The keyed records' span of a window (None: it has none)."""
     keyed = [(w.offsets[i], w.keys[i]) for i in range(len(w.offsets)) if w.keys[i] != NO_KEY]
     if not keyed:
-        return (-1, -1, -1, -1, None)
-    inside = next((f"target offset {o2} carries source offset {k2} after source offset {k1} at target offset {o1}"
-                   for (o1, k1), (o2, k2) in itertools.pairwise(keyed) if k2 <= k1), None)  # fmt: skip
-    return (*keyed[0], *keyed[-1], inside)
+        return None
+    return _Span(*keyed[0], *keyed[-1], _first_fall(keyed))
 
 
-def _falls_against(new: _Ends, others: list[_Ends]) -> str | None:
-    """Why ``new`` (keyed, in order in itself) shows headers falling back against a window wholly
-    before or after it (overlapping windows are left to the whole check, ``disorder_in``)."""
+def _falls_against(new: _Span, others: list[_Span]) -> str | None:
+    """Why ``new`` (in order in itself) shows headers falling back against a window wholly before or
+    after it (overlapping windows are left to the whole check, ``disorder_in``)."""
     for other in others:
-        before, after = (other, new) if other[2] < new[0] else (new, other) if new[2] < other[0] else (None, None)
-        if before is not None and after is not None and after[1] <= before[3]:
-            return (
-                f"target offset {after[0]} carries source offset {after[1]} after source offset {before[3]} "
-                f"at target offset {before[2]}"
-            )
+        if other.last_offset < new.first_offset:
+            before, after = other, new
+        elif new.last_offset < other.first_offset:
+            before, after = new, other
+        else:
+            continue
+        if after.first_key <= before.last_key:
+            return _fell(before.last_offset, before.last_key, after.first_offset, after.first_key)
     return None
+
+
+def _fell(o1: int, k1: int, o2: int, k2: int) -> str:
+    """The words for a header at or below the one before it (target offsets ``o1`` < ``o2``)."""
+    what = "again" if k2 == k1 else f"after source offset {k1} at target offset {o1}"
+    return f"target offset {o2} carries source offset {k2} {what}"
+
+
+def _first_fall(keyed: Iterable[tuple[int, int]]) -> str | None:
+    """Why the first header at or below the one before it falls back, among (offset, key) pairs in
+    offset order (None: none does)."""
+    return next((_fell(o1, k1, o2, k2) for (o1, k1), (o2, k2) in itertools.pairwise(keyed) if k2 <= k1), None)
 
 
 def find_disorder(observed: ObservedPartition) -> str | None:
@@ -170,8 +191,7 @@ def _falls_back(log: PartitionLog) -> bool:
     """Whether a header anywhere among the records read is at or below the one before it: the
     partition is out of order whatever the unread offsets between hold (the local broker returns the
     records of aborted transactions: their copy and its rewrite read so), and will be read whole."""
-    keys = [k for k in log.keys if k != NO_KEY]
-    return any(k2 <= k1 for k1, k2 in itertools.pairwise(keys))
+    return _first_fall((o, k) for o, k in zip(log.offsets, log.keys, strict=True) if k != NO_KEY) is not None
 
 
 def _first_problem(
@@ -184,8 +204,7 @@ def _first_problem(
     for a, b in itertools.pairwise(keyed):
         (o1, k1), (o2, k2) = (log.offsets[a], log.keys[a]), (log.offsets[b], log.keys[b])
         if k2 <= k1:
-            what = "again" if k2 == k1 else f"after source offset {k1} at target offset {o1}"
-            return f"target offset {o2} carries source offset {k2} {what}", None
+            return _fell(o1, k1, o2, k2), None
         if b > a + 1:
             return f"target offset {log.offsets[a + 1]} has no offset header between restored records", None
         if o2 == o1 + 1:
