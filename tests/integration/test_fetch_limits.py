@@ -5,12 +5,14 @@ of it alone, a point read one batch: no read costs more than asked. Apache Kafka
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 import pytest
+from offset_restore.apply.anchors import records_at
 from offset_restore.devtools.brokers import started
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP
+from offset_restore.kafka.model import TP, PartitionFetch
 from offset_restore.kafka.rounds import POINT_READ_BYTES
 
 from tests.helpers import unique
@@ -57,3 +59,35 @@ def test_apache_kafka_is_never_taken_for_a_broker_that_ignores_limits(target: Ka
             assert size <= POINT_READ_BYTES or size == batch, f"{tp} at {at}: {size} bytes"
             assert offsets and offsets[0] == at
     assert target.limit_ignoring == set()
+
+
+@pytest.mark.parametrize("broker", ["local", "apache"])
+def test_anchors_close_together_are_read_in_a_few_runs_at_the_bytes_of_one_pass(
+    broker: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Apply's check of a dense partition's anchors (every 10th offset here): point reads would cover
+    it back to back, a request each window; read as runs (``FetchRounds.run_end``), a few rounds bring
+    the same records, and no more bytes than reading the partition once."""
+    cluster: KafkaCluster = request.getfixturevalue("local" if broker == "local" else "target")
+    tps = _written(cluster)
+    _point_reads(cluster, tps, 100)  # on the local broker: its first over-read, seen, out of the count
+    assert bool(cluster.limit_ignoring) == (broker == "local")  # from here each partition alone there
+    before = cluster.fetched_bytes
+    cluster.read_partition(tps[1])
+    one_pass = cluster.fetched_bytes - before
+    rounds: list[int] = []
+    real = cluster.fetch
+
+    def counted(positions: Mapping[TP, int], **kwargs: Any) -> dict[TP, PartitionFetch]:
+        rounds.append(len(positions))
+        return real(positions, **kwargs)
+
+    monkeypatch.setattr(cluster, "fetch", counted)
+    wanted = set(range(3, RECORDS, 10))
+    before = cluster.fetched_bytes
+    found = records_at(cluster, {tps[2]: wanted})
+    read = cluster.fetched_bytes - before
+    assert {o for _, o in found} == wanted
+    assert all(r.key == f"2-{o}".encode() for (_, o), r in found.items())
+    assert len(rounds) <= 4, f"{len(rounds)} rounds for {len(wanted)} offsets on 14 batches"
+    assert read <= one_pass * 1.1, f"{read} bytes, one pass {one_pass}"

@@ -12,6 +12,7 @@ from offset_restore.kafka.rounds import (
     ONE_BATCH,
     PATIENT_WAIT_MS,
     POINT_READ_BYTES,
+    RUN_BYTES,
     AtEnd,
     Failed,
     FetchRounds,
@@ -239,3 +240,65 @@ def test_a_retriable_error_is_asked_again_and_named_when_it_does_not_pass() -> N
     outcomes = [stuck.round({A: 0})[A] for _ in range(MAX_UNSERVED_ROUNDS)]
     assert all(isinstance(o, Unserved) for o in outcomes[:-1])
     assert outcomes[-1] == Failed(f"no records returned at {A} offset 0, the last answer: KafkaStorageError, 10 rounds")
+
+
+class Priced:
+    """A broker whose records each take ``per_offset`` bytes: an answer holds what its limit buys."""
+
+    def __init__(self, per_offset: float) -> None:
+        self.per_offset = per_offset
+        self.asked: list[dict[TP, int]] = []
+
+    def __call__(
+        self,
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None,
+        limits: Mapping[TP, int],
+        wait_ms: int | None = None,
+    ) -> Mapping[TP, PartitionFetch]:
+        self.asked.append(dict(limits))
+        out = {}
+        for tp, position in positions.items():
+            answer = _answer(position, max(1, int(max(1, limits[tp]) / self.per_offset)), 10_000)
+            out[tp] = replace(answer, size=int(len(answer.records) * self.per_offset), bytes_per_offset=self.per_offset)
+        return out
+
+
+def test_offsets_that_point_reads_would_cover_back_to_back_are_read_as_one_run() -> None:
+    """Once an answer measured what an offset takes, a reader's run (``run_end``: wanted offsets
+    within a point read's offsets of each other) is asked at the bytes it spans, at most RUN_BYTES;
+    an offset far from the next is still a point read, and so is a partition not yet measured."""
+    fetch = Priced(100.0)  # a point read of 16 KB covers 163 offsets
+    rounds = FetchRounds(fetch)
+    assert rounds.run_end(A, [(0, 1), (100, 101)]) is None  # not measured yet
+    rounds.round({A: 0, B: 0})
+    wanted = [0, 150, 300, 450, 5_000]  # 150 apart: one run up to 450; 5,000 is far
+    assert rounds.run_end(A, ((o, o + 1) for o in wanted)) == 451
+    assert rounds.run_end(A, [(600, 700), (800, 801), (1_000, 1_001)]) == 801  # 200 > 163 offsets: cut there
+    rounds.round({A: 0, B: 0}, reach={A: 451, B: 1})
+    assert fetch.asked[-1] == {A: 45_100, B: POINT_READ_BYTES}
+    rounds.round({A: 0}, reach={A: 1_000_000})
+    assert fetch.asked[-1] == {A: RUN_BYTES}
+
+
+def test_a_run_is_never_asked_over_batches_read_one_at_a_time() -> None:
+    """A partition read ``ONE_BATCH`` (batches over 64 KB) keeps it: a range limit below such a batch
+    in a shared request comes back cut short, and would grow the partition's limit past one batch."""
+    fetch = Priced(100.0)
+    rounds = FetchRounds(fetch, limits={A: ONE_BATCH})
+    rounds.round({A: 0})
+    rounds.round({A: 0}, reach={A: 5_000})
+    assert [limits[A] for limits in fetch.asked] == [ONE_BATCH, ONE_BATCH]
+
+
+def test_a_probe_the_broker_left_unserved_is_asked_again_not_given_up() -> None:
+    """The whole read's probes (``whole_read._probed``): a busy broker that left one empty is asked
+    again, patiently, so the partition is priced (and read whole where cheaper), not searched a
+    window at a time; a partition never served is left out for the search to report."""
+    from offset_restore.translate.strategies.whole_read import _probed
+
+    C = TP("t", 2)
+    script = Script({A: 6, B: 6, C: 6}, per_round=1, never=frozenset({C}))
+    answers = _probed(FetchRounds(script), {A: 0, B: 0, C: 0})
+    assert set(answers) == {A, B}
+    assert all(answer.records[0].offset == 0 for answer in answers.values())

@@ -75,6 +75,15 @@ def test_an_answer_over_its_limit_is_the_broker_ignoring_it_unless_it_is_one_bat
     assert protocol.first_batch_bytes(None) == 0 and protocol.first_batch_bytes(one[:5]) == 0
 
 
+def test_bytes_per_offset_counts_the_whole_batches_only_from_their_first_offset() -> None:
+    one, two = _batch(0, 40), _batch(40, 20)
+    assert protocol.bytes_per_offset(one + two) == (len(one) + len(two)) / 60
+    assert protocol.bytes_per_offset(one + two[:30]) == len(one) / 40  # the cut batch left out
+    # A read begun at offset 35 costs the first batch whole: priced by its 40 offsets, not the 25 read past 35.
+    assert protocol.decode_partition(35, _part(one + two), until=None).bytes_per_offset == (len(one) + len(two)) / 60
+    assert protocol.bytes_per_offset(None) == protocol.bytes_per_offset(one[:30]) == 0.0
+
+
 def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() -> None:
     answer = protocol.decode_partition(13, _part(_batch(10, 10)), until=15)
     assert [r.offset for r in answer.records] == [13, 14, 15]

@@ -89,13 +89,19 @@ def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple
     """The record at each wanted offset that is on the target (absent: no record there), in shared
     fetch rounds: a window often holds several offsets asked for. A partition that cannot be read
     (an error, or unserved round after round) counts as holding none of them: the check that asked
-    then fails, which never lets a commit through."""
+    then fails, which never lets a commit through. Offsets close enough that point reads would cover
+    them back to back (a dense partition's hundreds of anchors) are read as one run."""
     pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
     found: dict[tuple[TP, int], FetchedRecord] = {}
     rounds = FetchRounds(fetch_from(target))
     while any(pending.values()):
         positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
-        for tp, outcome in rounds.round(positions).items():
+        reach = {
+            tp: end
+            for tp in positions
+            if (end := rounds.run_end(tp, ((offset, offset + 1) for offset in sorted(pending[tp])))) is not None
+        }
+        for tp, outcome in rounds.round(positions, reach=reach).items():
             offsets = pending[tp]
             if isinstance(outcome, Served):
                 for r in outcome.answer.records:

@@ -58,6 +58,9 @@ class PartitionFetch:
     first_batch_bytes: int = 0
     """Bytes of the answer's first batch, whole (0: none): an answer over its limit may be that one
     batch (KIP-74) and nothing more, else the broker ignored the limit (``protocol.over_limit``)."""
+    bytes_per_offset: float = 0.0
+    """What an offset takes in this answer's whole batches (``protocol.bytes_per_offset``; 0.0: none
+    whole): how many bytes a read of a run of offsets asks for (``FetchRounds.round``'s ``reach``)."""
     earlier: Callable[[int], list[FetchedRecord]] | None = field(default=None, repr=False, compare=False)
     """That batch's data records from an offset up to the fetch offset, decoded only when asked: the
     broker sends a batch whole, so a reader that will want them (the search) need not ask again."""

@@ -40,6 +40,7 @@ from offset_restore.packing import packed
 __all__ = [
     "FETCH_MAX_VERSION",
     "alone_max_bytes",
+    "bytes_per_offset",
     "chunks",
     "commit_errors",
     "committed_offsets",
@@ -315,6 +316,28 @@ def first_batch_bytes(data: bytes | None) -> int:
 
 
 _LOG_OVERHEAD = 12
+_LAST_OFFSET_DELTA_AT = 23
+"""Where a v2 record batch holds its last offset delta: base offset (8), length (4), leader epoch (4),
+magic (1), CRC (4), attributes (2)."""
+
+
+def bytes_per_offset(data: bytes | None) -> float:
+    """What an offset takes on the wire in an answer's whole batches (their bytes over the offsets
+    they span, from the batch headers alone, nothing decoded; 0.0 when none is whole). A batch cut
+    short at the limit is left out, and so is where the position fell inside the first batch: the
+    answer's bytes over the offsets it read past the position would price a read begun near a
+    batch's end at many times its cost."""
+    if not data:
+        return 0.0
+    at, first, end = 0, -1, -1
+    while at + _LAST_OFFSET_DELTA_AT + 4 <= len(data):
+        base, length = struct.unpack_from(">qi", data, at)
+        if at + _LOG_OVERHEAD + length > len(data):
+            break
+        (delta,) = struct.unpack_from(">i", data, at + _LAST_OFFSET_DELTA_AT)
+        first = base if first < 0 else first
+        end, at = base + delta + 1, at + _LOG_OVERHEAD + length
+    return at / (end - first) if end > first else 0.0
 
 
 def decode_fetch(
@@ -479,6 +502,7 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         next_offset=next_offset,
         size=len(part.records or b""),
         first_batch_bytes=first_batch_bytes(part.records),
+        bytes_per_offset=bytes_per_offset(part.records),
         earlier_from=earlier[0] if earlier else -1,
         earlier=earlier[1] if earlier else None,
     )

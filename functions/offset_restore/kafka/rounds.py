@@ -27,8 +27,9 @@ each reader is satisfied or its partition ends. Both are pure: the fetch is inje
 
 from __future__ import annotations
 
+import math
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -41,6 +42,7 @@ __all__ = [
     "ONE_BATCH",
     "PATIENT_WAIT_MS",
     "POINT_READ_BYTES",
+    "RUN_BYTES",
     "AtEnd",
     "Failed",
     "Fetch",
@@ -74,6 +76,11 @@ queued at it past the request timeout). Apache Kafka answers as soon as it has a
 ALONE_FROM = 64 * 1024
 """A point read left unserved at this limit (batches larger than 64 KB: large compressed batches) is
 asked next for ``ONE_BATCH``: the request it costs is nothing beside such a batch."""
+RUN_BYTES = 1024 * 1024
+"""The most one read of a run of wanted offsets asks of a partition (``FetchRounds.round``'s
+``reach``): where 400 groups sit on 5,000 records, point reads of 16 KB cover the partition back to
+back, a request each (9,000 for the dense shape's apply, each answer's framing counted too); read as
+runs, a few requests a partition bring the same batches."""
 
 
 def rank(limit: int) -> int:
@@ -176,21 +183,57 @@ class FetchRounds:
     unserved: Counter[TP] = field(default_factory=Counter)
     batch_bytes: dict[TP, int] = field(default_factory=dict)
     """The largest answer of each partition read ``ONE_BATCH``: its batches' size, measured."""
+    offset_bytes: dict[TP, float] = field(default_factory=dict)
+    """What an offset of each partition took in its last answer holding a whole batch
+    (``PartitionFetch.bytes_per_offset``): what a read of a run of offsets asks for."""
 
-    def round(self, positions: Mapping[TP, int], until: Mapping[TP, int] | None = None) -> dict[TP, Outcome]:
+    def round(
+        self,
+        positions: Mapping[TP, int],
+        until: Mapping[TP, int] | None = None,
+        reach: Mapping[TP, int] | None = None,
+    ) -> dict[TP, Outcome]:
         """Fetch every position once, the partitions left unserved before first (and the broker given
-        ``PATIENT_WAIT_MS`` for them); one outcome each."""
+        ``PATIENT_WAIT_MS`` for them); one outcome each. ``reach``: where a reader wants every record
+        from the position up to (``run_end``), so a partition is asked for that many bytes at once."""
         if not positions:
             return {}
         ordered = dict(sorted(positions.items(), key=lambda item: -self.unserved[item[0]]))
         self.rounds += 1
         self.fetches += len(ordered)
-        limits = {tp: self.limits.get(tp, self.partition_bytes) for tp in ordered}
+        limits = {tp: self._limit(tp, position, reach) for tp, position in ordered.items()}
         patient = self.unserved[next(iter(ordered))] > 0
         answers = self.fetch(ordered, until, limits, PATIENT_WAIT_MS if patient else None)
-        return {tp: self._outcome(tp, position, answers.get(tp)) for tp, position in ordered.items()}
+        return {tp: self._outcome(tp, position, answers.get(tp), limits[tp]) for tp, position in ordered.items()}
 
-    def _outcome(self, tp: TP, position: int, answer: PartitionFetch | None) -> Outcome:
+    def _limit(self, tp: TP, position: int, reach: Mapping[TP, int] | None) -> int:
+        """The limit the partition learned, or more where the reader wants a run up to ``reach[tp]``:
+        the bytes that many offsets took in its last answer, at most ``RUN_BYTES``. Not over batches
+        read ``ONE_BATCH``: a larger limit than the batch in a shared request comes back cut short."""
+        learned = self.limits.get(tp, self.partition_bytes)
+        per_offset = self.offset_bytes.get(tp, 0.0)
+        if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH:
+            return learned
+        wanted = min(RUN_BYTES, math.ceil(per_offset * (reach[tp] - position)))
+        return max(wanted, learned)
+
+    def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
+        """Where a run of the offsets a reader wants ends: ``spans`` are ranges (first, end), ascending
+        from the position, and each next one that begins within a point read's offsets of the end
+        before it (as the partition's last answer measured them) joins the run, for point reads would
+        cover them back to back. None before an answer measured the partition."""
+        per_offset = self.offset_bytes.get(tp, 0.0)
+        if not per_offset:
+            return None
+        window = max(POINT_READ_BYTES, rank(self.limits.get(tp, self.partition_bytes))) / per_offset
+        end: int | None = None
+        for first, last in spans:
+            if end is not None and first - end > window:
+                break
+            end = last if end is None else max(end, last)
+        return end
+
+    def _outcome(self, tp: TP, position: int, answer: PartitionFetch | None, limit: int) -> Outcome:
         if answer is None:
             return Failed(f"fetch of {tp} at {position} got no answer")
         if answer.error and answer.retriable:
@@ -205,8 +248,10 @@ class FetchRounds:
         end = max(self.ends.get(tp, -1), answer.high_watermark)
         if answer.read_to > position:
             self.unserved.pop(tp, None)
-            if self.limits.get(tp, self.partition_bytes) == ONE_BATCH:
+            if limit == ONE_BATCH:
                 self.batch_bytes[tp] = max(answer.size, self.batch_bytes.get(tp, 0))
+            if answer.bytes_per_offset:
+                self.offset_bytes[tp] = answer.bytes_per_offset
             return Served(answer)
         if position >= end >= 0:
             self.unserved.pop(tp, None)
@@ -237,14 +282,18 @@ def read_forward(
     *,
     until: Mapping[TP, int] | None = None,
     after_round: Callable[[], None] | None = None,
+    reach: Callable[[TP], int | None] | None = None,
 ) -> dict[TP, Failed]:
     """Read each partition forward from ``start`` until ``take`` has enough or the partition ends,
     all partitions in shared rounds. Returns the partitions that failed, with why (their reader got
-    what was read before the failure, and nothing after)."""
+    what was read before the failure, and nothing after). ``reach``: where the reader wants every
+    record up to from a partition's next position (``FetchRounds.run_end``), None where it does not
+    know."""
     cursors = dict(start)
     failed: dict[TP, Failed] = {}
     while cursors:
-        for tp, outcome in rounds.round(cursors, until).items():
+        reaches = None if reach is None else {tp: end for tp in cursors if (end := reach(tp)) is not None}
+        for tp, outcome in rounds.round(cursors, until, reaches).items():
             if isinstance(outcome, Failed):
                 failed[tp] = outcome
                 del cursors[tp]

@@ -11,7 +11,7 @@ restore's offset header where a record carries it (its origin offset: what a fai
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from offset_restore.kafka.model import TP, LogBounds
@@ -92,7 +92,12 @@ def collect_evidence(
     until = {tp: job.offsets[-1] for tp, job in work.items()}
     while starts:
         failed = read_forward(
-            rounds, starts, take, until=until, after_round=(lambda: progress(len(result), total)) if progress else None
+            rounds,
+            starts,
+            take,
+            until=until,
+            after_round=(lambda: progress(len(result), total)) if progress else None,
+            reach=lambda tp: rounds.run_end(tp, _spans(work[tp], n)),
         )
         # Records deleted while we read (retention, DeleteRecords): go on from the new log start.
         moved = {tp: f.log_start for tp, f in failed.items() if f.log_start is not None}
@@ -135,6 +140,12 @@ def _serve(tp: TP, job: _PartitionWork, n: int, exhausted: bool, result: dict[tu
         result[(tp, offset)] = Evidence(nxt, tuple(job.seen[max(first, at - n) : at]), True)
         done += 1
     del job.offsets[:done]
+
+
+def _spans(job: _PartitionWork, n: int) -> Iterator[tuple[int, int]]:
+    """The records each pending offset's evidence needs: its window and the offset itself."""
+    for offset in job.offsets:
+        yield _window_start(offset, job.bounds, n), offset + 1
 
 
 def _trim(job: _PartitionWork, n: int) -> None:

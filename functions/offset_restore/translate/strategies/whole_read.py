@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import partial
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, Served, read_forward
+from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.packing import packed
 from offset_restore.translate.context import Context
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
@@ -56,10 +56,8 @@ def cheaper_whole(
     rounds = ctx.rounds()
     cheaper: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
-    for tp, outcome in rounds.round(probes).items():
-        if not isinstance(outcome, Served):
-            continue  # the search will meet the same answer and say so
-        b, answer = ctx.bounds[tp], outcome.answer
+    for tp, answer in _probed(rounds, probes).items():
+        b = ctx.bounds[tp]
         whole = (b.end - b.start) * _bytes_per_offset(answer, probes[tp])
         searched = len(distinct[tp]) * ctx.point_bytes(tp)  # a batch a position: 1 MB batches cost 1 MB each
         if whole <= min(searched, MAX_WHOLE_READ_BYTES):
@@ -71,6 +69,20 @@ def cheaper_whole(
             begun[tp][0].extend(reads.whole(tp, answer))
     ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
     return cheaper, begun
+
+
+def _probed(rounds: FetchRounds, probes: Mapping[TP, int]) -> dict[TP, PartitionFetch]:
+    """Each probe's answer, a probe the broker left unserved asked again (the local broker, busy,
+    left 24 of 200 empty: each of those partitions was then searched, 48 windows of 16 KB, instead
+    of read whole). One that fails is left out: the search will meet the same answer and say so."""
+    served: dict[TP, PartitionFetch] = {}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> None:
+        if isinstance(outcome, Served):
+            served[tp] = outcome.answer
+
+    read_forward(rounds, probes, take)
+    return served
 
 
 def _bytes_per_offset(answer: PartitionFetch, start: int) -> float:
