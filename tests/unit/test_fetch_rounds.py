@@ -13,6 +13,7 @@ from offset_restore.kafka.rounds import (
     PATIENT_WAIT_MS,
     POINT_READ_BYTES,
     RUN_BYTES,
+    RUN_ROUND_BYTES,
     AtEnd,
     Failed,
     FetchRounds,
@@ -279,6 +280,25 @@ def test_offsets_that_point_reads_would_cover_back_to_back_are_read_as_one_run()
     assert fetch.asked[-1] == {A: 45_100, B: POINT_READ_BYTES}
     rounds.round({A: 0}, reach={A: 1_000_000})
     assert fetch.asked[-1] == {A: RUN_BYTES}
+
+
+def test_runs_of_many_partitions_share_a_rounds_bytes() -> None:
+    """Memory holds a round's answers: 2,000 partitions read as runs at once ask RUN_ROUND_BYTES in all
+    (32 KB each here), never 2,000 MB; each still asks at least a point read."""
+    fetch = Priced(1_000.0)
+    rounds = FetchRounds(fetch)
+    tps = [TP("t", p) for p in range(2_000)]
+    rounds.round(dict.fromkeys(tps, 0))
+    rounds.round(dict.fromkeys(tps, 0), reach=dict.fromkeys(tps, 1_000_000))
+    assert set(fetch.asked[-1].values()) == {RUN_ROUND_BYTES // 2_000}
+    rounds.round(dict.fromkeys(tps[:5], 0), reach=dict.fromkeys(tps[:5], 1_000_000))
+    assert set(fetch.asked[-1].values()) == {RUN_BYTES}
+    fetch = Priced(4_000.0)
+    rounds = FetchRounds(fetch)
+    many = [TP("u", p) for p in range(10_000)]
+    rounds.round(dict.fromkeys(many, 0))
+    rounds.round(dict.fromkeys(many, 0), reach=dict.fromkeys(many, 1_000_000))
+    assert set(fetch.asked[-1].values()) == {POINT_READ_BYTES}
 
 
 def test_a_run_is_never_asked_over_batches_read_one_at_a_time() -> None:

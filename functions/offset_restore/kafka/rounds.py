@@ -43,6 +43,7 @@ __all__ = [
     "PATIENT_WAIT_MS",
     "POINT_READ_BYTES",
     "RUN_BYTES",
+    "RUN_ROUND_BYTES",
     "AtEnd",
     "Failed",
     "Fetch",
@@ -81,6 +82,10 @@ RUN_BYTES = 1024 * 1024
 ``reach``): where 400 groups sit on 5,000 records, point reads of 16 KB cover the partition back to
 back, a request each (9,000 for the dense shape's apply, each answer's framing counted too); read as
 runs, a few requests a partition bring the same batches."""
+RUN_ROUND_BYTES = 64 * 1024 * 1024
+"""The most a round's runs ask in all, shared among the partitions read as runs (each still at least a
+point read): memory holds a round's answers, decoded, and a snapshot or apply may read thousands of
+partitions at once (the whole read's shares hold 64 partitions of 1 MiB for the same reason)."""
 
 
 def rank(limit: int) -> int:
@@ -201,20 +206,22 @@ class FetchRounds:
         ordered = dict(sorted(positions.items(), key=lambda item: -self.unserved[item[0]]))
         self.rounds += 1
         self.fetches += len(ordered)
-        limits = {tp: self._limit(tp, position, reach) for tp, position in ordered.items()}
+        most = max(POINT_READ_BYTES, min(RUN_BYTES, RUN_ROUND_BYTES // max(1, len(reach or ()))))
+        limits = {tp: self._limit(tp, position, reach, most) for tp, position in ordered.items()}
         patient = self.unserved[next(iter(ordered))] > 0
         answers = self.fetch(ordered, until, limits, PATIENT_WAIT_MS if patient else None)
         return {tp: self._outcome(tp, position, answers.get(tp), limits[tp]) for tp, position in ordered.items()}
 
-    def _limit(self, tp: TP, position: int, reach: Mapping[TP, int] | None) -> int:
+    def _limit(self, tp: TP, position: int, reach: Mapping[TP, int] | None, most: int) -> int:
         """The limit the partition learned, or more where the reader wants a run up to ``reach[tp]``:
-        the bytes that many offsets took in its last answer, at most ``RUN_BYTES``. Not over batches
-        read ``ONE_BATCH``: a larger limit than the batch in a shared request comes back cut short."""
+        the bytes that many offsets took in its last answer, at most ``most`` (``RUN_BYTES``, less
+        when many partitions share ``RUN_ROUND_BYTES``). Not over batches read ``ONE_BATCH``: a
+        larger limit than the batch in a shared request comes back cut short."""
         learned = self.limits.get(tp, self.partition_bytes)
         per_offset = self.offset_bytes.get(tp, 0.0)
         if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH:
             return learned
-        wanted = min(RUN_BYTES, math.ceil(per_offset * (reach[tp] - position)))
+        wanted = min(most, math.ceil(per_offset * (reach[tp] - position)))
         return max(wanted, learned)
 
     def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
