@@ -68,6 +68,7 @@ from typing import Any, TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer import fetcher
+from kafka.record.memory_records import MemoryRecords
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.devtools.apache_broker import ApacheBroker
@@ -386,18 +387,40 @@ class Cost:
     """Bytes of Fetch responses, at the proxy."""
     client: int
     """Record-batch bytes counted by the client (fetched_bytes, or the consumer's parsed bytes)."""
+    batches: int = 0
+    """Record batches the client parsed (``MemoryRecords.next_batch``: ours and the consumer's)."""
     note: str = ""
+
+
+PARSED_BATCHES = [0]
+"""Every record batch parsed in this process, ours and kafka-python's consumer's alike: both take
+batches from ``MemoryRecords.next_batch`` (``count_batches``)."""
+
+
+def count_batches() -> None:
+    """Count each batch ``MemoryRecords.next_batch`` hands out, into ``PARSED_BATCHES``."""
+    original = MemoryRecords.next_batch
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        batch = original(self, *args, **kwargs)
+        if batch is not None:
+            PARSED_BATCHES[0] += 1
+        return batch
+
+    MemoryRecords.next_batch = counted
 
 
 def measured(proxy: Proxied, index: int, client: Callable[[], int], work: Callable[[], T]) -> tuple[T, Cost]:
     down0, fetches0, fdown0 = proxy.counter(index)
-    client0 = client()
+    client0, batches0 = client(), PARSED_BATCHES[0]
     started = time.perf_counter()
     result = work()
     seconds = time.perf_counter() - started
     time.sleep(0.05)  # the proxy's last bytes counted
     down1, fetches1, fdown1 = proxy.counter(index)
-    return result, Cost(seconds, down1 - down0, fetches1 - fetches0, fdown1 - fdown0, client() - client0)
+    cost = Cost(seconds, down1 - down0, fetches1 - fetches0, fdown1 - fdown0, client() - client0)
+    cost.batches = PARSED_BATCHES[0] - batches0
+    return result, cost
 
 
 @dataclass
@@ -808,7 +831,7 @@ def run_shape(
         f"{shape.codec or 'uncompressed'}, {shape.groups} groups ({len(entries):,} group-partitions)"
     )
     rows = [
-        {"shape": title, "phase": phase, "cost": cost, "scan": scan_cost, "pass": pass_cost}
+        {"shape": title, "phase": phase, "cost": cost, "scan": scan_cost, "pass": pass_cost, "positions": len(entries)}
         for phase, cost in (
             ("snapshot", snap_cost),
             ("plan", plan_cost),
@@ -818,6 +841,12 @@ def run_shape(
         )
     ]
     return rows, extra
+
+
+def _per_position(cost: Cost, positions: int) -> str:
+    """A phase's time, bytes down and batches parsed over the group-partitions it served."""
+    n = max(1, positions)
+    return f"{cost.seconds * 1e3 / n:,.2f} ms, {cost.down / 1e3 / n:,.1f} KB, {cost.batches / n:,.2f}"
 
 
 def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -> list[str]:
@@ -832,11 +861,14 @@ def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -
         "`FetchResponseMetricAggregator.record`, what its fetch metrics are fed by). "
         "Snapshot reads the source, the others the target (its bytes beside the target's, the same data). "
         "One pass: every target partition read once, start to end, by the project's own fetch rounds (the scan "
-        "stops a partition once its positions are settled). Every plan entry equals the scan's answer.",
+        "stops a partition once its positions are settled), compared by the bytes of Fetch responses alone (what "
+        "a phase reads of the log; apply's commits and offset reads answer with bytes of their own). "
+        "Per position: over the group-partitions; batches: record batches the client parsed. "
+        "Every plan entry equals the scan's answer.",
         "",
-        "| shape | phase | wall | MB down | Fetch requests | MB client | time vs scan | bytes vs scan "
-        "| bytes vs one pass | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| shape | phase | wall | MB down | Fetch requests | MB client | per position: ms, KB down, batches "
+        "| time vs scan | bytes vs scan | Fetch bytes vs one pass | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     last = ""
     for r in rows:
@@ -846,9 +878,9 @@ def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -
         last = r["shape"]
         lines.append(
             f"| {shape} | {r['phase']} | {c.seconds:.2f} s | {c.down / 1e6:,.1f} | {c.fetches:,} | "
-            f"{c.client / 1e6:,.1f} | "
-            f"{c.seconds / s.seconds:.2f}x | {c.down / max(1, s.down):.3f}x | {c.down / max(1, r['pass'].down):.3f}x "
-            f"| {c.note} |"
+            f"{c.client / 1e6:,.1f} | {_per_position(c, r['positions'])} | "
+            f"{c.seconds / s.seconds:.2f}x | {c.down / max(1, s.down):.3f}x | "
+            f"{c.fetch_down / max(1, r['pass'].fetch_down):.3f}x | {c.note} |"
         )
     return lines
 
@@ -867,6 +899,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="plan each shape again under cProfile")
     parser.add_argument("--output", default=None, help="results file (default: bench/results/user-shapes-<broker>.md)")
     args = parser.parse_args(argv)
+    count_batches()
     shapes = [SHAPES[name] for name in args.shapes.split(",")]
     if args.records:
         shapes = [Shape(**{**s.__dict__, "records": args.records}) for s in shapes]

@@ -82,6 +82,10 @@ def test_bytes_per_offset_counts_the_whole_batches_only_from_their_first_offset(
     # A read begun at offset 35 costs the first batch whole: priced by its 40 offsets, not the 25 read past 35.
     assert protocol.decode_partition(35, _part(one + two), until=None).bytes_per_offset == (len(one) + len(two)) / 60
     assert protocol.bytes_per_offset(None) == protocol.bytes_per_offset(one[:30]) == 0.0
+    legacy = MemoryRecordsBuilder(magic=1, compression_type=0, batch_size=1 << 20)
+    legacy.append(1000, b"k", b"v", [])
+    legacy.close()
+    assert protocol.bytes_per_offset(bytes(legacy.buffer())) == 0.0  # magic 1: no offset delta to read
 
 
 def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() -> None:

@@ -316,6 +316,7 @@ def first_batch_bytes(data: bytes | None) -> int:
 
 
 _LOG_OVERHEAD = 12
+_MAGIC_AT = 16
 _LAST_OFFSET_DELTA_AT = 23
 """Where a v2 record batch holds its last offset delta: base offset (8), length (4), leader epoch (4),
 magic (1), CRC (4), attributes (2)."""
@@ -334,6 +335,8 @@ def bytes_per_offset(data: bytes | None) -> float:
         base, length = struct.unpack_from(">qi", data, at)
         if at + _LOG_OVERHEAD + length > len(data):
             break
+        if data[at + _MAGIC_AT] != 2:
+            return 0.0  # a legacy message set (magic 0 or 1) holds no offset delta there: not priced
         (delta,) = struct.unpack_from(">i", data, at + _LAST_OFFSET_DELTA_AT)
         first = base if first < 0 else first
         end, at = base + delta + 1, at + _LOG_OVERHEAD + length
