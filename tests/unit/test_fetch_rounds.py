@@ -246,8 +246,8 @@ def test_a_retriable_error_is_asked_again_and_named_when_it_does_not_pass() -> N
 class Priced:
     """A broker whose records each take ``per_offset`` bytes: an answer holds what its limit buys."""
 
-    def __init__(self, per_offset: float) -> None:
-        self.per_offset = per_offset
+    def __init__(self, per_offset: float, batch: int = 0) -> None:
+        self.per_offset, self.batch = per_offset, batch
         self.asked: list[dict[TP, int]] = []
 
     def __call__(
@@ -261,7 +261,8 @@ class Priced:
         out = {}
         for tp, position in positions.items():
             answer = _answer(position, max(1, int(max(1, limits[tp]) / self.per_offset)), 10_000)
-            out[tp] = replace(answer, size=int(len(answer.records) * self.per_offset), bytes_per_offset=self.per_offset)
+            size = int(len(answer.records) * self.per_offset)
+            out[tp] = replace(answer, size=size, bytes_per_offset=self.per_offset, largest_batch_bytes=self.batch)
         return out
 
 
@@ -280,6 +281,18 @@ def test_offsets_that_point_reads_would_cover_back_to_back_are_read_as_one_run()
     assert fetch.asked[-1] == {A: 45_100, B: POINT_READ_BYTES}
     rounds.round({A: 0}, reach={A: 1_000_000})
     assert fetch.asked[-1] == {A: RUN_BYTES}
+
+
+def test_a_run_asks_whole_multiples_of_the_largest_batch_seen() -> None:
+    """Apache Kafka cuts the batch a limit ends in, and its first bytes are thrown away: a run over
+    batches of 1,000 bytes asks 46,000 bytes for 45,100 (46 batches whole), and at most RUN_BYTES
+    rounded down to whole batches."""
+    fetch = Priced(100.0, batch=1_000)
+    rounds = FetchRounds(fetch)
+    rounds.round({A: 0})
+    rounds.round({A: 0}, reach={A: 451})
+    rounds.round({A: 0}, reach={A: 1_000_000})
+    assert [limits[A] for limits in fetch.asked] == [POINT_READ_BYTES, 46_000, RUN_BYTES // 1_000 * 1_000]
 
 
 def test_runs_of_many_partitions_share_a_rounds_bytes() -> None:

@@ -75,17 +75,18 @@ def test_an_answer_over_its_limit_is_the_broker_ignoring_it_unless_it_is_one_bat
     assert protocol.first_batch_bytes(None) == 0 and protocol.first_batch_bytes(one[:5]) == 0
 
 
-def test_bytes_per_offset_counts_the_whole_batches_only_from_their_first_offset() -> None:
+def test_batch_costs_count_the_whole_batches_only_from_their_first_offset() -> None:
     one, two = _batch(0, 40), _batch(40, 20)
-    assert protocol.bytes_per_offset(one + two) == (len(one) + len(two)) / 60
-    assert protocol.bytes_per_offset(one + two[:30]) == len(one) / 40  # the cut batch left out
+    assert protocol.batch_costs(one + two) == ((len(one) + len(two)) / 60, len(one))
+    assert protocol.batch_costs(one + two[:30]) == (len(one) / 40, len(one))  # the cut batch left out
     # A read begun at offset 35 costs the first batch whole: priced by its 40 offsets, not the 25 read past 35.
-    assert protocol.decode_partition(35, _part(one + two), until=None).bytes_per_offset == (len(one) + len(two)) / 60
-    assert protocol.bytes_per_offset(None) == protocol.bytes_per_offset(one[:30]) == 0.0
+    answer = protocol.decode_partition(35, _part(one + two), until=None)
+    assert (answer.bytes_per_offset, answer.largest_batch_bytes) == ((len(one) + len(two)) / 60, len(one))
+    assert protocol.batch_costs(None) == protocol.batch_costs(one[:30]) == (0.0, 0)
     legacy = MemoryRecordsBuilder(magic=1, compression_type=0, batch_size=1 << 20)
     legacy.append(1000, b"k", b"v", [])
     legacy.close()
-    assert protocol.bytes_per_offset(bytes(legacy.buffer())) == 0.0  # magic 1: no offset delta to read
+    assert protocol.batch_costs(bytes(legacy.buffer())) == (0.0, 0)  # magic 1: no offset delta to read
 
 
 def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() -> None:

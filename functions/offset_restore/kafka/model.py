@@ -59,8 +59,11 @@ class PartitionFetch:
     """Bytes of the answer's first batch, whole (0: none): an answer over its limit may be that one
     batch (KIP-74) and nothing more, else the broker ignored the limit (``protocol.over_limit``)."""
     bytes_per_offset: float = 0.0
-    """What an offset takes in this answer's whole batches (``protocol.bytes_per_offset``; 0.0: none
+    """What an offset takes in this answer's whole batches (``protocol.batch_costs``; 0.0: none
     whole): how many bytes a read of a run of offsets asks for (``FetchRounds.round``'s ``reach``)."""
+    largest_batch_bytes: int = 0
+    """The largest whole batch of this answer (0: none): a run asks whole multiples of it, for a limit
+    that ends inside a batch brings its first bytes, cut short and thrown away."""
     earlier: Callable[[int], list[FetchedRecord]] | None = field(default=None, repr=False, compare=False)
     """That batch's data records from an offset up to the fetch offset, decoded only when asked: the
     broker sends a batch whole, so a reader that will want them (the search) need not ask again."""

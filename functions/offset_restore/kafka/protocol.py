@@ -40,7 +40,7 @@ from offset_restore.packing import packed
 __all__ = [
     "FETCH_MAX_VERSION",
     "alone_max_bytes",
-    "bytes_per_offset",
+    "batch_costs",
     "chunks",
     "commit_errors",
     "committed_offsets",
@@ -322,25 +322,26 @@ _LAST_OFFSET_DELTA_AT = 23
 magic (1), CRC (4), attributes (2)."""
 
 
-def bytes_per_offset(data: bytes | None) -> float:
-    """What an offset takes on the wire in an answer's whole batches (their bytes over the offsets
-    they span, from the batch headers alone, nothing decoded; 0.0 when none is whole). A batch cut
-    short at the limit is left out, and so is where the position fell inside the first batch: the
-    answer's bytes over the offsets it read past the position would price a read begun near a
-    batch's end at many times its cost."""
+def batch_costs(data: bytes | None) -> tuple[float, int]:
+    """What an offset takes on the wire in an answer's whole batches (their bytes over the offsets they
+    span), and the largest of them, from the batch headers alone, nothing decoded; (0.0, 0) when none
+    is whole. A batch cut short at the limit is left out, and so is where the position fell inside the
+    first batch: the answer's bytes over the offsets it read past the position would price a read
+    begun near a batch's end at many times its cost."""
     if not data:
-        return 0.0
-    at, first, end = 0, -1, -1
+        return 0.0, 0
+    at, first, end, largest = 0, -1, -1, 0
     while at + _LAST_OFFSET_DELTA_AT + 4 <= len(data):
         base, length = struct.unpack_from(">qi", data, at)
         if at + _LOG_OVERHEAD + length > len(data):
             break
         if data[at + _MAGIC_AT] != 2:
-            return 0.0  # a legacy message set (magic 0 or 1) holds no offset delta there: not priced
+            return 0.0, 0  # a legacy message set (magic 0 or 1) holds no offset delta there: not priced
         (delta,) = struct.unpack_from(">i", data, at + _LAST_OFFSET_DELTA_AT)
         first = base if first < 0 else first
+        largest = max(largest, _LOG_OVERHEAD + length)
         end, at = base + delta + 1, at + _LOG_OVERHEAD + length
-    return at / (end - first) if end > first else 0.0
+    return (at / (end - first), largest) if end > first else (0.0, 0)
 
 
 def decode_fetch(
@@ -497,6 +498,7 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
                 next_offset = records[-1].offset + 1
                 break
             next_offset = max(next_offset, getattr(batch, "next_offset", -1))
+    costs = batch_costs(part.records)
     return PartitionFetch(
         fetch_offset,
         records=records,
@@ -505,7 +507,8 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         next_offset=next_offset,
         size=len(part.records or b""),
         first_batch_bytes=first_batch_bytes(part.records),
-        bytes_per_offset=bytes_per_offset(part.records),
+        bytes_per_offset=costs[0],
+        largest_batch_bytes=costs[1],
         earlier_from=earlier[0] if earlier else -1,
         earlier=earlier[1] if earlier else None,
     )

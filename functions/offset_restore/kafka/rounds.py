@@ -191,6 +191,8 @@ class FetchRounds:
     offset_bytes: dict[TP, float] = field(default_factory=dict)
     """What an offset of each partition took in its last answer holding a whole batch
     (``PartitionFetch.bytes_per_offset``): what a read of a run of offsets asks for."""
+    largest_batch: dict[TP, int] = field(default_factory=dict)
+    """The largest whole batch each partition's answers held: a run asks whole multiples of it."""
 
     def round(
         self,
@@ -214,15 +216,19 @@ class FetchRounds:
 
     def _limit(self, tp: TP, position: int, reach: Mapping[TP, int] | None, most: int) -> int:
         """The limit the partition learned, or more where the reader wants a run up to ``reach[tp]``:
-        the bytes that many offsets took in its last answer, at most ``most`` (``RUN_BYTES``, less
-        when many partitions share ``RUN_ROUND_BYTES``). Not over batches read ``ONE_BATCH``: a
-        larger limit than the batch in a shared request comes back cut short."""
+        the bytes that many offsets took in its last answer, in whole multiples of its largest batch
+        seen, at most ``most`` (``RUN_BYTES``, less when many partitions share ``RUN_ROUND_BYTES``).
+        Not over batches read ``ONE_BATCH``: a larger limit than the batch in a shared request
+        comes back cut short."""
         learned = self.limits.get(tp, self.partition_bytes)
         per_offset = self.offset_bytes.get(tp, 0.0)
         if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH:
             return learned
-        wanted = min(most, math.ceil(per_offset * (reach[tp] - position)))
-        return max(wanted, learned)
+        wanted = per_offset * (reach[tp] - position)
+        batch = self.largest_batch.get(tp, 0)
+        if batch:  # Apache Kafka cuts a batch at the limit, and those bytes are thrown away
+            wanted, most = math.ceil(wanted / batch) * batch, max(batch, most // batch * batch)
+        return max(min(most, math.ceil(wanted)), learned)
 
     def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
         """Where a run of the offsets a reader wants ends: ``spans`` are ranges (first, end), ascending
@@ -259,6 +265,7 @@ class FetchRounds:
                 self.batch_bytes[tp] = max(answer.size, self.batch_bytes.get(tp, 0))
             if answer.bytes_per_offset:
                 self.offset_bytes[tp] = answer.bytes_per_offset
+                self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), answer.largest_batch_bytes)
             return Served(answer)
         if position >= end >= 0:
             self.unserved.pop(tp, None)
