@@ -58,6 +58,11 @@ class Script:
         self.asked.append(list(positions))
         self.waits.append(wait_ms)
         self.limits.append(dict(limits))
+        return self.answers(positions, limits, wait_ms)
+
+    def answers(
+        self, positions: Mapping[TP, int], limits: Mapping[TP, int], wait_ms: int | None
+    ) -> Mapping[TP, PartitionFetch]:
         per_round = len(positions) if self.busy and wait_ms == PATIENT_WAIT_MS else self.per_round
         out = {}
         for i, (tp, position) in enumerate(positions.items()):
@@ -243,21 +248,17 @@ def test_a_retriable_error_is_asked_again_and_named_when_it_does_not_pass() -> N
     assert outcomes[-1] == Failed(f"no records returned at {A} offset 0, the last answer: KafkaStorageError, 10 rounds")
 
 
-class Priced:
-    """A broker whose records each take ``per_offset`` bytes: an answer holds what its limit buys."""
+class Priced(Script):
+    """A broker whose records each take ``per_offset`` bytes (in batches of ``batch`` bytes): an
+    answer holds what its limit buys, 10,000 records a partition."""
 
     def __init__(self, per_offset: float, batch: int = 0) -> None:
+        super().__init__({}, per_round=0)
         self.per_offset, self.batch = per_offset, batch
-        self.asked: list[dict[TP, int]] = []
 
-    def __call__(
-        self,
-        positions: Mapping[TP, int],
-        until: Mapping[TP, int] | None,
-        limits: Mapping[TP, int],
-        wait_ms: int | None = None,
+    def answers(
+        self, positions: Mapping[TP, int], limits: Mapping[TP, int], wait_ms: int | None
     ) -> Mapping[TP, PartitionFetch]:
-        self.asked.append(dict(limits))
         out = {}
         for tp, position in positions.items():
             answer = _answer(position, max(1, int(max(1, limits[tp]) / self.per_offset)), 10_000)
@@ -278,9 +279,9 @@ def test_offsets_that_point_reads_would_cover_back_to_back_are_read_as_one_run()
     assert rounds.run_end(A, ((o, o + 1) for o in wanted)) == 451
     assert rounds.run_end(A, [(600, 700), (800, 801), (1_000, 1_001)]) == 801  # 200 > 163 offsets: cut there
     rounds.round({A: 0, B: 0}, reach={A: 451, B: 1})
-    assert fetch.asked[-1] == {A: 45_100, B: POINT_READ_BYTES}
+    assert fetch.limits[-1] == {A: 45_100, B: POINT_READ_BYTES}
     rounds.round({A: 0}, reach={A: 1_000_000})
-    assert fetch.asked[-1] == {A: RUN_BYTES}
+    assert fetch.limits[-1] == {A: RUN_BYTES}
 
 
 def test_a_run_asks_whole_multiples_of_the_largest_batch_seen() -> None:
@@ -292,7 +293,7 @@ def test_a_run_asks_whole_multiples_of_the_largest_batch_seen() -> None:
     rounds.round({A: 0})
     rounds.round({A: 0}, reach={A: 451})
     rounds.round({A: 0}, reach={A: 1_000_000})
-    assert [limits[A] for limits in fetch.asked] == [POINT_READ_BYTES, 46_000, RUN_BYTES // 1_000 * 1_000]
+    assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES, 46_000, RUN_BYTES // 1_000 * 1_000]
 
 
 def test_runs_of_many_partitions_share_a_rounds_bytes() -> None:
@@ -303,15 +304,15 @@ def test_runs_of_many_partitions_share_a_rounds_bytes() -> None:
     tps = [TP("t", p) for p in range(2_000)]
     rounds.round(dict.fromkeys(tps, 0))
     rounds.round(dict.fromkeys(tps, 0), reach=dict.fromkeys(tps, 1_000_000))
-    assert set(fetch.asked[-1].values()) == {RUN_ROUND_BYTES // 2_000}
+    assert set(fetch.limits[-1].values()) == {RUN_ROUND_BYTES // 2_000}
     rounds.round(dict.fromkeys(tps[:5], 0), reach=dict.fromkeys(tps[:5], 1_000_000))
-    assert set(fetch.asked[-1].values()) == {RUN_BYTES}
+    assert set(fetch.limits[-1].values()) == {RUN_BYTES}
     fetch = Priced(4_000.0)
     rounds = FetchRounds(fetch)
     many = [TP("u", p) for p in range(10_000)]
     rounds.round(dict.fromkeys(many, 0))
     rounds.round(dict.fromkeys(many, 0), reach=dict.fromkeys(many, 1_000_000))
-    assert set(fetch.asked[-1].values()) == {POINT_READ_BYTES}
+    assert set(fetch.limits[-1].values()) == {POINT_READ_BYTES}
 
 
 def test_a_run_is_never_asked_over_batches_read_one_at_a_time() -> None:
@@ -321,7 +322,7 @@ def test_a_run_is_never_asked_over_batches_read_one_at_a_time() -> None:
     rounds = FetchRounds(fetch, limits={A: ONE_BATCH})
     rounds.round({A: 0})
     rounds.round({A: 0}, reach={A: 5_000})
-    assert [limits[A] for limits in fetch.asked] == [ONE_BATCH, ONE_BATCH]
+    assert [limits[A] for limits in fetch.limits] == [ONE_BATCH, ONE_BATCH]
 
 
 def test_a_probe_the_broker_left_unserved_is_asked_again_not_given_up() -> None:
