@@ -296,6 +296,16 @@ def test_a_run_asks_whole_multiples_of_the_largest_batch_seen() -> None:
     assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES, 46_000, RUN_BYTES // 1_000 * 1_000]
 
 
+def test_no_run_is_asked_over_batches_larger_than_64_kb() -> None:
+    """Over 1 MB batches a run saves a request beside each megabyte, and the local broker, rounding a
+    limit up to whole batches, would send one more: each read stays a point read."""
+    fetch = Priced(100.0, batch=1 << 20)
+    rounds = FetchRounds(fetch)
+    rounds.round({A: 0})
+    rounds.round({A: 0}, reach={A: 50_000})
+    assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES, POINT_READ_BYTES]
+
+
 def test_runs_of_many_partitions_share_a_rounds_bytes() -> None:
     """Memory holds a round's answers: 2,000 partitions read as runs at once ask RUN_ROUND_BYTES in all
     (32 KB each here), never 2,000 MB; each still asks at least a point read."""
