@@ -223,12 +223,10 @@ class FetchRounds:
         (1 MB gzip batches on it: 72.1 -> 75.4 MB for the snapshot); nor over those read
         ``ONE_BATCH``: a larger limit than the batch in a shared request comes back cut short."""
         learned = self.limits.get(tp, self.partition_bytes)
-        per_offset = self.offset_bytes.get(tp, 0.0)
-        large = self.largest_batch.get(tp, 0) > ALONE_FROM
-        if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH or large:
+        per_offset, batch = self.offset_bytes.get(tp, 0.0), self.largest_batch.get(tp, 0)
+        if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH or batch > ALONE_FROM:
             return learned
         wanted = per_offset * (reach[tp] - position)
-        batch = self.largest_batch.get(tp, 0)
         if batch:  # Apache Kafka cuts a batch at the limit, and those bytes are thrown away
             wanted, most = math.ceil(wanted / batch) * batch, max(batch, most // batch * batch)
         return max(min(most, math.ceil(wanted)), learned)
