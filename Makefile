@@ -47,8 +47,11 @@ browser:
 	  command -v apt-get >/dev/null || { echo "install Chromium's headless shell (Debian: chromium-headless-shell)"; exit 1; }; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium-headless-shell >/dev/null; }
 
+# The suite in TEST_WORKERS processes, a test file to each (its module fixtures kept in one process); each
+# process starts its own brokers. TEST_WORKERS=0 runs it in this process alone.
+TEST_WORKERS ?= 2
 test: lint typecheck audit kafka browser
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 unit: $(STAMP)
 	$(PY) -m pytest tests/unit
