@@ -346,3 +346,69 @@ def test_a_probe_the_broker_left_unserved_is_asked_again_not_given_up() -> None:
     answers = _probed(FetchRounds(script), {A: 0, B: 0, C: 0})
     assert set(answers) == {A, B}
     assert all(answer.records[0].offset == 0 for answer in answers.values())
+
+
+class Batched(Script):
+    """Apache Kafka over batches of ``records`` offsets of ``sizes(n)`` bytes each (batch ``n``): an
+    answer is the batch holding the position and every batch after it that fits the limit, its bytes
+    the limit (the batch the limit ends in is cut, and thrown away); a first batch larger than the
+    limit is sent whole only to a request's first partition, the others get nothing."""
+
+    def __init__(self, records: int, sizes: Callable[[int], int], end: int = 10_000) -> None:
+        super().__init__({}, per_round=0)
+        self.records, self.sizes, self.end = records, sizes, end
+        self.sent = 0
+
+    def answers(
+        self, positions: Mapping[TP, int], limits: Mapping[TP, int], wait_ms: int | None
+    ) -> Mapping[TP, PartitionFetch]:
+        out = {}
+        for i, (tp, position) in enumerate(positions.items()):
+            n, whole, spent = position // self.records, [], 0
+            while n * self.records < self.end and spent + self.sizes(n) <= limits[tp]:
+                whole.append(self.sizes(n))
+                spent, n = spent + self.sizes(n), n + 1
+            if not whole and i == 0:
+                whole, n = [self.sizes(n)], n + 1
+            upto = min(self.end, n * self.records)
+            size = sum(whole) if upto >= self.end or not whole else max(limits[tp], sum(whole))
+            answer = _answer(position, max(0, upto - position), self.end) if whole else _answer(position, 0, self.end)
+            self.sent += size if whole else 0
+            per_offset = sum(whole) / (len(whole) * self.records) if whole else 0.0
+            largest = max(whole, default=0)
+            size = size if whole else 0
+            out[tp] = replace(answer, size=size, bytes_per_offset=per_offset, largest_batch_bytes=largest)
+        return out
+
+
+def test_point_reads_over_small_batches_ask_for_a_batch_not_16_kb() -> None:
+    """lz4 batches of 6 KB: once an answer showed them, a point read asks 1.25x the largest (7.5 KB),
+    not 16 KB that Apache Kafka fills to its last byte; a whole read (1 MiB) is not fitted."""
+    fetch = Batched(100, lambda n: 6_000)
+    rounds = FetchRounds(fetch)
+    for position in (0, 2_000, 4_000, 6_000):
+        assert isinstance(rounds.round({A: position, B: position})[A], Served)
+    assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES] + [7_500] * 3
+    assert fetch.sent == 2 * (POINT_READ_BYTES + 3 * 7_500)
+    rounds.round({A: 8_000}, reach={A: 8_001})  # a run of one offset is a point read, fitted too
+    rounds.round({A: 8_000}, reach={A: 8_250})  # three batches: three batches' bytes
+    assert [limits[A] for limits in fetch.limits[-2:]] == [7_500, 18_000]
+    whole = FetchRounds(Batched(100, lambda n: 6_000), partition_bytes=1 << 20)
+    whole.round({A: 0})
+    whole.round({A: 2_000})
+    assert whole.fetch.limits[-1] == {A: 1 << 20}  # type: ignore[attr-defined]
+
+
+def test_a_batch_larger_than_the_fitted_limit_is_asked_again_at_a_point_read_and_nothing_grows() -> None:
+    """A batch larger than the fitted limit comes back empty to a partition other than the request's
+    first: asked again at the full point read, it is served, and the limit does not grow to 64 KB."""
+    fetch = Batched(100, lambda n: 12_000 if n == 40 else 6_000)
+    rounds = FetchRounds(fetch)
+    rounds.round({A: 0, B: 0})
+    assert isinstance(rounds.round({A: 0, B: 4_000})[B], Unserved)  # 12 KB over 7.5 KB, B not first
+    outcome = rounds.round({A: 0, B: 4_000})[B]
+    assert isinstance(outcome, Served) and outcome.answer.records[0].offset == 4_000
+    assert [limits[B] for limits in fetch.limits] == [POINT_READ_BYTES, 7_500, POINT_READ_BYTES]
+    assert B not in rounds.limits
+    rounds.round({A: 0, B: 6_000})
+    assert fetch.limits[-1][B] == 15_000  # fitted again, to the largest batch now seen

@@ -53,6 +53,7 @@ __all__ = [
     "Source",
     "Unserved",
     "fetch_from",
+    "fitted_point_read",
     "grown",
     "rank",
     "read_forward",
@@ -86,6 +87,18 @@ RUN_ROUND_BYTES = 64 * 1024 * 1024
 """The most a round's runs ask in all, shared among the partitions read as runs (each still at least a
 point read): memory holds a round's answers, decoded, and a snapshot or apply may read thousands of
 partitions at once (the whole read's shares hold 64 partitions of 1 MiB for the same reason)."""
+
+BATCH_MARGIN = 1.25
+"""A fitted point read asks this much over the largest batch its partition showed: batches of one
+producer vary (a compressed batch by its records' content), and one larger than the limit is sent
+cut short to a partition other than a request's first, asked again at the full point read."""
+SMALLEST_POINT_READ = 1024
+"""The least a fitted point read asks: below it a request's framing outweighs what it saves."""
+
+
+def fitted_point_read(largest_batch: int) -> int:
+    """A point read's limit over a partition whose largest batch seen is ``largest_batch`` bytes."""
+    return min(POINT_READ_BYTES, max(SMALLEST_POINT_READ, math.ceil(largest_batch * BATCH_MARGIN)))
 
 
 def rank(limit: int) -> int:
@@ -192,7 +205,11 @@ class FetchRounds:
     """What an offset of each partition took in its last answer holding a whole batch
     (``PartitionFetch.bytes_per_offset``): what a read of a run of offsets asks for."""
     largest_batch: dict[TP, int] = field(default_factory=dict)
-    """The largest whole batch each partition's answers held: a run asks whole multiples of it."""
+    """The largest whole batch each partition's answers held: a run asks whole multiples of it, and a
+    point read is fitted to it (``_fitted``)."""
+    fit: bool = True
+    """Whether point reads are fitted to small batches; off for a reader that sets its partitions'
+    limits itself (the gap reads, growing a window that held only holes)."""
 
     def round(
         self,
@@ -225,11 +242,23 @@ class FetchRounds:
         learned = self.limits.get(tp, self.partition_bytes)
         per_offset, batch = self.offset_bytes.get(tp, 0.0), self.largest_batch.get(tp, 0)
         if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH or batch > ALONE_FROM:
-            return learned
+            return self._fitted(tp, learned)
         wanted = per_offset * (reach[tp] - position)
         if batch:  # Apache Kafka cuts a batch at the limit, and those bytes are thrown away
             wanted, most = math.ceil(wanted / batch) * batch, max(batch, most // batch * batch)
-        return max(min(most, math.ceil(wanted)), learned)
+        return max(min(most, math.ceil(wanted)), self._fitted(tp, learned))
+
+    def _fitted(self, tp: TP, learned: int) -> int:
+        """A point read's limit fitted to the partition's batches where all it showed were smaller than
+        a point read: ``BATCH_MARGIN`` times the largest, at least ``SMALLEST_POINT_READ``. Apache Kafka
+        fills a limit to its last byte, cutting the batch it ends in, so a point read of 16 KB over lz4
+        batches of 6 KB brought 16 KB for the one batch wanted. Not for a partition left unserved last
+        round (asked at its learned limit again: a larger batch grows it as before), nor where the
+        limit is not a point read's (a whole read's 1 MiB, a limit grown for large batches)."""
+        batch = self.largest_batch.get(tp, 0)
+        if not self.fit or not batch or learned != POINT_READ_BYTES or self.unserved[tp]:
+            return learned
+        return fitted_point_read(batch)
 
     def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
         """Where a run of the offsets a reader wants ends: ``spans`` are ranges (first, end), ascending

@@ -9,7 +9,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds
-from offset_restore.kafka.rounds import ALONE_FROM, POINT_READ_BYTES, FetchRounds, Source, fetch_from, rank
+from offset_restore.kafka.rounds import (
+    ALONE_FROM,
+    POINT_READ_BYTES,
+    FetchRounds,
+    Source,
+    fetch_from,
+    fitted_point_read,
+    rank,
+)
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
@@ -49,6 +57,9 @@ class Context:
     its first round, instead of learning it again through empty answers (a partial batch each)."""
     batch_bytes: dict[TP, int] = field(default_factory=dict)
     """The largest batch a ``ONE_BATCH`` read of each partition brought (``FetchRounds.batch_bytes``)."""
+    largest_batch: dict[TP, int] = field(default_factory=dict)
+    """The largest whole batch earlier reads of this plan saw of each partition: later point reads
+    are fitted to it from their first round (``FetchRounds._fitted``: lz4 batches of 6 KB)."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
@@ -68,22 +79,31 @@ class Context:
             ends={tp: b.end for tp, b in self.bounds.items()},
             partition_bytes=first,
             limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
+            largest_batch=dict(self.largest_batch),
         )
 
-    def learn(self, limits: Mapping[TP, int], batch_bytes: Mapping[TP, int]) -> None:
+    def learn(
+        self, limits: Mapping[TP, int], batch_bytes: Mapping[TP, int], largest: Mapping[TP, int] | None = None
+    ) -> None:
         """Keep the limits point reads grew to (``FetchRounds.limits`` of rounds without a larger first
-        limit, or of a search), and the batch sizes their ``ONE_BATCH`` reads measured."""
+        limit, or of a search), the batch sizes their ``ONE_BATCH`` reads measured, and the largest
+        whole batch each partition's answers held."""
         for tp, limit in limits.items():
             self.limits[tp] = max(self.limits.get(tp, 0), limit, key=rank)
         for tp, size in batch_bytes.items():
             self.batch_bytes[tp] = max(self.batch_bytes.get(tp, 0), size)
+        for tp, size in (largest or {}).items():
+            self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), size)
 
     def point_bytes(self, tp: TP) -> int:
         """What one point read of ``tp`` costs: a batch, as far as this plan has measured (a partition
-        read ``ONE_BATCH`` costs its largest batch, 256 KB until one was read)."""
+        read ``ONE_BATCH`` costs its largest batch, 256 KB until one was read; one of small batches
+        the read fitted to them, ``FetchRounds._fitted``)."""
         limit = self.limits.get(tp)
         if limit == ONE_BATCH:
             return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
+        if not limit and tp in self.largest_batch:
+            return fitted_point_read(self.largest_batch[tp])
         return max(POINT_READ_BYTES, limit or 0)
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:

@@ -182,7 +182,7 @@ def _reshaped_topics(
         top = _highest_header(records, options.offset_header)
         if top is not None:
             ctx.tail_tops[tp] = top
-    ctx.learn(rounds.limits, rounds.batch_bytes)
+    ctx.learn(rounds.limits, rounds.batch_bytes, rounds.largest_batch)
     ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.stats.bytes_read["shape (samples)"] = rounds.bytes
     found = {topic: Reshaped(topic, onto[topic], why) for topic, why in shapes.changed.items()}

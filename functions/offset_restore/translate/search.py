@@ -71,6 +71,8 @@ class SearchStats:
     limits: dict[TP, int] = field(default_factory=dict)
     """The byte limits the partitions' reads grew to, and the batch sizes measured (``FetchRounds``)."""
     batch_bytes: dict[TP, int] = field(default_factory=dict)
+    largest_batch: dict[TP, int] = field(default_factory=dict)
+    """The largest whole batch each partition's windows held (``FetchRounds.largest_batch``)."""
 
 
 @dataclass
@@ -172,6 +174,7 @@ def search_first_at_least(
     indexes: dict[TP, PartitionIndex] | None = None,
     observe: Observer | None = None,
     limits: Mapping[TP, int] | None = None,
+    batches: Mapping[TP, int] | None = None,
     barren: set[TP] | None = None,
     abandon: Callable[[TP], str | None] | None = None,
 ) -> tuple[dict[JobId, SearchResult], SearchStats]:
@@ -180,7 +183,9 @@ def search_first_at_least(
     ``indexes`` may be shared between calls (e.g. one per strategy key) to reuse what was read.
     ``observe`` is told of every window read, with the keys the search parsed (a caller that checks
     what was read need not parse every record again). ``limits``: each partition's first byte limit,
-    where an earlier read learned that its batches are larger than a point read's (``Context.limits``).
+    where an earlier read learned that its batches are larger than a point read's (``Context.limits``);
+    ``batches``: the largest batch earlier reads saw of each (``Context.largest_batch``), so that the
+    first window of a partition of small batches is already fitted to them (``FetchRounds._fitted``).
     ``barren``: partitions whose searches give up after ``MAX_BARREN_ROUNDS`` windows without a keyed
     record (those whose last records carry no key either: a replica written without it).
     ``abandon``: why a partition's searches stop after a window (None: they go on); the header strategy
@@ -192,7 +197,12 @@ def search_first_at_least(
     results: dict[JobId, SearchResult] = {}
     for tp in {job.tp for job in jobs.values()}:
         indexes.setdefault(tp, PartitionIndex(bounds[tp]))
-    rounds = FetchRounds(fetch, ends={tp: i.bounds.end for tp, i in indexes.items()}, limits=dict(limits or {}))
+    rounds = FetchRounds(
+        fetch,
+        ends={tp: i.bounds.end for tp, i in indexes.items()},
+        limits=dict(limits or {}),
+        largest_batch=dict(batches or {}),
+    )
     unkeyed: dict[TP, int] = {}
 
     while jobs:
@@ -221,7 +231,7 @@ def search_first_at_least(
             elif abandon is not None and (why := abandon(tp)) is not None:
                 _give_up(jobs, results, tp, why)
     stats.rounds, stats.fetches, stats.records_read = rounds.rounds, rounds.fetches, rounds.records
-    stats.limits, stats.batch_bytes = rounds.limits, rounds.batch_bytes
+    stats.limits, stats.batch_bytes, stats.largest_batch = rounds.limits, rounds.batch_bytes, rounds.largest_batch
     return results, stats
 
 

@@ -83,11 +83,12 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         }
         results, stats = search_first_at_least(
             wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe, limits=ctx.limits,
+            batches=ctx.largest_batch,
             barren=ctx.tail_sampled - ctx.tail_tops.keys(),  # no header among their last records either
             abandon=reads.fallen,  # headers already out of order: read whole below, searched no further
         )  # fmt: skip
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
-        ctx.learn(stats.limits, stats.batch_bytes)
+        ctx.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
         merged = {tp: observed.merged() for tp, observed in reads.observed.items()}
         disordered = {tp: problem for tp, read in merged.items() if (problem := disorder_in(*read))}
         suspect.update(read_overcounted_gaps(disordered, reads, ctx))  # aborted transactions read, not the whole

@@ -41,6 +41,7 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
     problems = dict(tps)
     at = {tp: gap for tp in tps if (gap := overcounted_gap(*reads.observed[tp].merged())) is not None}
     rounds = ctx.rounds()
+    rounds.fit = False  # the gap reads size their windows themselves
     first = {tp: rounds.limits.get(tp, POINT_READ_BYTES) for tp in at}  # a large batch's ONE_BATCH kept
     limits = dict(first)
     spent = _Spent()

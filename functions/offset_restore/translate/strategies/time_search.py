@@ -48,8 +48,16 @@ def search_time(
     for _ in range(MAX_TIMESTAMP_PASSES):
         wanted = {key: (tp, stamp - skews.get(tp, 0) - margin, None) for key, (tp, stamp) in stamps.items()}
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, _timestamp_key, fetch_from(ctx.target), indexes=ctx.timestamp_indexes, observe=observe
+            wanted,
+            ctx.bounds,
+            _timestamp_key,
+            fetch_from(ctx.target),
+            indexes=ctx.timestamp_indexes,
+            observe=observe,
+            limits=ctx.limits,
+            batches=ctx.largest_batch,
         )
+        ctx.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
         ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp in {tp for tp, _ in stamps.values()}}
         if all(seen[tp] <= skews.get(tp, 0) for tp in seen):
