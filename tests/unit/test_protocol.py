@@ -43,7 +43,12 @@ def test_fetch_requests_hold_as_many_partitions_as_the_response_limit_serves_in_
         (1, [("a", 4, 40, 100)]),
         (2, [("b", 0, 7, 100), ("a", 9, 3, 100)]),
     ]
-    assert {(r.max_bytes, r.max_wait_ms, r.isolation_level) for _, r in requests} == {(250, 5, 1)}  # read_committed
+    assert {(r.max_wait_ms, r.isolation_level) for _, r in requests} == {(5, 1)}  # read_committed
+    # the response limit is what the partitions' limits add up to (at most 250): a broker that fills the
+    # first partition up to it (the local one) sends the share's bytes, not the response limit's
+    assert [r.max_bytes for _, r in requests] == [200, 200, 100, 200]
+    wide = protocol.fetch_requests({1: node1}, dict.fromkeys([tp for tp, _ in node1], 1000), 2500, 5)
+    assert [r.max_bytes for _, r in wide] == [2000, 2000, 1000]  # two to a request, the last alone: its own
 
 
 def test_on_a_node_that_ignores_limits_each_partition_goes_alone_and_a_point_read_asks_one_batch() -> None:
@@ -57,7 +62,7 @@ def test_on_a_node_that_ignores_limits_each_partition_goes_alone_and_a_point_rea
         (1, 1, [("a", 0)]),  # the batch holding the position, whole, nothing after it
         (1, 1024 * 1024, [("a", 1)]),  # a range: its own limit is the response's
         (1, 1, [("a", 2)]),
-        (2, 4096, [("b", 0)]),  # another node, not seen to ignore limits: shared as before
+        (2, 100, [("b", 0)]),  # another node, not seen to ignore limits: shared as before, at its limits
     ]
 
 

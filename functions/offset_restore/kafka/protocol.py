@@ -265,7 +265,10 @@ def fetch_requests(
             fetch_max_bytes,
         )
         shares = [([entry], alone_max_bytes(limits[entry[0]])) for entry in alone]
-        for share, max_bytes in [*shares, *((share, fetch_max_bytes) for share in shared)]:
+        for share, max_bytes in [
+            *shares,
+            *((share, shared_max_bytes(share, limits, fetch_max_bytes)) for share in shared),
+        ]:
             topics: dict[str, list[Any]] = defaultdict(list)
             for tp, offset in share:
                 topics[tp.topic].append(
@@ -289,6 +292,15 @@ def fetch_requests(
             )
             requests.append((node, request))
     return requests
+
+
+def shared_max_bytes(share: Sequence[tuple[TP, int]], limits: Mapping[TP, int], fetch_max_bytes: int) -> int:
+    """The response limit of a request that asks several partitions: what their limits add up to, at
+    most ``fetch_max_bytes``. A broker that honours each partition's limit sends no more anyway; one
+    that fills a request's first partition up to the response limit (the local one, before it is seen
+    doing so) then sends the share's bytes, not 4 MiB of one partition's log (its first request of
+    each connection: 1.3-2.9 MB over-read for 20 point reads of 16 KB)."""
+    return min(fetch_max_bytes, sum(max(1, limits[tp]) for tp, _ in share))
 
 
 def alone_max_bytes(limit: int) -> int:
