@@ -91,3 +91,37 @@ def test_anchors_close_together_are_read_in_a_few_runs_at_the_bytes_of_one_pass(
     assert all(r.key == f"2-{o}".encode() for (_, o), r in found.items())
     assert len(rounds) <= 4, f"{len(rounds)} rounds for {len(wanted)} offsets on 14 batches"
     assert read <= one_pass * 1.1, f"{read} bytes, one pass {one_pass}"
+
+
+@pytest.mark.parametrize("broker", ["local", "apache"])
+def test_point_reads_over_small_batches_cost_about_a_batch_not_16_kb(
+    broker: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batches of 10 records (about 1.3 KB, what a lightly loaded producer or a compressed 16 KB batch
+    leaves): once a read showed them, a point read asks 1.25x the largest (``FetchRounds._fitted``),
+    where 16 KB brought 12 batches from Apache Kafka for the one wanted."""
+    cluster: KafkaCluster = request.getfixturevalue("local" if broker == "local" else "target")
+    topic = unique("small-batches")
+    cluster.create_topics({topic: 1})
+    tp = TP(topic, 0)
+    for chunk in range(200):  # each call waits for its acknowledgement: a batch of 10 records each
+        cluster.produce(topic, 0, ((f"{chunk}-{i}".encode(), b"v" * 100, [], None) for i in range(10)))
+    _point_reads(cluster, [tp], 0)  # the local broker's first over-read, seen, out of the count
+    sizes: list[int] = []
+    real = cluster.fetch
+
+    def sized(positions: Mapping[TP, int], **kwargs: Any) -> dict[TP, PartitionFetch]:
+        answers = real(positions, **kwargs)
+        sizes.extend(a.largest_batch_bytes for a in answers.values())
+        return answers
+
+    monkeypatch.setattr(cluster, "fetch", sized)
+    wanted = set(range(5, 2_000, 97))  # 21 offsets, each in a batch of its own
+    before = cluster.fetched_bytes
+    found = records_at(cluster, {tp: wanted})
+    read = cluster.fetched_bytes - before
+    assert {o for _, o in found} == wanted
+    batch = max(sizes)
+    assert batch < 2_000, f"batches of {batch} bytes: the producer did not write small batches"
+    assert read <= POINT_READ_BYTES + len(wanted) * 1.25 * batch * 1.1, f"{read} bytes for {len(wanted)} batches"
+    assert read < len(wanted) * POINT_READ_BYTES / 4  # the 16 KB point reads cost 4x more at least

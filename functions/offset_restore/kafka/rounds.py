@@ -263,12 +263,13 @@ class FetchRounds:
     def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
         """Where a run of the offsets a reader wants ends: ``spans`` are ranges (first, end), ascending
         from the position, and each next one that begins within a point read's offsets of the end
-        before it (as the partition's last answer measured them) joins the run, for point reads would
-        cover them back to back. None before an answer measured the partition."""
+        before it (as the partition's last answer measured them, the point read fitted to its batches)
+        joins the run, for point reads would cover them back to back. None before an answer measured
+        the partition."""
         per_offset = self.offset_bytes.get(tp, 0.0)
         if not per_offset:
             return None
-        window = max(POINT_READ_BYTES, rank(self.limits.get(tp, self.partition_bytes))) / per_offset
+        window = rank(self._fitted(tp, self.limits.get(tp, self.partition_bytes))) / per_offset
         end: int | None = None
         for first, last in spans:
             if end is not None and first - end > window:
