@@ -18,10 +18,20 @@ from moto import mock_aws
 from offset_restore.devtools.brokers import started
 from offset_restore.devtools.local_aws import create_table
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.workflow.observability import metrics
 
 from tests.helpers import Brokers, broker_kind
 
 logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+@pytest.fixture(autouse=True)
+def _no_metrics_left_over() -> None:
+    """Each test starts with the handlers' metrics empty: one run with metrics disabled (the workflow
+    tests' handlers) leaves what it added unflushed in the process-wide ``Metrics``, and the next
+    handler that flushes would print it too (a test file run after them in one process saw 16
+    snapshots' totals in one document)."""
+    metrics.clear_metrics()
 
 
 @pytest.fixture(scope="session")
