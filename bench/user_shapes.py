@@ -564,9 +564,9 @@ def logged_fetches(cluster: KafkaCluster) -> Iterator[FetchLog]:
 
     def cheaper(undecided: Any, ctx: Any, reads: Any) -> Any:
         log.probe_call = log.number + 1
-        suspect, begun = original_cheaper(undecided, ctx, reads)
+        suspect, begun, probed = original_cheaper(undecided, ctx, reads)
         log.cheaper = dict(suspect)
-        return suspect, begun
+        return suspect, begun, probed
 
     cluster.fetch = fetch  # type: ignore[method-assign]
     with ExitStack() as stack:

@@ -368,7 +368,7 @@ class Batched(Script):
             while n * self.records < self.end and spent + self.sizes(n) <= limits[tp]:
                 whole.append(self.sizes(n))
                 spent, n = spent + self.sizes(n), n + 1
-            if not whole and i == 0:
+            if not whole and (i == 0 or limits[tp] == ONE_BATCH):
                 whole, n = [self.sizes(n)], n + 1
             upto = min(self.end, n * self.records)
             size = sum(whole) if upto >= self.end or not whole else max(limits[tp], sum(whole))
@@ -381,34 +381,36 @@ class Batched(Script):
         return out
 
 
-def test_point_reads_over_small_batches_ask_for_a_batch_not_16_kb() -> None:
-    """lz4 batches of 6 KB: once an answer showed them, a point read asks 1.25x the largest (7.5 KB),
-    not 16 KB that Apache Kafka fills to its last byte; a whole read (1 MiB) is not fitted."""
+def test_point_reads_over_small_batches_read_one_batch_not_16_kb() -> None:
+    """lz4 batches of 6 KB: once an answer showed them, a point read asks ``ONE_BATCH`` (the batch
+    holding the position, whole, nothing after it), not 16 KB that Apache Kafka fills to its last byte;
+    a run of one batch too, a run of three asks three batches' bytes; a whole read (1 MiB) is not
+    fitted."""
     fetch = Batched(100, lambda n: 6_000)
     rounds = FetchRounds(fetch)
     for position in (0, 2_000, 4_000, 6_000):
         assert isinstance(rounds.round({A: position, B: position})[A], Served)
-    assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES] + [7_500] * 3
-    assert fetch.sent == 2 * (POINT_READ_BYTES + 3 * 7_500)
-    rounds.round({A: 8_000}, reach={A: 8_001})  # a run of one offset is a point read, fitted too
+    assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES] + [ONE_BATCH] * 3
+    assert fetch.sent == 2 * (POINT_READ_BYTES + 3 * 6_000)
+    rounds.round({A: 8_000}, reach={A: 8_001})  # a run of one offset is a point read
     rounds.round({A: 8_000}, reach={A: 8_250})  # three batches: three batches' bytes
-    assert [limits[A] for limits in fetch.limits[-2:]] == [7_500, 18_000]
+    assert [limits[A] for limits in fetch.limits[-2:]] == [ONE_BATCH, 18_000]
     whole = FetchRounds(Batched(100, lambda n: 6_000), partition_bytes=1 << 20)
     whole.round({A: 0})
     whole.round({A: 2_000})
     assert whole.fetch.limits[-1] == {A: 1 << 20}  # type: ignore[attr-defined]
 
 
-def test_a_batch_larger_than_the_fitted_limit_is_asked_again_at_a_point_read_and_nothing_grows() -> None:
-    """A batch larger than the fitted limit comes back empty to a partition other than the request's
-    first: asked again at the full point read, it is served, and the limit does not grow to 64 KB."""
-    fetch = Batched(100, lambda n: 12_000 if n == 40 else 6_000)
+def test_a_batch_larger_than_any_seen_comes_whole_and_batches_near_16_kb_are_read_shared() -> None:
+    """Read a batch at a time, a batch larger than any seen before still comes whole (no limit to cut
+    it) and nothing grows; once a partition showed a batch of ``SMALL_BATCH`` or more its point reads
+    are shared 16 KB reads again (one batch and a little: not worth a request of its own)."""
+    fetch = Batched(100, lambda n: 12_500 if n == 40 else 6_000)
     rounds = FetchRounds(fetch)
     rounds.round({A: 0, B: 0})
-    assert isinstance(rounds.round({A: 0, B: 4_000})[B], Unserved)  # 12 KB over 7.5 KB, B not first
     outcome = rounds.round({A: 0, B: 4_000})[B]
     assert isinstance(outcome, Served) and outcome.answer.records[0].offset == 4_000
-    assert [limits[B] for limits in fetch.limits] == [POINT_READ_BYTES, 7_500, POINT_READ_BYTES]
-    assert B not in rounds.limits
+    assert [limits[B] for limits in fetch.limits] == [POINT_READ_BYTES, ONE_BATCH]
+    assert B not in rounds.limits and rounds.largest_batch[B] == 12_500
     rounds.round({A: 0, B: 6_000})
-    assert fetch.limits[-1][B] == 15_000  # fitted again, to the largest batch now seen
+    assert fetch.limits[-1] == {A: ONE_BATCH, B: POINT_READ_BYTES}

@@ -44,6 +44,7 @@ __all__ = [
     "POINT_READ_BYTES",
     "RUN_BYTES",
     "RUN_ROUND_BYTES",
+    "SMALL_BATCH",
     "AtEnd",
     "Failed",
     "Fetch",
@@ -53,8 +54,8 @@ __all__ = [
     "Source",
     "Unserved",
     "fetch_from",
-    "fitted_point_read",
     "grown",
+    "point_read",
     "rank",
     "read_forward",
     "read_whole",
@@ -88,17 +89,21 @@ RUN_ROUND_BYTES = 64 * 1024 * 1024
 point read): memory holds a round's answers, decoded, and a snapshot or apply may read thousands of
 partitions at once (the whole read's shares hold 64 partitions of 1 MiB for the same reason)."""
 
-BATCH_MARGIN = 1.25
-"""A fitted point read asks this much over the largest batch its partition showed: batches of one
-producer vary (a compressed batch by its records' content), and one larger than the limit is sent
-cut short to a partition other than a request's first, asked again at the full point read."""
-SMALLEST_POINT_READ = 1024
-"""The least a fitted point read asks: below it a request's framing outweighs what it saves."""
+SMALL_BATCH = 12 * 1024
+"""A partition whose batches are all smaller than this is read a batch at a time once an answer showed
+them (``ONE_BATCH``, ``FetchRounds._fitted``): alone in its request, the broker sends the batch holding
+the position whole and nothing after it. Apache Kafka fills a limit to its last byte, cutting the
+batch it ends in: a shared point read of 16 KB over lz4 batches of 5 KB brought three batches for the
+one wanted, and a limit of 1.25x the largest batch still a quarter of the next, thrown away (15% of a
+header-less replica's plan). The request each read then costs goes out with the round's others
+(``calls.pipelined``), about 100 bytes of framing each way; over batches near 16 KB a shared point
+read brings one batch and little more, and the request is not worth it."""
 
 
-def fitted_point_read(largest_batch: int) -> int:
-    """A point read's limit over a partition whose largest batch seen is ``largest_batch`` bytes."""
-    return min(POINT_READ_BYTES, max(SMALLEST_POINT_READ, math.ceil(largest_batch * BATCH_MARGIN)))
+def point_read(largest_batch: int) -> int:
+    """A point read's limit over a partition whose largest batch seen is ``largest_batch`` bytes (0:
+    none seen yet)."""
+    return ONE_BATCH if 0 < largest_batch < SMALL_BATCH else POINT_READ_BYTES
 
 
 def rank(limit: int) -> int:
@@ -238,38 +243,47 @@ class FetchRounds:
         Not over batches of more than ``ALONE_FROM``: a run saves requests, nothing beside such a
         batch, and a broker that rounds a limit up to whole batches (the local one) sends one more
         (1 MB gzip batches on it: 72.1 -> 75.4 MB for the snapshot); nor over those read
-        ``ONE_BATCH``: a larger limit than the batch in a shared request comes back cut short."""
+        ``ONE_BATCH`` for their size: a larger limit than the batch in a shared request comes back cut
+        short. A run of one small batch is read as one (``_fitted``)."""
         learned = self.limits.get(tp, self.partition_bytes)
         per_offset, batch = self.offset_bytes.get(tp, 0.0), self.largest_batch.get(tp, 0)
+        fitted = self._fitted(tp, learned)
         if reach is None or tp not in reach or not per_offset or learned == ONE_BATCH or batch > ALONE_FROM:
-            return self._fitted(tp, learned)
+            return fitted
         wanted = per_offset * (reach[tp] - position)
         if batch:  # Apache Kafka cuts a batch at the limit, and those bytes are thrown away
+            if fitted == ONE_BATCH and wanted <= batch:
+                return ONE_BATCH
             wanted, most = math.ceil(wanted / batch) * batch, max(batch, most // batch * batch)
-        return max(min(most, math.ceil(wanted)), self._fitted(tp, learned))
+        return max(min(most, math.ceil(wanted)), fitted)
 
     def _fitted(self, tp: TP, learned: int) -> int:
-        """A point read's limit fitted to the partition's batches where all it showed were smaller than
-        a point read: ``BATCH_MARGIN`` times the largest, at least ``SMALLEST_POINT_READ``. Apache Kafka
-        fills a limit to its last byte, cutting the batch it ends in, so a point read of 16 KB over lz4
-        batches of 6 KB brought 16 KB for the one batch wanted. Not for a partition left unserved last
-        round (asked at its learned limit again: a larger batch grows it as before), nor where the
+        """A point read's limit fitted to the partition's batches: ``ONE_BATCH`` where all it showed
+        were smaller than ``SMALL_BATCH`` (``point_read``). Not for a partition left unserved last
+        round (asked at its learned limit again, which grows as before if need be), nor where the
         limit is not a point read's (a whole read's 1 MiB, a limit grown for large batches)."""
         batch = self.largest_batch.get(tp, 0)
-        if not self.fit or not batch or learned != POINT_READ_BYTES or self.unserved[tp]:
+        if not self.fit or learned != POINT_READ_BYTES or self.unserved[tp]:
             return learned
-        return fitted_point_read(batch)
+        return point_read(batch)
+
+    def point_bytes(self, tp: TP) -> int:
+        """What a point read of ``tp`` brings: its largest batch where it is read one batch at a time
+        for their size, else its limit (``rank``: a partition read ``ONE_BATCH`` for batches over
+        ``ALONE_FROM`` brings more than that)."""
+        learned = self.limits.get(tp, self.partition_bytes)
+        fitted = self._fitted(tp, learned)
+        return self.largest_batch[tp] if fitted == ONE_BATCH and fitted != learned else rank(fitted)
 
     def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
         """Where a run of the offsets a reader wants ends: ``spans`` are ranges (first, end), ascending
         from the position, and each next one that begins within a point read's offsets of the end
-        before it (as the partition's last answer measured them, the point read fitted to its batches)
-        joins the run, for point reads would cover them back to back. None before an answer measured
-        the partition."""
+        before it (as the partition's last answer measured them, ``point_bytes``) joins the run, for
+        point reads would cover them back to back. None before an answer measured the partition."""
         per_offset = self.offset_bytes.get(tp, 0.0)
         if not per_offset:
             return None
-        window = rank(self._fitted(tp, self.limits.get(tp, self.partition_bytes))) / per_offset
+        window = self.point_bytes(tp) / per_offset
         end: int | None = None
         for first, last in spans:
             if end is not None and first - end > window:

@@ -8,23 +8,27 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds
+from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import (
     ALONE_FROM,
     POINT_READ_BYTES,
     FetchRounds,
     Source,
     fetch_from,
-    fitted_point_read,
+    point_read,
     rank,
 )
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import Position, TranslateStats
-from offset_restore.translate.search import PartitionIndex
+from offset_restore.translate.search import KeyedRecord, PartitionIndex, widened
 
-__all__ = ["Context", "TargetCluster"]
+__all__ = ["MAX_KEPT_RECORDS", "Context", "TargetCluster"]
+
+MAX_KEPT_RECORDS = 100_000
+"""Records of windows one strategy read kept for the next (``Context.keep_unkeyed``): about 40 MB of
+1 KB records at most; past it, the next strategy reads them again."""
 
 
 class TargetCluster(Source, Protocol):
@@ -60,6 +64,11 @@ class Context:
     largest_batch: dict[TP, int] = field(default_factory=dict)
     """The largest whole batch earlier reads of this plan saw of each partition: later point reads
     are fitted to it from their first round (``FetchRounds._fitted``: lz4 batches of 6 KB)."""
+    unkeyed_windows: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
+    """Windows the header search read of partitions where no record carried the header (a replica
+    written without it): the time search and the fingerprint scan start from them, not asking again
+    (they were 1 MB of a header-less replica's 7.7, read to learn nothing)."""
+    kept_records: int = 0
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
@@ -95,15 +104,36 @@ class Context:
         for tp, size in (largest or {}).items():
             self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), size)
 
+    def keep_unkeyed(self, tp: TP, windows: list[PartitionFetch]) -> None:
+        """Keep a partition's windows for the strategies after the header's (``unkeyed_windows``), as
+        far as ``MAX_KEPT_RECORDS`` allows, and put their timestamps in the time search's index (all
+        of them: the index holds three numbers a record)."""
+        for window in windows:
+            answer = self.index_times(tp, window)
+            if self.kept_records + len(answer.records) <= MAX_KEPT_RECORDS:
+                self.kept_records += len(answer.records)
+                self.unkeyed_windows.setdefault(tp, []).append(answer)
+
+    def index_times(self, tp: TP, answer: PartitionFetch) -> PartitionFetch:
+        """Put what an answer read in the time search's index of its partition (``timestamp_indexes``):
+        a later time search, or the timestamp strategy's count, does not read it again. Returns the
+        answer from where its first batch starts (``search.widened``): the sample, read from 64
+        records before the end, brought their batch whole."""
+        index = self.timestamp_indexes.setdefault(tp, PartitionIndex(self.bounds[tp]))
+        answer = widened(answer, answer.fetch_offset, index)
+        stamps = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
+        index.add_window(answer.fetch_offset, answer.read_to, stamps)
+        return answer
+
     def point_bytes(self, tp: TP) -> int:
         """What one point read of ``tp`` costs: a batch, as far as this plan has measured (a partition
-        read ``ONE_BATCH`` costs its largest batch, 256 KB until one was read; one of small batches
-        the read fitted to them, ``FetchRounds._fitted``)."""
+        read ``ONE_BATCH`` for batches over 64 KB costs its largest batch, 256 KB until one was read;
+        one of small batches is read a batch at a time, ``FetchRounds._fitted``, and costs its largest)."""
         limit = self.limits.get(tp)
         if limit == ONE_BATCH:
             return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
-        if not limit and tp in self.largest_batch:
-            return fitted_point_read(self.largest_batch[tp])
+        if not limit and point_read(self.largest_batch.get(tp, 0)) == ONE_BATCH:
+            return self.largest_batch[tp]
         return max(POINT_READ_BYTES, limit or 0)
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:

@@ -175,13 +175,16 @@ def _reshaped_topics(
                 shapes.add_evidence(pos.source.topic, pos.source.partition, evidence.offset, evidence.fingerprint)
     rounds = ctx.rounds()
     back = {name: topic for topic, name in onto.items()}
-    for tp, records in sample_reads(rounds, ctx.bounds).items():
+    for tp, answers in sample_reads(rounds, ctx.bounds).items():
+        records = [record for answer in answers for record in answer.records]
         if tp.topic in back:
             shapes.check_sample(back[tp.topic], tp, records)
         ctx.tail_sampled.add(tp)
         top = _highest_header(records, options.offset_header)
         if top is not None:
             ctx.tail_tops[tp] = top
+        else:  # a replica without the header: the fingerprint scan of a caught-up group reads it
+            ctx.keep_unkeyed(tp, answers)
     ctx.learn(rounds.limits, rounds.batch_bytes, rounds.largest_batch)
     ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.stats.bytes_read["shape (samples)"] = rounds.bytes

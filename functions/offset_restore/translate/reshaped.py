@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, fingerprint
 from offset_restore.snapshot.headers import int_header
@@ -137,20 +137,26 @@ class Shapes:
         )
 
 
-def sample_reads(rounds: FetchRounds, bounds: Mapping[TP, LogBounds]) -> dict[TP, list[FetchedRecord]]:
-    """The batch holding each partition's last ``SAMPLE_TAIL_RECORDS`` records (one answer each, in
-    shared rounds): where a re-partitioning restore's records of every source partition meet, and
-    where the caught-up groups' evidence lies. A partition that fails to answer is left out."""
-    sampled: dict[TP, list[FetchedRecord]] = {}
+def sample_reads(rounds: FetchRounds, bounds: Mapping[TP, LogBounds]) -> dict[TP, list[PartitionFetch]]:
+    """The batches holding each partition's last ``SAMPLE_TAIL_RECORDS`` records, up to its end when
+    the plan began (in shared rounds, usually one answer each): where a re-partitioning restore's
+    records of every source partition meet, and where the caught-up groups' evidence lies. Read on
+    where an answer stopped short of the end: a batch holding the sample's first offset may begin far
+    before it, and a limit then ends before the last records (whose header says where a restore
+    declared complete stopped). A partition that fails to answer is left out."""
+    sampled: dict[TP, list[PartitionFetch]] = {}
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
-        if isinstance(outcome, Served):
-            sampled[tp] = outcome.answer.records
-        return None
+        if not isinstance(outcome, Served):
+            return None
+        sampled.setdefault(tp, []).append(outcome.answer)
+        return outcome.answer.read_to if outcome.answer.read_to < bounds[tp].end else None
 
-    read_forward(
+    failed = read_forward(
         rounds, {tp: max(b.start, b.end - SAMPLE_TAIL_RECORDS) for tp, b in bounds.items() if b.end > b.start}, take
     )
+    for tp in failed:
+        sampled.pop(tp, None)
     return sampled
 
 

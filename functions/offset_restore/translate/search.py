@@ -24,7 +24,16 @@ from typing import TypeVar
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, Failed, Fetch, FetchRounds, Served, Unserved
 
-__all__ = ["KeyedRecord", "Observer", "PartitionIndex", "SearchResult", "SearchStats", "search_first_at_least"]
+__all__ = [
+    "KeyedRecord",
+    "Observer",
+    "PartitionIndex",
+    "SearchResult",
+    "SearchStats",
+    "index_window",
+    "search_first_at_least",
+    "widened",
+]
 
 KeyOf = Callable[[TP, FetchedRecord], int | None]
 """The record's key, or None for a record without one (e.g. written before the restore)."""
@@ -85,9 +94,10 @@ class PartitionIndex:
     covered: list[tuple[int, int]] = field(default_factory=list)  # merged [start, end) ranges read
 
     def add_window(self, start: int, end: int, records: list[KeyedRecord]) -> None:
-        if records and (not self.offsets or records[0].offset > self.offsets[-1]):
-            self.offsets.extend(r.offset for r in records)  # the usual case: reading forward
-            self.keys.extend(r.key for r in records)
+        at = bisect.bisect_left(self.offsets, records[0].offset) if records else 0
+        if records and (at == len(self.offsets) or self.offsets[at] > records[-1].offset):
+            self.offsets[at:at] = [r.offset for r in records]  # reading forward, or into a gap between windows
+            self.keys[at:at] = [r.key for r in records]
         elif records:
             by_offset = dict(zip(self.offsets, self.keys, strict=True))
             by_offset.update((r.offset, r.key) for r in records)
@@ -277,16 +287,23 @@ def _take(
         index.add_window(position, position + 1, [])  # past the end: nothing there
     if not isinstance(outcome, Served):
         return
-    answer = _widened(outcome.answer, position, index)
-    position = answer.fetch_offset
+    index_window(tp, widened(outcome.answer, position, index), index, key_of, observe)
+
+
+def index_window(
+    tp: TP, answer: PartitionFetch, index: PartitionIndex, key_of: KeyOf, observe: Observer | None
+) -> None:
+    """Add an answer's keyed records and the range it covered to ``index``, ``observe`` told of it:
+    what a search does with each window, and a caller with a window read before the search began
+    (the header strategy's probes) does with it, so the search does not ask for it again."""
     keys = [key_of(tp, record) for record in answer.records]
     keyed = [KeyedRecord(r.offset, k) for r, k in zip(answer.records, keys, strict=True) if k is not None]
-    index.add_window(position, answer.read_to, keyed)
+    index.add_window(answer.fetch_offset, answer.read_to, keyed)
     if observe is not None:
-        observe(tp, position, answer, keys)
+        observe(tp, answer.fetch_offset, answer, keys)
 
 
-def _widened(answer: PartitionFetch, position: int, index: PartitionIndex) -> PartitionFetch:
+def widened(answer: PartitionFetch, position: int, index: PartitionIndex) -> PartitionFetch:
     """The answer as if fetched from where its first batch starts, down to what was read before: the
     broker sent that batch whole, and a later search whose answer lies in it would ask for the same
     batch again (a large compressed batch holds thousands of offsets: 50 searches in 20 such batches

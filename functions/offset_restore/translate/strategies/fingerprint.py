@@ -54,6 +54,9 @@ def by_fingerprint(undecided: dict[PositionKey, Position], ctx: Context) -> dict
     # Read from before the oldest evidence by the skew seen: copies of the evidence that a disordered
     # region put earlier are then in the window, and the match is not called exact.
     read = _WindowsRead()
+    for tp, kept in ctx.unkeyed_windows.items():
+        read.windows[tp].extend(kept)  # the header search's windows of a replica
+    read.records = ctx.kept_records
     results, skews = search_time(
         {key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0, read.observe
     )
@@ -239,7 +242,9 @@ def _scan_windows(
         asked: dict[TP, PositionKey] = {}
         for key in sorted(set(starts) - set(windows)):
             asked.setdefault(positions[key].target, key)
-        outcomes = rounds.round({tp: cursor[key] for tp, key in asked.items()})
+        needed = {tp: _still_needed(positions[key], len(collected[key]), past[key]) for tp, key in asked.items()}
+        reach = {tp: cursor[key] + needed[tp] for tp, key in asked.items()}
+        outcomes = rounds.round({tp: cursor[key] for tp, key in asked.items()}, reach=reach)
         for tp, key in asked.items():
             outcome = outcomes[tp]
             if isinstance(outcome, Failed):
@@ -247,9 +252,24 @@ def _scan_windows(
             elif isinstance(outcome, AtEnd):
                 windows[key] = collected[key]
             elif isinstance(outcome, Served):
+                read.observe(tp, cursor[key], outcome.answer, [])  # another scan of the partition may need it
+                ctx.index_times(tp, outcome.answer)  # and the timestamp strategy's count
                 extend(key, outcome.answer)
     ctx.record("fingerprint", rounds.rounds, rounds.fetches, rounds.records, {})
     return windows
+
+
+def _still_needed(pos: Position, collected: int, past: int) -> int:
+    """The fewest records a scan window must still read (``_extend_window``): the evidence's records
+    not yet in it, one newer than all of them, and ``FINGERPRINT_FOLLOW_RECORDS`` after that. Asked for
+    at once (a run, ``FetchRounds.round``'s ``reach``): over batches of 58 records the follow took two
+    or three point reads, each cutting a batch at its limit (Apache Kafka fills a limit to its last
+    byte), 20% of the plan's bytes on a header-less replica. Fewer when the newer record comes sooner
+    (records moved earlier): then the run reads up to the evidence's length too many."""
+    if past >= 0:
+        return max(1, FINGERPRINT_FOLLOW_RECORDS - past)
+    evidence = len(pos.before) + (1 if pos.next is not None else 0)
+    return max(0, evidence - collected) + 1 + FINGERPRINT_FOLLOW_RECORDS
 
 
 def _extend_window(window: list[FetchedRecord], pos: Position, answer: PartitionFetch, past: int) -> tuple[int, int]:

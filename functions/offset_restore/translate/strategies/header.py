@@ -11,7 +11,7 @@ from dataclasses import replace
 from functools import partial
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.context import Context
@@ -19,7 +19,7 @@ from offset_restore.translate.header_reads import HeaderReads
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import PartitionLog
-from offset_restore.translate.search import KeyOf, SearchResult, search_first_at_least
+from offset_restore.translate.search import KeyOf, PartitionIndex, SearchResult, index_window, search_first_at_least
 from offset_restore.translate.strategies.outcomes import beyond, expected_print
 from offset_restore.translate.strategies.overcount import read_overcounted_gaps
 from offset_restore.translate.strategies.whole_read import Begun, cheaper_whole, read_whole_and_decide
@@ -71,23 +71,36 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
     outcome: dict[PositionKey, Decision | str] = {}
     suspect: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
+    probed: dict[TP, PartitionFetch] = {}
     if ctx.options.order_check == "full":
         suspect = dict.fromkeys((pos.target for pos in undecided.values()), "a full read was asked for")
     else:
         if ctx.options.whole_when_cheaper:
-            suspect, begun = cheaper_whole(undecided, ctx, reads)
+            suspect, begun, probed = cheaper_whole(undecided, ctx, reads)
         wanted = {
             k: (pos.target, pos.committed, _guess(pos, ctx.bounds[pos.target]))
             for k, pos in undecided.items()
             if pos.target not in suspect
         }
+        windows: dict[TP, list[PartitionFetch]] = defaultdict(list)
+
+        def observe(tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
+            reads.observe(tp, position, answer, keys)
+            if tp not in reads.keyed:
+                windows[tp].append(answer)
+
+        indexes = {tp: PartitionIndex(ctx.bounds[tp]) for tp in probed}
+        for tp, answer in probed.items():  # the probe from the log start: the search's first window
+            index_window(tp, answer, indexes[tp], key_of, observe)
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, key_of, fetch_from(ctx.target), observe=reads.observe, limits=ctx.limits,
+            wanted, ctx.bounds, key_of, fetch_from(ctx.target), indexes=indexes, observe=observe, limits=ctx.limits,
             batches=ctx.largest_batch,
             barren=ctx.tail_sampled - ctx.tail_tops.keys(),  # no header among their last records either
             abandon=reads.fallen,  # headers already out of order: read whole below, searched no further
         )  # fmt: skip
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
+        for tp in windows.keys() - reads.keyed:
+            ctx.keep_unkeyed(tp, windows[tp])
         ctx.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
         merged = {tp: observed.merged() for tp, observed in reads.observed.items()}
         disordered = {tp: problem for tp, read in merged.items() if (problem := disorder_in(*read))}

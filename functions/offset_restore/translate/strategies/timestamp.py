@@ -8,7 +8,7 @@ from offset_restore.kafka.model import TP
 from offset_restore.kafka.rounds import AtEnd, Failed, Served
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import Decision, Position, PositionKey
-from offset_restore.translate.search import KeyedRecord, SearchResult
+from offset_restore.translate.search import SearchResult
 from offset_restore.translate.strategies.time_search import search_time
 
 __all__ = ["by_timestamp"]
@@ -107,9 +107,7 @@ def _count_until(starts: dict[PositionKey, tuple[TP, int, int]], ctx: Context) -
                     counts[key] = None
                     del open_keys[key]
             elif isinstance(outcome, Served):
-                answer = outcome.answer
-                keyed = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
-                ctx.timestamp_indexes[tp].add_window(positions[tp], answer.read_to, keyed)
+                ctx.index_times(tp, outcome.answer)
             elif isinstance(outcome, AtEnd):
                 ctx.timestamp_indexes[tp].add_window(positions[tp], positions[tp] + 1, [])
     ctx.record("timestamp", rounds.rounds, rounds.fetches, rounds.records, {})

@@ -40,11 +40,12 @@ Begun = tuple[PartitionLog, int]
 
 def cheaper_whole(
     undecided: Mapping[PositionKey, Position], ctx: Context, reads: HeaderReads
-) -> tuple[dict[TP, str], dict[TP, Begun]]:
+) -> tuple[dict[TP, str], dict[TP, Begun], dict[TP, PartitionFetch]]:
     """Partitions where reading every record once costs fewer bytes than a window per position: the
     dense ones (hundreds of groups on a partition), with the whole read begun. One point read from
     the log start per candidate measures its bytes per offset and is the whole read's first window;
-    the whole read then also answers order-independently (``read_whole_and_decide``)."""
+    the whole read then also answers order-independently (``read_whole_and_decide``). Returns, too,
+    the probes of the partitions to be searched: the search's first windows."""
     distinct: dict[TP, set[int]] = defaultdict(set)
     for pos in undecided.values():
         distinct[pos.target].add(pos.committed)
@@ -54,8 +55,10 @@ def cheaper_whole(
         if b.end > b.start and len(offsets) * ctx.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
             probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
     rounds = ctx.rounds()
+    rounds.fit = False  # a 16 KB probe over small batches measures several, and a whole read begins with them
     cheaper: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
+    searched_from: dict[TP, PartitionFetch] = {}
     for tp, answer in _probed(rounds, probes).items():
         b = ctx.bounds[tp]
         whole = (b.end - b.start) * _bytes_per_offset(answer, probes[tp])
@@ -67,8 +70,10 @@ def cheaper_whole(
             )
             begun[tp] = (PartitionLog(), answer.read_to)
             begun[tp][0].extend(reads.whole(tp, answer))
+        else:
+            searched_from[tp] = answer
     ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
-    return cheaper, begun
+    return cheaper, begun, searched_from
 
 
 def _probed(rounds: FetchRounds, probes: Mapping[TP, int]) -> dict[TP, PartitionFetch]:
