@@ -65,10 +65,11 @@ class Context:
     """The largest whole batch earlier reads of this plan saw of each partition: later point reads
     are fitted to it from their first round (``FetchRounds._fitted``: lz4 batches of 6 KB)."""
     unkeyed_windows: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
-    """Windows the header search read of partitions where no record carried the header (a replica
-    written without it): the time search and the fingerprint scan start from them, not asking again
-    (they were 1 MB of a header-less replica's 7.7, read to learn nothing)."""
+    """Windows read of partitions where no record carried the header (a replica written without it):
+    the tail sample's and the header search's. The time search and the fingerprint scan start from
+    them, not asking again (the header search's were 1 MB of a header-less replica's 7.7)."""
     kept_records: int = 0
+    """Records held in ``unkeyed_windows`` (at most ``MAX_KEPT_RECORDS``)."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
