@@ -7,9 +7,11 @@ read answers it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kafka import KafkaProducer
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.model import TP, AbortedBatch, CommittedOffset, PartitionFetch
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
@@ -39,17 +41,22 @@ def write_source(servers: str, topic: str) -> None:
         producer.close()
 
 
-def write_restore(servers: str, topic: str, *, committed_again: range | None = None) -> None:
+def write_restore(
+    servers: str, topic: str, *, committed_again: range | None = None, inside_aborted: range | None = None
+) -> None:
     """The source's records with the offset header, in transactions of CHUNK records; every 10th is
     aborted and written again. ``committed_again``: source offsets written a second time, committed,
-    after the chunk that ends them (a restore tool that restarted from an older checkpoint)."""
+    after the chunk that ends them (a restore tool that restarted from an older checkpoint).
+    ``inside_aborted``: source offsets another producer writes a second time, committed, in the middle
+    of the first aborted transaction (a second restore instance running beside the first)."""
     producer = _producer(servers, unique("restore-txn"))
+    other = _producer(servers)
 
-    def send(rows: range) -> None:  # a batch of 100 records each: the same log, hence the same reads, every run
+    def send(rows: range, by: KafkaProducer = producer) -> None:  # batches of 100 records: the same log every run
         for i in rows:
             if i % 100 == 0:
-                producer.flush()
-            producer.send(
+                by.flush()
+            by.send(
                 topic, key=f"k{i}".encode(), value=b"v" * 100, partition=0, timestamp_ms=1_700_000_000_000 + i,
                 headers=[(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))],
             )  # fmt: skip
@@ -60,7 +67,13 @@ def write_restore(servers: str, topic: str, *, committed_again: range | None = N
             chunk = range(start, min(RECORDS, start + CHUNK))
             if n % 10 == 9:
                 producer.begin_transaction()
-                send(chunk)
+                send(chunk[: CHUNK // 2])
+                if inside_aborted is not None and n == 9:
+                    producer.flush()
+                    send(inside_aborted, other)
+                    other.flush()
+                send(chunk[CHUNK // 2 :])
+                producer.flush()  # every batch in the log, then the abort marker
                 producer.abort_transaction()
             producer.begin_transaction()
             send(chunk)
@@ -69,9 +82,14 @@ def write_restore(servers: str, topic: str, *, committed_again: range | None = N
             producer.commit_transaction()
     finally:
         producer.close()
+        other.close()
 
 
-def planned(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, **restore: range) -> tuple[list, list, dict]:
+def planned(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, aborted: set | None = None, **restore: range
+) -> tuple[list, list, dict]:
+    """The plan's entries, the full order check's, and the plan's fetch rounds. ``aborted`` gains
+    every batch of an aborted transaction the plan's answers held."""
     topic = unique("txn-restore")
     source.create_topics({topic: 1})
     target.create_topics({topic: 1})
@@ -81,7 +99,19 @@ def planned(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, **rest
     errors = source.alter_offsets_many({g: {TP(topic, 0): CommittedOffset(c, None)} for g, c in groups.items()})
     assert not any(e for per in errors.values() for e in per.values())
     snapshot = take_snapshot(source, SnapshotOptions(groups="|".join(groups)))
-    entries, stats = translate(snapshot.groups, target, PlanOptions())
+    fetch = target.fetch
+
+    def noted(*args: Any, **kwargs: Any) -> dict[TP, PartitionFetch]:
+        answers = fetch(*args, **kwargs)
+        for answer in answers.values():
+            (aborted if aborted is not None else set()).update(answer.aborted)
+        return answers
+
+    target.fetch = noted  # type: ignore[method-assign]  # the real fetch, its answers noted
+    try:
+        entries, stats = translate(snapshot.groups, target, PlanOptions())
+    finally:
+        del target.fetch
     whole, _ = translate(snapshot.groups, target, PlanOptions(order_check="full"))
     return (
         sorted(entries, key=lambda e: e.source_offset),
@@ -93,7 +123,8 @@ def planned(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, **rest
 def test_aborted_transactions_are_read_as_holes_not_the_partition_whole(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster
 ) -> None:
-    entries, whole, rounds = planned(brokers, source, target)
+    aborted: set[AbortedBatch] = set()
+    entries, whole, rounds = planned(brokers, source, target, aborted)
     records = target.read_partition(TP(entries[0].target_topic, 0))
     by_source = {int.from_bytes(dict(r.headers)[DEFAULT_OFFSET_HEADER] or b"", "big"): r.offset for r in records}
     assert len(records) == RECORDS  # read_committed: the aborted copies are never read
@@ -103,6 +134,10 @@ def test_aborted_transactions_are_read_as_holes_not_the_partition_whole(
     assert [e.target_offset for e in entries] == [e.target_offset for e in whole]
     assert rounds.get("header (whole partitions)", 0) == 0, rounds  # the gaps were read, not the partition
     assert rounds.get("header (gaps)", 0) > 0, rounds
+    # each aborted transaction (5 batches of 100 records or fewer) proven from a few of its batches'
+    # headers, not read through (aborted_spans.py): all of each were read before
+    transactions = {b.transaction_start for b in aborted}
+    assert transactions and len(aborted) <= 4 * len(transactions), sorted(aborted)
 
 
 def test_a_chunk_committed_twice_in_a_transactional_restore_is_still_caught(
@@ -113,3 +148,17 @@ def test_a_chunk_committed_twice_in_a_transactional_restore_is_still_caught(
     entries, whole, rounds = planned(brokers, source, target, committed_again=range(9_500, 10_000))
     assert rounds.get("header (whole partitions)", 0) > 0, rounds
     assert [(e.target_offset, e.exact) for e in entries] == [(e.target_offset, e.exact) for e in whole]
+
+
+def test_a_chunk_another_producer_committed_inside_an_aborted_transaction_is_read_and_caught(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster
+) -> None:
+    """Source offsets 12,345-12,444 committed by a second producer in the middle of the aborted
+    transaction of 4,500-4,999: the aborted producer's sequences do not count those offsets, so the
+    span is not proven across them; they are read, their headers fall back, and the group at 12,345
+    resumes at that first copy (the whole read's answer), not 8,000 records past it."""
+    entries, whole, rounds = planned(brokers, source, target, inside_aborted=range(12_345, 12_445))
+    assert rounds.get("header (whole partitions)", 0) > 0, rounds
+    assert [(e.target_offset, e.exact) for e in entries] == [(e.target_offset, e.exact) for e in whole]
+    at = next(e for e in entries if e.source_offset == 12_345)
+    assert at.target_offset < 5_000, at  # inside the first aborted transaction's offsets

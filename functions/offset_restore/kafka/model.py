@@ -10,6 +10,7 @@ __all__ = [
     "ONE_BATCH",
     "POINT_READ_BYTES",
     "TP",
+    "AbortedBatch",
     "CommittedOffset",
     "FetchedRecord",
     "GroupInfo",
@@ -35,6 +36,20 @@ class FetchedRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+
+
+class AbortedBatch(NamedTuple):
+    """A batch of an aborted transaction an answer held and a read_committed read skipped: what its
+    header says, for ``translate/aborted_spans.py`` to prove a range of offsets holds only that
+    transaction without reading every batch of it. ``transaction_start`` is the first offset of the
+    aborted transaction, as the broker's answer listed it."""
+
+    base_offset: int
+    next_offset: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    transaction_start: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +79,9 @@ class PartitionFetch:
     largest_batch_bytes: int = 0
     """The largest whole batch of this answer (0: none): a run asks whole multiples of it, for a limit
     that ends inside a batch brings its first bytes, cut short and thrown away."""
+    aborted: tuple[AbortedBatch, ...] = ()
+    """The batches of aborted transactions the answer held, skipped (their offsets are covered, no
+    record of theirs is returned)."""
     earlier: Callable[[int], list[FetchedRecord]] | None = field(default=None, repr=False, compare=False)
     """That batch's data records from an offset up to the fetch offset, decoded only when asked: the
     broker sends a batch whole, so a reader that will want them (the search) need not ask again."""

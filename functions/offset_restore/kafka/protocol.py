@@ -28,6 +28,7 @@ from offset_restore.kafka.model import (
     ONE_BATCH,
     POINT_READ_BYTES,
     TP,
+    AbortedBatch,
     CommittedOffset,
     FetchedRecord,
     GroupInfo,
@@ -460,18 +461,31 @@ class _Aborted:
 
     def __init__(self, transactions: Any) -> None:
         self.pending = sorted(((t.first_offset, t.producer_id) for t in transactions), reverse=True)
-        self.producers: set[int] = set()
+        self.producers: dict[int, int] = {}
+        """Producers whose aborted transaction is under way in the answer -> its first offset."""
+        self.batches: list[AbortedBatch] = []
+        """The aborted transactions' data batches skipped, in offset order."""
 
     def skips(self, batch: Any) -> bool:
-        """Whether ``batch`` holds nothing to read: a control batch, or one of an aborted transaction."""
+        """Whether ``batch`` holds nothing to read: a control batch, or one of an aborted transaction
+        (noted in ``batches``)."""
         last = getattr(batch, "last_offset", None)  # a legacy (v0/v1) batch is never transactional
         while self.pending and last is not None and self.pending[-1][0] <= last:
-            self.producers.add(self.pending.pop()[1])
+            first, producer = self.pending.pop()
+            self.producers[producer] = first
         if getattr(batch, "is_control_batch", False):
             if batch.producer_id in self.producers and _is_abort_marker(batch):
-                self.producers.discard(batch.producer_id)
+                del self.producers[batch.producer_id]
             return True
-        return bool(getattr(batch, "is_transactional", False)) and batch.producer_id in self.producers
+        if not getattr(batch, "is_transactional", False) or batch.producer_id not in self.producers:
+            return False
+        self.batches.append(
+            AbortedBatch(
+                batch.base_offset, batch.next_offset, batch.producer_id, batch.producer_epoch,
+                batch.base_sequence, self.producers[batch.producer_id],
+            )
+        )  # fmt: skip
+        return True
 
 
 def _is_abort_marker(batch: Any) -> bool:
@@ -497,8 +511,8 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     records: list[FetchedRecord] = []
     next_offset = -1
     earlier: tuple[int, Callable[[int], list[FetchedRecord]]] | None = None
+    aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
     if part.records:
-        aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
         for batch in checked_batches(part.records):
             if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
                 next_offset = max(next_offset, batch.next_offset)
@@ -523,4 +537,5 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         largest_batch_bytes=costs[1],
         earlier_from=earlier[0] if earlier else -1,
         earlier=earlier[1] if earlier else None,
+        aborted=tuple(aborted.batches),
     )

@@ -17,7 +17,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import TP, AbortedBatch, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.translate.positions import Position
 from offset_restore.translate.restore_order import ObservedPartition
@@ -54,6 +54,8 @@ class HeaderReads:
         """Partitions with records without the header read before any with it, not compared."""
         self.held: dict[TP, list[FetchedRecord]] = {}
         """A whole read's records without the header before its first with it, until that one comes."""
+        self.aborted: dict[TP, list[AbortedBatch]] = defaultdict(list)
+        """The batches of aborted transactions every answer held (``translate/aborted_spans.py``)."""
         self.bytes = 0
 
     def print_at(self, tp: TP, offset: int) -> str | None:
@@ -67,6 +69,7 @@ class HeaderReads:
                 held.pop(tp, None)
             self.evidence_at.pop(tp, None)
             self.held.pop(tp, None)
+            self.aborted.pop(tp, None)
             self.keyed.discard(tp)
             self.unchecked.discard(tp)
 
@@ -79,6 +82,8 @@ class HeaderReads:
         may have been written without it); before that, a search notes it unchecked and a whole read
         holds it (``whole``)."""
         self.bytes += answer.size
+        if answer.aborted:
+            self.aborted[tp].extend(answer.aborted)
         wanted = self.fingerprint_keys.get(tp, set())
         if keys is None:
             keys = [self.key_of(tp, record) for record in answer.records]

@@ -24,7 +24,17 @@ from typing import NamedTuple
 
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog
 
-__all__ = ["ObservedPartition", "disorder_in", "find_disorder", "hole_rate_of", "overcounted_gap"]
+__all__ = [
+    "ObservedPartition",
+    "Overcounted",
+    "disorder_in",
+    "find_disorder",
+    "first_unread",
+    "hole_rate_of",
+    "middle_unread",
+    "overcounted",
+    "overcounted_gap",
+]
 
 
 @dataclass
@@ -173,18 +183,37 @@ def hole_rate_of(log: PartitionLog, ranges: list[tuple[int, int]]) -> float:
     return holes / read
 
 
-def overcounted_gap(log: PartitionLog, ranges: list[tuple[int, int]], hole_rate: float | None = None) -> int | None:
-    """Where to read next when the first problem of the records read is a gap holding more offsets
-    than the source had records (aborted transactions look so until read): an unread offset in its
-    middle. None when the first problem is another, or there is none. Reads aimed at holes must not
+class Overcounted(NamedTuple):
+    """A gap between two restored records read that holds more unread offsets than the source had
+    records between them: ``excess`` more than the holes allowed there."""
+
+    low: int
+    high: int
+    excess: int
+
+
+def overcounted(log: PartitionLog, ranges: list[tuple[int, int]], hole_rate: float | None = None) -> Overcounted | None:
+    """The first problem of the records read when it is an over-counted gap (aborted transactions
+    look so until read); None when it is another, or there is none. Reads aimed at holes must not
     raise the share of holes believed in what is still unread: the caller passes the share the
     windows showed before."""
     found = _first_problem(log, ranges, hole_rate)
     if found is None or found[1] is None or _falls_back(log):
         return None  # no problem, another, or headers that fall back further on: no read undoes that
-    low, high = found[1]
-    middle = _first_unread((low + high) // 2, high, ranges)
-    return middle if middle is not None else _first_unread(low + 1, high, ranges)
+    return found[1]
+
+
+def overcounted_gap(log: PartitionLog, ranges: list[tuple[int, int]], hole_rate: float | None = None) -> int | None:
+    """Where to read next in the first over-counted gap (``overcounted``): an unread offset in its
+    middle. None when the first problem is another, or there is none."""
+    gap = overcounted(log, ranges, hole_rate)
+    return None if gap is None else middle_unread(gap, ranges)
+
+
+def middle_unread(gap: Overcounted, ranges: list[tuple[int, int]]) -> int | None:
+    """An unread offset in the middle of ``gap`` (the first unread one after the middle, else before)."""
+    middle = first_unread((gap.low + gap.high) // 2, gap.high, ranges)
+    return middle if middle is not None else first_unread(gap.low + 1, gap.high, ranges)
 
 
 def _falls_back(log: PartitionLog) -> bool:
@@ -196,7 +225,7 @@ def _falls_back(log: PartitionLog) -> bool:
 
 def _first_problem(
     log: PartitionLog, ranges: list[tuple[int, int]], hole_rate: float | None
-) -> tuple[str, tuple[int, int] | None] | None:
+) -> tuple[str, Overcounted | None] | None:
     """The first contradiction of a restore in order, and for an over-counted gap its keyed ends."""
     keyed = [i for i in range(len(log)) if log.keys[i] != NO_KEY]
     if hole_rate is None:
@@ -215,11 +244,11 @@ def _first_problem(
             return (
                 f"{unread} target offsets between source offsets {k1} and {k2} (target {o1}..{o2}): more "
                 "records than the source had there (a chunk written twice, or records without the header)"
-            ), (o1, o2)
+            ), Overcounted(o1, o2, unread - allowed)
     return None
 
 
-def _first_unread(start: int, end: int, ranges: list[tuple[int, int]]) -> int | None:
+def first_unread(start: int, end: int, ranges: list[tuple[int, int]]) -> int | None:
     """The first offset of [start, end) no window read (None: all were)."""
     at = start
     for s, e in ranges:

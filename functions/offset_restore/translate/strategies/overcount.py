@@ -9,20 +9,28 @@ check must not simply believe it. Read, an aborted transaction is a hole like a 
 covered, no record); a chunk written twice is headers that fall back. So each such gap is bisected:
 a window in its middle splits it, the halves still over-counted are read again, until no gap is
 (the check passes, nothing read whole), a read shows disorder, or ``MAX_GAP_ROUNDS`` pass (then the
-partition is read whole, as before), or the reads cost ``GAP_SHARE`` of the partition. Windows grow
-4x while they land on holes only, so one aborted transaction of 1,000 records costs a few reads, not
-one per 16 KB.
+partition is read whole, as before), or the reads cost ``GAP_SHARE`` of the partition.
+
+An aborted transaction is not read through: a read that lands in one learns the transaction's first
+offset (the broker's answer lists it), the next read takes its first batch, and the span from there
+to the furthest batch of it read is proven to hold that transaction alone (``aborted_spans.py``,
+from the producer's sequence numbers) and counted as read; the read after aims at the transaction's
+last batch, where the gap's excess says it ends. One aborted transaction of 1,000 records costs
+three or four batches, not the nine it holds (a transactional restore: 32 MB of gap reads -> see
+docs/benchmarks.md). Windows that land on holes with no such proof (compaction) grow 4x.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
-from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds
+from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import POINT_READ_BYTES, Served, Unserved
+from offset_restore.translate.aborted_spans import proven_spans, unread_starts
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
-from offset_restore.translate.restore_order import disorder_in, overcounted_gap
+from offset_restore.translate.restore_order import disorder_in, first_unread, middle_unread, overcounted
 
 __all__ = ["MAX_GAP_ROUNDS", "read_overcounted_gaps"]
 
@@ -39,9 +47,9 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
     """For each partition of ``tps`` (with the disorder found), read its over-counted gaps; returns
     the partitions still in disorder, with why (the others passed the order check)."""
     problems = dict(tps)
-    at = {tp: gap for tp in tps if (gap := overcounted_gap(*reads.observed[tp].merged())) is not None}
+    proofs = {tp: _Proofs() for tp in tps}
+    at = {tp: gap for tp in tps if (gap := _aim(reads, tp, proofs[tp])) is not None}
     rounds = ctx.rounds()
-    rounds.fit = False  # the gap reads size their windows themselves
     first = {tp: rounds.limits.get(tp, POINT_READ_BYTES) for tp in at}  # a large batch's ONE_BATCH kept
     limits = dict(first)
     spent = _Spent()
@@ -56,21 +64,20 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
             if not isinstance(outcome, Served):
                 del at[tp]  # failed: read whole at last
                 continue
-            answer = outcome.answer
+            answer = _widened(outcome.answer, at[tp], reads.observed[tp].merged()[1])
             keys = [reads.key_of(tp, record) for record in answer.records]
-            reads.observe(tp, at[tp], answer, keys)
-            holes_only = all(key is None for key in keys)
+            reads.observe(tp, answer.fetch_offset, answer, keys)
+            holes_only = all(key is None for key in keys) and not answer.aborted  # no proof: read on
             limits[tp] = _grown(limits[tp]) if holes_only else first[tp]
             if spent.over(tp, answer.size, answer.read_to - at[tp], ctx.bounds[tp]):
                 del at[tp]  # cheaper read whole: its problem stays
         for tp in list(at):
-            log, ranges = reads.observed[tp].merged()
-            gap = overcounted_gap(log, ranges)
+            gap = _aim(reads, tp, proofs[tp])
             if gap is not None:
                 at[tp] = gap
                 continue
             del at[tp]
-            problem = disorder_in(log, ranges)
+            problem = disorder_in(*reads.observed[tp].merged())
             if problem is None:
                 del problems[tp]
             else:
@@ -78,6 +85,54 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
     ctx.learn({}, rounds.batch_bytes)
     ctx.record("header (gaps)", rounds.rounds, rounds.fetches, rounds.records, {})
     return problems
+
+
+class _Proofs:
+    """The spans of aborted transactions proven in one partition so far, counted as read."""
+
+    def __init__(self) -> None:
+        self.added: set[tuple[int, int]] = set()
+
+    def add(self, reads: HeaderReads, tp: TP) -> None:
+        """Count as read every span the partition's aborted batches now prove (``proven_spans``)."""
+        for span in proven_spans(reads.aborted.get(tp, ())):
+            if span not in self.added:
+                self.added.add(span)
+                reads.observed[tp].add(*span, [])
+
+
+def _aim(reads: HeaderReads, tp: TP, proofs: _Proofs) -> int | None:
+    """Where to read next in the partition's first over-counted gap (None: it has none): the first
+    batch of an aborted transaction seen in it, else where a span proven in it is estimated to end
+    (its last batch: the gap's excess on from the span), else the gap's middle."""
+    proofs.add(reads, tp)
+    log, ranges = reads.observed[tp].merged()
+    gap = overcounted(log, ranges)
+    if gap is None:
+        return None
+    for start in unread_starts(reads.aborted.get(tp, ())):
+        if gap.low < start < gap.high and first_unread(start, start + 1, ranges) is not None:
+            return start
+    for _, end in sorted(proofs.added):
+        if gap.low < end < gap.high and first_unread(end, end + 1, ranges) is not None:
+            # the excess as the rest of this transaction (its marker and the holes allowed are in the
+            # excess too: short of its last offset, inside its last batch); past it (more transactions,
+            # or markers) the read splits the gap, and the part before has this transaction's excess alone
+            aimed = first_unread(min(gap.high - 1, end + max(0, gap.excess - 1)), gap.high, ranges)
+            if aimed is not None:
+                return aimed
+    return middle_unread(gap, ranges)
+
+
+def _widened(answer: PartitionFetch, position: int, ranges: list[tuple[int, int]]) -> PartitionFetch:
+    """The answer from where its first batch starts, down to what was read before: the broker sent
+    that batch whole, and the records of it before the position tell where a transaction ends."""
+    if answer.earlier is None or answer.earlier_from >= position:
+        return answer
+    start = max([answer.earlier_from, *(end for _, end in ranges if end <= position)])
+    if start >= position:
+        return answer
+    return replace(answer, fetch_offset=start, records=[*answer.earlier(start), *answer.records], earlier=None)
 
 
 def _grown(limit: int) -> int:
