@@ -4,7 +4,7 @@ on the headers a broker's answers would carry."""
 from __future__ import annotations
 
 from offset_restore.kafka.model import AbortedBatch
-from offset_restore.translate.aborted_spans import proven_spans, unread_starts
+from offset_restore.translate.aborted_spans import outside, proven_spans, unread_starts
 
 
 def batch(
@@ -51,3 +51,10 @@ def test_two_aborted_transactions_of_one_producer_are_proven_apart() -> None:
     one = [batch(1_000, 100, 5_000), batch(1_200, 100, 5_200)]
     two = [batch(3_000, 100, 6_900, start=3_000), batch(3_300, 50, 7_200, start=3_000)]
     assert proven_spans(one + two) == [(1_000, 1_300), (3_000, 3_350)]
+
+
+def test_outside_leaves_what_was_read_around_the_aborted_spans() -> None:
+    ranges = [(0, 100), (200, 1_000), (1_500, 1_600)]
+    spans = [(50, 60), (150, 250), (300, 1_200)]
+    assert outside(ranges, spans) == [(0, 50), (60, 100), (250, 300), (1_500, 1_600)]
+    assert outside(ranges, []) == ranges

@@ -82,6 +82,8 @@ class PartitionFetch:
     aborted: tuple[AbortedBatch, ...] = ()
     """The batches of aborted transactions the answer held, skipped (their offsets are covered, no
     record of theirs is returned)."""
+    markers: tuple[int, ...] = ()
+    """The offsets of the transaction markers (control batches) the answer held, skipped."""
     earlier: Callable[[int], list[FetchedRecord]] | None = field(default=None, repr=False, compare=False)
     """That batch's data records from an offset up to the fetch offset, decoded only when asked: the
     broker sends a batch whole, so a reader that will want them (the search) need not ask again."""

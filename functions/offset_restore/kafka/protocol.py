@@ -465,6 +465,8 @@ class _Aborted:
         """Producers whose aborted transaction is under way in the answer -> its first offset."""
         self.batches: list[AbortedBatch] = []
         """The aborted transactions' data batches skipped, in offset order."""
+        self.markers: list[int] = []
+        """The offsets of the control batches skipped."""
 
     def skips(self, batch: Any) -> bool:
         """Whether ``batch`` holds nothing to read: a control batch, or one of an aborted transaction
@@ -476,6 +478,7 @@ class _Aborted:
         if getattr(batch, "is_control_batch", False):
             if batch.producer_id in self.producers and _is_abort_marker(batch):
                 del self.producers[batch.producer_id]
+            self.markers.append(batch.base_offset)
             return True
         if not getattr(batch, "is_transactional", False) or batch.producer_id not in self.producers:
             return False
@@ -538,4 +541,5 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         earlier_from=earlier[0] if earlier else -1,
         earlier=earlier[1] if earlier else None,
         aborted=tuple(aborted.batches),
+        markers=tuple(aborted.markers),
     )

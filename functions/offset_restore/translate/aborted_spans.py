@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from offset_restore.kafka.model import AbortedBatch
 
-__all__ = ["proven_spans", "unread_starts"]
+__all__ = ["outside", "proven_spans", "unread_starts"]
 
 _Transaction = tuple[int, int, int]
 """(producer id, producer epoch, the transaction's first offset)."""
@@ -63,3 +63,22 @@ def unread_starts(batches: Iterable[AbortedBatch]) -> list[int]:
     seen = list(batches)
     read = {b.transaction_start for b in seen if b.base_offset == b.transaction_start}
     return sorted({b.transaction_start for b in seen} - read)
+
+
+def outside(ranges: list[tuple[int, int]], spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The [start, end) ``ranges`` (ascending, apart) less every offset of ``spans``: what was read of a
+    partition outside its aborted transactions, where its transaction markers are (a share of holes
+    measured over both would be diluted by the thousands of offsets an aborted transaction covers)."""
+    cuts = sorted(spans)
+    kept: list[tuple[int, int]] = []
+    for start, end in ranges:
+        at = start
+        for low, high in cuts:
+            if high <= at or low >= end:
+                continue
+            if low > at:
+                kept.append((at, low))
+            at = max(at, high)
+        if at < end:
+            kept.append((at, end))
+    return kept

@@ -56,6 +56,8 @@ class HeaderReads:
         """A whole read's records without the header before its first with it, until that one comes."""
         self.aborted: dict[TP, list[AbortedBatch]] = defaultdict(list)
         """The batches of aborted transactions every answer held (``translate/aborted_spans.py``)."""
+        self.markers: dict[TP, set[int]] = defaultdict(set)
+        """The offsets of the transaction markers every answer held."""
         self.bytes = 0
 
     def print_at(self, tp: TP, offset: int) -> str | None:
@@ -70,6 +72,7 @@ class HeaderReads:
             self.evidence_at.pop(tp, None)
             self.held.pop(tp, None)
             self.aborted.pop(tp, None)
+            self.markers.pop(tp, None)
             self.keyed.discard(tp)
             self.unchecked.discard(tp)
 
@@ -84,6 +87,8 @@ class HeaderReads:
         self.bytes += answer.size
         if answer.aborted:
             self.aborted[tp].extend(answer.aborted)
+        if answer.markers:
+            self.markers[tp].update(answer.markers)
         wanted = self.fingerprint_keys.get(tp, set())
         if keys is None:
             keys = [self.key_of(tp, record) for record in answer.records]

@@ -27,10 +27,11 @@ from dataclasses import replace
 
 from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import POINT_READ_BYTES, Served, Unserved
-from offset_restore.translate.aborted_spans import proven_spans, unread_starts
+from offset_restore.translate.aborted_spans import outside, proven_spans, unread_starts
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
-from offset_restore.translate.restore_order import disorder_in, first_unread, middle_unread, overcounted
+from offset_restore.translate.restore_order import disorder_in, first_unread, hole_rate_of, middle_unread, overcounted
+from offset_restore.translate.resume_points import PartitionLog
 
 __all__ = ["MAX_GAP_ROUNDS", "read_overcounted_gaps"]
 
@@ -77,7 +78,7 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
                 at[tp] = gap
                 continue
             del at[tp]
-            problem = disorder_in(*reads.observed[tp].merged())
+            problem = disorder_in(*_read(reads, tp, proofs[tp]))
             if problem is None:
                 del problems[tp]
             else:
@@ -101,13 +102,26 @@ class _Proofs:
                 reads.observed[tp].add(*span, [])
 
 
+def _read(reads: HeaderReads, tp: TP, proofs: _Proofs) -> tuple[PartitionLog, list[tuple[int, int]], float]:
+    """What was read of the partition, its proven spans counted as read, and the share of holes it
+    showed outside its aborted transactions (``outside``): of short holes between records read, or
+    of the transaction markers read, whichever is more (a read of one batch ends before the marker
+    after it, so a marker is rarely between two records read, and every transaction has one)."""
+    proofs.add(reads, tp)
+    log, ranges = reads.observed[tp].merged()
+    aborted = [(b.base_offset, b.next_offset) for b in reads.aborted.get(tp, ())]
+    kept = outside(ranges, [*aborted, *proofs.added])
+    read = sum(end - start for start, end in kept)
+    markers = sum(1 for m in reads.markers.get(tp, ()) if any(start <= m < end for start, end in kept))
+    return log, ranges, max(hole_rate_of(log, kept), markers / read if read else 0.0)
+
+
 def _aim(reads: HeaderReads, tp: TP, proofs: _Proofs) -> int | None:
     """Where to read next in the partition's first over-counted gap (None: it has none): the first
     batch of an aborted transaction seen in it, else where a span proven in it is estimated to end
     (its last batch: the gap's excess on from the span), else the gap's middle."""
-    proofs.add(reads, tp)
-    log, ranges = reads.observed[tp].merged()
-    gap = overcounted(log, ranges)
+    log, ranges, rate = _read(reads, tp, proofs)
+    gap = overcounted(log, ranges, rate)
     if gap is None:
         return None
     for start in unread_starts(reads.aborted.get(tp, ())):
