@@ -15,9 +15,11 @@ An aborted transaction is not read through: a read that lands in one learns the 
 offset (the broker's answer lists it), the next read takes its first batch, and the span from there
 to the furthest batch of it read is proven to hold that transaction alone (``aborted_spans.py``,
 from the producer's sequence numbers) and counted as read; the read after aims at the transaction's
-last batch, where the gap's excess says it ends. One aborted transaction of 1,000 records costs
-three or four batches, not the nine it holds (a transactional restore: 32 MB of gap reads -> see
-docs/benchmarks.md). Windows that land on holes with no such proof (compaction) grow 4x.
+last batch, where the gap's excess says it ends. An aborted transaction of up to 1,000 records
+costs two or three batches, not every one it holds (the benchmark's transactional restore: gap reads
+32.2 -> 6.3 MB, docs/benchmarks.md). Windows that land on holes with no such proof (compaction)
+grow 4x. The holes believed in what is still unread are measured outside the aborted transactions
+and count the markers read (a read of one batch ends before the marker after it).
 """
 
 from __future__ import annotations
