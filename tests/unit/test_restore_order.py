@@ -17,7 +17,13 @@ from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.restore_order import ObservedPartition, disorder_in, find_disorder, overcounted_gap
+from offset_restore.translate.restore_order import (
+    ObservedPartition,
+    disorder_in,
+    find_disorder,
+    middle_unread,
+    overcounted,
+)
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, resume_points
 from offset_restore.translate.translation import translate
 
@@ -59,6 +65,12 @@ def test_resume_points_match_the_definition(keys: list[int], wanted: list[int]) 
         last = max(i for i, k in enumerate(keys) if k != NO_KEY)
         assert answer.offset == (100 + 2 * index if index <= last else 100 + 2 * last + 1)
         assert answer.exact == (duplicates == 0 and not pulled)
+
+
+def overcounted_gap(log: PartitionLog, ranges: list[tuple[int, int]]) -> int | None:
+    """Where the gap reads read next: the middle of the first over-counted gap (None: none)."""
+    gap = overcounted(log, ranges)
+    return None if gap is None else middle_unread(gap, ranges)
 
 
 def test_a_sorted_log_gives_the_first_record_at_or_after_each_offset() -> None:

@@ -34,7 +34,6 @@ __all__ = [
     "hole_rate_of",
     "middle_unread",
     "overcounted",
-    "overcounted_gap",
 ]
 
 
@@ -207,13 +206,6 @@ def overcounted(log: PartitionLog, ranges: list[tuple[int, int]], hole_rate: flo
     return found[1]
 
 
-def overcounted_gap(log: PartitionLog, ranges: list[tuple[int, int]], hole_rate: float | None = None) -> int | None:
-    """Where to read next in the first over-counted gap (``overcounted``): an unread offset in its
-    middle. None when the first problem is another, or there is none."""
-    gap = overcounted(log, ranges, hole_rate)
-    return None if gap is None else middle_unread(gap, ranges)
-
-
 def middle_unread(gap: Overcounted, ranges: list[tuple[int, int]]) -> int | None:
     """An unread offset in the middle of ``gap`` (the first unread one after the middle, else before)."""
     middle = first_unread((gap.low + gap.high) // 2, gap.high, ranges)
@@ -224,8 +216,12 @@ def _falls_back(log: PartitionLog) -> bool:
     """Whether a header anywhere among the records read is at or below the one before it: the
     partition is out of order whatever the unread offsets between hold (the local broker returns the
     records of aborted transactions: their copy and its rewrite read so), and will be read whole."""
-    keyed = [k for k in log.keys if k != NO_KEY]
-    return not all(map(operator.lt, keyed, keyed[1:]))  # at C speed: this runs after every gap read
+    return not _ascending(array("q", (k for k in log.keys if k != NO_KEY)))
+
+
+def _ascending(keys: array) -> bool:
+    """Whether ``keys`` strictly grow, at C speed: the order check runs after every gap read."""
+    return all(map(operator.lt, keys, keys[1:]))
 
 
 def _first_problem(
@@ -235,7 +231,7 @@ def _first_problem(
     if hole_rate is None:
         hole_rate = hole_rate_of(log, ranges)
     keys, offsets = log.keys, log.offsets
-    if NO_KEY not in keys and all(map(operator.lt, keys, keys[1:])):  # the common case, at C speed
+    if NO_KEY not in keys and _ascending(keys):  # the common case
         apart = (i for i, step in enumerate(map(operator.sub, offsets[1:], offsets[:-1])) if step > 1)
         return next(filter(None, (_overcounted_at(log, i, i + 1, ranges, hole_rate) for i in apart)), None)
     keyed = [i for i in range(len(log)) if keys[i] != NO_KEY]
