@@ -67,7 +67,7 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
             if not isinstance(outcome, Served):
                 del at[tp]  # failed: read whole at last
                 continue
-            answer = _widened(outcome.answer, at[tp], reads.observed[tp].merged()[1])
+            answer = _widened(outcome.answer, at[tp], proofs[tp].ranges)  # read when it was aimed
             keys = [reads.key_of(tp, record) for record in answer.records]
             reads.observe(tp, answer.fetch_offset, answer, keys)
             holes_only = all(key is None for key in keys) and not answer.aborted  # no proof: read on
@@ -95,6 +95,8 @@ class _Proofs:
 
     def __init__(self) -> None:
         self.added: set[tuple[int, int]] = set()
+        self.ranges: list[tuple[int, int]] = []
+        """The ranges read when the partition's next read was aimed (``_read``): what that read adds to."""
 
     def add(self, reads: HeaderReads, tp: TP) -> None:
         """Count as read every span the partition's aborted batches now prove (``proven_spans``)."""
@@ -111,6 +113,7 @@ def _read(reads: HeaderReads, tp: TP, proofs: _Proofs) -> tuple[PartitionLog, li
     after it, so a marker is rarely between two records read, and every transaction has one)."""
     proofs.add(reads, tp)
     log, ranges = reads.observed[tp].merged()
+    proofs.ranges = ranges
     aborted = [(b.base_offset, b.next_offset) for b in reads.aborted.get(tp, ())]
     kept = outside(ranges, [*aborted, *proofs.added])
     read = sum(end - start for start, end in kept)
