@@ -65,15 +65,16 @@ def test_apply_mode_waits_for_an_active_group_then_commits_and_verifies(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow
 ) -> None:
     s = setup(brokers, source, target, workflow)
-    stop = threading.Event()
+    stop, joined = threading.Event(), threading.Event()
 
     def consumer_for_a_while() -> None:
         with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
-            stop.wait(6)
+            joined.set()
+            stop.wait(8)  # from the join: the run's first states must meet it active on a loaded machine
 
     thread = threading.Thread(target=consumer_for_a_while)
     thread.start()
-    time.sleep(3)  # the member has joined before the run starts
+    assert joined.wait(60), "the consumer did not join the target"
     run_input = {
         "groups": f"{s['a']}|{s['b']}",
         "mode": "apply",

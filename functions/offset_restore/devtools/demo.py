@@ -328,16 +328,33 @@ def _on_the_target(scene: _Scene, hold_s: float) -> tuple[str, str, threading.Ev
         raise RuntimeError(f"demo could not start {ahead} on the target: {failed}")
     scene.out.write(f"{ahead} was started on the target with auto.offset.reset=latest: it sits at the log end\n")
     scene.out.write(f"an application of group {busy} is still connected to the target for {hold_s:g} s\n")
-    release, joined = threading.Event(), threading.Event()
+    release, joined, failed_to_join = threading.Event(), threading.Event(), list[BaseException]()
 
     def application() -> None:
-        with group_member(scene.target.settings(), busy, RENAMED["orders"]):
+        try:
+            with group_member(scene.target.settings(), busy, RENAMED["orders"]):
+                joined.set()
+                release.wait(hold_s)
+        except Exception as error:  # the main thread says why instead of going on without the member
+            failed_to_join.append(error)
             joined.set()
-            release.wait(hold_s)
 
     threading.Thread(target=application, daemon=True).start()
-    joined.wait(20)
+    if not joined.wait(90) or failed_to_join:
+        raise RuntimeError(f"demo: the application of {busy} did not join the target: {failed_to_join or 'no answer'}")
+    _until_active(scene, busy)
     return busy, ahead, release
+
+
+def _until_active(scene: _Scene, group: str, timeout_s: float = 30) -> None:
+    """Until the target itself reports the group with a member: the apply looks there, not at the
+    consumer's view of its assignment."""
+    deadline = time.monotonic() + timeout_s
+    with KafkaCluster(scene.target.settings()) as target:
+        while (info := target.describe_groups([group]).get(group)) is None or info.members == 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"demo: the target does not show {group} with a member after {timeout_s:g} s")
+            time.sleep(0.2)
 
 
 def _save_reports(scene: _Scene, location: Path) -> None:

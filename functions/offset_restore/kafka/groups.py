@@ -74,10 +74,12 @@ class Groups(Coordinators):
 
 
 @contextmanager
-def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s: float = 15) -> Iterator[None]:
+def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s: float = 60) -> Iterator[None]:
     """A live consumer in ``group`` (for the demo: an application still connected on the target).
 
-    It joins, reads nothing it commits, and leaves when the block ends.
+    It joins, reads nothing it commits, and leaves when the block ends. The block starts only once the
+    member holds an assignment (the group is Stable with it), else ``TimeoutError``: a demo that goes on
+    with a member still joining shows a wait that never happens.
     """
     consumer = KafkaConsumer(
         topic,
@@ -90,8 +92,13 @@ def group_member(settings: ConnectionSettings, group: str, topic: str, timeout_s
     )
     try:
         deadline = time.monotonic() + timeout_s
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(timeout_ms=200, max_records=1)
+        while not consumer.assignment():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"a consumer did not join group {group} within {timeout_s:g} s")
+            # One poll long enough for a whole join: kafka-python 3.0.12 loses an assignment whose
+            # SyncGroup answer arrives after a poll gave up waiting (seen on Apache Kafka: the member
+            # stays in the group while assignment() stays empty, and the group rebalances without it).
+            consumer.poll(timeout_ms=3000, max_records=1)
         yield
     finally:
         consumer.close()
