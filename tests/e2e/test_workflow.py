@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -44,6 +45,21 @@ def setup(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow
     for p in range(2):
         restore(target, topic, p, records[p], keep=lambda r: r.offset >= 10)
     return {"topic": topic, "a": a, "b": b}
+
+
+def held_lock(target: KafkaCluster, newer_than: int = 0, timeout_s: float = 60) -> dict[str, Any]:
+    """The target's lock item once a run holds it (with an expiry past ``newer_than``): what a test
+    waits for, instead of sleeping while a run starts on a loaded machine."""
+    dynamodb = boto3.client("dynamodb", region_name=REGION)
+    key = {"pk": {"S": f"LOCK#{target.cluster_id}"}, "sk": {"S": "LOCK"}}  # the brokers' id, not "dr"
+    deadline = time.monotonic() + timeout_s
+    while not (
+        (item := dynamodb.get_item(TableName="offset-restore", Key=key).get("Item"))
+        and int(item["expires_at"]["N"]) > newer_than
+    ):
+        assert time.monotonic() < deadline, f"no run holds the lock of the target after {timeout_s:g} s"
+        time.sleep(0.1)
+    return dict(item)
 
 
 def test_plan_mode_maps_reports_and_releases_the_lock(
@@ -164,7 +180,7 @@ def test_two_runs_on_one_target_never_write_together(
     }
     with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
         first = workflow.start({**run_input, "restore_id": "race-1"}, name="race-1")
-        time.sleep(1.5)  # the first run holds the lock and waits for the active group
+        held_lock(target)  # the first run holds the lock and waits for the active group
         second = workflow.wait(workflow.start({**run_input, "restore_id": "race-2"}, name="race-2"))
         assert second["status"] == "FAILED" and second["error"] == "LockHeldError"
         assert "locked by run arn:" in second["cause"] and ":race-1 until" in second["cause"]  # the execution
@@ -195,7 +211,7 @@ def test_the_cli_and_the_workflow_exclude_each_other_on_one_target(
 
     with active_member(brokers.target.bootstrap_servers, b, str(s["topic"])):
         running = workflow.start({**run_input, "restore_id": "cli-race-1"}, name="cli-race-1")
-        time.sleep(1.5)  # the run holds the lock and waits for the active group
+        held_lock(target)  # the run holds the lock and waits for the active group
         out, err = io.StringIO(), io.StringIO()
         status = main(cli, out, err)
         assert status == 1 and ":cli-race-1 until" in err.getvalue(), err.getvalue()
@@ -361,8 +377,7 @@ def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
     with active_member(brokers.target.bootstrap_servers, str(s["b"]), str(s["topic"])):
         patient = {**run_input, "wait": {"timeout_seconds": 300, "interval_seconds": 1}}
         first = workflow.start({**patient, "restore_id": "owners"}, name="owners-1")
-        time.sleep(1.5)
-        expiry = int(dynamodb.get_item(TableName="offset-restore", Key=lock_key)["Item"]["expires_at"]["N"])
+        expiry = int(held_lock(target)["expires_at"]["N"])
         typo = workflow.wait(
             workflow.start({**run_input, "restore_id": "owners-typo", "target_cluster": "dr-typo"}, name="owners-2")
         )
@@ -371,9 +386,7 @@ def test_the_lock_is_the_deployments_target_and_each_execution_its_own_owner(
         assert "target_cluster 'dr-typo' is not this deployment's target ('dr')" in typo["cause"], typo["cause"]
         assert same_id["status"] == "FAILED" and same_id["error"] == "LockHeldError", same_id.get("cause")
         assert ":owners-1 until" in same_id["cause"] and "Prepare" not in same_id["states"]
-        time.sleep(1.2)
-        renewed = int(dynamodb.get_item(TableName="offset-restore", Key=lock_key)["Item"]["expires_at"]["N"])
-        assert renewed > expiry  # the waiting run's polls pushed the expiry out
+        assert held_lock(target, newer_than=expiry)  # the waiting run's polls push the expiry out
     assert workflow.wait(first)["status"] == "SUCCEEDED"
     assert "Item" not in dynamodb.get_item(TableName="offset-restore", Key=lock_key)
 
