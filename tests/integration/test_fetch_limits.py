@@ -12,12 +12,17 @@ import pytest
 from offset_restore.apply.anchors import records_at
 from offset_restore.devtools.brokers import started
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP, PartitionFetch
+from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
 from offset_restore.kafka.rounds import POINT_READ_BYTES
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.translation import translate
 
 from tests.helpers import unique
 
 RECORDS = 2_000
+DENSE = 3_000
 
 
 @pytest.fixture(scope="module")
@@ -125,3 +130,52 @@ def test_point_reads_over_small_batches_cost_about_a_batch_not_16_kb(
     assert batch < 2_000, f"batches of {batch} bytes: the producer did not write small batches"
     assert read <= POINT_READ_BYTES + len(wanted) * batch, f"{read} bytes for {len(wanted)} batches"
     assert read < len(wanted) * POINT_READ_BYTES / 4  # the 16 KB point reads cost 4x more at least
+
+
+def _dense_restore(cluster: KafkaCluster) -> tuple[list[TP], dict[str, dict[TP, int]]]:
+    """A restore of itself (every record carries its own offset in the header), 2 partitions of 3,000
+    records, with 60 groups on each: so many positions that the plan reads them whole. Positions lie
+    everywhere, the tail sample's last 64 records and the log end too."""
+    topic = unique("dense-tail")
+    cluster.create_topics({topic: 2})
+    tps = [TP(topic, p) for p in range(2)]
+    for tp in tps:
+        rows = ((f"{tp.partition}-{i}".encode(), b"v" * 100, [(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))], None)
+                for i in range(DENSE))  # fmt: skip
+        cluster.produce(topic, tp.partition, rows)
+    tail = [DENSE - n for n in (0, 1, 2, 30, 63, 64, 65, 66, 130)]
+    offsets = sorted({*range(0, DENSE, DENSE // 50), *tail})
+    groups = {unique(f"dense-{n}"): {tp: offsets[n] for tp in tps} for n in range(len(offsets))}
+    errors = cluster.alter_offsets_many(
+        {g: {tp: CommittedOffset(c, None) for tp, c in at.items()} for g, at in groups.items()}
+    )
+    assert not any(e for per in errors.values() for e in per.values())
+    return tps, groups
+
+
+@pytest.mark.parametrize("broker", ["local", "apache"])
+def test_a_dense_partition_read_whole_takes_its_tail_from_the_sample_and_stays_exact(
+    broker: str, request: pytest.FixtureRequest
+) -> None:
+    """The shape check samples each partition's last records before the header strategy reads a dense
+    one whole: the local broker, which sends whole batches up to a limit, is asked to stop short of them
+    and the sample's records are put in their place (the plan read 1.02 times one pass before); on
+    Apache Kafka the reads are not cut (it cuts a batch at the limit) and the sample's records replace
+    the whole read's. Every position is where the header says, none twice: a record of the tail taken
+    twice would read as disorder, one missed as a hole."""
+    cluster: KafkaCluster = request.getfixturevalue("local" if broker == "local" else "target")
+    tps, groups = _dense_restore(cluster)
+    snapshot = take_snapshot(cluster, SnapshotOptions(groups="|".join(groups)))
+    with KafkaCluster(cluster.settings) as fresh:  # as a plan starts: nothing known of the broker yet
+        entries, stats = translate(snapshot.groups, fresh, PlanOptions())
+        read = fresh.fetched_bytes
+        for tp in tps:
+            fresh.read_partition(tp)
+        one_pass = fresh.fetched_bytes - read
+    assert len(entries) == 2 * len(groups)
+    wrong = [(e.group, e.partition, e.source_offset, e.target_offset, e.exact) for e in entries
+             if e.target_offset != groups[e.group][TP(e.topic, e.partition)] or not e.exact]  # fmt: skip
+    assert not wrong, wrong
+    assert stats.fetch_rounds.get("header (whole partitions)", 0) > 0 and not stats.out_of_order, stats
+    if broker == "local":
+        assert read <= one_pass, f"the plan read {read} bytes, one pass {one_pass}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
+import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.kafka.rounds import (
     MAX_PARTITION_BYTES,
@@ -14,6 +15,7 @@ from offset_restore.kafka.rounds import (
     POINT_READ_BYTES,
     RUN_BYTES,
     RUN_ROUND_BYTES,
+    STOP_MARGIN,
     AtEnd,
     Failed,
     FetchRounds,
@@ -414,3 +416,36 @@ def test_a_batch_larger_than_any_seen_comes_whole_and_batches_near_16_kb_are_rea
     assert B not in rounds.limits and rounds.largest_batch[B] == 12_500
     rounds.round({A: 0, B: 6_000})
     assert fetch.limits[-1] == {A: ONE_BATCH, B: POINT_READ_BYTES}
+
+
+class Uncut(Priced):
+    """``Priced``, its answers marked as a broker that ignores per-partition limits sends them
+    (``PartitionFetch.uncut``: whole batches up to the limit) where ``uncut``."""
+
+    def __init__(self, per_offset: float, uncut: bool) -> None:
+        super().__init__(per_offset)
+        self.uncut = uncut
+
+    def answers(
+        self, positions: Mapping[TP, int], limits: Mapping[TP, int], wait_ms: int | None
+    ) -> Mapping[TP, PartitionFetch]:
+        return {tp: replace(a, uncut=self.uncut) for tp, a in super().answers(positions, limits, wait_ms).items()}
+
+
+@pytest.mark.parametrize("uncut", [True, False])
+def test_a_read_stops_short_of_records_held_only_where_the_broker_sends_batches_uncut(uncut: bool) -> None:
+    """``stops`` (a whole read whose tail the sample holds): over uncut answers the limit is the bytes
+    the offsets before the stop took, less the margin, so the answer ends before it; over a broker that
+    cuts the batch a limit ends in (Apache Kafka) the limit is left as it was; a partition not measured
+    yet is asked as before; a stop at or behind the position changes nothing."""
+    fetch = Uncut(100.0, uncut)
+    rounds = FetchRounds(fetch, partition_bytes=1024 * 1024)
+    rounds.round({A: 0, B: 0}, stops={A: 5_000})  # not measured yet: asked its limit
+    assert fetch.limits[-1] == {A: 1024 * 1024, B: 1024 * 1024}
+    served = rounds.round({A: 0, B: 0}, stops={A: 5_000, B: 0})
+    if uncut:
+        assert fetch.limits[-1] == {A: int(5_000 * 100 * (1 - STOP_MARGIN)), B: 1024 * 1024}
+        answer = served[A]
+        assert isinstance(answer, Served) and answer.answer.read_to <= 5_000
+    else:
+        assert fetch.limits[-1] == {A: 1024 * 1024, B: 1024 * 1024}

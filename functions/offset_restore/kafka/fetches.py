@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from offset_restore.kafka import protocol
@@ -85,10 +86,10 @@ class Fetches(Topics):
 
         for node, response in self._run("fetching records", send_all):
             for tp, answer in protocol.decode_fetch(response, positions, until):
-                result[tp] = answer
                 self.fetched_bytes += answer.size
                 if node not in self.limit_ignoring and protocol.over_limit(answer, limits[tp]):
                     self._ignores_limits(node, tp, answer.size, limits[tp])
+                result[tp] = replace(answer, uncut=True) if node in self.limit_ignoring else answer
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse", retriable=True))
         return result

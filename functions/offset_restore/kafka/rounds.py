@@ -45,6 +45,7 @@ __all__ = [
     "RUN_BYTES",
     "RUN_ROUND_BYTES",
     "SMALL_BATCH",
+    "STOP_MARGIN",
     "AtEnd",
     "Failed",
     "Fetch",
@@ -88,6 +89,10 @@ RUN_ROUND_BYTES = 64 * 1024 * 1024
 """The most a round's runs ask in all, shared among the partitions read as runs (each still at least a
 point read): memory holds a round's answers, decoded, and a snapshot or apply may read thousands of
 partitions at once (the whole read's shares hold 64 partitions of 1 MiB for the same reason)."""
+
+STOP_MARGIN = 0.03
+"""How far short of the bytes it measured a read cut before records the reader holds asks: an answer's
+bytes per offset is an average, and a limit past the first of those records brings its batch again."""
 
 SMALL_BATCH = 12 * 1024
 """A partition whose batches are all smaller than this is read a batch at a time once an answer showed
@@ -215,16 +220,21 @@ class FetchRounds:
     fit: bool = True
     """Whether point reads are fitted to small batches; off for a reader that sets its partitions'
     limits itself (the gap reads, growing a window that held only holes)."""
+    uncut: set[TP] = field(default_factory=set)
+    """The partitions whose answers came whole batch by batch up to the limit (``PartitionFetch.uncut``):
+    a read before records the reader holds can be cut short of them (``round``'s ``stops``)."""
 
     def round(
         self,
         positions: Mapping[TP, int],
         until: Mapping[TP, int] | None = None,
         reach: Mapping[TP, int] | None = None,
+        stops: Mapping[TP, int] | None = None,
     ) -> dict[TP, Outcome]:
         """Fetch every position once, the partitions left unserved before first (and the broker given
         ``PATIENT_WAIT_MS`` for them); one outcome each. ``reach``: where a reader wants every record
-        from the position up to (``run_end``), so a partition is asked for that many bytes at once."""
+        from the position up to (``run_end``), so a partition is asked for that many bytes at once.
+        ``stops``: where a reader holds the records from on (``_stopped``)."""
         if not positions:
             return {}
         ordered = dict(sorted(positions.items(), key=lambda item: -self.unserved[item[0]]))
@@ -232,6 +242,9 @@ class FetchRounds:
         self.fetches += len(ordered)
         most = max(POINT_READ_BYTES, min(RUN_BYTES, RUN_ROUND_BYTES // max(1, len(reach or ()))))
         limits = {tp: self._limit(tp, position, reach, most) for tp, position in ordered.items()}
+        for tp, stop in (stops or {}).items():
+            if tp in limits:
+                limits[tp] = self._stopped(tp, ordered[tp], stop, limits[tp])
         patient = self.unserved[next(iter(ordered))] > 0
         answers = self.fetch(ordered, until, limits, PATIENT_WAIT_MS if patient else None)
         return {tp: self._outcome(tp, position, answers.get(tp), limits[tp]) for tp, position in ordered.items()}
@@ -256,6 +269,28 @@ class FetchRounds:
                 return ONE_BATCH
             wanted, most = math.ceil(wanted / batch) * batch, max(batch, most // batch * batch)
         return max(min(most, math.ceil(wanted)), fitted)
+
+    def measured(self, tp: TP, answer: PartitionFetch) -> None:
+        """Learn what an answer tells of its partition's batches: its bytes per offset and largest batch,
+        and whether the broker sent it uncut. Also for an answer other rounds read (a whole read
+        starting from the tail sample's measure)."""
+        if answer.uncut:
+            self.uncut.add(tp)
+        if answer.bytes_per_offset:
+            self.offset_bytes[tp] = answer.bytes_per_offset
+            self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), answer.largest_batch_bytes)
+
+    def _stopped(self, tp: TP, position: int, stop: int, limit: int) -> int:
+        """The limit cut short of ``stop``, where the reader holds the records from on (a partition read
+        whole after its tail was sampled): the bytes the offsets before it took in the last answer, less
+        ``STOP_MARGIN``. Only over answers that came uncut (``uncut``): such a broker adds whole batches
+        until the limit is reached, so the read ends before ``stop`` or one batch short of it (the next
+        round, one batch, reaches it). Apache Kafka cuts the batch a limit ends in, and the cut bytes
+        are thrown away: its reads go on to the limit."""
+        per_offset = self.offset_bytes.get(tp, 0.0)
+        if tp not in self.uncut or not per_offset or limit == ONE_BATCH or stop <= position:
+            return limit
+        return max(1, min(limit, int(per_offset * (stop - position) * (1 - STOP_MARGIN))))
 
     def _fitted(self, tp: TP, learned: int) -> int:
         """A point read's limit fitted to the partition's batches: ``ONE_BATCH`` where all it showed
@@ -308,9 +343,7 @@ class FetchRounds:
             self.unserved.pop(tp, None)
             if limit == ONE_BATCH:
                 self.batch_bytes[tp] = max(answer.size, self.batch_bytes.get(tp, 0))
-            if answer.bytes_per_offset:
-                self.offset_bytes[tp] = answer.bytes_per_offset
-                self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), answer.largest_batch_bytes)
+            self.measured(tp, answer)
             return Served(answer)
         if position >= end >= 0:
             self.unserved.pop(tp, None)
@@ -342,17 +375,18 @@ def read_forward(
     until: Mapping[TP, int] | None = None,
     after_round: Callable[[], None] | None = None,
     reach: Callable[[TP], int | None] | None = None,
+    stops: Mapping[TP, int] | None = None,
 ) -> dict[TP, Failed]:
     """Read each partition forward from ``start`` until ``take`` has enough or the partition ends,
     all partitions in shared rounds. Returns the partitions that failed, with why (their reader got
     what was read before the failure, and nothing after). ``reach``: where the reader wants every
     record up to from a partition's next position (``FetchRounds.run_end``), None where it does not
-    know."""
+    know. ``stops``: where the reader holds the records from on (``FetchRounds.round``)."""
     cursors = dict(start)
     failed: dict[TP, Failed] = {}
     while cursors:
         reaches = None if reach is None else {tp: end for tp in cursors if (end := reach(tp)) is not None}
-        for tp, outcome in rounds.round(cursors, until, reaches).items():
+        for tp, outcome in rounds.round(cursors, until, reaches, stops).items():
             if isinstance(outcome, Failed):
                 failed[tp] = outcome
                 del cursors[tp]

@@ -68,6 +68,12 @@ class Context:
     """Windows read of partitions where no record carried the header (a replica written without it):
     the tail sample's and the header search's. The time search and the fingerprint scan start from
     them, not asking again (the header search's were 1 MB of a header-less replica's 7.7)."""
+    uncut: set[TP] = field(default_factory=set)
+    """The partitions whose broker sent answers uncut (``FetchRounds.uncut``), as earlier reads saw:
+    a later read stops short of records it holds from its first round."""
+    tails: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
+    """The shape check's sample of each partition the header strategy will probe: its last records,
+    which a whole read takes from here instead of reading them again (``whole_read``)."""
     kept_records: int = 0
     """Records held in ``unkeyed_windows`` (at most ``MAX_KEPT_RECORDS``)."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
@@ -90,6 +96,7 @@ class Context:
             partition_bytes=first,
             limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
             largest_batch=dict(self.largest_batch),
+            uncut=set(self.uncut),
         )
 
     def learn(

@@ -5,7 +5,7 @@ answered from the running maximum of its headers (``resume_points``), whatever i
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -19,9 +19,17 @@ from offset_restore.translate.model import Method
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
+from offset_restore.translate.search import PartitionIndex, widened
 from offset_restore.translate.strategies.outcomes import beyond, expected_print
 
-__all__ = ["WHOLE_READ_BYTES", "Begun", "cheaper_whole", "read_whole_and_decide"]
+__all__ = [
+    "WHOLE_READ_BYTES",
+    "Begun",
+    "cheaper_whole",
+    "distinct_offsets",
+    "probe_starts",
+    "read_whole_and_decide",
+]
 
 WHOLE_READ_BYTES = 1024 * 1024
 """Bytes per partition per fetch when a partition is read whole."""
@@ -46,20 +54,13 @@ def cheaper_whole(
     the log start per candidate measures its bytes per offset and is the whole read's first window;
     the whole read then also answers order-independently (``read_whole_and_decide``). Returns, too,
     the probes of the partitions to be searched: the search's first windows."""
-    distinct: dict[TP, set[int]] = defaultdict(set)
-    for pos in undecided.values():
-        distinct[pos.target].add(pos.committed)
-    probes: dict[TP, int] = {}
-    for tp, offsets in distinct.items():
-        b = ctx.bounds[tp]
-        if b.end > b.start and len(offsets) * ctx.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
-            probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
-    rounds = ctx.rounds()
-    rounds.fit = False  # a 16 KB probe over small batches measures several, and a whole read begins with them
+    distinct = distinct_offsets(undecided.values())
+    probes = probe_starts(distinct, ctx)
+    answers = _read_probes(probes, ctx)
     cheaper: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
     searched_from: dict[TP, PartitionFetch] = {}
-    for tp, answer in _probed(rounds, probes).items():
+    for tp, answer in answers.items():
         b = ctx.bounds[tp]
         whole = (b.end - b.start) * _bytes_per_offset(answer, probes[tp])
         searched = len(distinct[tp]) * ctx.point_bytes(tp)  # a batch a position: 1 MB batches cost 1 MB each
@@ -72,8 +73,38 @@ def cheaper_whole(
             begun[tp][0].extend(reads.whole(tp, answer))
         else:
             searched_from[tp] = answer
-    ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
     return cheaper, begun, searched_from
+
+
+def distinct_offsets(positions: Iterable[Position]) -> dict[TP, set[int]]:
+    """The committed offsets the positions ask of each target partition."""
+    distinct: dict[TP, set[int]] = defaultdict(set)
+    for pos in positions:
+        distinct[pos.target].add(pos.committed)
+    return distinct
+
+
+def probe_starts(distinct: Mapping[TP, set[int]], ctx: Context) -> dict[TP, int]:
+    """The partitions worth a probe from their log start (``cheaper_whole``): so many positions that
+    a window each may outweigh the whole log, even at the fewest bytes a record can take."""
+    probes: dict[TP, int] = {}
+    for tp, offsets in distinct.items():
+        b = ctx.bounds.get(tp)  # None: the partition is not on the target
+        if b and b.end > b.start and len(offsets) * ctx.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
+            probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
+    return probes
+
+
+def _read_probes(probes: Mapping[TP, int], ctx: Context) -> dict[TP, PartitionFetch]:
+    """Each probe's answer (``_probed``), in rounds of their own."""
+    if not probes:
+        return {}
+    rounds = ctx.rounds()
+    rounds.fit = False  # a 16 KB probe over small batches measures several, and a whole read begins with them
+    served = _probed(rounds, probes)
+    ctx.uncut.update(rounds.uncut)
+    ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
+    return served
 
 
 def _probed(rounds: FetchRounds, probes: Mapping[TP, int]) -> dict[TP, PartitionFetch]:
@@ -217,20 +248,51 @@ def _read_partitions(
     first = {tp: begun.pop(tp, (PartitionLog(), ctx.bounds[tp].start)) for tp in tps}
     logs: dict[TP, PartitionLog | str] = {tp: log for tp, (log, _) in first.items()}
     starts = {tp: start for tp, (_, start) in first.items() if start < ctx.bounds[tp].end}
+    tails = {tp: tail for tp in starts if (tail := _tail(tp, ctx)) and tail[0].fetch_offset > starts[tp]}
+    stops = {tp: tail[0].fetch_offset for tp, tail in tails.items()}
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
         if isinstance(outcome, AtEnd):
             return None
-        log = logs[tp]
+        log, answer = logs[tp], outcome.answer
         assert isinstance(log, PartitionLog)
-        log.extend(reads.whole(tp, outcome.answer))
-        return outcome.answer.read_to if outcome.answer.read_to < ctx.bounds[tp].end else None
+        stop = stops.get(tp, ctx.bounds[tp].end)
+        log.extend(reads.whole(tp, _before(answer, stop)))
+        if answer.read_to < stop:
+            return answer.read_to
+        for kept in tails.get(tp, ()):  # the sample's records, read once already
+            log.extend(reads.whole(tp, replace(kept, size=0)))
+        return None
 
     rounds = ctx.rounds(WHOLE_READ_BYTES)
-    for tp, failure in read_forward(rounds, starts, take).items():
+    for tp, tail in tails.items():
+        rounds.measured(tp, tail[-1])  # what the bytes before the tail cost, from its first round
+    for tp, failure in read_forward(rounds, starts, take, stops=stops).items():
         logs[tp] = f"reading {tp} whole failed: {failure.reason}"
     ctx.record("header (whole partitions)", rounds.rounds, rounds.fetches, rounds.records, {})
     return logs
+
+
+def _tail(tp: TP, ctx: Context) -> list[PartitionFetch]:
+    """The sample's answers of ``tp`` (``ctx.tails``, taken), the first from where its first batch
+    starts (the broker sent that batch whole): what a whole read need not read again."""
+    tail = ctx.tails.pop(tp, [])
+    if tail:
+        tail[0] = widened(tail[0], tail[0].fetch_offset, PartitionIndex(ctx.bounds[tp]))
+    return tail
+
+
+def _before(answer: PartitionFetch, stop: int) -> PartitionFetch:
+    """``answer`` without what it read at or after ``stop`` (its bytes still counted: they were sent)."""
+    if answer.read_to <= stop:
+        return answer
+    return replace(
+        answer,
+        records=[r for r in answer.records if r.offset < stop],
+        next_offset=stop,
+        aborted=tuple(a for a in answer.aborted if a.base_offset < stop),
+        markers=tuple(m for m in answer.markers if m < stop),
+    )
 
 
 def _ordered_decision(
