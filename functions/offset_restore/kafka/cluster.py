@@ -52,6 +52,7 @@ class KafkaCluster(Groups, Commits, Records):
         self.fetched_bytes = 0
         """Bytes of record batches received by ``fetch`` (what reads cost on the wire)."""
         self.limit_ignoring: set[int] = set()
+        self.uncut_senders: set[int] = set()
         self._count_lock = threading.Lock()
         self._producer: KafkaProducer | None = None
         self._admin = self._connect()

@@ -29,6 +29,9 @@ class Fetches(Topics):
     fetch_max_bytes: int
     fetched_bytes: int
     limit_ignoring: set[int]
+    uncut_senders: set[int]
+    """Leaders seen to send whole batches past a partition's limit (``protocol.whole_past_limit``): they
+    never cut a batch at the limit, so every answer of theirs is marked ``PartitionFetch.uncut``."""
     """Leaders seen to answer a partition over its byte limit (``protocol.over_limit``): each of their
     partitions is asked alone from then on, in this connection's life (``protocol.fetch_requests``)."""
 
@@ -85,11 +88,13 @@ class Fetches(Topics):
             )
 
         for node, response in self._run("fetching records", send_all):
-            for tp, answer in protocol.decode_fetch(response, positions, until):
+            for tp, answer in protocol.decode_fetch(response, positions, until, limits):
                 self.fetched_bytes += answer.size
                 if node not in self.limit_ignoring and protocol.over_limit(answer, limits[tp]):
                     self._ignores_limits(node, tp, answer.size, limits[tp])
-                result[tp] = replace(answer, uncut=True) if node in self.limit_ignoring else answer
+                if protocol.whole_past_limit(answer, limits[tp]):
+                    self.uncut_senders.add(node)
+                result[tp] = replace(answer, uncut=True) if node in self.uncut_senders else answer
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse", retriable=True))
         return result

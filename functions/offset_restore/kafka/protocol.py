@@ -59,6 +59,7 @@ __all__ = [
     "over_limit",
     "partition_identities",
     "topics_and_leaders",
+    "whole_past_limit",
 ]
 
 _FetchTopic = FetchRequest.FetchTopic
@@ -311,6 +312,14 @@ def alone_max_bytes(limit: int) -> int:
     return 1 if limit <= POINT_READ_BYTES else limit
 
 
+def whole_past_limit(answer: PartitionFetch, limit: int) -> bool:
+    """Whether a broker sent a partition more than its limit in more than its first batch: whole batches
+    past the limit, where Apache Kafka stops at the limit and cuts the batch it ends in (KIP-74 lets
+    only a first batch larger than the limit come whole). Such a broker (the local one) never cuts a
+    batch: a reader may ask a limit that ends just before records it holds."""
+    return answer.size > max(1, limit) and answer.size > answer.first_batch_bytes
+
+
 def over_limit(answer: PartitionFetch, limit: int) -> bool:
     """Whether a broker sent a partition more than twice its limit across more than one batch. Apache
     Kafka sends at most the limit, or the first batch whole when that alone is larger (KIP-74); the
@@ -358,14 +367,24 @@ def batch_costs(data: bytes | None) -> tuple[float, int]:
 
 
 def decode_fetch(
-    response: Any, positions: Mapping[TP, int], until: Mapping[TP, int] | None
+    response: Any,
+    positions: Mapping[TP, int],
+    until: Mapping[TP, int] | None,
+    limits: Mapping[TP, int] | None = None,
 ) -> Iterator[tuple[TP, PartitionFetch]]:
-    """Each partition of a Fetch answer, decoded."""
+    """Each partition of a Fetch answer, decoded. One far over its limit (``over_limit``, with
+    ``limits``) is decoded whole, past ``until``: a broker that ignores the limit sent megabytes for
+    a point read (the local one, its first partition of a request), and a reader may use them instead
+    of asking for them again."""
     for topic in response.responses:
         for part in topic.partitions:
             tp = TP(topic.topic, part.partition_index)
+            cut = until.get(tp) if until is not None else None
             try:
-                yield tp, decode_partition(positions[tp], part, until.get(tp) if until is not None else None)
+                answer = decode_partition(positions[tp], part, cut)
+                if cut is not None and limits is not None and tp in limits and over_limit(answer, limits[tp]):
+                    answer = decode_partition(positions[tp], part, None)
+                yield tp, answer
             except UnreadableBatchError as error:
                 raise UnreadableBatchError(f"{tp}: {error}") from None
 

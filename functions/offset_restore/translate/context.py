@@ -72,8 +72,9 @@ class Context:
     """The partitions whose broker sent answers uncut (``FetchRounds.uncut``), as earlier reads saw:
     a later read stops short of records it holds from its first round."""
     tails: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
-    """The shape check's sample of each partition the header strategy will probe: its last records,
-    which a whole read takes from here instead of reading them again (``whole_read``)."""
+    """The shape check's samples (those of the partitions the header strategy will probe first, then
+    others, up to ``plan.MAX_KEPT_TAIL_RECORDS``): each partition's last records, which a whole read
+    takes from here instead of reading them again (``whole_read``)."""
     kept_records: int = 0
     """Records held in ``unkeyed_windows`` (at most ``MAX_KEPT_RECORDS``)."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)

@@ -23,7 +23,14 @@ from offset_restore.translate.positions import Position
 from offset_restore.translate.restore_order import ObservedPartition
 from offset_restore.translate.search import KeyOf
 
-__all__ = ["MAX_HELD_RECORDS", "ORDER_LOOKBACK", "EvidencePrints", "HeaderReads", "evidence_prints"]
+__all__ = [
+    "MAX_HELD_RECORDS",
+    "MAX_KEPT_WINDOW_RECORDS",
+    "ORDER_LOOKBACK",
+    "EvidencePrints",
+    "HeaderReads",
+    "evidence_prints",
+]
 
 
 class HeaderReads:
@@ -54,6 +61,10 @@ class HeaderReads:
         """Partitions with records without the header read before any with it, not compared."""
         self.held: dict[TP, list[FetchedRecord]] = {}
         """A whole read's records without the header before its first with it, until that one comes."""
+        self.kept: dict[TP, list[PartitionFetch]] = defaultdict(list)
+        """Windows the search read that a whole read may take instead of reading them again (those the
+        broker sent uncut, up to ``MAX_KEPT_WINDOW_RECORDS`` records in all: ``kept_windows``)."""
+        self.kept_records = 0
         self.aborted: dict[TP, list[AbortedBatch]] = defaultdict(list)
         """The batches of aborted transactions every answer held (``translate/aborted_spans.py``)."""
         self.markers: dict[TP, set[int]] = defaultdict(set)
@@ -71,6 +82,7 @@ class HeaderReads:
                 held.pop(tp, None)
             self.evidence_at.pop(tp, None)
             self.held.pop(tp, None)
+            self.kept_windows(tp)
             self.aborted.pop(tp, None)
             self.markers.pop(tp, None)
             self.keyed.discard(tp)
@@ -168,12 +180,26 @@ class HeaderReads:
     def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
         """A window the search read, kept for the order check."""
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
+        if answer.uncut and self.kept_records + len(answer.records) <= MAX_KEPT_WINDOW_RECORDS:
+            self.kept[tp].append(answer)
+            self.kept_records += len(answer.records)
+
+    def kept_windows(self, tp: TP) -> list[PartitionFetch]:
+        """The windows kept of ``tp`` (taken): a whole read's chain (``translate/held_windows.py``)."""
+        kept = self.kept.pop(tp, [])
+        self.kept_records -= sum(len(answer.records) for answer in kept)
+        return kept
 
     def fallen(self, tp: TP) -> str | None:
         """Why the headers read of ``tp`` already fall back (None: they do not, so far)."""
         observed = self.observed.get(tp)
         return observed.fallen if observed is not None else None
 
+
+MAX_KEPT_WINDOW_RECORDS = 100_000
+"""Records of search windows kept for whole reads, in all (about 40 MB of decoded records): a broker
+that sends whole batches lets a whole read stop short of each (the local one; Apache Kafka cuts the
+batch a limit ends in, and its windows are not kept). Past this, windows are read again."""
 
 MAX_HELD_RECORDS = 10_000
 """Records without the header a whole read holds until its first record with the header: past that,

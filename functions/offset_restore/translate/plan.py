@@ -213,8 +213,25 @@ def _samples(
     ctx.uncut.update(rounds.uncut)
     ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.stats.bytes_read["shape (samples)"] = rounds.bytes
-    ctx.tails = {tp: read[tp] for tp in _probed_later(positions, ctx) if tp in read}
+    ctx.tails = _kept_tails(read, _probed_later(positions, ctx))
     return {tp: (answers, [r for answer in answers for r in answer.records]) for tp, answers in read.items()}
+
+
+MAX_KEPT_TAIL_RECORDS = 100_000
+"""Records of the samples kept for whole reads (``ctx.tails``), in all: about 40 MB decoded."""
+
+
+def _kept_tails(read: Mapping[TP, list[PartitionFetch]], first: set[TP]) -> dict[TP, list[PartitionFetch]]:
+    """The samples a whole read may take its last records from: those of ``first`` (the partitions most
+    likely read whole), then the others, up to ``MAX_KEPT_TAIL_RECORDS``."""
+    kept: dict[TP, list[PartitionFetch]] = {}
+    records = 0
+    for tp in sorted(read, key=lambda tp: tp not in first):
+        size = sum(len(answer.records) for answer in read[tp])
+        if records + size > MAX_KEPT_TAIL_RECORDS:
+            break
+        kept[tp], records = read[tp], records + size
+    return kept
 
 
 def _probed_later(positions: Mapping[PositionKey, Position], ctx: Context) -> set[TP]:

@@ -15,6 +15,7 @@ from offset_restore.packing import packed
 from offset_restore.translate.context import Context
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads
+from offset_restore.translate.held_windows import HeldChain, before
 from offset_restore.translate.model import Method
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
@@ -244,12 +245,35 @@ def _read_partitions(
     tps: Sequence[TP], ctx: Context, reads: HeaderReads, begun: dict[TP, Begun]
 ) -> dict[TP, PartitionLog | str]:
     """Every record of each partition from its log start to its end when the plan began (on from
-    where ``begun`` left off, taking it)."""
+    where ``begun`` left off, taking it). What the plan holds already (``HeldChain``: the sample's last
+    records, the search's windows the broker sent uncut) is taken from there, and a read stops short
+    of it where the broker sends whole batches (``FetchRounds``' ``stops``)."""
     first = {tp: begun.pop(tp, (PartitionLog(), ctx.bounds[tp].start)) for tp in tps}
     logs: dict[TP, PartitionLog | str] = {tp: log for tp, (log, _) in first.items()}
-    starts = {tp: start for tp, (_, start) in first.items() if start < ctx.bounds[tp].end}
-    tails = {tp: tail for tp in starts if (tail := _tail(tp, ctx)) and tail[0].fetch_offset > starts[tp]}
-    stops = {tp: tail[0].fetch_offset for tp, tail in tails.items()}
+    rounds = ctx.rounds(WHOLE_READ_BYTES)
+    chains: dict[TP, HeldChain] = {}
+    for tp, (_, start) in first.items():
+        held = [*reads.kept_windows(tp), *_tail(tp, ctx)]
+        for answer in held:
+            rounds.measured(tp, answer)  # what the offsets before the first held answer cost, from the first round
+        chains[tp] = HeldChain(start, held)
+    stops: dict[TP, int] = {}
+    taken = [0]  # records taken from held answers
+
+    def replay(tp: TP, position: int) -> int | None:
+        """Take the held answers on from ``position``; where to read on (None: at the end)."""
+        log = logs[tp]
+        assert isinstance(log, PartitionLog)
+        segments, position = chains[tp].take(position)
+        for segment in segments:
+            log.extend(reads.whole(tp, segment))
+            taken[0] += len(segment.records)
+        stop = chains[tp].stop
+        if stop is None:
+            stops.pop(tp, None)
+        else:
+            stops[tp] = stop
+        return position if position < ctx.bounds[tp].end else None
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
         if isinstance(outcome, AtEnd):
@@ -257,19 +281,14 @@ def _read_partitions(
         log, answer = logs[tp], outcome.answer
         assert isinstance(log, PartitionLog)
         stop = stops.get(tp, ctx.bounds[tp].end)
-        log.extend(reads.whole(tp, _before(answer, stop)))
-        if answer.read_to < stop:
-            return answer.read_to
-        for kept in tails.get(tp, ()):  # the sample's records, read once already
-            log.extend(reads.whole(tp, replace(kept, size=0)))
-        return None
+        log.extend(reads.whole(tp, before(answer, stop)))
+        return answer.read_to if answer.read_to < stop else replay(tp, stop)
 
-    rounds = ctx.rounds(WHOLE_READ_BYTES)
-    for tp, tail in tails.items():
-        rounds.measured(tp, tail[-1])  # what the bytes before the tail cost, from its first round
+    starts = {tp: position for tp, (_, start) in first.items() if (position := replay(tp, start)) is not None}
     for tp, failure in read_forward(rounds, starts, take, stops=stops).items():
         logs[tp] = f"reading {tp} whole failed: {failure.reason}"
     ctx.record("header (whole partitions)", rounds.rounds, rounds.fetches, rounds.records, {})
+    ctx.record("header (whole partitions, held)", 0, 0, taken[0], {})
     return logs
 
 
@@ -280,19 +299,6 @@ def _tail(tp: TP, ctx: Context) -> list[PartitionFetch]:
     if tail:
         tail[0] = widened(tail[0], tail[0].fetch_offset, PartitionIndex(ctx.bounds[tp]))
     return tail
-
-
-def _before(answer: PartitionFetch, stop: int) -> PartitionFetch:
-    """``answer`` without what it read at or after ``stop`` (its bytes still counted: they were sent)."""
-    if answer.read_to <= stop:
-        return answer
-    return replace(
-        answer,
-        records=[r for r in answer.records if r.offset < stop],
-        next_offset=stop,
-        aborted=tuple(a for a in answer.aborted if a.base_offset < stop),
-        markers=tuple(m for m in answer.markers if m < stop),
-    )
 
 
 def _ordered_decision(

@@ -1,0 +1,63 @@
+"""The chain of answers a whole read takes instead of reading them again (translate/held_windows.py)."""
+
+from __future__ import annotations
+
+from offset_restore.kafka.model import AbortedBatch, FetchedRecord, PartitionFetch
+from offset_restore.translate.held_windows import HeldChain, after, before
+
+
+def _answer(start: int, end: int, *, skip: set[int] | frozenset[int] = frozenset(), size: int = 100) -> PartitionFetch:
+    """Records ``start..end-1`` but those in ``skip`` (aborted or markers), covering to ``end``."""
+    records = [FetchedRecord(o, o, b"k", b"v", ()) for o in range(start, end) if o not in skip]
+    return PartitionFetch(start, records, next_offset=end, size=size, high_watermark=1_000)
+
+
+def _offsets(answers: list[PartitionFetch]) -> list[int]:
+    return [r.offset for a in answers for r in a.records]
+
+
+def test_before_and_after_split_an_answer_where_asked_and_only_after_replays_free() -> None:
+    answer = PartitionFetch(
+        10,
+        [FetchedRecord(o, o, b"k", b"v", ()) for o in (10, 11, 14, 15)],
+        next_offset=16,
+        size=500,
+        aborted=(AbortedBatch(12, 14, 7, 0, 0, 12),),
+        markers=(12,),
+    )
+    head, tail = before(answer, 13), after(answer, 13)
+    assert [r.offset for r in head.records] == [10, 11] and head.read_to == 13 and head.size == 500
+    assert head.aborted == answer.aborted and head.markers == (12,)
+    assert [r.offset for r in tail.records] == [14, 15] and tail.fetch_offset == 13 and tail.read_to == 16
+    assert tail.size == 0 and tail.aborted == answer.aborted and tail.markers == ()
+    assert before(answer, 16) is answer and after(answer, 5).records == answer.records
+
+
+def test_a_chain_carries_the_log_on_without_a_gap_or_a_record_twice() -> None:
+    """Overlapping windows (a search reads near what it read), one inside another, one before the
+    start, a failed one: taken in offset order, each from where the one before ended; a gap stops the
+    take and names where the next held answer begins."""
+    held = [
+        _answer(500, 600),  # the sample's tail
+        _answer(100, 130),
+        _answer(120, 160, skip={150}),  # overlaps the one before; 150 an aborted record
+        _answer(125, 140),  # inside those
+        _answer(0, 40),  # before the start: nothing of it is taken
+        PartitionFetch(300, error="NotLeaderOrFollowerError"),
+    ]
+    chain = HeldChain(60, held)
+    assert chain.stop == 100
+    assert chain.take(90) == ([], 90)  # nothing held begins at or before 90
+    taken, position = chain.take(100)
+    assert _offsets(taken) == [o for o in range(100, 160) if o != 150] and position == 160
+    assert all(a.size == 0 for a in taken) and chain.stop == 500
+    taken, position = chain.take(510)  # a read that overshot the stop: the rest of the tail, from there
+    assert _offsets(taken) == list(range(510, 600)) and position == 600 and chain.stop is None
+    assert chain.take(600) == ([], 600)
+
+
+def test_an_answer_that_starts_before_the_chain_and_ends_inside_it_is_taken_from_the_start() -> None:
+    chain = HeldChain(50, [_answer(40, 70), _answer(70, 80)])
+    assert chain.stop == 50
+    taken, position = chain.take(50)
+    assert _offsets(taken) == list(range(50, 80)) and position == 80 and chain.stop is None
