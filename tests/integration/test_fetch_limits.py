@@ -64,6 +64,7 @@ def test_apache_kafka_is_never_taken_for_a_broker_that_ignores_limits(target: Ka
             assert size <= POINT_READ_BYTES or size == batch, f"{tp} at {at}: {size} bytes"
             assert offsets and offsets[0] == at
     assert target.limit_ignoring == set()
+    assert target.uncut_senders == set()  # it cuts the batch a limit ends in: no read is cut short there
 
 
 @pytest.mark.parametrize("broker", ["local", "apache"])

@@ -29,11 +29,11 @@ class Fetches(Topics):
     fetch_max_bytes: int
     fetched_bytes: int
     limit_ignoring: set[int]
+    """Leaders seen to answer a partition over its byte limit (``protocol.over_limit``): each of their
+    partitions is asked alone from then on, in this connection's life (``protocol.fetch_requests``)."""
     uncut_senders: set[int]
     """Leaders seen to send whole batches past a partition's limit (``protocol.whole_past_limit``): they
     never cut a batch at the limit, so every answer of theirs is marked ``PartitionFetch.uncut``."""
-    """Leaders seen to answer a partition over its byte limit (``protocol.over_limit``): each of their
-    partitions is asked alone from then on, in this connection's life (``protocol.fetch_requests``)."""
 
     def _ignores_limits(self, node: int, tp: TP, size: int, limit: int) -> None:
         self.limit_ignoring.add(node)

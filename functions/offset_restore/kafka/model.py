@@ -85,9 +85,9 @@ class PartitionFetch:
     markers: tuple[int, ...] = ()
     """The offsets of the transaction markers (control batches) the answer held, skipped."""
     uncut: bool = False
-    """The leader sent this answer's batches whole up to its limit, never cutting one (a broker that
-    ignores per-partition limits, asked alone: it adds batches until the limit is reached): a reader
-    may then ask a limit that ends before records it already holds (``FetchRounds.round``'s ``stops``)."""
+    """The leader is one seen sending whole batches past a limit (``protocol.whole_past_limit``: it adds
+    batches until the limit is reached and never cuts one, as the local broker does): a reader may then
+    ask a limit that ends before records it already holds (``FetchRounds.round``'s ``stops``)."""
     earlier: Callable[[int], list[FetchedRecord]] | None = field(default=None, repr=False, compare=False)
     """That batch's data records from an offset up to the fetch offset, decoded only when asked: the
     broker sends a batch whole, so a reader that will want them (the search) need not ask again."""

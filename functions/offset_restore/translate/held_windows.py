@@ -52,7 +52,6 @@ class HeldChain:
         usable = [a for a in answers if a.error is None and a.read_to > max(start, a.fetch_offset)]
         self._held = sorted(usable, key=lambda a: a.fetch_offset)
         self._start = start
-        self._drop_covered(start)
 
     @property
     def stop(self) -> int | None:

@@ -205,8 +205,8 @@ def _reshaped_topics(
 def _samples(
     positions: Mapping[PositionKey, Position], ctx: Context
 ) -> dict[TP, tuple[list[PartitionFetch], list[FetchedRecord]]]:
-    """Each target partition's sample (``sample_reads``): the answers read, and their records. Those of
-    a partition the header strategy will probe (and may read whole) are kept in ``ctx.tails``."""
+    """Each target partition's sample (``sample_reads``): the answers read, and their records; kept in
+    ``ctx.tails`` for a whole read, those the header strategy will probe first (``_kept_tails``)."""
     rounds = ctx.rounds()
     read = sample_reads(rounds, ctx.bounds)
     ctx.learn(rounds.limits, rounds.batch_bytes, rounds.largest_batch)

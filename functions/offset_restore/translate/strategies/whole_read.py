@@ -57,7 +57,11 @@ def cheaper_whole(
     the probes of the partitions to be searched: the search's first windows."""
     distinct = distinct_offsets(undecided.values())
     probes = probe_starts(distinct, ctx)
-    answers = _read_probes(probes, ctx)
+    rounds = ctx.rounds()
+    rounds.fit = False  # a 16 KB probe over small batches measures several, and a whole read begins with them
+    answers = _probed(rounds, probes)
+    ctx.uncut.update(rounds.uncut)
+    ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
     cheaper: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
     searched_from: dict[TP, PartitionFetch] = {}
@@ -94,18 +98,6 @@ def probe_starts(distinct: Mapping[TP, set[int]], ctx: Context) -> dict[TP, int]
         if b and b.end > b.start and len(offsets) * ctx.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
             probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
     return probes
-
-
-def _read_probes(probes: Mapping[TP, int], ctx: Context) -> dict[TP, PartitionFetch]:
-    """Each probe's answer (``_probed``), in rounds of their own."""
-    if not probes:
-        return {}
-    rounds = ctx.rounds()
-    rounds.fit = False  # a 16 KB probe over small batches measures several, and a whole read begins with them
-    served = _probed(rounds, probes)
-    ctx.uncut.update(rounds.uncut)
-    ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
-    return served
 
 
 def _probed(rounds: FetchRounds, probes: Mapping[TP, int]) -> dict[TP, PartitionFetch]:
