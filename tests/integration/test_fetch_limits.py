@@ -5,10 +5,12 @@ of it alone, a point read one batch: no read costs more than asked. Apache Kafka
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from kafka import KafkaProducer
 from offset_restore.apply.anchors import records_at
 from offset_restore.devtools.brokers import started
 from offset_restore.kafka.cluster import KafkaCluster
@@ -133,17 +135,30 @@ def test_point_reads_over_small_batches_cost_about_a_batch_not_16_kb(
     assert read < len(wanted) * POINT_READ_BYTES / 4  # the 16 KB point reads cost 4x more at least
 
 
-def _dense_restore(cluster: KafkaCluster) -> tuple[list[TP], dict[str, dict[TP, int]]]:
+def _incompressible(i: int) -> bytes:
+    """96 bytes a codec cannot shrink much: a compressed dense partition still costs what it holds."""
+    return b"".join(hashlib.sha256(f"{i}-{n}".encode()).digest() for n in range(3))
+
+
+def _dense_restore(cluster: KafkaCluster, codec: str | None) -> tuple[list[TP], dict[str, dict[TP, int]]]:
     """A restore of itself (every record carries its own offset in the header), 2 partitions of 3,000
-    records, with 60 groups on each: so many positions that the plan reads them whole. Positions lie
-    everywhere, the tail sample's last 64 records and the log end too."""
+    records in ``codec`` batches, with 60 groups on each: so many positions that the plan reads them
+    whole. Positions lie everywhere, the tail sample's last 64 records and the log end too."""
     topic = unique("dense-tail")
     cluster.create_topics({topic: 2})
     tps = [TP(topic, p) for p in range(2)]
-    for tp in tps:
-        rows = ((f"{tp.partition}-{i}".encode(), b"v" * 100, [(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))], None)
-                for i in range(DENSE))  # fmt: skip
-        cluster.produce(topic, tp.partition, rows)
+    producer = KafkaProducer(
+        bootstrap_servers=cluster.settings.bootstrap_servers, compression_type=codec, linger_ms=20, acks=1,
+        max_in_flight_requests_per_connection=1,
+    )  # fmt: skip
+    try:
+        for tp in tps:
+            for i in range(DENSE):
+                key, headers = f"{tp.partition}-{i}".encode(), [(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))]
+                producer.send(topic, key=key, value=_incompressible(i), partition=tp.partition, headers=headers)
+        producer.flush()
+    finally:
+        producer.close()
     tail = [DENSE - n for n in (0, 1, 2, 30, 63, 64, 65, 66, 130)]
     offsets = sorted({*range(0, DENSE, DENSE // 50), *tail})
     groups = {unique(f"dense-{n}"): {tp: offsets[n] for tp in tps} for n in range(len(offsets))}
@@ -154,9 +169,10 @@ def _dense_restore(cluster: KafkaCluster) -> tuple[list[TP], dict[str, dict[TP, 
     return tps, groups
 
 
+@pytest.mark.parametrize("codec", [None, "lz4", "zstd"])
 @pytest.mark.parametrize("broker", ["local", "apache"])
 def test_a_dense_partition_read_whole_takes_its_tail_from_the_sample_and_stays_exact(
-    broker: str, request: pytest.FixtureRequest
+    broker: str, codec: str | None, request: pytest.FixtureRequest
 ) -> None:
     """The shape check samples each partition's last records before the header strategy reads a dense
     one whole: the local broker, which sends whole batches up to a limit, is asked to stop short of them
@@ -165,7 +181,7 @@ def test_a_dense_partition_read_whole_takes_its_tail_from_the_sample_and_stays_e
     the whole read's. Every position is where the header says, none twice: a record of the tail taken
     twice would read as disorder, one missed as a hole."""
     cluster: KafkaCluster = request.getfixturevalue("local" if broker == "local" else "target")
-    tps, groups = _dense_restore(cluster)
+    tps, groups = _dense_restore(cluster, codec)
     snapshot = take_snapshot(cluster, SnapshotOptions(groups="|".join(groups)))
     with KafkaCluster(cluster.settings) as fresh:  # as a plan starts: nothing known of the broker yet
         entries, stats = translate(snapshot.groups, fresh, PlanOptions())
