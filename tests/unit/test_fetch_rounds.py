@@ -449,3 +449,84 @@ def test_a_read_stops_short_of_records_held_only_where_the_broker_sends_batches_
         assert isinstance(answer, Served) and answer.answer.read_to <= 5_000
     else:
         assert fetch.limits[-1] == {A: 1024 * 1024, B: 1024 * 1024}
+
+
+class WholeBatches(Script):
+    """The local broker (Tansu): batches ``bounds`` (their first offsets, ascending, the last the log
+    end) of ``sizes[n]`` bytes; an answer is the batch holding the position and whole batches after
+    it until the limit is reached, none cut (``uncut``); ``ONE_BATCH`` brings the one batch."""
+
+    def __init__(self, bounds: list[int], sizes: list[int]) -> None:
+        super().__init__({}, per_round=0)
+        self.bounds, self.sizes = bounds, sizes
+        self.sent = 0
+
+    def answers(
+        self, positions: Mapping[TP, int], limits: Mapping[TP, int], wait_ms: int | None
+    ) -> Mapping[TP, PartitionFetch]:
+        out, end = {}, self.bounds[-1]
+        for tp, position in positions.items():
+            n = max(i for i, first in enumerate(self.bounds[:-1]) if first <= position)
+            first, spent, taken = n, 0, list[int]()
+            while n < len(self.sizes) and (not taken or spent < max(1, limits[tp])):
+                taken.append(self.sizes[n])
+                spent, n = spent + self.sizes[n], n + 1
+            upto = self.bounds[n]
+            self.sent += spent
+            out[tp] = PartitionFetch(
+                position,
+                records=_records(position, upto - position),
+                high_watermark=end,
+                next_offset=upto,
+                size=spent,
+                first_batch_bytes=taken[0],
+                bytes_per_offset=spent / (upto - self.bounds[first]),
+                largest_batch_bytes=max(taken),
+                uncut=True,
+            )
+        return out
+
+
+def test_over_batches_sent_uncut_a_point_read_asks_one_batch_not_two() -> None:
+    """Batches of 14 KB from a broker that adds whole batches until a limit is reached: a point read
+    of 16 KB brings two (28 KB for one wanted, every search window of a transactional restore read
+    twice over on the local broker); once an answer showed it, each point read asks ``ONE_BATCH``.
+    Batches of 16 KB or more are left at 16 KB (one batch either way)."""
+    fetch = WholeBatches(list(range(0, 10_001, 100)), [14_000] * 100)
+    rounds = FetchRounds(fetch)
+    rounds.round({A: 0})
+    for position in (2_000, 4_000, 6_000):
+        assert isinstance(rounds.round({A: position})[A], Served)
+    assert [limits[A] for limits in fetch.limits] == [POINT_READ_BYTES] + [ONE_BATCH] * 3
+    assert fetch.sent == 2 * 14_000 + 3 * 14_000
+    large = WholeBatches(list(range(0, 10_001, 100)), [20_000] * 100)
+    rounds = FetchRounds(large)
+    rounds.round({A: 0})
+    rounds.round({A: 2_000})
+    assert [limits[A] for limits in large.limits] == [POINT_READ_BYTES, POINT_READ_BYTES]
+
+
+def test_a_read_up_to_held_records_is_priced_by_full_batches_and_ends_before_them() -> None:
+    """A transaction ends with one record flushed alone: a batch of 201 bytes for one offset (its
+    61-byte header on one record). Read alone, it does not price the partition (priced by it, the
+    read after asked 1.4x the bytes before the stop and brought held batches again); a read a batch
+    short of its stop asks ``ONE_BATCH`` (a margin of 3% is less than a small batch's header), and
+    no answer runs past the stop."""
+    bounds = [*range(0, 10_001, 100), 10_001, *range(10_101, 20_002, 100)]
+    fetch = WholeBatches(bounds, [14_000] * 100 + [201] + [14_000] * 100)
+    rounds = FetchRounds(fetch, partition_bytes=1024 * 1024)
+
+    def read(position: int, stop: int) -> tuple[int, int]:
+        """The limit asked and where the answer ended."""
+        outcome = rounds.round({A: position}, stops={A: stop})[A]
+        assert isinstance(outcome, Served), outcome
+        return fetch.limits[-1][A], outcome.answer.read_to
+
+    assert read(0, 10_000) == (1024 * 1024, 7_500)  # not measured yet: its limit (75 batches)
+    assert rounds.offset_bytes[A] == 140.0
+    assert read(7_500, 10_000)[1] == 10_000
+    assert read(10_000, 10_001) == (ONE_BATCH, 10_001)  # the lone batch, a batch short of the stop
+    assert rounds.offset_bytes[A] == 140.0, rounds.offset_bytes
+    assert read(10_001, 14_001) == (int(140.0 * 4_000 * (1 - STOP_MARGIN)), 13_901)  # the margin: a batch short
+    assert read(13_901, 14_001) == (ONE_BATCH, 14_001)
+    assert fetch.sent == 14_000 * 140 + 201

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from offset_restore.kafka.model import AbortedBatch, FetchedRecord, PartitionFetch
-from offset_restore.translate.held_windows import HeldChain, after, before
+from collections.abc import Mapping
+
+from offset_restore.kafka.model import TP, AbortedBatch, FetchedRecord, PartitionFetch
+from offset_restore.translate.held_windows import HeldChain, after, replaying
 
 
 def _answer(start: int, end: int, *, skip: set[int] | frozenset[int] = frozenset(), size: int = 100) -> PartitionFetch:
@@ -16,7 +18,7 @@ def _offsets(answers: list[PartitionFetch]) -> list[int]:
     return [r.offset for a in answers for r in a.records]
 
 
-def test_before_and_after_split_an_answer_where_asked_and_only_after_replays_free() -> None:
+def test_after_takes_an_answer_from_where_asked_and_replays_it_free() -> None:
     answer = PartitionFetch(
         10,
         [FetchedRecord(o, o, b"k", b"v", ()) for o in (10, 11, 14, 15)],
@@ -25,12 +27,10 @@ def test_before_and_after_split_an_answer_where_asked_and_only_after_replays_fre
         aborted=(AbortedBatch(12, 14, 7, 0, 0, 12),),
         markers=(12,),
     )
-    head, tail = before(answer, 13), after(answer, 13)
-    assert [r.offset for r in head.records] == [10, 11] and head.read_to == 13 and head.size == 500
-    assert head.aborted == answer.aborted and head.markers == (12,)
+    tail = after(answer, 13)
     assert [r.offset for r in tail.records] == [14, 15] and tail.fetch_offset == 13 and tail.read_to == 16
     assert tail.size == 0 and tail.aborted == answer.aborted and tail.markers == ()
-    assert before(answer, 16) is answer and after(answer, 5).records == answer.records
+    assert after(answer, 5).records == answer.records and after(answer, 5).size == 0
 
 
 def test_a_chain_carries_the_log_on_without_a_gap_or_a_record_twice() -> None:
@@ -61,3 +61,32 @@ def test_an_answer_that_starts_before_the_chain_and_ends_inside_it_is_taken_from
     assert chain.stop == 50
     taken, position = chain.take(50)
     assert _offsets(taken) == list(range(50, 80)) and position == 80 and chain.stop is None
+
+
+def test_a_search_asking_inside_a_held_answer_is_answered_from_it_and_the_rest_from_the_broker() -> None:
+    """``replaying``: a position inside the sample (its last records) comes from it, nothing counted,
+    the records before the position there as the batch it falls in would bring them (``earlier``);
+    one outside it, or of another partition, is asked of the broker, with the round's other
+    arguments; a round wholly inside is not sent at all."""
+    a, b = TP("t", 0), TP("t", 1)
+    asked: list[tuple[dict[TP, int], object, object, object]] = []
+
+    def fetch(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int], wait_ms: int | None
+    ) -> dict[TP, PartitionFetch]:
+        asked.append((dict(positions), until, dict(limits), wait_ms))
+        return {tp: _answer(at, at + 10) for tp, at in positions.items()}
+
+    replaying_fetch = replaying(fetch, {a: [_answer(900, 950), _answer(950, 1_000, skip={960})]})
+    answers = replaying_fetch({a: 955, b: 955}, {a: 956}, {a: 16_384, b: 16_384}, 500)
+    assert asked == [({b: 955}, {a: 956}, {a: 16_384, b: 16_384}, 500)]
+    held = answers[a]
+    assert held.size == 0 and held.fetch_offset == 955
+    assert _offsets([held]) == [o for o in range(955, 1_000) if o != 960]
+    assert held.earlier is not None and held.earlier_from == 950
+    assert [r.offset for r in held.earlier(952)] == [952, 953, 954]
+    assert answers[b].size == 100 and answers[b].fetch_offset == 955
+    assert replaying_fetch({a: 900}, None, {a: 1}, None)[a].records == _answer(900, 950).records
+    assert len(asked) == 1  # answered from what is held: nothing sent
+    replaying_fetch({a: 1_000}, None, {a: 1}, None)  # the first offset past what is held: asked
+    assert asked[-1][0] == {a: 1_000}

@@ -273,12 +273,18 @@ class FetchRounds:
     def measured(self, tp: TP, answer: PartitionFetch) -> None:
         """Learn what an answer tells of its partition's batches: its bytes per offset and largest batch,
         and whether the broker sent it uncut. Also for an answer other rounds read (a whole read
-        starting from the tail sample's measure)."""
+        starting from the tail sample's measure). An answer smaller than a full batch of the partition
+        (``POINT_READ_BYTES`` at most) does not price it: a batch of the one record a transaction ended
+        with is 201 bytes for one offset, and a read priced by it asked 1.4x the bytes it meant to (past
+        records the reader held, on a transactional restore)."""
         if answer.uncut:
             self.uncut.add(tp)
-        if answer.bytes_per_offset:
+        if not answer.bytes_per_offset:
+            return
+        batch = self.largest_batch.get(tp, 0)
+        if tp not in self.offset_bytes or answer.size >= min(batch, POINT_READ_BYTES):
             self.offset_bytes[tp] = answer.bytes_per_offset
-            self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), answer.largest_batch_bytes)
+        self.largest_batch[tp] = max(batch, answer.largest_batch_bytes)
 
     def _stopped(self, tp: TP, position: int, stop: int, limit: int) -> int:
         """The limit cut short of ``stop``, where the reader holds the records from on (a partition read
@@ -290,16 +296,24 @@ class FetchRounds:
         per_offset = self.offset_bytes.get(tp, 0.0)
         if tp not in self.uncut or not per_offset or limit == ONE_BATCH or stop <= position:
             return limit
-        return max(1, min(limit, int(per_offset * (stop - position) * (1 - STOP_MARGIN))))
+        wanted = per_offset * (stop - position)
+        if wanted <= self.largest_batch.get(tp, 0):
+            return ONE_BATCH  # a batch or two short: a margin of a few percent is less than a batch header
+        return max(1, min(limit, int(wanted * (1 - STOP_MARGIN))))
 
     def _fitted(self, tp: TP, learned: int) -> int:
         """A point read's limit fitted to the partition's batches: ``ONE_BATCH`` where all it showed
         were smaller than ``SMALL_BATCH`` (``point_read``). Not for a partition left unserved last
         round (asked at its learned limit again, which grows as before if need be), nor where the
-        limit is not a point read's (a whole read's 1 MiB, a limit grown for large batches)."""
+        limit is not a point read's (a whole read's 1 MiB, a limit grown for large batches). Over
+        batches smaller than the limit from a broker that sends them uncut (``uncut``), ``ONE_BATCH``
+        too: it adds whole batches until the limit is reached, two of 14 KB for 16 KB (the local
+        broker's searches of a transactional restore read every window twice over)."""
         batch = self.largest_batch.get(tp, 0)
         if not self.fit or learned != POINT_READ_BYTES or self.unserved[tp]:
             return learned
+        if tp in self.uncut and 0 < batch < POINT_READ_BYTES:
+            return ONE_BATCH
         return point_read(batch)
 
     def point_bytes(self, tp: TP) -> int:

@@ -1,29 +1,18 @@
 """The answers a plan already holds of a partition, as a chain a whole read takes in place of reading
 them again (``strategies/whole_read.py``): the shape check's sample of its last records, and the
-windows a search read where the broker sent them uncut (``PartitionFetch.uncut``). Pure: answers in,
-trimmed answers out."""
+windows a search read where the broker sent them uncut (``PartitionFetch.uncut``); and a fetch that
+answers a search from the sample where it asks there (``replaying``). Pure: answers in, trimmed
+answers out."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
-from offset_restore.kafka.model import PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.rounds import Fetch
 
-__all__ = ["HeldChain", "after", "before"]
-
-
-def before(answer: PartitionFetch, stop: int) -> PartitionFetch:
-    """``answer`` without what it read at or after ``stop`` (its bytes still counted: they were sent)."""
-    if answer.read_to <= stop:
-        return answer
-    return replace(
-        answer,
-        records=[r for r in answer.records if r.offset < stop],
-        next_offset=stop,
-        aborted=tuple(a for a in answer.aborted if a.base_offset < stop),
-        markers=tuple(m for m in answer.markers if m < stop),
-    )
+__all__ = ["HeldChain", "after", "replayed", "replaying"]
 
 
 def after(answer: PartitionFetch, start: int) -> PartitionFetch:
@@ -73,3 +62,39 @@ class HeldChain:
             self._drop_covered(position)
         self._start = position
         return taken, position
+
+
+def replayed(answer: PartitionFetch, position: int) -> PartitionFetch:
+    """``answer`` as the broker would send it for ``position`` inside it: the records from there on,
+    those before in ``earlier`` (the batch holding a position comes whole), its bytes not counted."""
+    if position <= answer.fetch_offset:
+        return replace(answer, size=0)
+    before = [r for r in answer.records if r.offset < position]
+
+    def earlier(start: int) -> list[FetchedRecord]:
+        return [r for r in before if r.offset >= start]
+
+    return replace(after(answer, position), earlier_from=answer.fetch_offset, earlier=earlier)
+
+
+def replaying(fetch: Fetch, held: Mapping[TP, Sequence[PartitionFetch]]) -> Fetch:
+    """``fetch``, but a position inside an answer ``held`` of its partition is answered from it
+    (``replayed``), not asked of the broker: a search whose answer lies in the shape check's sample of
+    the partition's last records read that batch again (14 KB a partition, on the local broker one
+    pass and a batch for a restore read whole after its search)."""
+
+    def fetched(
+        positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int], wait_ms: int | None
+    ) -> Mapping[TP, PartitionFetch]:
+        replays = {tp: r for tp, at in positions.items() if (r := _replay(held.get(tp, ()), at)) is not None}
+        asked = {tp: at for tp, at in positions.items() if tp not in replays}
+        return {**(fetch(asked, until, limits, wait_ms) if asked else {}), **replays}
+
+    return fetched
+
+
+def _replay(answers: Iterable[PartitionFetch], position: int) -> PartitionFetch | None:
+    for answer in answers:
+        if answer.error is None and answer.fetch_offset <= position < answer.read_to:
+            return replayed(answer, position)
+    return None

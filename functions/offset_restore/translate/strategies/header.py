@@ -16,6 +16,7 @@ from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
+from offset_restore.translate.held_windows import replaying
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import PartitionLog
@@ -92,8 +93,9 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         indexes = {tp: PartitionIndex(ctx.bounds[tp]) for tp in probed}
         for tp, answer in probed.items():  # the probe from the log start: the search's first window
             index_window(tp, answer, indexes[tp], key_of, observe)
+        fetch = replaying(fetch_from(ctx.target), ctx.tails)  # the samples' last records, not read again
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, key_of, fetch_from(ctx.target), indexes=indexes, observe=observe, limits=ctx.limits,
+            wanted, ctx.bounds, key_of, fetch, indexes=indexes, observe=observe, limits=ctx.limits,
             batches=ctx.largest_batch,
             barren=ctx.tail_sampled - ctx.tail_tops.keys(),  # no header among their last records either
             abandon=reads.fallen,  # headers already out of order: read whole below, searched no further

@@ -24,6 +24,8 @@ and count the markers read (a read of one batch ends before the marker after it)
 
 from __future__ import annotations
 
+import bisect
+import sys
 from collections.abc import Mapping
 from dataclasses import replace
 
@@ -60,7 +62,8 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
         if not at:
             break
         rounds.limits.update({tp: limits[tp] for tp in at})
-        for tp, outcome in rounds.round(at).items():
+        stops = {tp: stop for tp in at if (stop := _next_read(proofs[tp].ranges, at[tp])) is not None}
+        for tp, outcome in rounds.round(at, stops=stops).items():
             if isinstance(outcome, Unserved):
                 limits[tp] = rounds.limits[tp]  # the limit the round grew it to: asked so next
                 continue
@@ -88,6 +91,14 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
     ctx.learn({}, rounds.batch_bytes)
     ctx.record("header (gaps)", rounds.rounds, rounds.fetches, rounds.records, {})
     return problems
+
+
+def _next_read(ranges: list[tuple[int, int]], position: int) -> int | None:
+    """Where the first range read after ``position`` begins (None: none): a gap read grown past holes
+    stops there where the broker sends whole batches (``FetchRounds.round``'s ``stops``), not reading
+    a batch it read already (a 64 KB read after a marker brought one again, on the local broker)."""
+    at = bisect.bisect_right(ranges, (position, sys.maxsize))
+    return ranges[at][0] if at < len(ranges) else None
 
 
 class _Proofs:

@@ -15,7 +15,7 @@ from offset_restore.packing import packed
 from offset_restore.translate.context import Context
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads
-from offset_restore.translate.held_windows import HeldChain, before
+from offset_restore.translate.held_windows import HeldChain
 from offset_restore.translate.model import Method
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
@@ -272,9 +272,8 @@ def _read_partitions(
             return None
         log, answer = logs[tp], outcome.answer
         assert isinstance(log, PartitionLog)
-        stop = stops.get(tp, ctx.bounds[tp].end)
-        log.extend(reads.whole(tp, before(answer, stop)))
-        return answer.read_to if answer.read_to < stop else replay(tp, stop)
+        log.extend(reads.whole(tp, answer))  # all of it: one that ran past held records holds them too
+        return answer.read_to if answer.read_to < stops.get(tp, ctx.bounds[tp].end) else replay(tp, answer.read_to)
 
     starts = {tp: position for tp, (_, start) in first.items() if (position := replay(tp, start)) is not None}
     for tp, failure in read_forward(rounds, starts, take, stops=stops).items():
