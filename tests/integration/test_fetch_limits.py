@@ -282,7 +282,7 @@ def test_a_transactional_restore_read_whole_after_its_search_reads_each_batch_on
 ) -> None:
     """On the local broker the search's windows, its gap reads and the sample's last records are each
     read once, the whole read stopping short of each (a batch before it asked alone) and taking what
-    ran past: no more bytes than one pass (1.017x before: the sample's last batch read again by the
+    ran past: no more bytes than one pass (1.01-1.02x before: the sample's last batch read again by the
     search, two 14 KB batches for each point read, a lone record's batch pricing the read after it
     at 1.4x). Every entry is the full order check's, on both brokers. (On Apache Kafka the aborted
     transactions' gap reads cost more than half of each partition here, which is then read whole
