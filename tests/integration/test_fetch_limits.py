@@ -245,7 +245,9 @@ def _transactional_restore(cluster: KafkaCluster, servers: str) -> tuple[list[TP
     read_committed read, so its restore is read whole after the search; Apache Kafka filters them."""
     topic = unique("txn-whole")
     cluster.create_topics({topic: 3})
-    producer = KafkaProducer(bootstrap_servers=servers, acks="all", linger_ms=20, transactional_id=unique("txn"))
+    producer = KafkaProducer(  # batches end where it flushes (a commit flushes), not where a linger ran out
+        bootstrap_servers=servers, acks="all", linger_ms=60_000, transactional_id=unique("txn")
+    )
 
     def send(p: int, rows: range) -> None:
         for i in rows:
