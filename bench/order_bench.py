@@ -80,6 +80,9 @@ class Counted:
     def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
         return self.cluster.offsets_at_times(times)
 
+    def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
+        return self.cluster.records_at_times(times)
+
     def fetch(
         self,
         positions: Mapping[TP, int],

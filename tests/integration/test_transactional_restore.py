@@ -15,6 +15,7 @@ from offset_restore.kafka.model import TP, AbortedBatch, CommittedOffset, Partit
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.translation import translate
 
 from tests.helpers import Brokers, unique
@@ -44,13 +45,20 @@ def write_source(servers: str, topic: str) -> None:
 
 
 def write_restore(
-    servers: str, topic: str, *, committed_again: range | None = None, inside_aborted: range | None = None
+    servers: str,
+    topic: str,
+    *,
+    committed_again: range | None = None,
+    inside_aborted: range | None = None,
+    new_timestamps: bool = False,
 ) -> None:
     """The source's records with the offset header, in transactions of CHUNK records; every 10th is
     aborted and written again. ``committed_again``: source offsets written a second time, committed,
     after the chunk that ends them (a restore tool that restarted from an older checkpoint).
     ``inside_aborted``: source offsets another producer writes a second time, committed, in the middle
-    of the first aborted transaction (a second restore instance running beside the first)."""
+    of the first aborted transaction (a second restore instance running beside the first).
+    ``new_timestamps``: the records get the time they are written, not the source's (as a restore tool
+    that does not copy timestamps writes them): newer than the markers before them."""
     producer = _producer(servers, unique("restore-txn"))
     other = _producer(servers)
 
@@ -59,7 +67,8 @@ def write_restore(
             if i % 100 == 0:
                 by.flush()
             by.send(
-                topic, key=f"k{i}".encode(), value=b"v" * 100, partition=0, timestamp_ms=1_700_000_000_000 + i,
+                topic, key=f"k{i}".encode(), value=b"v" * 100, partition=0,
+                timestamp_ms=None if new_timestamps else 1_700_000_000_000 + i,
                 headers=[(DEFAULT_OFFSET_HEADER, i.to_bytes(8, "big"))],
             )  # fmt: skip
 
@@ -88,10 +97,10 @@ def write_restore(
 
 
 def planned(
-    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, aborted: set | None = None, **restore: range
-) -> tuple[list, list, dict]:
-    """The plan's entries, the full order check's, and the plan's fetch rounds. ``aborted`` gains
-    every batch of an aborted transaction the plan's answers held."""
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, aborted: set | None = None, **restore: Any
+) -> tuple[list, list, TranslateStats]:
+    """The plan's entries, the full order check's, and the plan's counts. ``aborted`` gains every
+    batch of an aborted transaction the plan's answers held."""
     topic = unique("txn-restore")
     source.create_topics({topic: 1})
     target.create_topics({topic: 1})
@@ -118,7 +127,7 @@ def planned(
     return (
         sorted(entries, key=lambda e: e.source_offset),
         sorted(whole, key=lambda e: e.source_offset),
-        stats.fetch_rounds,
+        stats,
     )
 
 
@@ -126,7 +135,8 @@ def test_aborted_transactions_are_read_as_holes_not_the_partition_whole(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster
 ) -> None:
     aborted: set[AbortedBatch] = set()
-    entries, whole, rounds = planned(brokers, source, target, aborted)
+    entries, whole, stats = planned(brokers, source, target, aborted)
+    rounds = stats.fetch_rounds
     records = target.read_partition(TP(entries[0].target_topic, 0))
     by_source = {int.from_bytes(dict(r.headers)[DEFAULT_OFFSET_HEADER] or b"", "big"): r.offset for r in records}
     assert len(records) == RECORDS  # read_committed: the aborted copies are never read
@@ -140,6 +150,10 @@ def test_aborted_transactions_are_read_as_holes_not_the_partition_whole(
     # headers, not read through (aborted_spans.py): all of each were read before
     transactions = {b.transaction_start for b in aborted}
     assert transactions and len(aborted) <= 4 * len(transactions), sorted(aborted)
+    # each found by its marker (read alone, through the time index: marker_walk.py), then read by its
+    # first and last batches, no window spent looking for it (20 gap reads for 4 transactions before)
+    assert stats.fetches.get("header (markers)", 0) > 0, stats.fetches
+    assert stats.fetches["header (gaps)"] <= 2 * len(transactions) + 2, stats.fetches
 
 
 def test_a_chunk_committed_twice_in_a_transactional_restore_is_still_caught(
@@ -147,7 +161,8 @@ def test_a_chunk_committed_twice_in_a_transactional_restore_is_still_caught(
 ) -> None:
     """Source offsets 9,500-9,999 written again right after 9,999 (committed): the gap reads find headers
     that fall back, and the partition is read whole, answered as the full order check answers it."""
-    entries, whole, rounds = planned(brokers, source, target, committed_again=range(9_500, 10_000))
+    entries, whole, stats = planned(brokers, source, target, committed_again=range(9_500, 10_000))
+    rounds = stats.fetch_rounds
     assert rounds.get("header (whole partitions)", 0) > 0, rounds
     assert [(e.target_offset, e.exact) for e in entries] == [(e.target_offset, e.exact) for e in whole]
 
@@ -159,8 +174,23 @@ def test_a_chunk_another_producer_committed_inside_an_aborted_transaction_is_rea
     transaction of 4,500-4,999: the aborted producer's sequences do not count those offsets, so the
     span is not proven across them; they are read, their headers fall back, and the group at 12,345
     resumes at that first copy (the whole read's answer), not 8,000 records past it."""
-    entries, whole, rounds = planned(brokers, source, target, inside_aborted=range(12_345, 12_445))
+    entries, whole, stats = planned(brokers, source, target, inside_aborted=range(12_345, 12_445))
+    rounds = stats.fetch_rounds
     assert rounds.get("header (whole partitions)", 0) > 0, rounds
     assert [(e.target_offset, e.exact) for e in entries] == [(e.target_offset, e.exact) for e in whole]
     at = next(e for e in entries if e.source_offset == 12_345)
     assert at.target_offset < 5_000, at  # inside the first aborted transaction's offsets
+
+
+def test_a_restore_that_gave_its_records_new_timestamps_is_read_as_before_after_one_look(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster
+) -> None:
+    """The records carry the time they were written: the time index points past the newest record read
+    at records, not markers, so the walk stops at its first look (an empty answer, or one batch) and the
+    gaps are bisected as before: every entry the full order check's, no partition read whole."""
+    aborted: set[AbortedBatch] = set()
+    entries, whole, stats = planned(brokers, source, target, aborted, new_timestamps=True)
+    assert [(e.target_offset, e.exact) for e in entries] == [(e.target_offset, e.exact) for e in whole]
+    assert all(e.exact for e in entries)
+    assert stats.fetch_rounds.get("header (whole partitions)", 0) == 0, stats.fetch_rounds
+    assert stats.fetches.get("header (markers)", 0) <= 2, stats.fetches

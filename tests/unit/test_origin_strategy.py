@@ -42,7 +42,13 @@ class Primary:
         return {tp: LogBounds(self.start, self.end) for tp in partitions}
 
     def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
-        return {tp: next((r.offset for r in self.records if r.timestamp >= t), None) for tp, t in times.items()}
+        return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
+
+    def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
+        return {
+            tp: next(((r.offset, r.timestamp) for r in self.records if r.timestamp >= t), None)
+            for tp, t in times.items()
+        }
 
     def fetch(
         self,

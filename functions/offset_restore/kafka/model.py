@@ -84,6 +84,10 @@ class PartitionFetch:
     record of theirs is returned)."""
     markers: tuple[int, ...] = ()
     """The offsets of the transaction markers (control batches) the answer held, skipped."""
+    aborted_ends: tuple[tuple[int, int], ...] = ()
+    """(first offset, marker offset) of each aborted transaction whose abort marker the answer held: the
+    broker lists the first offset of every aborted transaction an answer's range overlaps, so a read of
+    the marker alone tells where the transaction began and ended."""
     uncut: bool = False
     """The leader is one seen sending whole batches past a limit (``protocol.whole_past_limit``: it adds
     batches until the limit is reached and never cuts one, as the local broker does): a reader may then

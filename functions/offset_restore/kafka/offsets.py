@@ -67,11 +67,17 @@ class Offsets(Coordinators, Fetches):
         """Per partition, the earliest offset whose record's timestamp is at least the time given
         (ListOffsets by timestamp), or None when no record is that recent. A broker that does not
         look timestamps up answers an offset too early (the local one: the log start), never too late."""
+        return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
+
+    def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
+        """``offsets_at_times`` with the timestamp of the record found: (offset, timestamp), or None."""
         if not times:
             return {}
         asked = {KafkaTopicPartition(tp.topic, tp.partition): int(t) for tp, t in times.items()}
         answer = self._call("reading offsets by time", self._admin.list_partition_offsets, asked)
-        return {TP(k.topic, k.partition): (v.offset if v.offset >= 0 else None) for k, v in answer.items()}
+        return {
+            TP(k.topic, k.partition): ((v.offset, v.timestamp) if v.offset >= 0 else None) for k, v in answer.items()
+        }
 
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
         """Log start and end of many partitions in three requests per leader.

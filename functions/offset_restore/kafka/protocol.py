@@ -486,6 +486,8 @@ class _Aborted:
         """The aborted transactions' data batches skipped, in offset order."""
         self.markers: list[int] = []
         """The offsets of the control batches skipped."""
+        self.ended: list[tuple[int, int]] = []
+        """(first offset, abort marker's offset) of each aborted transaction whose marker the answer held."""
 
     def skips(self, batch: Any) -> bool:
         """Whether ``batch`` holds nothing to read: a control batch, or one of an aborted transaction
@@ -496,7 +498,7 @@ class _Aborted:
             self.producers[producer] = first
         if getattr(batch, "is_control_batch", False):
             if batch.producer_id in self.producers and _is_abort_marker(batch):
-                del self.producers[batch.producer_id]
+                self.ended.append((self.producers.pop(batch.producer_id), batch.base_offset))
             self.markers.append(batch.base_offset)
             return True
         if not getattr(batch, "is_transactional", False) or batch.producer_id not in self.producers:
@@ -561,4 +563,5 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
         earlier=earlier[1] if earlier else None,
         aborted=tuple(aborted.batches),
         markers=tuple(aborted.markers),
+        aborted_ends=tuple(aborted.ended),
     )

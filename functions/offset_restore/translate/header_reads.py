@@ -69,6 +69,8 @@ class HeaderReads:
         """The batches of aborted transactions every answer held (``translate/aborted_spans.py``)."""
         self.markers: dict[TP, set[int]] = defaultdict(set)
         """The offsets of the transaction markers every answer held."""
+        self.ended: dict[TP, set[tuple[int, int]]] = defaultdict(set)
+        """(first offset, abort marker) of the aborted transactions whose marker an answer held."""
         self.bytes = 0
 
     def print_at(self, tp: TP, offset: int) -> str | None:
@@ -85,6 +87,7 @@ class HeaderReads:
             self.kept_windows(tp)
             self.aborted.pop(tp, None)
             self.markers.pop(tp, None)
+            self.ended.pop(tp, None)
             self.keyed.discard(tp)
             self.unchecked.discard(tp)
 
@@ -101,6 +104,8 @@ class HeaderReads:
             self.aborted[tp].extend(answer.aborted)
         if answer.markers:
             self.markers[tp].update(answer.markers)
+        if answer.aborted_ends:
+            self.ended[tp].update(answer.aborted_ends)
         wanted = self.fingerprint_keys.get(tp, set())
         if keys is None:
             keys = [self.key_of(tp, record) for record in answer.records]

@@ -11,7 +11,11 @@ a window in its middle splits it, the halves still over-counted are read again, 
 (the check passes, nothing read whole), a read shows disorder, or ``MAX_GAP_ROUNDS`` pass (then the
 partition is read whole, as before), or the reads cost ``GAP_SHARE`` of the partition.
 
-An aborted transaction is not read through: a read that lands in one learns the transaction's first
+Each aborted transaction is first looked for by its marker (``marker_walk.py``: the markers found through
+the broker's time index, each read alone, an abort marker's answer naming where its transaction began):
+one found is read by its first and last batches, no window spent landing in it (the benchmark's
+transactional restore on Apache Kafka: gap reads 367 -> about 136). Where none is found, as before:
+an aborted transaction is not read through: a read that lands in one learns the transaction's first
 offset (the broker's answer lists it), the next read takes its first batch, and the span from there
 to the furthest batch of it read is proven to hold that transaction alone (``aborted_spans.py``,
 from the producer's sequence numbers) and counted as read; the read after aims at the transaction's
@@ -36,6 +40,7 @@ from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
 from offset_restore.translate.restore_order import disorder_in, first_unread, hole_rate_of, middle_unread, overcounted
 from offset_restore.translate.resume_points import PartitionLog
+from offset_restore.translate.strategies.marker_walk import walk_markers
 
 __all__ = ["MAX_GAP_ROUNDS", "read_overcounted_gaps"]
 
@@ -53,6 +58,9 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
     the partitions still in disorder, with why (the others passed the order check)."""
     problems = dict(tps)
     proofs = {tp: _Proofs() for tp in tps}
+    walked = walk_markers([tp for tp in tps if _aim(reads, tp, proofs[tp]) is not None], reads, ctx)
+    for tp, spans in walked.items():
+        proofs[tp].walked = spans
     at = {tp: gap for tp in tps if (gap := _aim(reads, tp, proofs[tp])) is not None}
     rounds = ctx.rounds()
     first = {tp: rounds.limits.get(tp, POINT_READ_BYTES) for tp in at}  # a large batch's ONE_BATCH kept
@@ -108,6 +116,9 @@ class _Proofs:
         self.added: set[tuple[int, int]] = set()
         self.ranges: list[tuple[int, int]] = []
         """The ranges read when the partition's next read was aimed (``_read``): what that read adds to."""
+        self.walked: list[tuple[int, int]] = []
+        """The markers read alone (``marker_walk``): left out of the share of holes, for they were read
+        for being markers (a thousand of them beside 2,500 offsets of windows made it 7%)."""
 
     def add(self, reads: HeaderReads, tp: TP) -> None:
         """Count as read every span the partition's aborted batches now prove (``proven_spans``)."""
@@ -126,7 +137,7 @@ def _read(reads: HeaderReads, tp: TP, proofs: _Proofs) -> tuple[PartitionLog, li
     log, ranges = reads.observed[tp].merged()
     proofs.ranges = ranges
     aborted = [(b.base_offset, b.next_offset) for b in reads.aborted.get(tp, ())]
-    kept = outside(ranges, [*aborted, *proofs.added])
+    kept = outside(ranges, [*aborted, *proofs.added, *proofs.walked])
     read = sum(end - start for start, end in kept)
     markers = sum(1 for m in reads.markers.get(tp, ()) if any(start <= m < end for start, end in kept))
     return log, ranges, max(hole_rate_of(log, kept), markers / read if read else 0.0)
@@ -140,6 +151,10 @@ def _aim(reads: HeaderReads, tp: TP, proofs: _Proofs) -> int | None:
     gap = overcounted(log, ranges, rate)
     if gap is None:
         return None
+    for start, marker in sorted(reads.ended.get(tp, ())):  # found by its marker: its first batch, then its last
+        for offset in (start, marker - 1):
+            if gap.low < offset < gap.high and first_unread(offset, offset + 1, ranges) is not None:
+                return offset
     for start in unread_starts(reads.aborted.get(tp, ())):
         if gap.low < start < gap.high and first_unread(start, start + 1, ranges) is not None:
             return start
