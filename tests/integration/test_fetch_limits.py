@@ -219,8 +219,10 @@ def test_a_partition_read_whole_after_its_search_takes_the_search_windows_it_hol
 ) -> None:
     """The search's windows that the broker sent uncut (the local broker) are taken by the whole read
     the disorder calls for, the read stopping short of each: no more bytes than one pass (1.03x before,
-    every window read twice), and every entry the full order check's. On Apache Kafka nothing is kept
-    and the entries are the same."""
+    every window read twice), and every entry the full order check's. The first window comes before the
+    broker is known to send whole batches (a plan's first answer over a limit shows it) and is taken as
+    well: a plan that read it first as one batch read 1.006x one pass on a loaded machine. On Apache
+    Kafka a window is taken where a read reaches its start, and the entries are the same."""
     cluster: KafkaCluster = request.getfixturevalue("local" if broker == "local" else "target")
     tp, groups = _restore_written_twice(cluster)
     snapshot = take_snapshot(cluster, SnapshotOptions(groups="|".join(groups)))
@@ -232,6 +234,7 @@ def test_a_partition_read_whole_after_its_search_takes_the_search_windows_it_hol
     full, _ = translate(snapshot.groups, cluster, PlanOptions(order_check="full"))
     assert stats.fetch_rounds.get("header", 0) > 0 and stats.fetch_rounds.get("header (whole partitions)", 0) > 0
     assert tp in stats.out_of_order, stats.out_of_order
+    assert stats.records_read.get("header (whole partitions, held)", 0) > 0, stats  # the first window at least
     answers = sorted((e.group, e.target_offset, e.exact) for e in entries)
     assert answers == sorted((e.group, e.target_offset, e.exact) for e in full)
     if broker == "local":

@@ -62,8 +62,11 @@ class HeaderReads:
         self.held: dict[TP, list[FetchedRecord]] = {}
         """A whole read's records without the header before its first with it, until that one comes."""
         self.kept: dict[TP, list[PartitionFetch]] = defaultdict(list)
-        """Windows the search read that a whole read may take instead of reading them again (those the
-        broker sent uncut, up to ``MAX_KEPT_WINDOW_RECORDS`` records in all: ``kept_windows``)."""
+        """Windows the search read that a whole read may take instead of reading them again, up to
+        ``MAX_KEPT_WINDOW_RECORDS`` records in all (``kept_windows``). Every window, not only those the
+        broker sent uncut: the first windows of a plan come before its broker is known to send whole
+        batches (the local broker is seen doing so at its first answer over a limit), and a whole read
+        that begins where one of them does takes it, whatever the broker."""
         self.kept_records = 0
         self.aborted: dict[TP, list[AbortedBatch]] = defaultdict(list)
         """The batches of aborted transactions every answer held (``translate/aborted_spans.py``)."""
@@ -185,7 +188,7 @@ class HeaderReads:
     def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
         """A window the search read, kept for the order check."""
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
-        if answer.uncut and self.kept_records + len(answer.records) <= MAX_KEPT_WINDOW_RECORDS:
+        if self.kept_records + len(answer.records) <= MAX_KEPT_WINDOW_RECORDS:
             self.kept[tp].append(answer)
             self.kept_records += len(answer.records)
 
@@ -203,8 +206,9 @@ class HeaderReads:
 
 MAX_KEPT_WINDOW_RECORDS = 100_000
 """Records of search windows kept for whole reads, in all (about 40 MB of decoded records): a broker
-that sends whole batches lets a whole read stop short of each (the local one; Apache Kafka cuts the
-batch a limit ends in, and its windows are not kept). Past this, windows are read again."""
+that sends whole batches lets a whole read stop short of each (the local one); on Apache Kafka, which
+cuts the batch a limit ends in, a whole read takes those it reaches the start of. Past this, windows
+are read again."""
 
 MAX_HELD_RECORDS = 10_000
 """Records without the header a whole read holds until its first record with the header: past that,

@@ -1,6 +1,7 @@
 """The answers a plan already holds of a partition, as a chain a whole read takes in place of reading
 them again (``strategies/whole_read.py``): the shape check's sample of its last records, and the
-windows a search read where the broker sent them uncut (``PartitionFetch.uncut``); and a fetch that
+windows a search read (a read stops short of them where the broker sends whole batches,
+``PartitionFetch.uncut``; elsewhere a read that reaches one's start takes it); and a fetch that
 answers a search from the sample where it asks there (``replaying``). Pure: answers in, trimmed
 answers out."""
 

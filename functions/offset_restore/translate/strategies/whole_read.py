@@ -238,7 +238,7 @@ def _read_partitions(
 ) -> dict[TP, PartitionLog | str]:
     """Every record of each partition from its log start to its end when the plan began (on from
     where ``begun`` left off, taking it). What the plan holds already (``HeldChain``: the sample's last
-    records, the search's windows the broker sent uncut) is taken from there, and a read stops short
+    records, the search's windows) is taken from there, and a read stops short
     of it where the broker sends whole batches (``FetchRounds``' ``stops``)."""
     first = {tp: begun.pop(tp, (PartitionLog(), ctx.bounds[tp].start)) for tp in tps}
     logs: dict[TP, PartitionLog | str] = {tp: log for tp, (log, _) in first.items()}
