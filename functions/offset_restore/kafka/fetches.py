@@ -61,7 +61,7 @@ class Fetches(Topics):
         if not positions:
             return {}
         if leaders is None:
-            leaders = self._leaders()[1]
+            leaders = self._leaders_of(positions)
         by_node: dict[int, list[tuple[TP, int]]] = defaultdict(list)
         result: dict[TP, PartitionFetch] = {}
         for tp, offset in positions.items():
@@ -87,7 +87,12 @@ class Fetches(Topics):
                 lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
             )
 
-        for node, response in self._run("fetching records", send_all):
+        try:
+            responses = self._run("fetching records", send_all)
+        except BaseException:
+            self._forget_leaders()
+            raise
+        for node, response in responses:
             for tp, answer in protocol.decode_fetch(response, positions, until, limits):
                 self.fetched_bytes += answer.size
                 if node not in self.limit_ignoring and protocol.over_limit(answer, limits[tp]):
@@ -97,4 +102,6 @@ class Fetches(Topics):
                 result[tp] = replace(answer, uncut=True) if node in self.uncut_senders else answer
         for tp, offset in positions.items():
             result.setdefault(tp, PartitionFetch(offset, error="NoResponse", retriable=True))
+        if any(answer.error is not None for answer in result.values()):
+            self._forget_leaders()  # a leader moved, a topic went or a broker did not answer: ask again
         return result

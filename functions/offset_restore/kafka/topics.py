@@ -2,7 +2,8 @@
 moving a log's start.
 
 Leaders come from one Metadata request (built and decoded in ``protocol.py``); a fetch round sends
-each partition's request to them.
+each partition's request to them, from the last answer while it names every partition asked
+(``_leaders_of``) and asks again once a partition's answer shows that it moved or failed.
 """
 
 from __future__ import annotations
@@ -35,9 +36,30 @@ class Topics(Calls):
 
         return self._run("reading cluster metadata", send)
 
+    _known_leaders: dict[TP, int] | None = None
+
     def _leaders(self) -> tuple[dict[str, int], dict[TP, int]]:
-        """Partition counts of every non-internal topic, and the leader of each partition."""
-        return protocol.topics_and_leaders(self._metadata())
+        """Partition counts of every non-internal topic, and the leader of each partition (kept for
+        ``_leaders_of``)."""
+        counts, leaders = protocol.topics_and_leaders(self._metadata())
+        self._known_leaders = leaders
+        return counts, leaders
+
+    def _leaders_of(self, partitions: Iterable[TP]) -> dict[TP, int]:
+        """The leaders of ``partitions``, from the last Metadata answer when it names each with a
+        leader, else from a new one. A Metadata answer lists every topic of the cluster (asking for
+        named topics makes some brokers create them): asked before each fetch, it cost a header-less
+        plan 0.5 MB of its 6.6 MB on a cluster of 400 partitions, and grows with the cluster, not the
+        restore. ``_forget_leaders`` makes the next call ask again."""
+        known = self._known_leaders
+        if known is None or any(known.get(tp, -1) < 0 for tp in partitions):
+            known = self._leaders()[1]
+        return known
+
+    def _forget_leaders(self) -> None:
+        """A partition's answer failed (a leader moved, a topic went, a broker did not answer): the
+        next ``_leaders_of`` reads the cluster's metadata again."""
+        self._known_leaders = None
 
     def topic_partitions(self) -> dict[str, int]:
         """Every non-internal topic with its partition count."""
