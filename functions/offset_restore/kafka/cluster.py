@@ -53,6 +53,7 @@ class KafkaCluster(Groups, Commits, Records):
         """Bytes of record batches received by ``fetch`` (what reads cost on the wire)."""
         self.limit_ignoring: set[int] = set()
         self.uncut_senders: set[int] = set()
+        self._known_leaders = None
         self._count_lock = threading.Lock()
         self._producer: KafkaProducer | None = None
         self._admin = self._connect()

@@ -36,7 +36,8 @@ class Topics(Calls):
 
         return self._run("reading cluster metadata", send)
 
-    _known_leaders: dict[TP, int] | None = None
+    _known_leaders: dict[TP, int] | None
+    """The leaders of the last Metadata answer (None: none kept); set by ``KafkaCluster.__init__``."""
 
     def _leaders(self) -> tuple[dict[str, int], dict[TP, int]]:
         """Partition counts of every non-internal topic, and the leader of each partition (kept for
