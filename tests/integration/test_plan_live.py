@@ -243,10 +243,16 @@ def test_timestamps_only_bound_the_duplicates(
     assert group == entry.group
 
 
-@pytest.mark.parametrize("value", [b"offset=12", b"9223372036854775808"], ids=["text", "past-int64"])
+@pytest.mark.parametrize(
+    "value",
+    [b"offset=12", b"9223372036854775808", b"      12", (12).to_bytes(8, "little")],
+    ids=["text", "past-int64", "space-padded", "little-endian"],
+)
 def test_a_garbage_header_is_a_clear_error(make: Callable[..., Scenario], value: bytes) -> None:
-    """A header that is no offset — text, or a decimal past a signed 64-bit offset (it ended in an
-    OverflowError) — stops the plan with the record and the value named."""
+    """A header that is no offset — text, a decimal past a signed 64-bit offset (it ended in an
+    OverflowError), decimal text space-padded to 8 bytes or a little-endian number (both were read as
+    big-endian numbers, entries "exact" up to 150 records early) — stops the plan with the record and the
+    value named."""
     s = make(20)
     s.group({0: 10})
     snap = s.snapshot()

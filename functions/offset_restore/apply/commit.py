@@ -32,6 +32,7 @@ from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.filters import rewind_option
+from offset_restore.translate.applications import internal_topic
 from offset_restore.translate.model import Plan, PlanEntry, written_by_apply
 
 __all__ = ["NOT_WRITTEN", "NO_ANSWER", "apply_plan", "maybe_written"]
@@ -382,12 +383,20 @@ def _not_exact_why(entries: Sequence[PlanEntry]) -> str | None:
 
 
 def _held_why(entries: Sequence[PlanEntry]) -> str | None:
-    """Why a group is written nowhere: pending entries, or a topic whose shape changed (None: it is not held)."""
+    """Why a group is written nowhere: pending entries, a topic whose shape changed, or a Kafka Streams
+    application's repartition topic not on the target (None: it is not held)."""
     pending = sum(e.status == "pending" for e in entries)
-    reshaped = sorted({e.topic for e in entries if e.holds_group})
+    held = [e for e in entries if e.holds_group and e.status != "pending"]
+    internal = sorted({e.topic for e in held if internal_topic(e.group, e.topic)})
+    reshaped = sorted({e.topic for e in held} - set(internal))
     parts = [f"{pending} partitions still pending (the restore has not reached them)"] if pending else []
     if reshaped:
         parts.append(f"topic {', '.join(reshaped)} changed shape in the restore and was not mapped (see its entries)")
+    if internal:
+        parts.append(
+            f"it is a Kafka Streams application and its repartition topic {', '.join(internal)} is not on the target "
+            "(see its entries)"
+        )
     return "; ".join(parts) or None
 
 

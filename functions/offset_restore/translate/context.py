@@ -22,6 +22,7 @@ from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import Position, TranslateStats
+from offset_restore.translate.proof import TargetTail
 from offset_restore.translate.search import KeyedRecord, PartitionIndex, widened
 
 __all__ = ["MAX_KEPT_RECORDS", "Context", "TargetCluster"]
@@ -55,6 +56,8 @@ class Context:
     tail_tops: dict[TP, int] = field(default_factory=dict)
     """The highest source offset the offset header names among each target partition's last records
     (the shape check's sample): where a restore declared complete stopped."""
+    tail: TargetTail = field(default_factory=TargetTail)
+    """What the shape check's sample read at each target partition's end, for the proof (translate/proof.py)."""
     tail_sampled: set[TP] = field(default_factory=set)
     """The target partitions the shape check's sample read (``tail_tops`` names those with the header)."""
     limits: dict[TP, int] = field(default_factory=dict)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
+from offset_restore.translate.applications import hold_application
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import Context, TargetCluster
 from offset_restore.translate.mm2 import MirrorCheckpoints
@@ -28,6 +29,7 @@ from offset_restore.translate.positions import (
     evidence_of,
     pack_evidence,
 )
+from offset_restore.translate.proof import prove
 from offset_restore.translate.reshaped import (
     Reshaped,
     Shapes,
@@ -87,8 +89,10 @@ def decide_positions(
     stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)
     decisions = _missing_on_target(positions, topic_counts)
     declined: dict[PositionKey, list[str]] = defaultdict(list)
+    answered_by: dict[PositionKey, str] = {}
     ended = context.recorded_complete
     restored = {k: p for k, p in positions.items() if options.completes(p.source) or p.target in ended}
+    every = dict(positions)  # the strategies take what they decide out of ``positions``
     undecided = positions
     strategies: dict[Strategy, Callable[[dict[PositionKey, Position], Context], dict[PositionKey, Decision | str]]]
     strategies = {
@@ -106,14 +110,50 @@ def decide_positions(
         for key, outcome in strategies[name](undecided, context).items():
             if isinstance(outcome, Decision):
                 decisions[key] = outcome
+                answered_by[key] = name
                 del undecided[key]
             else:
                 declined[key].append(f"{name}: {outcome}")
     for key in undecided:
         decisions[key] = Decision("unmapped", reason="; ".join(declined.get(key, ())) or "no strategy was asked for")
+    complete = {pos.source: _declared_complete(context, pos) for pos in every.values()}
+    prove(
+        decisions,
+        every,
+        context.bounds,
+        context.tail,
+        header=options.offset_header,
+        complete=complete,
+        last_pair=_last_pairs(checkpoints, context.cluster_name),
+        answered_by=answered_by,
+    )
     _count_unrestored_tails(restored, decisions, context)
     report("strategies", len(options.strategies), len(options.strategies))
     return decisions, stats
+
+
+def _declared_complete(ctx: Context, pos: Position) -> bool:
+    """Whether the restore of ``pos``'s partition was declared finished (by the operator, or by the
+    restore tool: at the last source offset the target's end carries, where its records carry one)."""
+    top = ctx.tail_tops.get(pos.target)
+    if top is None:
+        return ctx.options.completes(pos.source) or pos.target in ctx.recorded_complete
+    return ctx.completes(pos, top)
+
+
+def _last_pairs(checkpoints: CheckpointReader | None, cluster: str) -> Callable[[TP], tuple[int, int] | None]:
+    """The restore's last progress pair of a target partition (source offset, target offset), each read once."""
+    known: dict[TP, tuple[int, int] | None] = {}
+
+    def last(tp: TP) -> tuple[int, int] | None:
+        if checkpoints is None:
+            return None
+        if tp not in known:
+            pair = checkpoints.last(cluster, tp.topic, tp.partition)
+            known[tp] = None if pair is None else (pair.source_offset, pair.target_offset)
+        return known[tp]
+
+    return last
 
 
 def _recorded_complete(checkpoints: CheckpointReader, cluster: str, positions: Iterable[Position]) -> dict[TP, int]:
@@ -189,6 +229,7 @@ def _reshaped_topics(
         if tp.topic in back:
             shapes.check_sample(back[tp.topic], tp, records)
         ctx.tail_sampled.add(tp)
+        ctx.tail.add(tp, records, options.offset_header)
         top = _highest_header(records, options.offset_header)
         if top is not None:
             ctx.tail_tops[tp] = top
@@ -301,7 +342,7 @@ def plan_entries(
         entries = [settle(e) for e in entries] if settle else entries
         for topic in sorted({p.topic for p in group.partitions if p.topic in changed}):
             entries.extend(_reshaped_entries(group, changed[topic], options))
-        yield from _without_collisions(entries)
+        yield from hold_application(group.group, _without_collisions(entries))
 
 
 def _reshaped_entries(group: GroupSnapshot, reshaped: Reshaped, options: PlanOptions) -> list[PlanEntry]:

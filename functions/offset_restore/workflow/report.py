@@ -20,6 +20,7 @@ from typing import Any
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.snapshot.model import parse_time
 from offset_restore.stores.keys import report_page
+from offset_restore.translate.applications import internal_topic
 from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
 from offset_restore.workflow.report_facts import CARDS, NOT_WRITTEN_OUTCOMES, Facts, facts_of
 from offset_restore.workflow.report_html import html_page
@@ -78,6 +79,13 @@ def _lost(e: PlanEntry) -> int:
     return max(0, e.anchor_source_offset - e.source_offset)
 
 
+def _held_by(e: PlanEntry) -> str | None:
+    """What an entry that holds its group is (``PartitionRow.held``)."""
+    if not e.holds_group:
+        return None
+    return "application" if internal_topic(e.group, e.topic) else "reshaped"
+
+
 def _lost_in_all(e: PlanEntry) -> int:
     """Records the group will not read: lost before the backup, and (the restore declared complete)
     never restored after its position."""
@@ -93,7 +101,7 @@ def _needs_attention(row: PartitionRow) -> str:
     if row.status == "committed" and row.verified is False:
         return "unverified"
     if row.status == "unmapped" and row.held:
-        return "reshaped"
+        return row.held
     return row.status
 
 
@@ -161,7 +169,7 @@ class ReportBuilder:
                 e.status,
                 e.reason,
                 e.verified,
-                e.holds_group,
+                _held_by(e),
                 _lost_in_all(e),
                 e.outcome,
                 e.never_restored is not None,

@@ -36,7 +36,7 @@ class Row(Protocol):
     @property
     def method(self) -> str | None: ...
     @property
-    def held(self) -> bool: ...
+    def held(self) -> str | None: ...
     @property
     def lost(self) -> int: ...
     @property
@@ -62,6 +62,7 @@ CARDS = (
     ("pending", "pending (restore not there yet)", True),
     ("unmapped", "unmapped", True),
     ("reshaped", "topic re-partitioned by the restore, not mapped (group held)", True),
+    ("application", "a Kafka Streams application's repartition topic not on the target (group held)", True),
     ("failed", "refused by the broker", True),
     ("unverified", "did not verify", True),
 )
@@ -81,7 +82,7 @@ def outcome_of(row: Row, done: str) -> str:
     if row.status == "mapped" and done == "committed":  # a commit sent and never recorded may be written
         return "unanswered" if row.in_doubt else _unwritten(row.outcome)
     if row.status == "unmapped" and row.held:
-        return "reshaped"
+        return row.held
     if row.status in ("pending", "unmapped", "failed"):
         return row.status
     if row.verified is False:
@@ -128,6 +129,7 @@ _HOLDS = (
     "rolled_back",
     "pending",
     "reshaped",
+    "application",
     "unmapped",
     "end_unsure",
     "active",

@@ -57,8 +57,9 @@ class PartitionRow(NamedTuple):
     status: str
     reason: str | None
     verified: bool | None = None
-    held: bool = False
-    """An entry of a topic whose shape changed, not mapped: it holds its whole group."""
+    held: str | None = None
+    """What an entry not mapped that holds its whole group is: ``reshaped`` (a topic whose shape changed) or
+    ``application`` (a Kafka Streams application's repartition topic). None: it holds nothing."""
     lost: int = 0
     """Source records between the group's position and the record it resumes at (lost before the backup)."""
     outcome: str | None = None

@@ -33,6 +33,11 @@ ADVICE = {
     "source partition: no partition of these groups is written, on any topic, lest their consumers read the "
     "changed topic from their reset policy. Restore with the source-partition header (partition_header, default "
     "x-source-partition) or into a topic of the source's shape, then run again.",
+    "application": "These groups are Kafka Streams applications (the group is the application.id) whose "
+    "repartition topics are not on the target, or hold less than their position there needs: written without "
+    "them, an application would resume its inputs past records it consumed but had not processed through the "
+    "repartition topic. No partition of these groups is written. Restore the application's internal topics and run "
+    "again, or reset the application (kafka-streams-application-reset) and let it start from its inputs.",
     "unmapped": "No strategy could place these partitions (see the reason). Check that the topic exists on the "
     "target and carries the restore's offset header, or give a topic_map; otherwise reset them by hand.",
     "skipped": "Ahead: the group's consumers started on the target and are past the mapped offset, so they skip "
@@ -70,6 +75,7 @@ ATTENTION = (
     "skipped",
     "pending",
     "reshaped",
+    "application",
     "unmapped",
 )
 """The kinds of trouble a report lists, the most serious first."""
@@ -84,6 +90,9 @@ NEXT = {
     "reshaped": "the restore re-partitioned a topic it reads and its records do not say their source partition: "
     "restore it with the source-partition header (partition_header) or into a topic of the source's shape, then run "
     "again; until then none of its partitions is written",
+    "application": "a Kafka Streams application whose repartition topic is not on the target: restore its internal "
+    "topics and run again, or reset the application (kafka-streams-application-reset); until then none of its "
+    "partitions is written",
     "active": "stop its consumers on the target, then run again with the same restore_id",
     "not_written": "deal with the reason shown, then run again with the same restore_id",
     "ahead": 'its consumers started on the target and skip records: rewind it ("allow_rewind": "GROUP", or '

@@ -1,0 +1,149 @@
+"""The proof every answer passes, on the real brokers, judged by reading the target log: an answer at the
+target's end stands only on positive evidence, whatever strategy gave it — through the CLI's plan and
+apply, nothing written for an answer the proof holds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+from offset_restore.translate.model import Plan, PlanEntry
+
+from tests.helpers import Brokers, Produced, commit, produce, restore, unique
+from tests.integration.test_apply import run
+
+RESTORED_AT = 1_760_000_000_000
+"""When the DR's restore ran: the copies it wrote carry this time, not the primary's."""
+
+
+def plan_back(brokers: Brokers, folder: Path, groups: list[str], *options: str) -> dict[str, PlanEntry]:
+    """The DR (the source broker) snapshotted and planned onto the primary (the target broker)."""
+    snapshots = folder / "snaps"
+    status, _, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(snapshots),
+        "--groups", "|".join(groups), "--cluster", "dr",
+    )  # fmt: skip
+    assert status == 0, err
+    status, out, err = run(
+        "plan", "--snapshot", str(snapshots), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(folder / "plan.json"), *options,
+    )  # fmt: skip
+    assert status in (0, 3), out + err
+    return {e.group: e for e in Plan.model_validate_json((folder / "plan.json").read_text()).entries}
+
+
+def test_a_timestamp_end_from_copies_with_new_times_is_held_and_never_written(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A failback whose DR copies carry the restore's timestamps: no record of the primary is as recent as
+    any group's, so the timestamp strategy finds nothing. It used to answer the primary's end with "0
+    duplicates" and apply wrote it: every group skipped what it had not processed. Now nothing proves the
+    primary's last record processed, so each answer waits and apply writes nothing."""
+    dr, primary, topic = source, target, unique("proof-ts")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    records = produce(primary, topic, 0, 100)
+    dr.produce(topic, 0, ((r.key, r.value, r.headers, RESTORED_AT + r.offset) for r in records))
+    at = {"behind": 30, "middle": 60, "caught-up": 100}
+    groups = {name: unique(f"proof-{name}") for name in at}
+    for name, offset in at.items():
+        commit(dr, groups[name], {TP(topic, 0): offset})
+    commit(primary, groups["behind"], {TP(topic, 0): 12})  # where it stood before the failover
+
+    entries = plan_back(brokers, tmp_path, list(groups.values()), "--strategies", "timestamp")
+
+    for name in ("behind", "middle"):
+        entry = entries[groups[name]]
+        # The truth, read from the primary: the group resumes at its own offset there (same records).
+        assert primary.log_bounds([TP(topic, 0)])[TP(topic, 0)].end == 100
+        assert (entry.status, entry.target_offset) == ("pending", None), entry
+        reason = entry.reason or ""
+        assert (
+            "the timestamp strategy answered 100 (end" in reason and "nothing proves the group processed" in reason
+        ), reason
+    caught_up = entries[groups["caught-up"]]
+    assert caught_up.status == "pending", caught_up  # the copies' times differ: not proven the same records
+
+    status, out, err = run(
+        "apply", "--plan", str(tmp_path / "plan.json"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--execute",
+    )  # fmt: skip
+    assert status == 3, out + err
+    committed = primary.committed_offsets(list(groups.values()))
+    assert committed[groups["behind"]][TP(topic, 0)].offset == 12  # untouched
+    assert TP(topic, 0) not in committed.get(groups["middle"], {})
+
+
+def test_an_empty_topic_on_the_target_waits_for_what_the_source_still_had(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A topic re-created empty on the target (a Streams application's repartition topic that was not
+    restored): the source held 23 records the group had not processed. The timestamp strategy found no
+    record and answered the log start, saying nothing; now the group waits, its reason naming the records,
+    until the restore is declared complete — then it resumes there, knowingly."""
+    topic = unique("proof-empty")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records: list[Produced] = produce(source, topic, 0, 46)
+    group = unique("proof-app")
+    commit(source, group, {TP(topic, 0): 23})
+
+    entry = plan_back(brokers, tmp_path, [group], "--strategies", "timestamp")[group]
+    assert (entry.status, entry.target_offset) == ("pending", None), entry
+    assert "the source had records 23..45 the group had not processed" in (entry.reason or "")
+    assert records[23].offset == 23
+
+    status, out, err = run(
+        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(tmp_path / "declared.json"), "--strategies", "timestamp", "--restore-complete",
+    )  # fmt: skip
+    assert status in (0, 3), out + err
+    [declared] = Plan.model_validate_json((tmp_path / "declared.json").read_text()).entries
+    assert (declared.status, declared.target_offset) == ("mapped", 0), declared
+
+
+def test_a_streams_application_is_written_whole_or_not_at_all(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A Kafka Streams application commits on its input and on ``<application.id>-…-repartition``. Restored
+    without its repartition topic, or with it empty, its input offsets used to be written alone: the 23
+    records it had consumed from the input but not processed through the repartition topic were lost to it.
+    Now the whole group is held (the plan, the CSV and apply), and written once the topic is restored."""
+    apps = {case: unique(f"proof-streams-{case}") for case in ("missing", "empty", "restored")}
+    inputs = unique("proof-input")
+    source.create_topics({inputs: 1})
+    target.create_topics({inputs: 1})
+    records = produce(source, inputs, 0, 60)
+    restore(target, inputs, 0, records)
+    for case, app in apps.items():
+        repartition = f"{app}-KSTREAM-AGGREGATE-0000000003-repartition"
+        source.create_topics({repartition: 1})
+        moved = produce(source, repartition, 0, 46)  # the input's records 0..45, re-keyed
+        commit(source, app, {TP(inputs, 0): 46, TP(repartition, 0): 23})
+        if case != "missing":
+            target.create_topics({repartition: 1})
+        if case == "restored":
+            restore(target, repartition, 0, moved)
+
+    plan_back(brokers, tmp_path, list(apps.values()), "--csv", str(tmp_path / "plan.csv"))
+    plan = Plan.model_validate_json((tmp_path / "plan.json").read_text())
+    grouped = {app: [e for e in plan.entries if e.group == app] for app in apps.values()}
+    for case in ("missing", "empty"):
+        held = [e for e in grouped[apps[case]] if e.holds]
+        assert len(held) == 1 and held[0].topic.endswith("-repartition"), grouped[apps[case]]
+        assert "Kafka Streams application" in (held[0].reason or "") and inputs in (held[0].reason or "")
+        assert [e.target_offset for e in grouped[apps[case]] if e.topic == inputs] == [46]  # mapped, not written
+    assert not any(e.holds for e in grouped[apps["restored"]])
+    csv = (tmp_path / "plan.csv").read_text()
+    assert apps["restored"] in csv and apps["missing"] not in csv and apps["empty"] not in csv
+
+    status, out, err = run(
+        "apply", "--plan", str(tmp_path / "plan.json"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--execute",
+    )  # fmt: skip
+    assert status == 3, out + err
+    committed = target.committed_offsets(list(apps.values()))
+    assert committed.get(apps["missing"], {}) == {} and committed.get(apps["empty"], {}) == {}
+    written = {tp.topic: o.offset for tp, o in committed[apps["restored"]].items()}
+    assert written == {inputs: 46, f"{apps['restored']}-KSTREAM-AGGREGATE-0000000003-repartition": 23}

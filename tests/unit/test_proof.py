@@ -1,0 +1,153 @@
+"""The proof every answer passes (translate/proof.py), on answers no strategy checked: an answer at the
+target's end is held unless the target's last records are proven processed, and unless the source's
+records the group had not processed are accounted for."""
+
+from __future__ import annotations
+
+import pytest
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.translate.positions import Decision, Evidence, Position, pack_evidence
+from offset_restore.translate.proof import TargetTail, prove
+
+HEADER = "x-source-offset"
+SRC, TGT = TP("orders", 0), TP("orders", 0)
+
+
+def record(
+    offset: int, *, source: int | None = None, timestamp: int = 1_000, value: bytes | None = None
+) -> FetchedRecord:
+    headers = () if source is None else ((HEADER, source.to_bytes(8, "big")),)
+    return FetchedRecord(offset, timestamp, b"k", value or f"v{offset}".encode(), headers)
+
+
+def evidence(offset: int, value: bytes, timestamp: int) -> Evidence:
+    return Evidence(offset, timestamp, fingerprint(b"k", value, (), exclude_header=HEADER))
+
+
+def position(
+    committed: int,
+    *,
+    log_end: int,
+    before: tuple[Evidence, ...] = (),
+    next_record: Evidence | None = None,
+    last_origin: int | None = None,
+) -> Position:
+    return Position(
+        source=SRC,
+        target=TGT,
+        committed=committed,
+        log_start=0,
+        log_end=log_end,
+        next=next_record,
+        packed_before=pack_evidence(before),
+        last_origin=last_origin,
+    )
+
+
+def held(
+    pos: Position,
+    answer: int,
+    tail_records: list[FetchedRecord] | None,
+    bounds: LogBounds,
+    *,
+    complete: bool = False,
+    pair: tuple[int, int] | None = None,
+) -> Decision:
+    """What the proof makes of a strategy's answer ``answer`` (exact, 0 duplicates: the strongest claim)."""
+    tail = TargetTail()
+    if tail_records is not None:
+        tail.add(TGT, tail_records, HEADER)
+    decisions = {("orders", 0, pos.committed): Decision("mapped", answer, "timestamp", True, 0, "no record as recent")}
+    prove(
+        decisions,
+        {("orders", 0, pos.committed): pos},
+        {TGT: bounds},
+        tail,
+        header=HEADER,
+        complete={SRC: complete},
+        last_pair=lambda tp: pair,
+    )
+    return decisions[("orders", 0, pos.committed)]
+
+
+def test_an_end_found_by_nothing_is_held_and_says_why() -> None:
+    """The timestamp strategy's "no record as recent": the target's last record has no header and is no
+    copy of a record the group processed, so nothing proves the group read it."""
+    pos = position(100, log_end=100, before=(evidence(99, b"other", 5_000),))
+    decision = held(pos, 40, [record(38), record(39)], LogBounds(0, 40))
+    assert decision.status == "pending" and decision.target_offset is None
+    assert "nothing proves the group processed the target's last record (offset 39)" in (decision.reason or "")
+    assert "a strategy answered 40 (timestamp: no record as recent)" in (decision.reason or "")
+
+
+def test_an_end_after_records_whose_headers_are_below_the_position_stands() -> None:
+    pos = position(100, log_end=100)
+    decision = held(pos, 40, [record(38, source=98), record(39, source=99)], LogBounds(0, 40))
+    assert (decision.status, decision.target_offset, decision.exact) == ("mapped", 40, True)
+
+
+def test_a_header_at_or_past_the_position_among_the_last_records_holds_the_end() -> None:
+    """Out of order at the end: the last record carries 97, but one before it carries 100 (not processed)."""
+    pos = position(100, log_end=101, next_record=evidence(100, b"v100", 1_000))
+    decision = held(pos, 40, [record(38, source=100), record(39, source=97)], LogBounds(0, 40))
+    assert decision.status == "pending"
+    assert "carries x-source-offset = 100, at or after the group's position 100" in (decision.reason or "")
+
+
+def test_the_copy_of_a_processed_record_proves_the_end_but_not_the_copy_of_the_next_one() -> None:
+    processed = evidence(99, b"v39", 1_000)
+    pos = position(100, log_end=100, before=(processed,))
+    assert held(pos, 40, [record(39)], LogBounds(0, 40)).status == "mapped"
+    # Same content, another timestamp (a copy given a new time): not proven the same record.
+    assert held(pos, 40, [record(39, timestamp=2_000)], LogBounds(0, 40)).status == "pending"
+    # The record the group reads next has the same content and time: it cannot be told apart.
+    twin = position(99, log_end=101, before=(processed,), next_record=evidence(100, b"v39", 1_000))
+    assert held(twin, 40, [record(39)], LogBounds(0, 40), complete=True).status == "pending"
+
+
+def test_a_restore_checkpoint_at_the_last_record_proves_it() -> None:
+    pos = position(100, log_end=100)
+    assert held(pos, 40, [record(39)], LogBounds(0, 40), pair=(99, 39)).status == "mapped"
+    assert held(pos, 40, [record(39)], LogBounds(0, 40), pair=(100, 39)).status == "pending"
+    assert held(pos, 40, [record(39)], LogBounds(0, 40), pair=(98, 38)).status == "pending"
+
+
+@pytest.mark.parametrize("complete", [False, True])
+def test_an_end_that_leaves_source_records_waits_until_the_restore_is_declared_complete(complete: bool) -> None:
+    """The source had 80..99 after the group's position; the target's records are all below 80."""
+    pos = position(80, log_end=100, next_record=evidence(80, b"v80", 1_000))
+    decision = held(pos, 40, [record(39, source=79)], LogBounds(0, 40), complete=complete)
+    if complete:
+        assert decision.status == "mapped"
+    else:
+        assert decision.status == "pending"
+        assert "the source had records 80..99 the group had not processed" in (decision.reason or "")
+        assert "--restore-complete orders/0" in (decision.reason or "")
+
+
+def test_an_empty_target_skips_nothing_present_but_waits_for_what_the_source_had() -> None:
+    caught_up = position(50, log_end=50, before=(evidence(49, b"x", 1),))
+    assert held(caught_up, 0, None, LogBounds(0, 0)).status == "mapped"
+    behind = position(23, log_end=46, next_record=evidence(23, b"x", 1))
+    assert held(behind, 0, None, LogBounds(0, 0)).status == "pending"
+    assert held(behind, 0, None, LogBounds(0, 0), complete=True).status == "mapped"
+
+
+def test_records_born_on_a_failbacks_source_are_not_waited_for() -> None:
+    """A DR whose group processed restored records (origin offsets) and whose next record was produced on
+    the DR: the primary never had it, so the end leaves nothing behind."""
+    processed = evidence(279, b"v299", 1_000)
+    pos = position(280, log_end=310, before=(processed,), next_record=evidence(280, b"born", 9_000), last_origin=299)
+    assert held(pos, 300, [record(299)], LogBounds(0, 300)).status == "mapped"
+
+
+def test_answers_before_the_end_and_unread_tails() -> None:
+    pos = position(100, log_end=100)
+    # Not an end: the proof of the end does not apply.
+    assert held(pos, 39, [record(39)], LogBounds(0, 40)).status == "mapped"
+    # Past the last record, before markers: an end all the same.
+    assert held(pos, 39, [record(38)], LogBounds(0, 40)).status == "pending"
+    # The tail could not be read: nothing proves it.
+    decision = held(pos, 40, None, LogBounds(0, 40))
+    assert decision.status == "pending" and "could not be read" in (decision.reason or "")
