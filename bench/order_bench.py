@@ -35,7 +35,7 @@ from typing import Any
 
 from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
@@ -79,6 +79,9 @@ class Counted:
 
     def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
         return self.cluster.offsets_at_times(times)
+
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
+        return self.cluster.partition_identities(partitions)
 
     def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
         return self.cluster.records_at_times(times)

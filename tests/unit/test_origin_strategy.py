@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.snapshot.evidence import collect_evidence
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -43,6 +43,9 @@ class Primary:
 
     def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
         return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
+
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
+        return {}  # as a broker that gives no topic ids
 
     def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
         return {

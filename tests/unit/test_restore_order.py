@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.model import PlanEntry
@@ -159,6 +159,9 @@ class SmallWindows:
     def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
         """As Kafka's ListOffsets by timestamp: the earliest record at least that recent."""
         return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
+
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
+        return {}  # as a broker that gives no topic ids
 
     def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
         return {

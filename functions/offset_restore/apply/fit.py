@@ -7,10 +7,11 @@ from collections.abc import Sequence
 
 from offset_restore.apply.model import ApplyTarget
 from offset_restore.errors import BadInputError
+from offset_restore.kafka.model import topic_ids
 from offset_restore.snapshot.model import default_cluster_name
 from offset_restore.translate.model import Plan, PlanEntry
 
-__all__ = ["check_entries_fit", "check_plan_fits"]
+__all__ = ["check_entries_fit", "check_plan_fits", "check_same_topics"]
 
 
 def check_plan_fits(plan: Plan, target: ApplyTarget, target_name: str | None, *, mapped_must_fit: bool = True) -> None:
@@ -40,6 +41,7 @@ def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None
     """The fit check of ``check_plan_fits`` for some mapped entries (a workflow's commit batch)."""
     if not entries:
         return
+    check_same_topics(entries, target, "nothing was written; plan again")
     topics = target.topic_partitions()
     for entry in entries:
         if topics.get(entry.target_topic, 0) <= entry.target.partition:
@@ -61,4 +63,25 @@ def check_entries_fit(entries: Sequence[PlanEntry], target: ApplyTarget) -> None
             f"{e.target} is mapped to {e.target_offset} but the log holds {log.start}-{log.end}: "
             "the target changed since the plan was made (restarted empty, restored again, or records deleted); "
             "nothing was written; plan again"
+        )
+
+
+def check_same_topics(entries: Sequence[PlanEntry], target: ApplyTarget, then: str) -> None:
+    """Refuse, before anything is written, entries whose target topic was deleted and created again since
+    the plan read it (its topic id is another now): their offsets are positions in another log, and
+    writing them would move a group past the new topic's records. ``then`` ends the message (what was
+    not done, what to do). Entries without a recorded id (an older plan, a broker without topic ids) and
+    topics the broker gives no id for now are not compared."""
+    planned = {e.target_topic: e.target_topic_id for e in entries if e.target_topic_id}
+    if not planned:
+        return
+    now = topic_ids(target.partition_identities({e.target for e in entries if e.target_topic_id}))
+    changed = sorted(
+        (topic, then_id, now[topic]) for topic, then_id in planned.items() if now.get(topic, then_id) != then_id
+    )
+    if changed:
+        named = "; ".join(f"{topic} (topic id {was} in the plan, {now_id} now)" for topic, was, now_id in changed)
+        raise BadInputError(
+            f"target topic {named} was deleted and created again since the plan: its offsets belong to the "
+            f"old topic's log; {then}"
         )

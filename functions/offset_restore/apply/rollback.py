@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from offset_restore.apply.commit import maybe_written
+from offset_restore.apply.fit import check_same_topics
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
 from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
@@ -89,6 +90,12 @@ def rollback_plan(
         else:
             report.groups_unchanged.append(group)
     _check_previous_fit(undo, target)
+    check_same_topics(  # removing an offset apply created (and still there) writes no position
+        [entry for work in undo.values() for entry in work.entries if entry.target in work.restore],
+        target,
+        "a previous offset is a position in the old topic's log, and a rollback writes none into the new one; "
+        "nothing was written",
+    )
     if options.dry_run:
         _describe(undo, current, report)
         return report

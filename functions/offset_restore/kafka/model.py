@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -133,6 +133,11 @@ class PartitionIdentity:
 
     topic_id: str
     leader_epoch: int
+
+
+def topic_ids(identities: Mapping[TP, PartitionIdentity]) -> dict[str, str]:
+    """Each topic's id, from its partitions' identities."""
+    return {tp.topic: identity.topic_id for tp, identity in identities.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch
+from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.rounds import (
     ALONE_FROM,
     POINT_READ_BYTES,
@@ -40,6 +40,8 @@ class TargetCluster(Source, Protocol):
     def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]: ...
 
     def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]: ...
+
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]: ...
 
 
 @dataclass

@@ -150,6 +150,10 @@ class PlanEntry(BaseModel):
     (the snapshot's, or a newer checkpoint's) and so reads again on the target, beyond
     ``max_duplicates``: its commit rate between the last two snapshots x the time to the plan. Null: no
     earlier snapshot to say (a live group) or not estimated."""
+    target_topic_id: str | None = None
+    """The target topic's id when the plan read it (Kafka's topic id, new whenever the topic is deleted and
+    created again): apply and rollback write nothing into a topic whose id is another now. Null: the
+    broker gave none (or a plan made before topic ids were recorded)."""
     holds_group: bool = False
     """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
     the restore, not mapped: ``reason`` says why and what would end it)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch, topic_ids
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
@@ -84,6 +84,7 @@ def decide_positions(
         stats=stats,
         mm2=mm2,
     )
+    stats.target_topic_ids = topic_ids(target.partition_identities(context.bounds))
     if checkpoints is not None:
         context.recorded_complete = _recorded_complete(checkpoints, context.cluster_name, positions.values())
     stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)
@@ -332,16 +333,20 @@ def plan_entries(
     options: PlanOptions,
     settle: Callable[[PlanEntry], PlanEntry] | None = None,
     reshaped: Mapping[str, Reshaped] | None = None,
+    target_topic_ids: Mapping[str, str] | None = None,
 ) -> Iterator[PlanEntry]:
     """Each group-partition's entry, group by group, in the snapshot's order; ``settle`` may change an
     entry (a newer MM2 checkpoint, translate/mm2.py) before the collision guard sees the group. A
-    topic whose shape changed (``reshaped``) gets one entry per target partition, or holds the group."""
+    topic whose shape changed (``reshaped``) gets one entry per target partition, or holds the group.
+    ``target_topic_ids``: the target topics' ids the plan read, recorded on each entry."""
     changed = reshaped or {}
     for group in groups:
         entries = [_entry(group.group, p, decisions, options) for p in group.partitions if p.topic not in changed]
         entries = [settle(e) for e in entries] if settle else entries
         for topic in sorted({p.topic for p in group.partitions if p.topic in changed}):
             entries.extend(_reshaped_entries(group, changed[topic], options))
+        for entry in entries:
+            entry.target_topic_id = (target_topic_ids or {}).get(entry.target_topic)
         yield from hold_application(group.group, _without_collisions(entries))
 
 

@@ -139,6 +139,8 @@ class TranslateStats:
     records_read: dict[str, int] = field(default_factory=dict)
     rounds_per_partition: dict[str, dict[TP, int]] = field(default_factory=dict)
     bytes_read: dict[str, int] = field(default_factory=dict)
+    target_topic_ids: dict[str, str] = field(default_factory=dict)
+    """Each target topic's id as the plan read it (``PlanEntry.target_topic_id``)."""
     out_of_order: dict[TP, str] = field(default_factory=dict)
     """Partitions the header strategy found out of order (and read whole), with why."""
 

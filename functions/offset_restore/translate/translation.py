@@ -58,7 +58,14 @@ class Translation:
         settler = self._settler()
         for group in self.groups:
             motion = self._motion(group) if self.snapshot_at is not None else None
-            for entry in plan_entries([group], self.decisions, self.options, settler, reshaped=self.stats.reshaped):
+            for entry in plan_entries(
+                [group],
+                self.decisions,
+                self.options,
+                settler,
+                reshaped=self.stats.reshaped,
+                target_topic_ids=self.stats.target_topic_ids,
+            ):
                 yield entry if motion is None else self._exposed(entry, motion)
 
     def _motion(self, group: GroupSnapshot) -> GroupMotion:

@@ -1,0 +1,76 @@
+"""A target topic deleted and created again is another log, whatever its name: the plan records each
+target topic's id, and apply and rollback refuse, by name and before any write, a topic whose id changed
+(on the real brokers, through the CLI)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+
+from tests.helpers import Produced, commit, restore
+from tests.integration.test_apply import Restored, run, scene  # noqa: F401  (the fixture)
+
+
+def recreate(target: KafkaCluster, topic: str, records: list[Produced]) -> None:
+    """Delete ``topic`` and create it again with two partitions holding ``records`` (a restore run again)."""
+    target._admin.delete_topics([topic])
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            target.create_topics({topic: 2})
+            for p in range(2):
+                restore(target, topic, p, records)
+            return
+        except Exception:  # the deletion, or the new topic's leader election, is still under way
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
+def again(s: Restored, *, swapped: bool) -> list[Produced]:
+    """The records the first restore wrote (source offsets 10..99), two of them swapped if asked."""
+    records = [Produced(o, f"k0-{o}".encode(), f"value {s.topic}/0/{o}".encode(), (), 1_700_000_000_000 + o * 10)
+               for o in range(10, 100)]  # fmt: skip
+    if swapped:
+        records[39], records[40] = records[40], records[39]
+    return records
+
+
+def test_apply_refuses_a_target_topic_created_again_since_the_plan(scene: Callable[..., Restored]) -> None:
+    """The restore run again between plan and apply, two records swapped: the plan's offsets are the old
+    log's. Apply used to write them (groups at 50 and 55 skipped a record each)."""
+    s = scene({"a": {0: 50}, "b": {0: 55}})
+    planned = {e.target_topic_id for e in s.plan().entries}
+    assert len(planned) == 1 and None not in planned
+    recreate(s.target, s.topic, again(s, swapped=True))
+    status, out, err = s.apply()
+    assert status == 2, out + err
+    assert f"target topic {s.topic} (topic id " in err and "was deleted and created again since the plan" in err
+    assert "nothing was written" in err
+    assert s.offsets("a") == {} and s.offsets("b") == {}
+    assert {e.status for e in s.plan().entries} == {"mapped"}
+
+
+def test_rollback_writes_no_previous_offset_into_a_topic_created_again(
+    scene: Callable[..., Restored], target: KafkaCluster
+) -> None:
+    """Applied over a group at 5; then the topic is deleted and created again, and the group stands at the
+    applied offset in the new topic (its consumers committed there). Rollback used to put back 5 — a
+    position in the old log — and the group skipped the new topic's first 5 records."""
+    s = scene({"a": {0: 50}})
+    commit(target, s.groups["a"], {TP(s.topic, 0): 5})
+    status, out, err = s.apply()
+    assert status == 0, out + err
+    assert s.offsets("a") == {0: 40}
+    recreate(target, s.topic, again(s, swapped=False))
+    commit(target, s.groups["a"], {TP(s.topic, 0): 40})
+    status, out, err = run(
+        "rollback", "--plan", str(s.plan_path), "--bootstrap-servers", s.brokers.target.bootstrap_servers,
+        "--execute",
+    )  # fmt: skip
+    assert status == 2, out + err
+    assert "was deleted and created again since the plan" in err and "a rollback writes none into the new" in err
+    assert s.offsets("a") == {0: 40}
