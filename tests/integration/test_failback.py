@@ -202,3 +202,54 @@ def test_a_failback_over_compressed_topics_maps_by_origin_and_its_search(
     entries = {e.group: e for e in planned_back(brokers, tmp_path, f"{inside}|{past}", "plan")}
     assert (entries[inside].method, entries[inside].target_offset, entries[inside].exact) == ("origin", 240, True)
     assert (entries[past].method, entries[past].target_offset, entries[past].exact) == ("origin", 400, True)
+
+
+def _judge_back(entries: dict[str, PlanEntry], at: dict[str, int], origins: list[int], end: int) -> list[str]:
+    """Every entry against the truth read from the DR's layout: a group at DR position c processed the
+    origin records ``origins[:c]``; it must resume on the primary no later than the first it did not."""
+    problems = []
+    for group, c in at.items():
+        e = entries[group]
+        processed = set(origins[:c])
+        truth = min(x for x in range(end + 1) if x not in processed)
+        if e.status != "mapped":
+            continue
+        assert e.target_offset is not None
+        again = sum(1 for x in processed if x >= e.target_offset)
+        if e.target_offset > truth:
+            problems.append(f"c={c}: resumes at {e.target_offset}, skipping {truth}")
+        elif e.exact and (e.target_offset != truth or again):
+            problems.append(f"c={c}: exact at {e.target_offset}, the truth is {truth} ({again} read again)")
+        elif e.max_duplicates is not None and e.max_duplicates < again:
+            problems.append(f"c={c}: at most {e.max_duplicates} read again, but {again} are")
+    return problems
+
+
+@pytest.mark.parametrize(
+    "layout",
+    [
+        [*range(50), *range(60, 70), *range(50, 60), *range(70, 100)],  # parallel workers
+        [*range(60), *range(40, 60), *range(60, 100)],  # a chunk written twice
+    ],
+    ids=["out-of-order", "chunk-twice"],
+)
+def test_a_failback_over_a_restore_written_out_of_order_skips_nothing(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, layout: list[int]
+) -> None:
+    """The DR's restore written as parallel workers write (origin 0..49, 60..69, 50..59, 70..99), or with a
+    chunk written twice: the records around a group's position say nothing of those before them. A group
+    at 55 used to resume at 65 on the primary, "exact", never reading 50..59; with a chunk twice, groups
+    were "exact" while reading up to 20 records again. The failback's snapshot reads each such DR
+    partition whole: no group resumes past a record it did not process, and none is exact that is not."""
+    dr, primary, topic = source, target, unique("failback-order")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    records = produce(primary, topic, 0, 100)
+    restore(dr, topic, 0, [records[o] for o in layout])
+    at = {unique(f"back-{c}"): c for c in range(0, len(layout) + 1, 3)}
+    for group, c in at.items():
+        commit(dr, group, {TP(topic, 0): c})
+    entries = {e.group: e for e in planned_back(brokers, tmp_path, "|".join(at), "order")}
+    assert _judge_back(entries, at, layout, 100) == []
+    exact = sum(e.exact for e in entries.values())
+    assert exact >= len(at) * 2 // 3, [(c, entries[g].exact, entries[g].reason) for g, c in at.items()]

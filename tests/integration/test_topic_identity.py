@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 
-from tests.helpers import Produced, commit, restore
-from tests.integration.test_apply import Restored, run, scene  # noqa: F401  (the fixture)
+from tests.helpers import Brokers, Produced, commit, restore
+from tests.integration.test_apply import Restored, run
+
+
+@pytest.fixture
+def scene(brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path) -> Callable[..., Restored]:
+    return lambda offsets, **kw: Restored(brokers, source, target, tmp_path, offsets, **kw)
 
 
 def recreate(target: KafkaCluster, topic: str, records: list[Produced]) -> None:

@@ -27,6 +27,7 @@ from offset_restore.snapshot.model import (
     new_snapshot_id,
     validate_name,
 )
+from offset_restore.snapshot.origin_order import OriginFloor, read_origin_logs
 from offset_restore.snapshot.origin_tops import OriginTop, find_origin_tops
 
 __all__ = [
@@ -199,6 +200,7 @@ def stream_snapshot(
     notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
     tops: dict[TP, OriginTop] = {}
+    floors: dict[tuple[TP, int], OriginFloor] = {}
     if options.evidence_records > 0:
         evidence, stats = _evidence(cluster, selected, bounds, options, report)
         notes.extend(stats.notes)
@@ -208,6 +210,10 @@ def stream_snapshot(
         if options.origin_search and options.offset_header:
             tops, timings["origin_search_rounds"] = _origin_tops(cluster, evidence, bounds, options.offset_header)
             lap("origin search")
+            floors, timings["origin_order_rounds"] = _origin_floors(
+                cluster, selected, evidence, bounds, options.offset_header, notes
+            )
+            lap("origin order")
 
     stream = SnapshotStream(
         manifest=SnapshotManifest(
@@ -235,7 +241,9 @@ def stream_snapshot(
         for group_id in group_ids:
             info = infos.pop(group_id, None)
             offsets = selected.pop(group_id, {})  # what was read is let go as documents are made
-            group = _group_document(group_id, info, offsets, bounds, evidence, tops, topic_counts, options, notes)
+            group = _group_document(
+                group_id, info, offsets, bounds, evidence, (tops, floors), topic_counts, options, notes
+            )
             tally.add(group)
             yield group
         lap("assemble")
@@ -257,6 +265,41 @@ def _origin_tops(
         if ev.before and ev.before[-1].origin_offset is None:
             below[tp] = min(c, below.get(tp, c))
     return find_origin_tops(below, bounds, fetch_from(cluster), offset_header=header) if below else ({}, 0)
+
+
+def _origin_floors(
+    cluster: SnapshotSource,
+    selected: Mapping[str, Mapping[TP, CommittedOffset]],
+    evidence: Mapping[tuple[TP, int], Evidence],
+    bounds: Mapping[TP, LogBounds],
+    header: str,
+    notes: list[str],
+) -> tuple[dict[tuple[TP, int], OriginFloor], int]:
+    """Each position's origin floor (``snapshot/origin_order.py``) on the partitions where a record the
+    evidence read carries the restore's header, each read whole once."""
+    restored = {
+        tp
+        for (tp, _), ev in evidence.items()
+        if any(r.origin_offset is not None for r in (*ev.before, *([ev.next] if ev.next else [])))
+    }
+    if not restored:
+        return {}, 0
+    logs, failed, rounds = read_origin_logs(restored, bounds, fetch_from(cluster), offset_header=header)
+    for tp, why in sorted(failed.items()):
+        notes.append(f"{tp.topic}/{tp.partition}: reading the restore's origin offsets failed ({why}): its "
+                     "positions are mapped back by the records around them only")  # fmt: skip
+    floors: dict[tuple[TP, int], OriginFloor] = {}
+    for offsets in selected.values():
+        for tp, c in offsets.items():
+            log = logs.get(tp)
+            floor = log.floor_at(c.offset) if log is not None else None
+            if floor is not None:
+                floors[(tp, c.offset)] = floor
+    return floors, rounds
+
+
+def _floor(floor: OriginFloor | None) -> dict[str, Any]:
+    return {} if floor is None else {"origin_floor": floor.floor, "origin_twice": floor.twice}
 
 
 def _top_below(top: OriginTop | None, ev: Evidence | None, c: int) -> dict[str, Any]:
@@ -298,7 +341,7 @@ def _group_document(
     offsets: Mapping[TP, CommittedOffset],
     bounds: Mapping[TP, LogBounds],
     evidence: Mapping[tuple[TP, int], Evidence],
-    tops: Mapping[TP, OriginTop],
+    origins: tuple[Mapping[TP, OriginTop], Mapping[tuple[TP, int], OriginFloor]],
     topic_counts: Mapping[str, int],
     options: SnapshotOptions,
     notes: list[str],
@@ -320,7 +363,8 @@ def _group_document(
                 "next": ev.next if ev else None,
                 "before": list(ev.before) if ev else [],
                 "evidence_complete": ev.complete if ev else options.evidence_records == 0,
-                **_top_below(tops.get(tp), ev, c.offset),
+                **_top_below(origins[0].get(tp), ev, c.offset),
+                **_floor(origins[1].get((tp, c.offset))),
             }
         )
     committed_topics = {tp.topic for tp in offsets}

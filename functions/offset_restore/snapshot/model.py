@@ -100,6 +100,13 @@ class PartitionSnapshot(_Document):
     Written only when found: other snapshots stay as they were."""
     own_since: int | None = None
     """With ``origin_top``: the timestamp of the record after it, the first the source produced itself."""
+    origin_floor: int | None = None
+    """A failback's (``SnapshotOptions.origin_search``), the partition read whole: the first record of the
+    cluster the restore came from that the group may not have processed, whatever order the restore wrote
+    (``snapshot/origin_order.py``). Written only when known."""
+    origin_twice: int | None = None
+    """With ``origin_floor``: the records before the position whose origin offset is at or past it (the
+    group processed them and reads them again from the floor)."""
     evidence_complete: bool = True
     """False when the broker did not give all the records asked for (it is said why in the manifest)."""
 
@@ -109,6 +116,9 @@ class PartitionSnapshot(_Document):
         if self.origin_top is None:
             data.pop("origin_top", None)
             data.pop("own_since", None)
+        if self.origin_floor is None:
+            data.pop("origin_floor", None)
+            data.pop("origin_twice", None)
         return data
 
 

@@ -422,4 +422,6 @@ def _position(p: PartitionSnapshot, source: TP, target: TP) -> Position:
         top=evidence_of(p.origin_top) if p.origin_top else None,
         top_origin=p.origin_top.origin_offset if p.origin_top else None,
         own_since=p.own_since,
+        origin_floor=p.origin_floor,
+        origin_twice=p.origin_twice or 0,
     )

@@ -96,6 +96,11 @@ class Position:
     """``top``'s origin offset."""
     own_since: int | None = None
     """The timestamp of the source's first own record after ``top`` (None: not seen)."""
+    origin_floor: int | None = None
+    """The first origin record the group may not have processed, from the source read whole
+    (``PartitionSnapshot.origin_floor``; None: not read)."""
+    origin_twice: int = 0
+    """With ``origin_floor``: records the group processed that it reads again from there."""
 
     @property
     def before(self) -> tuple[Evidence, ...]:

@@ -38,6 +38,8 @@ class _Claim:
     """The fingerprint of the record at ``resume``, when the plan checked it (the snapshot's next record)."""
     said: str
     """Why, in words (without the check's result)."""
+    exact: bool = True
+    duplicates: int = 0
     older_than: int | None = None
     """The target's record at ``resume``, if it has one, must be older than this (the earliest record the
     group processed that was produced on the source after the restore): a newer one may be a copy of such a
@@ -99,6 +101,9 @@ def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
             "on the source after the restore, and the target does not have it"
         )
     last = pos.before[-1]
+    floored = _floored(pos, h, bounds, header, ((h, last),))
+    if floored is not None:
+        return floored
     if pos.next is not None and pos.next_origin is not None and pos.next_origin <= h:
         return (
             f"the source's record {last.offset} carries {header} = {h} but the next one, {pos.next.offset}, carries "
@@ -148,12 +153,45 @@ def _after_top(pos: Position, top: Evidence, h: int, bounds: LogBounds, header: 
     )
     if h + 1 >= bounds.end:
         said += f", at the target's log end {bounds.end}"
+    floored = _floored(pos, h, bounds, header, ((h, top),))
+    if floored is not None:
+        return floored
     if pos.own_since is None:
         return (
             f"the snapshot did not see the first record the source produced after its last restored one (source "
             f"offset {top.offset}): whether the target holds copies of records the group processed is not known"
         )
     return _Claim(h + 1, ((h, top),), h, None, said, older_than=pos.own_since)
+
+
+def _floored(
+    pos: Position, h: int, bounds: LogBounds, header: str, checks: tuple[tuple[int, Evidence], ...]
+) -> _Claim | str | None:
+    """Where the group resumes when the source, read whole, says its restore was not in order before the
+    position (``Position.origin_floor``): at the first origin record the group may not have processed, the
+    records it processed from there counted. None: the source was not read whole, or its restore is in order
+    there (the group resumes after ``h``, as the records around it say)."""
+    floor, twice = pos.origin_floor, pos.origin_twice
+    if floor is None or (floor == h + 1 and twice == 0):
+        return None
+    unreadable = _outside(h, bounds, "the copy of a record the group processed") or (
+        _outside(floor, bounds, "where the group resumes") if floor < bounds.end else None
+    )
+    if unreadable:
+        return unreadable
+    said = (
+        f"the source, read whole, holds the restore's records out of order or twice before the group's position "
+        f"(its last processed record carries {header} = {h}): the first record of the target the group may not "
+        f"have processed is {floor}"
+    )
+    said += (
+        f"; it processed {twice:,} records at or after it, read again"
+        if twice
+        else "; it processed every one before it"
+    )
+    if floor >= bounds.end:
+        said += f", at the target's log end {bounds.end}"
+    return _Claim(floor, checks, h, None, said, exact=twice == 0, duplicates=twice)
 
 
 def _at_next(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
@@ -258,8 +296,8 @@ def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecor
         "mapped",
         claim.resume,
         "origin",
-        True,
-        0,
+        claim.exact,
+        claim.duplicates,
         claim.said,
         expected_fingerprint=claim.expected,
         anchor=(anchor.offset, None, anchor.timestamp),
