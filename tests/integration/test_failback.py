@@ -253,3 +253,40 @@ def test_a_failback_over_a_restore_written_out_of_order_skips_nothing(
     assert _judge_back(entries, at, layout, 100) == []
     exact = sum(e.exact for e in entries.values())
     assert exact >= len(at) * 2 // 3, [(c, entries[g].exact, entries[g].reason) for g, c in at.items()]
+
+
+def test_a_failback_after_a_restore_that_ended_short_resumes_at_the_first_record_the_dr_never_had(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """The DR's restore ended at the primary's record 79 of 100 (every backup ends somewhere); a group caught
+    up on the DR, and one that went on to records produced on the DR. The primary's records 80..99 were never
+    on the DR: neither group processed them. They used to be moved to the primary's end (20 records never
+    read, "exact"). With the failback's snapshot they resume at 80; with a plain snapshot they wait."""
+    dr, primary, topic = source, target, unique("failback-short")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    records = produce(primary, topic, 0, 100)
+    restore(dr, topic, 0, records[:80])
+    caught_up, went_on = unique("short-caught-up"), unique("short-went-on")
+    commit(dr, caught_up, {TP(topic, 0): 80})
+    produce(dr, topic, 0, 10, start_offset=80, headers=[("born-on", b"dr")], base_timestamp=1_760_000_000_000)
+    commit(dr, went_on, {TP(topic, 0): 90})
+    commit(primary, caught_up, {TP(topic, 0): 64})  # where it stood on the primary before the failover
+
+    searched = {e.group: e for e in planned_back(brokers, tmp_path, f"{caught_up}|{went_on}", "searched")}
+    for group in (caught_up, went_on):
+        e = searched[group]
+        assert (e.status, e.method, e.target_offset) == ("mapped", "origin", 80), e
+    status, out, err = run(
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", str(tmp_path / "plain"),
+        "--groups", f"{caught_up}|{went_on}", "--cluster", "dr",
+    )  # fmt: skip
+    assert status == 0, err
+    status, out, err = run(
+        "plan", "--snapshot", str(tmp_path / "plain"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(tmp_path / "plain.json"),
+    )  # fmt: skip
+    assert status in (0, 3), out + err
+    plain = {e.group: e for e in Plan.model_validate_json((tmp_path / "plain.json").read_text()).entries}
+    assert plain[caught_up].target_offset == 80, plain[caught_up]
+    assert plain[went_on].status == "pending" or (plain[went_on].target_offset or 0) <= 80, plain[went_on]
