@@ -4,6 +4,7 @@ target topic's id, and apply and rollback refuse, by name and before any write, 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 
-from tests.helpers import Brokers, Produced, commit, restore
+from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import Restored, run
 
 
@@ -81,3 +82,45 @@ def test_rollback_writes_no_previous_offset_into_a_topic_created_again(
     assert status == 2, out + err
     assert "was deleted and created again since the plan" in err and "a rollback writes none into the new" in err
     assert s.offsets("a") == {0: 40}
+
+
+def test_a_source_topic_created_again_between_snapshots_lends_no_positions(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """Snapshots record each topic's id. A topic deleted and created again between two snapshots: the
+    earlier snapshot's positions are in the old log, so they give the group no commit rate (they used to:
+    40 offsets "moved" between two logs made the group live, its exposure growing with the clock)."""
+    topic, group = unique("identity-src"), unique("identity-g")
+    source.create_topics({topic: 1})
+    produce(source, topic, 0, 20)
+    commit(source, group, {TP(topic, 0): 10})
+    snaps = str(tmp_path / "snaps")
+    status, _, err = run("snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", snaps,
+                         "--groups", group)  # fmt: skip
+    assert status == 0, err
+    source._admin.delete_topics([topic])
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            source.create_topics({topic: 1})
+            produce(source, topic, 0, 60)
+            break
+        except Exception:  # the deletion, or the new topic's leader election, is still under way
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+    commit(source, group, {TP(topic, 0): 50})
+    time.sleep(1.1)  # snapshot ids are by the second
+    status, _, err = run("snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--output", snaps,
+                         "--groups", group)  # fmt: skip
+    assert status == 0, err
+    manifests = sorted(Path(snaps).rglob("manifest.json"))
+    ids = [json.loads(m.read_text())["topic_ids"][topic] for m in manifests]
+    assert len(ids) == 2 and ids[0] != ids[1], ids
+    target.create_topics({topic: 1})
+    status, out, err = run("plan", "--snapshot", snaps, "--bootstrap-servers", brokers.target.bootstrap_servers,
+                           "--output", str(tmp_path / "plan.json"))  # fmt: skip
+    assert status in (0, 3), out + err
+    [entry] = json.loads((tmp_path / "plan.json").read_text())["entries"]
+    assert entry["source_offset"] == 50
+    assert entry["live_at_snapshot"] is not True and not entry["exposure"], entry

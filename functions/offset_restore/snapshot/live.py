@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity, topic_ids
 from offset_restore.kafka.rounds import Source, fetch_from
 from offset_restore.snapshot.evidence import Evidence, EvidenceStats, collect_evidence
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
@@ -50,6 +50,7 @@ class SnapshotSource(Source, Protocol):
     def list_group_ids(self) -> list[str]: ...
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
     def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]: ...
     def topic_partitions(self) -> dict[str, int]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
 
@@ -226,6 +227,7 @@ def stream_snapshot(
             evidence_records=options.evidence_records,
             offset_header=options.offset_header,
             topic_partitions=shapes,
+            topic_ids=topic_ids(cluster.partition_identities(TP(topic, 0) for topic in shapes)),
             groups_stopped=options.groups_stopped,
         ),
         groups=iter(()),

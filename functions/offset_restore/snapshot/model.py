@@ -184,6 +184,10 @@ class SnapshotManifest(_Document):
     """How many partitions each topic the groups commit on had on the source: a plan compares them
     with the target's to tell a restore that re-partitioned a topic (empty in older snapshots and in
     those made from an export, which do not know)."""
+    topic_ids: dict[str, str] = Field(default_factory=dict)
+    """Each of those topics' id (Kafka's topic id: new whenever a topic is deleted and created again), where
+    the broker gives one: positions in one incarnation of a topic are no evidence for another (empty in
+    older snapshots and those made from an export or a restored ``__consumer_offsets``)."""
     counts: SnapshotCounts = Field(default_factory=SnapshotCounts)
     notes: list[str] = Field(default_factory=list)
     items: list[ItemsFile] = Field(default_factory=list)

@@ -12,7 +12,7 @@ arithmetic on what the snapshots say.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -36,10 +36,15 @@ class History:
     groups had stopped on the source, so one without members there moved on after it by nothing."""
 
 
-def history_of(groups: Iterable[GroupSnapshot], at: datetime) -> History:
-    """A previous snapshot's positions of ``groups`` (the caller keeps only those it plans)."""
+def history_of(groups: Iterable[GroupSnapshot], at: datetime, leave_out: Collection[str] = ()) -> History:
+    """A previous snapshot's positions of ``groups`` (the caller keeps only those it plans), without those
+    on the topics ``leave_out`` (deleted and created again since: positions in another log)."""
     return History(
-        at, {g.group: {f"{p.topic}/{p.partition}": p.committed_offset for p in g.partitions} for g in groups}
+        at,
+        {
+            g.group: {f"{p.topic}/{p.partition}": p.committed_offset for p in g.partitions if p.topic not in leave_out}
+            for g in groups
+        },
     )
 
 

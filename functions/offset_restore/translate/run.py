@@ -109,7 +109,17 @@ def snapshot_history(
         if previous is None:
             return None
         key, before = previous
-        return history_of((g for g in repository.groups(key, before) if wanted(g.group)), before.positions_at)
+        recreated = {t for t, was in before.topic_ids.items() if manifest.topic_ids.get(t, was) != was}
+        if recreated:
+            logger.warning(
+                "topics deleted and created again between snapshots %s and %s: %s (their earlier positions are "
+                "another log's: no commit rates there)",
+                before.snapshot_id,
+                manifest.snapshot_id,
+                ", ".join(sorted(recreated)),
+            )
+        groups = (g for g in repository.groups(key, before) if wanted(g.group))
+        return history_of(groups, before.positions_at, leave_out=recreated)
     except OffsetRestoreError as error:
         logger.warning("the snapshot before %s cannot be read (%s): no commit rates", manifest.snapshot_id, error)
         return None
