@@ -4,6 +4,7 @@ apply, nothing written for an answer the proof holds."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from offset_restore.kafka.cluster import KafkaCluster
@@ -147,3 +148,44 @@ def test_a_streams_application_is_written_whole_or_not_at_all(
     assert committed.get(apps["missing"], {}) == {} and committed.get(apps["empty"], {}) == {}
     written = {tp.topic: o.offset for tp, o in committed[apps["restored"]].items()}
     assert written == {inputs: 46, f"{apps['restored']}-KSTREAM-AGGREGATE-0000000003-repartition": 23}
+
+
+def test_records_re_routed_far_from_the_end_are_seen_by_any_read(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """Two partitions restored onto two, every record carrying x-source-partition and x-source-offset, but a
+    block of source partition 1 (records 20..29) written into target partition 0 after its record 99, far
+    from the end (the shape check samples the last 64 records of each partition). A group reads both target
+    partitions: mapped partition by partition, a group at 25 on partition 1 and past 100 on partition 0
+    resumed past the block on target 0 and never read 25..29 anywhere. Now a record of the other partition,
+    in any read of the plan, makes the topic re-partitioned: mapped by its headers, no group skips."""
+    topic = unique("proof-routed")
+    source.create_topics({topic: 2})
+    records = {q: produce(source, topic, q, 200) for q in range(2)}
+    positions = [(0, 0), (60, 15), (105, 28), (110, 30), (120, 25), (150, 22), (200, 200)]
+    groups = {unique(f"proof-routed-{c0}-{c1}"): (c0, c1) for c0, c1 in positions}
+    for group, (c0, c1) in groups.items():
+        commit(source, group, {TP(topic, 0): c0, TP(topic, 1): c1})
+    target.create_topics({topic: 2})
+    layout = {0: [(0, o) for o in range(100)] + [(1, o) for o in range(20, 30)] + [(0, o) for o in range(100, 200)],
+              1: [(1, o) for o in range(20)] + [(1, o) for o in range(30, 200)]}  # fmt: skip
+    for t, placed in layout.items():
+        target.produce(topic, t, [
+            (records[q][o].key, records[q][o].value,
+             (*records[q][o].headers, ("x-source-offset", str(o).encode()), ("x-source-partition", str(q).encode())),
+             records[q][o].timestamp)
+            for q, o in placed
+        ])  # fmt: skip
+    plan_back(brokers, tmp_path, list(groups))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    skipped = []
+    for group, committed in groups.items():
+        mine = {e["target_partition"] if e.get("target_partition") is not None else e["partition"]: e
+                for e in plan["entries"] if e["group"] == group}  # fmt: skip
+        for t, placed in layout.items():
+            entry = mine[t]
+            needed = [i for i, (q, o) in enumerate(placed) if o >= committed[q]]  # not processed yet
+            if needed and (entry["status"] != "mapped" or entry["target_offset"] > needed[0]):
+                skipped.append((committed, t, entry["target_offset"], needed[0]))
+    assert skipped == []
+    assert topic in plan["reshaped"], plan["reshaped"]

@@ -12,6 +12,7 @@ from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch,
 from offset_restore.kafka.rounds import (
     ALONE_FROM,
     POINT_READ_BYTES,
+    Fetch,
     FetchRounds,
     Source,
     fetch_from,
@@ -23,6 +24,7 @@ from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import Position, TranslateStats
 from offset_restore.translate.proof import TargetTail
+from offset_restore.translate.reshaped import Shapes
 from offset_restore.translate.search import KeyedRecord, PartitionIndex, widened
 
 __all__ = ["MAX_KEPT_RECORDS", "Context", "TargetCluster"]
@@ -84,6 +86,11 @@ class Context:
     takes from here instead of reading them again (``whole_read``)."""
     kept_records: int = 0
     """Records held in ``unkeyed_windows`` (at most ``MAX_KEPT_RECORDS``)."""
+    shapes: Shapes | None = None
+    """What tells a changed topic (``translate/reshaped.py``), once the shape check ran: every later read of
+    a ``watched`` topic is compared with it (the records' source-partition header)."""
+    watched: dict[str, str] = field(default_factory=dict)
+    """Target topic -> the source topic mapped onto it, for the topics whose shape the check found unchanged."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
     """Target partitions whose restore tool recorded that it finished, with its last source offset
     (the ``COMPLETE`` progress item, translate/checkpoints.py)."""
@@ -99,13 +106,31 @@ class Context:
         least at the limit it was learned to need."""
         first = partition_max_bytes or POINT_READ_BYTES
         return FetchRounds(
-            fetch_from(self.target),
+            self._watching(fetch_from(self.target)),
             ends={tp: b.end for tp, b in self.bounds.items()},
             partition_bytes=first,
             limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
             largest_batch=dict(self.largest_batch),
             uncut=set(self.uncut),
         )
+
+    def _watching(self, fetch: Fetch) -> Fetch:
+        """``fetch``, every answer of a watched topic compared with the shape check (``shapes``)."""
+        shapes, watched = self.shapes, self.watched
+        if shapes is None or not watched:
+            return fetch
+
+        def watching(
+            positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int], wait: int | None
+        ) -> Mapping[TP, PartitionFetch]:
+            answers = fetch(positions, until, limits, wait)
+            for tp, answer in answers.items():
+                source = watched.get(tp.topic)
+                if source is not None and answer.records:
+                    shapes.check_headers(source, tp, answer.records)
+            return answers
+
+        return watching
 
     def learn(
         self, limits: Mapping[TP, int], batch_bytes: Mapping[TP, int], largest: Mapping[TP, int] | None = None

@@ -117,6 +117,7 @@ def decide_positions(
                 declined[key].append(f"{name}: {outcome}")
     for key in undecided:
         decisions[key] = Decision("unmapped", reason="; ".join(declined.get(key, ())) or "no strategy was asked for")
+    _rerouted_while_reading(decisions, stats, topic_counts, context)
     complete = {pos.source: _declared_complete(context, pos) for pos in every.values()}
     prove(
         decisions,
@@ -241,7 +242,27 @@ def _reshaped_topics(
         _index_or_why(reshaped, shapes, topics, ctx)
     for key in [key for key, pos in positions.items() if pos.source.topic in found]:
         del positions[key]
+    ctx.shapes, ctx.watched = shapes, {name: topic for name, topic in back.items() if topic not in found}
     return found
+
+
+def _rerouted_while_reading(
+    decisions: dict[PositionKey, Decision], stats: TranslateStats, topics: Mapping[str, int], ctx: Context
+) -> None:
+    """The topics the strategies' own reads found re-routed (a record whose source-partition header names
+    another partition, anywhere they read, not only in the sample): their answers are dropped, and the
+    topic is mapped by its index or its groups held, as a topic the shape check caught is."""
+    shapes = ctx.shapes
+    if shapes is None:
+        return
+    late = {topic: why for topic, why in shapes.changed.items() if topic not in stats.reshaped}
+    onto = {topic: name for name, topic in ctx.watched.items()}
+    for topic, why in late.items():
+        reshaped = Reshaped(topic, onto[topic], why)
+        _index_or_why(reshaped, shapes, topics, ctx)
+        stats.reshaped[topic] = reshaped
+    for key in [key for key in decisions if key[0] in late]:
+        del decisions[key]
 
 
 def _samples(

@@ -114,6 +114,27 @@ class Shapes:
             if why and topic not in self.changed:
                 self.changed[topic] = why
 
+    def check_headers(self, topic: str, tp: TP, records: Iterable[FetchedRecord]) -> None:
+        """Any records read of target partition ``tp`` (of source topic ``topic``), not only the sample: one
+        whose source-partition header names another partition changes the topic's shape. The header alone
+        is compared (a look-up per record), so every read of the plan can afford it."""
+        name = self.partition_header
+        for record in records:
+            if topic in self.changed:
+                return
+            for header, _ in record.headers:
+                if header == name:
+                    self.carries_partition.add(tp.topic)
+                    self._moved(topic, tp, record, int_header(record, name))
+                    break
+
+    def _moved(self, topic: str, tp: TP, record: FetchedRecord, source_partition: int | None) -> None:
+        if source_partition is not None and source_partition != tp.partition:
+            self.changed[topic] = (
+                f"record {record.offset} of {tp} carries {self.partition_header} = {source_partition}: the restore "
+                "moved records between partitions"
+            )
+
     def _foreign(self, tp: TP, record: FetchedRecord, prints: Mapping[str, tuple[int, int] | None]) -> str | None:
         source_partition = int_header(record, self.partition_header)
         if source_partition is not None:
