@@ -200,8 +200,7 @@ def stream_snapshot(
 
     notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
-    tops: dict[TP, OriginTop] = {}
-    floors: dict[tuple[TP, int], OriginFloor] = {}
+    origins = _Origins()
     if options.evidence_records > 0:
         evidence, stats = _evidence(cluster, selected, bounds, options, report)
         notes.extend(stats.notes)
@@ -209,12 +208,16 @@ def stream_snapshot(
         timings["evidence_records_read"] = stats.records_read
         lap("evidence")
         if options.origin_search and options.offset_header:
-            tops, timings["origin_search_rounds"] = _origin_tops(cluster, evidence, bounds, options.offset_header)
-            lap("origin search")
-            floors, timings["origin_order_rounds"] = _origin_floors(
-                cluster, selected, evidence, bounds, options.offset_header, notes
-            )
+            origins.read(cluster, selected, evidence, bounds, options.offset_header, notes)
+            timings["origin_order_rounds"] = origins.rounds
             lap("origin order")
+            origins.tops, timings["origin_search_rounds"] = _origin_tops(
+                cluster,
+                evidence,
+                {tp: b for tp, b in bounds.items() if tp not in origins.read_whole},
+                options.offset_header,
+            )
+            lap("origin search")
 
     stream = SnapshotStream(
         manifest=SnapshotManifest(
@@ -243,9 +246,7 @@ def stream_snapshot(
         for group_id in group_ids:
             info = infos.pop(group_id, None)
             offsets = selected.pop(group_id, {})  # what was read is let go as documents are made
-            group = _group_document(
-                group_id, info, offsets, bounds, evidence, (tops, floors), topic_counts, options, notes
-            )
+            group = _group_document(group_id, info, offsets, bounds, evidence, origins, topic_counts, options, notes)
             tally.add(group)
             yield group
         lap("assemble")
@@ -269,35 +270,54 @@ def _origin_tops(
     return find_origin_tops(below, bounds, fetch_from(cluster), offset_header=header) if below else ({}, 0)
 
 
-def _origin_floors(
-    cluster: SnapshotSource,
-    selected: Mapping[str, Mapping[TP, CommittedOffset]],
-    evidence: Mapping[tuple[TP, int], Evidence],
-    bounds: Mapping[TP, LogBounds],
-    header: str,
-    notes: list[str],
-) -> tuple[dict[tuple[TP, int], OriginFloor], int]:
-    """Each position's origin floor (``snapshot/origin_order.py``) on the partitions where a record the
-    evidence read carries the restore's header, each read whole once."""
-    restored = {
-        tp
-        for (tp, _), ev in evidence.items()
-        if any(r.origin_offset is not None for r in (*ev.before, *([ev.next] if ev.next else [])))
-    }
-    if not restored:
-        return {}, 0
-    logs, failed, rounds = read_origin_logs(restored, bounds, fetch_from(cluster), offset_header=header)
-    for tp, why in sorted(failed.items()):
-        notes.append(f"{tp.topic}/{tp.partition}: reading the restore's origin offsets failed ({why}): its "
-                     "positions are mapped back by the records around them only")  # fmt: skip
-    floors: dict[tuple[TP, int], OriginFloor] = {}
-    for offsets in selected.values():
-        for tp, c in offsets.items():
-            log = logs.get(tp)
-            floor = log.floor_at(c.offset) if log is not None else None
-            if floor is not None:
-                floors[(tp, c.offset)] = floor
-    return floors, rounds
+@dataclass
+class _Origins:
+    """What a failback's snapshot knows of the restore its source holds (``origin_search``): per position the
+    floor and the top below it, from the partitions read whole (``snapshot/origin_order.py``), and the top
+    the binary search found on the others (``snapshot/origin_tops.py``)."""
+
+    floors: dict[tuple[TP, int], OriginFloor] = field(default_factory=dict)
+    tops_at: dict[tuple[TP, int], OriginTop] = field(default_factory=dict)
+    tops: dict[TP, OriginTop] = field(default_factory=dict)
+    read_whole: set[TP] = field(default_factory=set)
+    rounds: int = 0
+
+    def top_below(self, tp: TP, c: int) -> OriginTop | None:
+        return self.tops_at.get((tp, c)) if tp in self.read_whole else self.tops.get(tp)
+
+    def read(
+        self,
+        cluster: SnapshotSource,
+        selected: Mapping[str, Mapping[TP, CommittedOffset]],
+        evidence: Mapping[tuple[TP, int], Evidence],
+        bounds: Mapping[TP, LogBounds],
+        header: str,
+        notes: list[str],
+    ) -> None:
+        """Read whole the partitions where a record the evidence read carries the restore's header."""
+        wanted: dict[TP, list[int]] = {
+            tp: []
+            for (tp, _), ev in evidence.items()
+            if any(r.origin_offset is not None for r in (*ev.before, *([ev.next] if ev.next else [])))
+        }
+        if not wanted:
+            return
+        for offsets in selected.values():
+            for tp, committed in offsets.items():
+                if tp in wanted:
+                    wanted[tp].append(committed.offset)
+        logs, failed, self.rounds = read_origin_logs(wanted, bounds, fetch_from(cluster), offset_header=header)
+        for tp, why in sorted(failed.items()):
+            notes.append(f"{tp.topic}/{tp.partition}: reading the restore's origin offsets failed ({why}): its "
+                         "positions are mapped back by the records around them only")  # fmt: skip
+        self.read_whole = set(logs)
+        for tp, log in logs.items():
+            for c in set(wanted[tp]):
+                floor = log.floor_at(c)
+                if floor is not None:
+                    self.floors[(tp, c)] = floor
+                if c in log.tops:
+                    self.tops_at[(tp, c)] = log.tops[c]
 
 
 def _floor(floor: OriginFloor | None) -> dict[str, Any]:
@@ -343,7 +363,7 @@ def _group_document(
     offsets: Mapping[TP, CommittedOffset],
     bounds: Mapping[TP, LogBounds],
     evidence: Mapping[tuple[TP, int], Evidence],
-    origins: tuple[Mapping[TP, OriginTop], Mapping[tuple[TP, int], OriginFloor]],
+    origins: _Origins,
     topic_counts: Mapping[str, int],
     options: SnapshotOptions,
     notes: list[str],
@@ -365,8 +385,8 @@ def _group_document(
                 "next": ev.next if ev else None,
                 "before": list(ev.before) if ev else [],
                 "evidence_complete": ev.complete if ev else options.evidence_records == 0,
-                **_top_below(origins[0].get(tp), ev, c.offset),
-                **_floor(origins[1].get((tp, c.offset))),
+                **_top_below(origins.top_below(tp, c.offset), ev, c.offset),
+                **_floor(origins.floors.get((tp, c.offset))),
             }
         )
     committed_topics = {tp.topic for tp in offsets}

@@ -12,7 +12,9 @@ first copy lies at or after ``c``, when it is below the highest one before ``c``
 highest — and how many origin records it processed at or past it (``origin_twice``: read again from
 there). A restore in order has ``origin_floor`` one past the last record's origin and ``origin_twice`` 0.
 Origin offsets no copy carries (records never restored, transaction markers) are not looked for: the
-floor never stops at them.
+floor never stops at them. The same read gives each position the last restored record before it
+(``origin_top``) without assuming the restored records form a prefix of the log: records the source
+produced itself may come before the restore, or between its records (producers writing while it ran).
 
 Only a failback's snapshot asks (``SnapshotOptions.origin_search``), and only partitions where a record the
 evidence read carries the header are read."""
@@ -24,9 +26,10 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from offset_restore.kafka.model import TP, LogBounds
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.headers import int_header
+from offset_restore.snapshot.origin_tops import OriginTop, top_evidence
 
 __all__ = ["OriginFloor", "OriginLog", "read_origin_logs"]
 
@@ -52,6 +55,9 @@ class OriginLog:
 
     offsets: array[int] = field(default_factory=_longs)
     origins: array[int] = field(default_factory=_longs)
+    tops: dict[int, OriginTop] = field(default_factory=dict)
+    """Per position asked (``read_origin_logs``' ``positions``): the last record before it that carries the
+    header, and when the first record after that one without it was produced (None: not before the position)."""
     _seen: set[int] = field(default_factory=set)
     _prefix_max: array[int] = field(default_factory=_longs)
     _suffix_min: array[int] = field(default_factory=_longs)
@@ -86,24 +92,57 @@ class OriginLog:
         return OriginFloor(highest + 1, 0)
 
 
+@dataclass
+class _Tops:
+    """The last record carrying the header so far, and the first without it after that one, while a
+    partition is read in order; handed to each position as the read passes it."""
+
+    positions: list[int]
+    header: str
+    last: FetchedRecord | None = None
+    own: FetchedRecord | None = None
+    at: int = 0
+
+    def see(self, record: FetchedRecord, origin: int | None, tops: dict[int, OriginTop]) -> None:
+        self.passed(record.offset, tops)
+        if origin is not None:
+            self.last, self.own = record, None
+        elif self.last is not None and self.own is None:
+            self.own = record
+
+    def passed(self, offset: int, tops: dict[int, OriginTop]) -> None:
+        """Every position at or below ``offset`` gets the top as it stands (records before it only)."""
+        while self.at < len(self.positions) and self.positions[self.at] <= offset:
+            if self.last is not None:
+                since = self.own.timestamp if self.own is not None else None
+                tops[self.positions[self.at]] = OriginTop(top_evidence(self.last, self.header), since)
+            self.at += 1
+
+
 def read_origin_logs(
-    partitions: Iterable[TP], bounds: Mapping[TP, LogBounds], fetch: Fetch, *, offset_header: str
+    positions: Mapping[TP, Iterable[int]], bounds: Mapping[TP, LogBounds], fetch: Fetch, *, offset_header: str
 ) -> tuple[dict[TP, OriginLog], dict[TP, str], int]:
-    """Each partition read whole, its records' origin offsets kept; the partitions whose read failed (with
-    why: their positions get no floor); and the fetch rounds it took."""
-    start = {tp: bounds[tp].start for tp in partitions if tp in bounds and bounds[tp].end > bounds[tp].start}
+    """Each partition of ``positions`` read whole, its records' origin offsets kept and the top below each
+    position found; the partitions whose read failed (with why: their positions get no floor); and the
+    fetch rounds it took."""
+    start = {tp: bounds[tp].start for tp in positions if tp in bounds and bounds[tp].end > bounds[tp].start}
     logs: dict[TP, OriginLog] = {tp: OriginLog() for tp in start}
+    cursors = {tp: _Tops(sorted(set(positions[tp])), offset_header) for tp in start}
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        log, cursor = logs[tp], cursors[tp]
         if isinstance(outcome, AtEnd):
+            cursor.passed(2**63 - 1, log.tops)
             return None
-        log = logs[tp]
         for record in outcome.answer.records:
             origin = int_header(record, offset_header)
+            cursor.see(record, origin, log.tops)
             if origin is not None:
                 log.add(record.offset, origin)
-        end = bounds[tp].end
-        return outcome.answer.read_to if outcome.answer.read_to < end else None
+        if outcome.answer.read_to < bounds[tp].end:
+            return outcome.answer.read_to
+        cursor.passed(2**63 - 1, log.tops)
+        return None
 
     rounds = FetchRounds(fetch, ends={tp: bounds[tp].end for tp in start}, partition_bytes=WHOLE_READ_BYTES)
     failed = read_forward(rounds, start, take)

@@ -23,7 +23,7 @@ from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence
 
-__all__ = ["OriginTop", "find_origin_tops"]
+__all__ = ["OriginTop", "find_origin_tops", "top_evidence"]
 
 
 @dataclass
@@ -87,7 +87,7 @@ def _narrow(r: _Range, probe: int, records: list[FetchedRecord], header: str) ->
         r.hi = seen[0].offset
     else:
         last = seen[-1] if plain is None else seen[plain - 1]
-        r.best = _evidence(last, header)
+        r.best = top_evidence(last, header)
         if plain is not None:
             return False  # the change from restored to own records is in this batch: found
         r.lo = last.offset + 1
@@ -95,7 +95,7 @@ def _narrow(r: _Range, probe: int, records: list[FetchedRecord], header: str) ->
     return r.lo < r.hi
 
 
-def _evidence(record: FetchedRecord, header: str) -> RecordEvidence:
+def top_evidence(record: FetchedRecord, header: str) -> RecordEvidence:
     return RecordEvidence(
         offset=record.offset,
         timestamp=record.timestamp,
