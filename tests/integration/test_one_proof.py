@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.translate.model import Plan, PlanEntry
@@ -189,3 +190,39 @@ def test_records_re_routed_far_from_the_end_are_seen_by_any_read(
                 skipped.append((committed, t, entry["target_offset"], needed[0]))
     assert skipped == []
     assert topic in plan["reshaped"], plan["reshaped"]
+
+
+def test_a_strategy_whose_own_checks_are_switched_off_cannot_move_a_group_to_the_end(
+    brokers: Brokers,
+    source: KafkaCluster,
+    target: KafkaCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A strategy that checks nothing and answers the target's end, "exact", for every position: the proof
+    knows nothing of it and still holds every group that had not processed the target's last records (the
+    restore's headers there say so), letting stand only the caught-up ones."""
+    from offset_restore.translate import plan as plan_module
+    from offset_restore.translate.positions import Decision
+
+    def reckless(undecided: dict, ctx: object) -> dict:
+        bounds = ctx.bounds  # type: ignore[attr-defined]
+        return {key: Decision("mapped", bounds[pos.target].end, "end", True, 0) for key, pos in undecided.items()}
+
+    monkeypatch.setattr(plan_module, "by_timestamp", reckless)
+    topic = unique("proof-reckless")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = produce(source, topic, 0, 80)
+    restore(target, topic, 0, records)
+    groups = {unique(f"proof-reckless-{c}"): c for c in (0, 10, 79, 80)}
+    for group, c in groups.items():
+        commit(source, group, {TP(topic, 0): c})
+    entries = plan_back(brokers, tmp_path, list(groups), "--strategies", "timestamp")
+    for group, c in groups.items():
+        entry = entries[group]
+        if c == 80:
+            assert (entry.status, entry.target_offset) == ("mapped", 80), entry
+        else:
+            assert entry.status == "pending", entry
+            assert "x-source-offset = 79, at or after the group's position" in (entry.reason or ""), entry
