@@ -124,3 +124,13 @@ def test_a_source_topic_created_again_between_snapshots_lends_no_positions(
     [entry] = json.loads((tmp_path / "plan.json").read_text())["entries"]
     assert entry["source_offset"] == 50
     assert entry["live_at_snapshot"] is not True and not entry["exposure"], entry
+
+    # Planned from the earlier snapshot: its position (10) is in the old topic's log, not evidence for the
+    # new one's records (it used to be mapped onto them by header number).
+    first = json.loads(manifests[0].read_text())["snapshot_id"]
+    status, out, err = run("plan", "--snapshot", snaps, "--snapshot-id", first, "--bootstrap-servers",
+                           brokers.target.bootstrap_servers, "--output", str(tmp_path / "old.json"))  # fmt: skip
+    assert status == 3, out + err
+    [old] = json.loads((tmp_path / "old.json").read_text())["entries"]
+    assert (old["source_offset"], old["status"], old["target_offset"]) == (10, "unmapped", None), old
+    assert f"topic {topic} was deleted and created again on the source after snapshot {first}" in old["reason"]

@@ -57,18 +57,19 @@ class JoinsAt:
 
 # The calls of check_plan_fits + apply_plan, in order; a member joining before call k:
 MOMENTS = [
-    ("topic_partitions", "skipped"),  # 0: before the fit check
-    ("log_bounds", "skipped"),  # 1: during the fit check
-    ("describe_groups", "skipped"),  # 2: before the wait: the group is active
-    ("committed_offsets", "skipped"),  # 3: after the wait, before the current offsets are read
-    ("partition_identities", "skipped"),  # 4: before the plan's anchor records are read again
-    ("fetch", "skipped"),  # 5: while they are read
-    ("describe_groups", "skipped"),  # 6: before the re-check of the batch
-    ("committed_offsets", "skipped"),  # 7: before the offsets are compared with those read at the start
-    ("alter_offsets_many", "skipped"),  # 8: after the re-checks: the broker refuses the commit
-    ("committed_offsets", "committed"),  # 9: after the commit, before the read-back
-    ("partition_identities", "committed"),  # 10: before the fingerprint and anchor check (still the same log?)
-    ("log_bounds", "committed"),  # 11: its log start (the records read before the commit are reused)
+    ("partition_identities", "skipped"),  # 0: before the fit check (the target topics' ids)
+    ("topic_partitions", "skipped"),  # 1: during the fit check
+    ("log_bounds", "skipped"),  # 2: during the fit check
+    ("describe_groups", "skipped"),  # 3: before the wait: the group is active
+    ("committed_offsets", "skipped"),  # 4: after the wait, before the current offsets are read
+    ("partition_identities", "skipped"),  # 5: before the plan's anchor records are read again
+    ("fetch", "skipped"),  # 6: while they are read
+    ("describe_groups", "skipped"),  # 7: before the re-check of the batch
+    ("committed_offsets", "skipped"),  # 8: before the offsets are compared with those read at the start
+    ("alter_offsets_many", "skipped"),  # 9: after the re-checks: the broker refuses the commit
+    ("committed_offsets", "committed"),  # 10: after the commit, before the read-back
+    ("partition_identities", "committed"),  # 11: before the fingerprint and anchor check (still the same log?)
+    ("log_bounds", "committed"),  # 12: its log start (the records read before the commit are reused)
 ]
 
 

@@ -63,6 +63,7 @@ def decide_positions(
     mm2: MirrorCheckpoints | str | None = None,
     progress: Callable[[str, int, int], None] | None = None,
     source_partitions: Mapping[str, int] | None = None,
+    source_recreated: Mapping[str, str] | None = None,
 ) -> tuple[dict[PositionKey, Decision], TranslateStats]:
     """A decision for every position (``collect_positions``; the dict is consumed); reads the target.
 
@@ -89,6 +90,7 @@ def decide_positions(
         context.recorded_complete = _recorded_complete(checkpoints, context.cluster_name, positions.values())
     stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)
     decisions = _missing_on_target(positions, topic_counts)
+    decisions.update(_of_an_old_incarnation(positions, source_recreated or {}))
     declined: dict[PositionKey, list[str]] = defaultdict(list)
     answered_by: dict[PositionKey, str] = {}
     ended = context.recorded_complete
@@ -325,6 +327,18 @@ def _index_or_why(reshaped: Reshaped, shapes: Shapes, topics: Mapping[str, int],
         reshaped.unmappable = index
     else:
         reshaped.index = index
+
+
+def _of_an_old_incarnation(
+    positions: dict[PositionKey, Position], recreated: Mapping[str, str]
+) -> dict[PositionKey, Decision]:
+    """Unmapped decisions for the positions on source topics deleted and created again after the snapshot
+    (taken out of ``positions``): positions in one topic's log are no evidence for another's."""
+    stale = {key: Decision("unmapped", reason=recreated[pos.source.topic])
+             for key, pos in positions.items() if pos.source.topic in recreated}  # fmt: skip
+    for key in stale:
+        del positions[key]
+    return stale
 
 
 def _missing_on_target(

@@ -42,6 +42,7 @@ __all__ = [
     "new_plan_location",
     "parse_strategies",
     "parse_topic_map",
+    "recreated_since",
     "refuse_unknown_scopes",
     "run_plan",
     "snapshot_history",
@@ -123,6 +124,31 @@ def snapshot_history(
     except OffsetRestoreError as error:
         logger.warning("the snapshot before %s cannot be read (%s): no commit rates", manifest.snapshot_id, error)
         return None
+
+
+def recreated_since(repository: SnapshotRepository, manifest: SnapshotManifest) -> dict[str, str]:
+    """The source topics deleted and created again after ``manifest`` was taken, as the newest snapshot of
+    its cluster records their ids, each with why its positions are not mapped: they are positions in the
+    old topic's log, and a restore of the new one holds other records at those offsets. Nothing when the
+    snapshots record no ids, or the newest cannot be read (it never blocks a failover)."""
+    if not manifest.topic_ids:
+        return {}
+    try:
+        _, newest = repository.latest(manifest.cluster)
+    except OffsetRestoreError:
+        return {}
+    if newest.snapshot_id == manifest.snapshot_id:
+        return {}
+    return {
+        topic: (
+            f"topic {topic} was deleted and created again on the source after snapshot {manifest.snapshot_id} "
+            f"(topic id {was} there, {newest.topic_ids[topic]} in the newer snapshot {newest.snapshot_id}): these "
+            "positions are in the old topic's log, and a restore of the new one holds other records at those "
+            f"offsets; plan from a snapshot of the topic as it is now (--snapshot-id {newest.snapshot_id})"
+        )
+        for topic, was in sorted(manifest.topic_ids.items())
+        if newest.topic_ids.get(topic, was) != was
+    }
 
 
 def load_snapshot(choice: SnapshotChoice, open_store: Callable[[str], BlobStore] = open_location) -> Snapshot:
@@ -234,6 +260,7 @@ def run_plan(
             checkpoints=checkpoints,
             progress=progress,
             source_partitions=manifest.topic_partitions,
+            source_recreated=recreated_since(repository, manifest),
         )
         requests = dict(sorted(target.requests_sent.items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
@@ -382,6 +409,7 @@ def translate_work_item(
             history=_history(item),
             checkpoints=checkpoints,
             source_partitions=item.source_partitions,
+            source_recreated=item.source_recreated,
         )
     entries = list(done.entries())
     counts = mappings.put(item.restore_id, entries, until_exact=item.until_exact)

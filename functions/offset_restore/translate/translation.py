@@ -115,6 +115,7 @@ def translation(
     checkpoints: CheckpointReader | None = None,
     progress: Progress | None = None,
     source_partitions: Mapping[str, int] | None = None,
+    source_recreated: Mapping[str, str] | None = None,
 ) -> Translation:
     """Decide every position of ``groups`` (re-iterable: a stored snapshot is read again for the
     entries) on ``target``. ``positions``: already collected from ``groups`` (the CLI collects them
@@ -137,6 +138,7 @@ def translation(
         mm2=mm2,
         progress=progress,
         source_partitions=source_partitions,
+        source_recreated=source_recreated,
     )
     bounds = _bounds_of(target, fresher, options.topic_map)
     return Translation(groups, options, decisions, stats, fresher, bounds, snapshot_at, history)

@@ -36,6 +36,8 @@ class WorkItem(PlanSettings):
     source_cluster: str
     source_partitions: dict[str, int] = Field(default_factory=dict)
     """Each topic's partition count on the source (the snapshot's): tells a topic re-partitioned."""
+    source_recreated: dict[str, str] = Field(default_factory=dict)
+    """Source topics deleted and created again after the snapshot, with why (``run.recreated_since``)."""
     groups: list[GroupSnapshot]
     groups_stopped: bool = False
     """The snapshot is a migration's final one: its groups had stopped (``History.stopped``)."""

@@ -23,7 +23,7 @@ from offset_restore.translate.exposure import History
 from offset_restore.translate.mapping_store import MappingStore, entry_key
 from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
-from offset_restore.translate.run import refuse_unknown_scopes, snapshot_history
+from offset_restore.translate.run import recreated_since, refuse_unknown_scopes, snapshot_history
 from offset_restore.translate.work_items import WorkItem, split_work
 from offset_restore.validation import describe
 
@@ -207,6 +207,7 @@ def prepare_work(
     group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
     topic_filter = NameFilter.parse(run.topics, None, "topics")
     history = snapshot_history(snapshots, manifest, group_filter)
+    recreated = recreated_since(snapshots, manifest)
     counts = {"groups": 0, "group_partitions": 0}
 
     def selected() -> Iterator[GroupSnapshot]:
@@ -224,7 +225,7 @@ def prepare_work(
     with InFlight() as puts:
         for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
             keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
-            item = _work_item(run, manifest, history, batch).model_dump_json().encode()
+            item = _work_item(run, manifest, history, batch, recreated).model_dump_json().encode()
             puts.submit(store.put, keys[-1], item, "application/json")
     return {
         "snapshot_id": manifest.snapshot_id,
@@ -235,7 +236,11 @@ def prepare_work(
 
 
 def _work_item(
-    run: RunInput, manifest: SnapshotManifest, history: History | None, batch: list[GroupSnapshot]
+    run: RunInput,
+    manifest: SnapshotManifest,
+    history: History | None,
+    batch: list[GroupSnapshot],
+    recreated: dict[str, str],
 ) -> WorkItem:
     """One Translate work item: the run's plan settings and the snapshot's facts beside its groups."""
     return WorkItem(
@@ -250,6 +255,7 @@ def _work_item(
         else {},
         source_cluster=run.source_cluster,
         source_partitions=manifest.topic_partitions,
+        source_recreated=recreated,
         groups=batch,
         until_exact=run.mode == "migrate",
         groups_stopped=manifest.groups_stopped,
