@@ -34,7 +34,9 @@ def hold_application(group: str, entries: list[PlanEntry]) -> list[PlanEntry]:
         "without it, the application would resume its inputs past records it consumed but had not yet processed "
         "through the repartition topic (lost to it): the whole group is held. To end it, restore the application's "
         "internal topics and plan again, or reset the application (kafka-streams-application-reset) and let it "
-        "start from its inputs"
+        f"start from its inputs. Its state stores' changelog topics ({group}-…-changelog) are never committed on: "
+        "the application rebuilds its state from them on start, so restore them with the other internal topics, or "
+        "its state starts from what they hold"
     )
     for entry in short:
         entry.holds_group = True
