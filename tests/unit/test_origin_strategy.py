@@ -115,7 +115,7 @@ def test_at_the_end_of_the_restored_range_it_resumes_after_the_last_copy() -> No
     assert isinstance(decision, Decision), decision
     assert (decision.target_offset, decision.exact, decision.expected_fingerprint) == (300, True, None)
     assert decision.anchor == (299, None, primary_record(299).timestamp)
-    assert "produced on the source after the restore" in (decision.reason or "")
+    assert "produced on the source itself, not restored" in (decision.reason or "")
 
 
 def test_at_the_dr_log_start_the_next_record_maps_to_its_origin() -> None:
@@ -143,7 +143,7 @@ def test_a_timestamp_that_differs_declines() -> None:
 def test_a_last_record_born_on_the_dr_declines_without_a_read() -> None:
     target = Primary(0, 300)
     (reason,) = decide(target, group(310, [dr_evidence(308, None), dr_evidence(309, None)], None)).values()
-    assert isinstance(reason, str) and "produced on the source after the restore" in reason
+    assert isinstance(reason, str) and "produced on the source itself, not restored" in reason
     assert not target.fetched
 
 

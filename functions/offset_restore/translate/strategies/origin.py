@@ -93,12 +93,12 @@ def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
         return (
             f"neither the last record the group processed nor its next one (around source offset {c}) carries "
             f"{header}: the source is not a restore's copy of the target there, or the group processed records "
-            "produced on the source after the restore (which the target does not have)"
+            "produced on the source itself, not restored (which the target does not have)"
         )
     if h is None:
         return (
             f"the last record the group processed (before source offset {c}) carries no {header}: it was produced "
-            "on the source after the restore, and the target does not have it"
+            "on the source itself, not restored, and the target does not have it"
         )
     last = pos.before[-1]
     floored = _floored(pos, h, bounds, header, ((h, last),))
@@ -127,7 +127,7 @@ def _after_last(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
     if nxt is not None and n is None:
         said += (
             f"; the group's next record, source offset {nxt.offset}, carries no {header}: produced on the source "
-            "after the restore, it is not on the target"
+            "itself, not restored, it is not on the target"
         )
     elif nxt is not None and n is not None:
         said += (
@@ -147,7 +147,7 @@ def _after_top(pos: Position, top: Evidence, h: int, bounds: LogBounds, header: 
         return unreadable
     said = (
         f"the group processed the source's records up to {c - 1}; those after source offset {top.offset} were "
-        f"produced on the source after the restore and are not on the target ({c - 1 - top.offset:,} records "
+        f"produced on the source itself, not restored, and are not on the target ({c - 1 - top.offset:,} records "
         f"processed that the target lacks); the last restored record, source offset {top.offset}, carries {header} "
         f"= {h}, and target offset {h} holds it (same content and timestamp): resume after it"
     )
