@@ -17,6 +17,7 @@ from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
 
 from tests.helpers import Brokers, active_member, commit, produce, restore, unique
+from tests.integration.test_failback import planned_back
 from tests.integration.test_migrate import Migrating, consuming
 
 
@@ -132,3 +133,39 @@ def test_a_migration_whose_target_does_not_catch_up_commits_only_the_exact_group
     report = workflow.report("migrate-part")
     assert report["outcome"] == "applied, needs attention"
     assert sorted(report["attention"]["not_exact"]["groups"]) == sorted([caught_up, near]), report["attention"]
+
+
+def test_a_failback_over_a_dr_restored_out_of_order_answers_as_the_cli_and_writes_only_what_is_exact(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
+) -> None:
+    """The DR's restore was written as parallel workers write (primary 0..49, 60..69, 50..59, 70..99): the
+    workflow's failback (mode migrate) reads the DR partition whole in its final snapshot, as the CLI's does,
+    gives every group the CLI's answer, and writes only the groups that are exact — each at the first primary
+    record it had not processed (a group at 55 resumed at 65 before, never reading 50..59)."""
+    dr, primary, topic, prefix = source, target, unique("ledger-order"), unique("back-order")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    layout = [*range(50), *range(60, 70), *range(50, 60), *range(70, 100)]
+    records = produce(primary, topic, 0, 100)
+    restore(dr, topic, 0, [records[o] for o in layout])
+    at = {f"{prefix}-{c}": c for c in range(0, 101, 5)}
+    for group, c in at.items():
+        commit(dr, group, {TP(topic, 0): c})
+    run_input = {"mode": "migrate", "groups": f"{prefix}-.*", "wait": {"interval_seconds": 1},
+                 "pending_retries": 0, "on_wait_timeout": "commit_empty"}  # fmt: skip
+    result = workflow.run(run_input, name="back-order")
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    flow = {e["group"]: e for e in workflow.report("back-order")["entries"]}
+    cli = {e.group: e for e in planned_back(brokers, tmp_path, f"{prefix}-.*", "cli")}
+    assert {g: (e["target_offset"], e["exact"]) for g, e in flow.items()} == {
+        g: (e.target_offset, e.exact) for g, e in cli.items()
+    }
+    committed = primary.committed_offsets(list(at))
+    for group, c in at.items():
+        truth = min(x for x in range(101) if x not in set(layout[:c]))
+        written = committed.get(group, {}).get(TP(topic, 0))
+        if flow[group]["exact"]:
+            assert written is not None and written.offset == truth, (c, written, truth)
+        else:
+            assert written is None and flow[group]["target_offset"] <= truth, (c, flow[group])
+    assert sum(e["exact"] for e in flow.values()) >= 15, flow
