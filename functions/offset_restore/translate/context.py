@@ -8,16 +8,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.rounds import (
     ALONE_FROM,
     POINT_READ_BYTES,
+    AtEnd,
     Fetch,
     FetchRounds,
+    Served,
     Source,
     fetch_from,
     point_read,
     rank,
+    read_forward,
 )
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.mm2 import MirrorCheckpoints
@@ -113,6 +116,32 @@ class Context:
             largest_batch=dict(self.largest_batch),
             uncut=set(self.uncut),
         )
+
+    def records_at(
+        self, wanted: Mapping[TP, set[int]], phase: str
+    ) -> tuple[dict[tuple[TP, int], FetchedRecord], dict[TP, str]]:
+        """The target's record at each wanted offset (absent: none there), every partition from its lowest
+        offset on to the next in shared fetch rounds, counted under ``phase``; and the partitions whose read
+        failed, with why."""
+        pending = {tp: sorted(offsets) for tp, offsets in wanted.items() if offsets}
+        found: dict[tuple[TP, int], FetchedRecord] = {}
+
+        def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+            if isinstance(outcome, AtEnd):
+                return None
+            answer = outcome.answer
+            for record in answer.records:
+                if record.offset in wanted[tp]:
+                    found[(tp, record.offset)] = record
+            rest = pending[tp] = [offset for offset in pending[tp] if offset >= answer.read_to]
+            return rest[0] if rest else None
+
+        rounds = self.rounds()
+        starts = {tp: offsets[0] for tp, offsets in pending.items()}
+        failed = read_forward(rounds, starts, take, until={tp: offsets[-1] for tp, offsets in pending.items()})
+        self.record(phase, rounds.rounds, rounds.fetches, rounds.records, {})
+        self.stats.bytes_read[phase] = self.stats.bytes_read.get(phase, 0) + rounds.bytes
+        return found, {tp: f"reading the target's records of {tp} failed: {f.reason}" for tp, f in failed.items()}
 
     def _watching(self, fetch: Fetch) -> Fetch:
         """``fetch``, every answer of a watched topic compared with the shape check (``shapes``)."""

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.kafka.rounds import AtEnd, Served, read_forward
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
@@ -68,7 +67,7 @@ def by_origin(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         end = ctx.bounds[undecided[key].target].end
         if claim.older_than is not None and claim.resume < end:
             wanted[undecided[key].target].add(end - 1)
-    records, failed = _records_at(wanted, ctx)
+    records, failed = ctx.records_at(wanted, "origin")
     for key, claim in claims.items():
         tp = undecided[key].target
         end = ctx.bounds[tp].end
@@ -223,32 +222,6 @@ def _outside(offset: int, bounds: LogBounds, what: str) -> str | None:
     if offset >= bounds.end:
         return f"the target's log ends at {bounds.end}: it has no offset {offset}, {what}"
     return None
-
-
-def _records_at(
-    wanted: Mapping[TP, set[int]], ctx: Context
-) -> tuple[dict[tuple[TP, int], FetchedRecord], dict[TP, str]]:
-    """The target's record at each wanted offset (absent: none there), every partition from its lowest
-    offset on to the next in shared fetch rounds, and the partitions whose read failed, with why."""
-    pending = {tp: sorted(offsets) for tp, offsets in wanted.items()}
-    found: dict[tuple[TP, int], FetchedRecord] = {}
-
-    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
-        if isinstance(outcome, AtEnd):
-            return None
-        answer = outcome.answer
-        for record in answer.records:
-            if record.offset in wanted[tp]:
-                found[(tp, record.offset)] = record
-        rest = pending[tp] = [offset for offset in pending[tp] if offset >= answer.read_to]
-        return rest[0] if rest else None
-
-    rounds = ctx.rounds()
-    starts = {tp: offsets[0] for tp, offsets in pending.items()}
-    failed = read_forward(rounds, starts, take, until={tp: offsets[-1] for tp, offsets in pending.items()})
-    ctx.record("origin", rounds.rounds, rounds.fetches, rounds.records, {})
-    ctx.stats.bytes_read["origin"] = ctx.stats.bytes_read.get("origin", 0) + rounds.bytes
-    return found, {tp: f"reading the target's records of {tp} failed: {f.reason}" for tp, f in failed.items()}
 
 
 def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord], header: str) -> str | None:
