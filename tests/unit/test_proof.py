@@ -4,11 +4,14 @@ records the group had not processed are accounted for."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.translate.positions import Decision, Evidence, Position, pack_evidence
-from offset_restore.translate.proof import TargetTail, prove
+from offset_restore.translate.proof import Seen, TargetTail, prove
+from offset_restore.translate.read_headers import ReadHeaders
 
 HEADER = "x-source-offset"
 SRC, TGT = TP("orders", 0), TP("orders", 0)
@@ -59,15 +62,8 @@ def held(
     if tail_records is not None:
         tail.add(TGT, tail_records, HEADER)
     decisions = {("orders", 0, pos.committed): Decision("mapped", answer, "timestamp", True, 0, "no record as recent")}
-    prove(
-        decisions,
-        {("orders", 0, pos.committed): pos},
-        {TGT: bounds},
-        tail,
-        header=HEADER,
-        complete={SRC: complete},
-        last_pair=lambda tp: pair,
-    )
+    seen = Seen(tail, ReadHeaders(HEADER), lambda wanted: {}, lambda tp: pair)
+    prove(decisions, {("orders", 0, pos.committed): pos}, {TGT: bounds}, seen, header=HEADER, complete={SRC: complete})
     return decisions[("orders", 0, pos.committed)]
 
 
@@ -151,3 +147,62 @@ def test_answers_before_the_end_and_unread_tails() -> None:
     # The tail could not be read: nothing proves it.
     decision = held(pos, 40, None, LogBounds(0, 40))
     assert decision.status == "pending" and "could not be read" in (decision.reason or "")
+
+
+def inside(
+    pos: Position, answer: int, read: list[FetchedRecord], *, exact: bool = True
+) -> tuple[Decision, dict[TP, set[int]]]:
+    """What the proof makes of an answer inside the partition, given the records the plan read there;
+    the offsets it read again besides."""
+    headers = ReadHeaders(HEADER)
+    headers.add(TGT, read)
+    asked: dict[TP, set[int]] = {}
+
+    def records_at(wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+        asked.update(wanted)
+        return {(TGT, r.offset): r for r in read if r.offset in wanted.get(TGT, set())}
+
+    tail = TargetTail()
+    tail.add(TGT, read[-1:], HEADER)
+    seen = Seen(tail, headers, records_at)
+    key = ("orders", 0, pos.committed)
+    decisions = {key: Decision("mapped", answer, "header", exact, 0 if exact else None, None)}
+    prove(decisions, {key: pos}, {TGT: LogBounds(0, 100)}, seen, header=HEADER, complete={SRC: True})
+    return decisions[key], asked
+
+
+def test_an_answer_past_a_record_read_that_the_group_has_not_processed_is_held() -> None:
+    """Records 0..59 in order but for record 20, which carries 45: a strategy answers 30 for a group at 30.
+    The proof saw record 20 (45 >= 30) before the answer, reads it again, finds no evidence that it is a
+    record the group processed: the answer would skip it, and nothing proves an earlier point, so it waits."""
+    read = [record(o, source=45 if o == 20 else o) for o in range(60)]
+    decision, asked = inside(position(30, log_end=60), 30, read)
+    assert (decision.status, decision.target_offset) == ("pending", None)
+    assert "target record 20, read by the plan, carries x-source-offset = 45" in (decision.reason or "")
+    assert asked == {TGT: {20}}
+
+
+def test_a_lying_header_on_the_copy_of_a_processed_record_is_passed_over() -> None:
+    """The same record 20, whose content the snapshot read as source record 20: its header lies, the group
+    processed it, and the answer stands."""
+    read = [record(o, source=45 if o == 20 else o) for o in range(60)]
+    pos = position(30, log_end=60, before=(evidence(20, b"v20", 1_000), evidence(29, b"v29", 1_000)))
+    decision, _ = inside(pos, 30, read)
+    assert (decision.target_offset, decision.exact) == (30, True)
+
+
+def test_a_tidy_restore_reads_nothing_again() -> None:
+    read = [record(o, source=o) for o in range(60)]
+    for c in (0, 1, 30, 59):
+        decision, asked = inside(position(c, log_end=60), c, read)
+        assert (decision.target_offset, decision.exact) == (c, True) and asked == {}
+
+
+def test_a_region_whose_every_header_lies_is_not_believed_past_the_records_checked() -> None:
+    """Twenty records before the answer all carry 90 and all are copies of processed records by content:
+    past the records the proof reads again, the next one moves the answer."""
+    read = [record(o, source=90 if 5 <= o < 25 else o) for o in range(60)]
+    pos = position(50, log_end=60, before=tuple(evidence(o, f"v{o}".encode(), 1_000) for o in range(5, 25)))
+    decision, asked = inside(pos, 50, read)
+    assert decision.status == "pending" and "target record 21, read by the plan" in (decision.reason or "")
+    assert asked == {TGT: set(range(5, 21))}

@@ -27,6 +27,7 @@ from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import Position, TranslateStats
 from offset_restore.translate.proof import TargetTail
+from offset_restore.translate.read_headers import ReadHeaders
 from offset_restore.translate.reshaped import Shapes
 from offset_restore.translate.search import KeyedRecord, PartitionIndex, widened
 
@@ -92,6 +93,8 @@ class Context:
     shapes: Shapes | None = None
     """What tells a changed topic (``translate/reshaped.py``), once the shape check ran: every later read of
     a ``watched`` topic is compared with it (the records' source-partition header)."""
+    read_headers: ReadHeaders | None = None
+    """The offset header of every record read from the shape check on (``translate/read_headers.py``)."""
     watched: dict[str, str] = field(default_factory=dict)
     """Target topic -> the source topic mapped onto it, for the topics whose shape the check found unchanged."""
     recorded_complete: dict[TP, int] = field(default_factory=dict)
@@ -144,9 +147,10 @@ class Context:
         return found, {tp: f"reading the target's records of {tp} failed: {f.reason}" for tp, f in failed.items()}
 
     def _watching(self, fetch: Fetch) -> Fetch:
-        """``fetch``, every answer of a watched topic compared with the shape check (``shapes``)."""
-        shapes, watched = self.shapes, self.watched
-        if shapes is None or not watched:
+        """``fetch``, every answer's offset headers kept for the proof (``read_headers``) and every answer of a
+        watched topic compared with the shape check (``shapes``), from the shape check on."""
+        shapes, watched, headers = self.shapes, self.watched, self.read_headers
+        if shapes is None or headers is None:
             return fetch
 
         def watching(
@@ -154,8 +158,11 @@ class Context:
         ) -> Mapping[TP, PartitionFetch]:
             answers = fetch(positions, until, limits, wait)
             for tp, answer in answers.items():
+                if not answer.records:
+                    continue
+                headers.add(tp, answer.records)
                 source = watched.get(tp.topic)
-                if source is not None and answer.records:
+                if source is not None:
                     shapes.check_headers(source, tp, answer.records)
             return answers
 

@@ -29,7 +29,8 @@ from offset_restore.translate.positions import (
     evidence_of,
     pack_evidence,
 )
-from offset_restore.translate.proof import prove
+from offset_restore.translate.proof import Seen, prove
+from offset_restore.translate.read_headers import ReadHeaders
 from offset_restore.translate.reshaped import (
     Reshaped,
     Shapes,
@@ -121,15 +122,14 @@ def decide_positions(
         decisions[key] = Decision("unmapped", reason="; ".join(declined.get(key, ())) or "no strategy was asked for")
     _rerouted_while_reading(decisions, stats, topic_counts, context)
     complete = {pos.source: _declared_complete(context, pos) for pos in every.values()}
-    prove(
-        decisions,
-        every,
-        context.bounds,
+    seen = Seen(
         context.tail,
-        header=options.offset_header,
-        complete=complete,
-        last_pair=_last_pairs(checkpoints, context.cluster_name),
-        answered_by=answered_by,
+        context.read_headers or ReadHeaders(options.offset_header),
+        lambda wanted: context.records_at(wanted, "proof")[0],
+        _last_pairs(checkpoints, context.cluster_name),
+    )
+    prove(
+        decisions, every, context.bounds, seen, header=options.offset_header, complete=complete, answered_by=answered_by
     )
     _count_unrestored_tails(restored, decisions, context)
     report("strategies", len(options.strategies), len(options.strategies))
@@ -229,11 +229,13 @@ def _reshaped_topics(
             if evidence is not None:
                 shapes.add_evidence(pos.source.topic, pos.source.partition, evidence.offset, evidence.fingerprint)
     back = {name: topic for topic, name in onto.items()}
+    read_headers = ReadHeaders(options.offset_header)
     for tp, (answers, records) in _samples(positions, ctx).items():
         if tp.topic in back:
             shapes.check_sample(back[tp.topic], tp, records)
         ctx.tail_sampled.add(tp)
         ctx.tail.add(tp, records, options.offset_header)
+        read_headers.add(tp, records)
         top = _highest_header(records, options.offset_header)
         if top is not None:
             ctx.tail_tops[tp] = top
@@ -245,6 +247,7 @@ def _reshaped_topics(
     for key in [key for key, pos in positions.items() if pos.source.topic in found]:
         del positions[key]
     ctx.shapes, ctx.watched = shapes, {name: topic for name, topic in back.items() if topic not in found}
+    ctx.read_headers = read_headers
     return found
 
 

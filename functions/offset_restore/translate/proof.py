@@ -18,19 +18,33 @@ checks itself, knowing nothing of how the strategy found it. What it checks toda
   next record was produced on the source after a restore the source itself holds (a failback's DR: its
   processed records carry origin offsets, its next one none), which the target never had.
 
+- **Nothing the plan read is skipped.** Whatever the answer, no record the plan's reads met before the
+  resume point may carry a source offset at or past the group's position (``translate/read_headers.py``
+  keeps every offset header read). Such a record is read again and compared with the snapshot's evidence,
+  as the header strategy does: the copy of a record the group processed (its header lies) is passed over;
+  any other holds the answer (``pending``): it would skip that record, and records the plan did not read
+  before it may be skipped too, so no earlier point is proven.
+
 A partition whose log is empty (or holds only transaction markers) has nothing before the end to skip.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.translate.positions import Decision, Position, PositionKey
+from offset_restore.translate.read_headers import ReadHeaders
 
-__all__ = ["TargetTail", "prove"]
+__all__ = ["Seen", "TargetTail", "prove"]
+
+CHECKED_RECORDS = 16
+"""Records before a resume point that carry a source offset at or past the position, read again and
+compared with the evidence per answer; past them, the next one moves the answer (a lie on every record of
+a region is not believed)."""
 
 
 class TargetTail:
@@ -48,33 +62,129 @@ class TargetTail:
         self.highest[tp] = max(offsets) if offsets else None
 
 
+RecordsAt = Callable[[Mapping[TP, set[int]]], Mapping[tuple[TP, int], FetchedRecord]]
+
+
+@dataclass
+class Seen:
+    """What the plan read of the target, for the proof."""
+
+    tail: TargetTail
+    headers: ReadHeaders
+    records_at: RecordsAt
+    """Reads the target's records at the offsets given (the proof's own reads, few)."""
+    last_pair: Callable[[TP], tuple[int, int] | None] = lambda tp: None
+    """The restore's last progress pair (source offset, target offset) of a target partition."""
+
+
 def prove(
     decisions: dict[PositionKey, Decision],
     positions: Mapping[PositionKey, Position],
     bounds: Mapping[TP, LogBounds],
-    tail: TargetTail,
+    seen: Seen,
     *,
     header: str,
     complete: Mapping[TP, bool],
-    last_pair: Callable[[TP], tuple[int, int] | None] = lambda tp: None,
     answered_by: Mapping[PositionKey, str] | None = None,
 ) -> int:
-    """Hold every answer in ``decisions`` the proof does not accept (``pending``, with why); returns how
-    many were held. ``complete``: per source partition, whether its restore was declared finished;
-    ``last_pair``: the restore's last progress pair (source offset, target offset) of a target partition;
+    """Hold every answer in ``decisions`` the proof does not accept (``pending``, with why); returns how many
+    it held. ``complete``: per source partition, whether its restore was declared finished;
     ``answered_by``: the strategy that answered each position, for the reason."""
-    held = 0
+    by = answered_by or {}
+    changed = _skipping(decisions, positions, seen, header, by)
     for key, decision in decisions.items():
         pos = positions.get(key)
         if pos is None or decision.status != "mapped" or decision.target_offset is None:
             continue
-        why = _unproven_end(pos, decision.target_offset, bounds.get(pos.target), tail, header, last_pair)
-        if why is None and _resumes_at_end(pos, decision.target_offset, bounds.get(pos.target), tail):
+        target_bounds = bounds.get(pos.target)
+        why = _unproven_end(pos, decision.target_offset, target_bounds, seen.tail, header, seen.last_pair)
+        if why is None and _resumes_at_end(pos, decision.target_offset, target_bounds, seen.tail):
             why = _left_on_source(pos, complete.get(pos.source, False))
         if why is not None:
-            decisions[key] = _held(decision, why, (answered_by or {}).get(key))
+            decisions[key] = _held(decision, why, by.get(key))
+            changed += 1
+    return changed
+
+
+def _skipping(
+    decisions: dict[PositionKey, Decision],
+    positions: Mapping[PositionKey, Position],
+    seen: Seen,
+    header: str,
+    by: Mapping[PositionKey, str],
+) -> int:
+    """Hold every answer past a record the plan read that the group has not processed; returns how many."""
+    found: dict[PositionKey, list[tuple[int, int]]] = {}
+    for key, decision in decisions.items():
+        pos = positions.get(key)
+        if pos is None or decision.status != "mapped" or decision.target_offset is None:
+            continue
+        past = seen.headers.past(pos.target, pos.committed, decision.target_offset, CHECKED_RECORDS + 1)
+        if past:
+            found[key] = past
+    if not found:
+        return 0
+    wanted: dict[TP, set[int]] = {}
+    for key, past in found.items():
+        wanted.setdefault(positions[key].target, set()).update(o for o, _ in past[:CHECKED_RECORDS])
+    records = seen.records_at(wanted)
+    evidence = _Prints(positions)
+    held = 0
+    for key, past in found.items():
+        pos = positions[key]
+        skipped = _first_unprocessed(pos, past, records, evidence, header)
+        if skipped is not None:
+            offset, value = skipped
+            why = (
+                f"target record {offset}, read by the plan, carries {header} = {value}, at or past the group's "
+                f"position {pos.committed}, and lies before that answer: resuming there would skip it, and where "
+                "the group should resume instead is not proven. Plan again (the restore may still be writing), or "
+                "with --order-check full"
+            )
+            decisions[key] = _held(decisions[key], why, by.get(key))
             held += 1
     return held
+
+
+class _Prints:
+    """The snapshot's evidence of each source partition: source offset -> fingerprint, and back."""
+
+    def __init__(self, positions: Mapping[PositionKey, Position]) -> None:
+        self._positions = positions
+        self._of: dict[TP, tuple[dict[int, str], dict[str, int | None]]] = {}
+
+    def of(self, source: TP) -> tuple[dict[int, str], dict[str, int | None]]:
+        if source not in self._of:
+            at: dict[int, str] = {}
+            back: dict[str, int | None] = {}
+            for pos in self._positions.values():
+                if pos.source == source:
+                    for e in (*pos.before, *([pos.next] if pos.next else [])):
+                        at[e.offset] = e.fingerprint
+                        seen = back.get(e.fingerprint, e.offset)
+                        back[e.fingerprint] = e.offset if seen == e.offset else None  # two records alike
+            self._of[source] = (at, back)
+        return self._of[source]
+
+
+def _first_unprocessed(
+    pos: Position,
+    past: list[tuple[int, int]],
+    records: Mapping[tuple[TP, int], FetchedRecord],
+    evidence: _Prints,
+    header: str,
+) -> tuple[int, int] | None:
+    """The first of ``past`` (records read before the answer carrying a source offset at or past the
+    position) the group has not processed; None when each checked is the copy of a record it processed."""
+    _, back = evidence.of(pos.source)
+    for offset, value in past[:CHECKED_RECORDS]:
+        record = records.get((pos.target, offset))
+        if record is None:
+            return offset, value  # not read again: not proven a copy of a processed record
+        source = back.get(fingerprint(record.key, record.value, record.headers, exclude_header=header))
+        if source is None or source >= pos.committed:
+            return offset, value
+    return past[CHECKED_RECORDS] if len(past) > CHECKED_RECORDS else None
 
 
 def _resumes_at_end(pos: Position, offset: int, bounds: LogBounds | None, tail: TargetTail) -> bool:
