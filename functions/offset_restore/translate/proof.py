@@ -147,23 +147,27 @@ def _skipping(
 
 
 class _Prints:
-    """The snapshot's evidence of each source partition: source offset -> fingerprint, and back."""
+    """The snapshot's evidence of each source partition: source offset -> fingerprint, and back (positions
+    grouped by source partition in one pass, the first time one is asked for)."""
 
     def __init__(self, positions: Mapping[PositionKey, Position]) -> None:
         self._positions = positions
-        self._of: dict[TP, tuple[dict[int, str], dict[str, int | None]]] = {}
+        self._by_source: dict[TP, list[Position]] | None = None
+        self._of: dict[TP, dict[str, int | None]] = {}
 
-    def of(self, source: TP) -> tuple[dict[int, str], dict[str, int | None]]:
-        if source not in self._of:
-            at: dict[int, str] = {}
-            back: dict[str, int | None] = {}
+    def back(self, source: TP) -> dict[str, int | None]:
+        """Fingerprint -> the source offset of the one record of ``source`` with it (None: two alike)."""
+        if self._by_source is None:
+            self._by_source = {}
             for pos in self._positions.values():
-                if pos.source == source:
-                    for e in (*pos.before, *([pos.next] if pos.next else [])):
-                        at[e.offset] = e.fingerprint
-                        seen = back.get(e.fingerprint, e.offset)
-                        back[e.fingerprint] = e.offset if seen == e.offset else None  # two records alike
-            self._of[source] = (at, back)
+                self._by_source.setdefault(pos.source, []).append(pos)
+        if source not in self._of:
+            back: dict[str, int | None] = {}
+            for pos in self._by_source.get(source, []):
+                for e in (*pos.before, *([pos.next] if pos.next else [])):
+                    seen = back.get(e.fingerprint, e.offset)
+                    back[e.fingerprint] = e.offset if seen == e.offset else None
+            self._of[source] = back
         return self._of[source]
 
 
@@ -176,7 +180,7 @@ def _first_unprocessed(
 ) -> tuple[int, int] | None:
     """The first of ``past`` (records read before the answer carrying a source offset at or past the
     position) the group has not processed; None when each checked is the copy of a record it processed."""
-    _, back = evidence.of(pos.source)
+    back = evidence.back(pos.source)
     for offset, value in past[:CHECKED_RECORDS]:
         record = records.get((pos.target, offset))
         if record is None:
