@@ -147,8 +147,9 @@ def _skipping(
 
 
 class _Prints:
-    """The snapshot's evidence of each source partition: source offset -> fingerprint, and back (positions
-    grouped by source partition in one pass, the first time one is asked for)."""
+    """The snapshot's evidence of each source partition, from a record's fingerprint back to its source offset:
+    what tells a record whose header lies from one the group never processed (positions grouped by source
+    partition in one pass, the first time one is asked for)."""
 
     def __init__(self, positions: Mapping[PositionKey, Position]) -> None:
         self._positions = positions
