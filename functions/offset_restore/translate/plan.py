@@ -13,7 +13,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch, topic_ids
-from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -203,12 +202,6 @@ def _every_partition(positions: Mapping[PositionKey, Position], topics: Mapping[
     return {TP(name, p) for name in names if name in topics for p in range(topics[name])}
 
 
-def _highest_header(records: Iterable[FetchedRecord], header: str) -> int | None:
-    """The highest source offset ``header`` names among ``records`` (None: none carries it readably)."""
-    offsets = [o for o in (int_header(r, header) for r in records) if o is not None]
-    return max(offsets) if offsets else None
-
-
 def _reshaped_topics(
     positions: dict[PositionKey, Position],
     topics: Mapping[str, int],
@@ -236,7 +229,7 @@ def _reshaped_topics(
         ctx.tail_sampled.add(tp)
         ctx.tail.add(tp, records, options.offset_header)
         read_headers.add(tp, records)
-        top = _highest_header(records, options.offset_header)
+        top = ctx.tail.highest.get(tp)  # the highest source offset the sample's records carry
         if top is not None:
             ctx.tail_tops[tp] = top
         else:  # a replica without the header: the fingerprint scan of a caught-up group reads it

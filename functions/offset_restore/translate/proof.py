@@ -17,7 +17,6 @@ checks itself, knowing nothing of how the strategy found it. What it checks toda
   waits until the restore is declared complete, as a strategy's own ``beyond`` does — unless the group's
   next record was produced on the source after a restore the source itself holds (a failback's DR: its
   processed records carry origin offsets, its next one none), which the target never had.
-
 - **Nothing the plan read is skipped.** Whatever the answer, no record the plan's reads met before the
   resume point may carry a source offset at or past the group's position (``translate/read_headers.py``
   keeps every offset header read). Such a record is read again and compared with the snapshot's evidence,

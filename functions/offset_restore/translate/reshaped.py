@@ -125,26 +125,25 @@ class Shapes:
             for header, _ in record.headers:
                 if header == name:
                     self.carries_partition.add(tp.topic)
-                    self._moved(topic, tp, record, int_header(record, name))
+                    why = self._elsewhere(tp, record, int_header(record, name))
+                    if why:
+                        self.changed[topic] = why
                     break
 
-    def _moved(self, topic: str, tp: TP, record: FetchedRecord, source_partition: int | None) -> None:
-        if source_partition is not None and source_partition != tp.partition:
-            self.changed[topic] = (
-                f"record {record.offset} of {tp} carries {self.partition_header} = {source_partition}: the restore "
-                "moved records between partitions"
-            )
+    def _elsewhere(self, tp: TP, record: FetchedRecord, source_partition: int | None) -> str | None:
+        """Why ``record`` of ``tp`` came from another source partition, by its header (None: it did not say so)."""
+        if source_partition is None or source_partition == tp.partition:
+            return None
+        return (
+            f"record {record.offset} of {tp} carries {self.partition_header} = {source_partition}: the restore "
+            "moved records between partitions"
+        )
 
     def _foreign(self, tp: TP, record: FetchedRecord, prints: Mapping[str, tuple[int, int] | None]) -> str | None:
         source_partition = int_header(record, self.partition_header)
         if source_partition is not None:
             self.carries_partition.add(tp.topic)
-            if source_partition != tp.partition:
-                return (
-                    f"record {record.offset} of {tp} carries {self.partition_header} = {source_partition}: "
-                    "the restore moved records between partitions"
-                )
-            return None
+            return self._elsewhere(tp, record, source_partition)
         if record.key is None or not prints:
             return None  # unkeyed records may repeat across partitions: their content proves nothing
         printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.offset_header)
