@@ -227,3 +227,69 @@ def test_a_strategy_whose_own_checks_are_switched_off_cannot_move_a_group_to_the
         else:  # the records the plan read before the end carry source offsets at or past the position
             assert entry.status == "pending", entry
             assert "held by the proof every answer passes" in (entry.reason or ""), entry
+
+
+@pytest.mark.parametrize(("shift", "held_by"), [(3, "before the resume point"), (-2, "at the resume point")])
+def test_an_exact_answer_a_strategy_placed_wrong_inside_the_log_is_held(
+    brokers: Brokers,
+    source: KafkaCluster,
+    target: KafkaCluster,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    shift: int,
+    held_by: str,
+) -> None:
+    """A strategy that reads nothing answers "exact" a few records past (or before) each group's record on a
+    tidy restore: the proof identifies the records at either side of every answer itself (their offset
+    headers, read again) and holds each one, naming the record; apply writes none of them."""
+    from offset_restore.translate import plan as plan_module
+    from offset_restore.translate.positions import Decision
+
+    def misplaced(undecided: dict, ctx: object) -> dict:
+        return {key: Decision("mapped", pos.committed + shift, "timestamp", True, 0) for key, pos in undecided.items()}
+
+    monkeypatch.setattr(plan_module, "by_timestamp", misplaced)
+    topic = unique("proof-misplaced")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = produce(source, topic, 0, 300)  # the shape check reads the last 64: none near the groups
+    restore(target, topic, 0, records)
+    groups = {unique(f"proof-misplaced-{c}"): c for c in (10, 100, 150)}
+    for group, c in groups.items():
+        commit(source, group, {TP(topic, 0): c})
+    entries = plan_back(brokers, tmp_path, list(groups), "--strategies", "timestamp")
+    for group in groups:
+        entry = entries[group]
+        assert entry.status == "pending", entry
+        assert f"{held_by} is the copy of source record" in (entry.reason or ""), entry.reason
+    applied_in_part(brokers, tmp_path)
+    committed = target.committed_offsets(list(groups))
+    assert not any(committed.get(g) for g in groups), committed
+
+
+def test_a_checkpoint_that_lies_is_not_written_as_exact(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica without offset headers whose restore's checkpoint pair says source 40 -> target 45 (it is
+    at 40): the checkpoint strategy reads nothing of the target and answered "exact" at 45, skipping five
+    records. The proof reads the records around 45: neither is the copy of a record the snapshot read (the
+    group's next one, or one it processed), so nothing bounds the answer, and it is held."""
+    from offset_restore.translate import plan as plan_module
+    from offset_restore.translate.positions import Decision
+
+    def lying_pair(undecided: dict, ctx: object) -> dict:
+        return {key: Decision("mapped", pos.committed + 5, "checkpoint", True, 0) for key, pos in undecided.items()}
+
+    monkeypatch.setattr(plan_module, "by_checkpoint", lying_pair)
+    topic = unique("proof-pair")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = produce(source, topic, 0, 80)
+    restore(target, topic, 0, records, header=None)
+    group = unique("proof-pair-40")
+    commit(source, group, {TP(topic, 0): 40})
+    entry = plan_back(brokers, tmp_path, [group], "--strategies", "checkpoint")[group]
+    assert entry.status == "pending", entry
+    assert "neither end of the answer is identified" in (entry.reason or ""), entry.reason
+    truthful = plan_back(brokers, tmp_path / "again", [group], "--strategies", "fingerprint")[group]
+    assert (truthful.status, truthful.target_offset, truthful.exact) == ("mapped", 40, True), truthful

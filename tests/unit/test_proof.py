@@ -11,7 +11,7 @@ from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.translate.positions import Decision, Evidence, Position, pack_evidence
 from offset_restore.translate.proof import Seen, TargetTail, prove
-from offset_restore.translate.read_headers import ReadHeaders
+from offset_restore.translate.read_headers import Ends, Met, ReadHeaders
 
 HEADER = "x-source-offset"
 SRC, TGT = TP("orders", 0), TP("orders", 0)
@@ -140,8 +140,11 @@ def test_records_born_on_a_failbacks_source_are_not_waited_for() -> None:
 
 def test_answers_before_the_end_and_unread_tails() -> None:
     pos = position(100, log_end=100)
-    # Not an end: the proof of the end does not apply.
-    assert held(pos, 39, [record(39)], LogBounds(0, 40)).status == "mapped"
+    # Not an end: the proof of the end does not apply (the exact answer's ends, which this target cannot
+    # show, hold it instead).
+    inside_log = held(pos, 39, [record(39)], LogBounds(0, 40))
+    assert "neither end of the answer is identified" in (inside_log.reason or "")
+    assert "the target's last record" not in (inside_log.reason or "")
     # Past the last record, before markers: an end all the same.
     assert held(pos, 39, [record(38)], LogBounds(0, 40)).status == "pending"
     # The tail could not be read: nothing proves it.
@@ -206,3 +209,107 @@ def test_a_region_whose_every_header_lies_is_not_believed_past_the_records_check
     decision, asked = inside(pos, 50, read)
     assert decision.status == "pending" and "target record 21, read by the plan" in (decision.reason or "")
     assert asked == {TGT: set(range(5, 21))}
+
+
+def read_and_kept(layout: list[FetchedRecord], read: range) -> tuple[ReadHeaders, Seen, dict[TP, set[int]]]:
+    """The plan read offsets ``read`` of a target holding ``layout``; the proof may read the rest."""
+    headers = ReadHeaders(HEADER)
+    headers.add(TGT, [r for r in layout if r.offset in read])
+    asked: dict[TP, set[int]] = {}
+
+    def records_at(wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+        asked.setdefault(TGT, set()).update(wanted.get(TGT, set()))
+        return {(TGT, r.offset): r for r in layout if r.offset in wanted.get(TGT, set())}
+
+    tail = TargetTail()
+    tail.add(TGT, layout[-1:], HEADER)
+    return headers, Seen(tail, headers, records_at), asked
+
+
+def exact_at(pos: Position, answer: int, seen: Seen, end: int) -> Decision:
+    key = ("orders", 0, pos.committed)
+    decisions = {key: Decision("mapped", answer, "checkpoint", True, 0, None)}
+    prove(decisions, {key: pos}, {TGT: LogBounds(0, end)}, seen, header=HEADER, complete={SRC: True})
+    return decisions[key]
+
+
+def test_an_exact_answer_one_record_late_is_held_by_the_record_before_it() -> None:
+    """A strategy that read nothing answers 33 for a group at 30 on a tidy restore: the proof reads the
+    records around 33, finds 32 carries source offset 32 (not processed), and holds the answer."""
+    layout = [record(o, source=o) for o in range(60)]
+    _, seen, asked = read_and_kept(layout, range(0))
+    decision = exact_at(position(30, log_end=60), 33, seen, 60)
+    assert decision.status == "pending"
+    assert "the last record before the resume point is the copy of source record 32" in (decision.reason or "")
+    assert 32 in asked[TGT] and 33 in asked[TGT]
+
+
+def test_an_exact_answer_one_record_early_is_held_by_the_record_at_it() -> None:
+    layout = [record(o, source=o) for o in range(60)]
+    _, seen, _ = read_and_kept(layout, range(0))
+    decision = exact_at(position(30, log_end=60), 29, seen, 60)
+    assert decision.status == "pending"
+    assert "the record at the resume point is the copy of source record 29" in (decision.reason or "")
+
+
+def test_exact_ends_read_by_the_plan_are_not_read_again_and_markers_between_are_passed_over() -> None:
+    """Records 0..29, a transaction marker at 30, records 31.. carrying 30..: the answer 31 for a group at 30
+    is proven from what the plan read, across the marker, and nothing is read again."""
+    layout = [record(o, source=o if o < 30 else o - 1) for o in range(60) if o != 30]
+    headers = ReadHeaders(HEADER)
+    headers.add(TGT, layout[20:40], skipped=[30])
+    asked: dict[TP, set[int]] = {}
+    tail = TargetTail()
+    tail.add(TGT, layout[-1:], HEADER)
+    seen = Seen(tail, headers, lambda wanted: asked.update(wanted) or {})  # type: ignore[func-returns-value]
+    decision = exact_at(position(30, log_end=59), 31, seen, 60)
+    assert (decision.status, decision.target_offset, decision.exact) == ("mapped", 31, True)
+    assert asked == {}
+
+
+def test_exact_ends_without_headers_are_proven_by_content() -> None:
+    """A replica without headers: the record at the answer is the snapshot's next record and the one before
+    it a record the group processed (by content), so the answer stays exact; one record later, the record
+    before it is the group's next one, and the answer is held."""
+    layout = [record(o) for o in range(60)]
+    before = tuple(evidence(o, f"v{o}".encode(), 1_000) for o in range(25, 30))
+    pos = position(30, log_end=60, before=before, next_record=evidence(30, b"v30", 1_000))
+    _, seen, _ = read_and_kept(layout, range(0))
+    assert exact_at(pos, 30, seen, 60).exact
+    late = exact_at(pos, 31, seen, 60)
+    assert late.status == "pending" and "copy of source record 30" in (late.reason or "")
+
+
+def test_an_exact_end_that_cannot_be_identified_leaves_the_answer_mapped_but_not_exact() -> None:
+    """The record at the answer re-encoded (content the snapshot never read), the one before it the copy of
+    a record the group processed: nothing contradicts the answer and one end bounds it, so it stays mapped
+    without the claim, saying which end; with neither end identified, it is held."""
+    layout = [record(o, value=f"re-encoded {o}".encode() if o >= 30 else None) for o in range(60)]
+    pos = position(30, log_end=60, before=(evidence(29, b"v29", 1_000),), next_record=evidence(30, b"v30", 1_000))
+    _, seen, _ = read_and_kept(layout, range(0))
+    decision = exact_at(pos, 30, seen, 60)
+    assert (decision.status, decision.target_offset, decision.exact, decision.max_duplicates) == (
+        "mapped",
+        30,
+        False,
+        None,
+    )
+    assert "not proven exact: the target record 30 at the resume point" in (decision.reason or "")
+    held = exact_at(pos, 35, seen, 60)
+    assert held.status == "pending" and "neither end of the answer is identified" in (held.reason or "")
+
+
+def test_read_headers_ends_walks_back_over_markers_and_stops_at_offsets_not_read() -> None:
+    headers = ReadHeaders(HEADER)
+    headers.add(TGT, [record(o, source=o) for o in (10, 11, 14)], skipped=[12, 13])
+    assert headers.ends(TGT, 14, 0) == Ends(Met(14, 14), Met(11, 11))
+    assert headers.ends(TGT, 15, 0) == Ends(None, Met(14, 14))
+    assert headers.ends(TGT, 10, 0) == Ends(Met(10, 10), None)  # 9 was not read
+    assert headers.ends(TGT, 10, 10) == Ends(Met(10, 10), None, nothing_before=True)
+    headers.add(TGT, [record(20)])  # no header where others carry one: passed over, no source record's copy
+    assert headers.ends(TGT, 21, 0) == Ends(None, None)
+    replica = TP("replica", 0)  # no record carries the header: each is identified by content
+    headers.add(replica, [record(o) for o in range(5)])
+    printed = fingerprint(b"k", b"v2", (), exclude_header=HEADER)
+    assert headers.ends(replica, 3, 0) == Ends(Met(3, None, fingerprint(b"k", b"v3", ())), Met(2, None, printed))
+    assert headers.ends(replica, 0, 0).nothing_before

@@ -4,8 +4,8 @@ strategies share, and the counts of what each read (``TranslateStats``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
@@ -27,7 +27,7 @@ from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import Position, TranslateStats
 from offset_restore.translate.proof import TargetTail
-from offset_restore.translate.read_headers import ReadHeaders
+from offset_restore.translate.read_headers import ReadHeaders, skipped_offsets
 from offset_restore.translate.reshaped import Shapes
 from offset_restore.translate.search import KeyedRecord, PartitionIndex, widened
 
@@ -107,12 +107,17 @@ class Context:
         its last (an item left by an earlier restore, or one still running past it, does not count)."""
         return self.options.completes(pos.source) or self.recorded_complete.get(pos.target) == top
 
+    def fetch(self) -> Fetch:
+        """The one fetch every read of the target goes through: what it reads is kept for the proof and
+        compared with the shape check (``_watching``)."""
+        return self._watching(fetch_from(self.target))
+
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
         """Fetch rounds on the target, reading up to the log ends the plan began with, each partition at
         least at the limit it was learned to need."""
         first = partition_max_bytes or POINT_READ_BYTES
         return FetchRounds(
-            self._watching(fetch_from(self.target)),
+            self.fetch(),
             ends={tp: b.end for tp, b in self.bounds.items()},
             partition_bytes=first,
             limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
@@ -150,20 +155,20 @@ class Context:
         """``fetch``, every answer's offset headers kept for the proof (``read_headers``) and every answer of a
         watched topic compared with the shape check (``shapes``), from the shape check on."""
         shapes, watched, headers = self.shapes, self.watched, self.read_headers
-        if shapes is None or headers is None:
+        if headers is None:
             return fetch
 
         def watching(
             positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int], wait: int | None
         ) -> Mapping[TP, PartitionFetch]:
-            answers = fetch(positions, until, limits, wait)
+            answers = dict(fetch(positions, until, limits, wait))
             for tp, answer in answers.items():
-                if not answer.records:
-                    continue
-                headers.add(tp, answer.records)
-                source = watched.get(tp.topic)
-                if source is not None:
+                headers.add(tp, answer.records, skipped_offsets(answer))
+                source = watched.get(tp.topic) if shapes is not None else None
+                if shapes is not None and source is not None and answer.records:
                     shapes.check_headers(source, tp, answer.records)
+                if answer.earlier is not None:
+                    answers[tp] = replace(answer, earlier=_kept(tp, answer.earlier, headers, shapes, source))
             return answers
 
         return watching
@@ -221,3 +226,23 @@ class Context:
         merged = s.rounds_per_partition.setdefault(strategy, {})
         for tp, n in per_partition.items():
             merged[tp] = merged.get(tp, 0) + n
+
+
+def _kept(
+    tp: TP,
+    earlier: Callable[[int], list[FetchedRecord]],
+    headers: ReadHeaders,
+    shapes: Shapes | None,
+    source: str | None,
+) -> Callable[[int], list[FetchedRecord]]:
+    """``earlier`` (the records of an answer's first batch before its fetch offset, decoded when a reader
+    takes them), what it gives kept and checked as the answer's own records are."""
+
+    def taking(start: int) -> list[FetchedRecord]:
+        records = earlier(start)
+        headers.add(tp, records)
+        if shapes is not None and source is not None and records:
+            shapes.check_headers(source, tp, records)
+        return records
+
+    return taking

@@ -222,13 +222,12 @@ def _reshaped_topics(
             if evidence is not None:
                 shapes.add_evidence(pos.source.topic, pos.source.partition, evidence.offset, evidence.fingerprint)
     back = {name: topic for topic, name in onto.items()}
-    read_headers = ReadHeaders(options.offset_header)
+    ctx.read_headers = ReadHeaders(options.offset_header)  # from the samples on, every read is kept
     for tp, (answers, records) in _samples(positions, ctx).items():
         if tp.topic in back:
             shapes.check_sample(back[tp.topic], tp, records)
         ctx.tail_sampled.add(tp)
         ctx.tail.add(tp, records, options.offset_header)
-        read_headers.add(tp, records)
         top = ctx.tail.highest.get(tp)  # the highest source offset the sample's records carry
         if top is not None:
             ctx.tail_tops[tp] = top
@@ -240,7 +239,6 @@ def _reshaped_topics(
     for key in [key for key, pos in positions.items() if pos.source.topic in found]:
         del positions[key]
     ctx.shapes, ctx.watched = shapes, {name: topic for name, topic in back.items() if topic not in found}
-    ctx.read_headers = read_headers
     return found
 
 

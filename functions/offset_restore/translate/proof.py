@@ -30,16 +30,19 @@ A partition whose log is empty (or holds only transaction markers) has nothing b
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.translate.positions import Decision, Position, PositionKey
-from offset_restore.translate.read_headers import ReadHeaders
+from offset_restore.translate.read_headers import Met, ReadHeaders
 
 __all__ = ["Seen", "TargetTail", "prove"]
 
+ENDS_WINDOW = 16
+"""Offsets read on each side of an exact answer whose ends the plan's reads did not identify: the record at
+the resume point and the last one before it (transaction markers between are passed over)."""
 CHECKED_RECORDS = 16
 """Records before a resume point that carry a source offset at or past the position, read again and
 compared with the evidence per answer; past them, the next one moves the answer (a lie on every record of
@@ -91,6 +94,7 @@ def prove(
     ``answered_by``: the strategy that answered each position, for the reason."""
     by = answered_by or {}
     changed = _skipping(decisions, positions, seen, header, by)
+    changed += _exact_ends(decisions, positions, bounds, seen, header, by)
     for key, decision in decisions.items():
         pos = positions.get(key)
         if pos is None or decision.status != "mapped" or decision.target_offset is None:
@@ -145,6 +149,176 @@ def _skipping(
     return held
 
 
+def _exact_ends(
+    decisions: dict[PositionKey, Decision],
+    positions: Mapping[PositionKey, Position],
+    bounds: Mapping[TP, LogBounds],
+    seen: Seen,
+    header: str,
+    by: Mapping[PositionKey, str],
+) -> int:
+    """Check both ends of every ``exact`` answer inside the target's log by identity: the last record before
+    the resume point is one the group processed, the record at it one the group had not. Each end is taken
+    from what the plan read (``ReadHeaders.ends``), else read here, a few records each side (as is one
+    whose header contradicts: its content may show the header lies). An end that contradicts holds the
+    answer (``pending``); one that cannot be identified leaves it mapped, not exact. Returns how many
+    answers changed."""
+    evidence = _Prints(positions)
+    verdicts: dict[PositionKey, tuple[Side, Side]] = {}
+    wanted: dict[TP, set[int]] = {}
+    for key, decision in decisions.items():
+        pos = positions.get(key)
+        resume = decision.target_offset
+        if pos is None or decision.status != "mapped" or not decision.exact or resume is None:
+            continue
+        log = bounds.get(pos.target)
+        if log is None or _resumes_at_end(pos, resume, log, seen.tail):
+            continue  # an end: proven by the end rules
+        found = seen.headers.ends(pos.target, resume, log.start)
+        before = (True, "") if found.nothing_before else _judged(found.before, pos, evidence, at=False)
+        verdicts[key] = (_judged(found.at, pos, evidence, at=True), before)
+        if not (verdicts[key][0][0] and verdicts[key][1][0]):
+            wanted.setdefault(pos.target, set()).update(
+                range(max(log.start, resume - ENDS_WINDOW), min(log.end, resume + ENDS_WINDOW))
+            )
+    records = seen.records_at(wanted) if wanted else {}
+    changed = 0
+    for key, (at, before) in verdicts.items():
+        pos, decision = positions[key], decisions[key]
+        if not (at[0] and before[0]):
+            assert decision.target_offset is not None
+            keyed = seen.headers.keyed(pos.target)
+            read = _ReadAround(pos, decision.target_offset, bounds[pos.target].start, records, header, keyed)
+            at = at if at[0] else _judged(read.at(), pos, evidence, at=True)
+            before = before if before[0] else read.before(evidence)
+        changed += _settled(decisions, key, (at, before), by)
+    return changed
+
+
+def _settled(
+    decisions: dict[PositionKey, Decision], key: PositionKey, sides: tuple[Side, Side], by: Mapping[PositionKey, str]
+) -> int:
+    """Hold the answer at ``key`` where an end contradicts it or neither is identified; take "exact" from it
+    where one end is not identified (the other bounds it); returns 1 when it changed."""
+    decision = decisions[key]
+    wrong = [why for proven, why in sides if proven is False]
+    unknown = [why for proven, why in sides if proven is None]
+    if len(unknown) == len(sides):  # nothing bounds where the answer lies: it may skip as well
+        wrong = [f"neither end of the answer is identified: {'; '.join(unknown)}"]
+    if wrong:
+        decisions[key] = _held(decision, "; ".join(wrong), by.get(key))
+    elif unknown:
+        said = f"not proven exact: {'; '.join(unknown)}"
+        reason = f"{decision.reason}; {said}" if decision.reason else said
+        decisions[key] = replace(decision, exact=False, max_duplicates=None, reason=reason)
+    return int(bool(wrong or unknown))
+
+
+Side = tuple[bool | None, str]
+"""An end's verdict: proven (True), contradicted (False) or not identified (None), and why."""
+
+
+def _judged(met: Met | None, pos: Position, evidence: _Prints, *, at: bool) -> Side:
+    """An end's verdict from the record there: its offset header when that proves the end, else its content
+    against the snapshot's evidence (a header that contradicts may lie: the copy of a record the group
+    processed, or of its next one, tells), else what the header says."""
+    where = "at" if at else "before"
+    if met is None:
+        return None, f"the record {where} the resume point was not read"
+    by_header = None if met.source is None else _by_header(met.source, pos.committed, at=at)
+    if by_header is not None and by_header[0]:
+        return by_header
+    by_content = None if met.printed is None else _by_content(met, pos, evidence, at=at, told=by_header is None)
+    if by_content is not None and by_content[0] is not None:
+        return by_content
+    return by_header or by_content or (None, f"the record {where} the resume point was not read")
+
+
+def _by_header(source: int, c: int, *, at: bool) -> Side:
+    if at:
+        return (True, "") if source >= c else (False, _processed_at(source, c))
+    return (True, "") if source < c else (False, _unprocessed_before(source, c))
+
+
+def _by_content(met: Met, pos: Position, evidence: _Prints, *, at: bool, told: bool) -> Side:
+    """An end's verdict from the record's content. ``told``: no offset header says otherwise, so what the
+    evidence leaves possible counts too (not only a record it names)."""
+    c, printed = pos.committed, met.printed
+    is_next = pos.next is not None and pos.next.fingerprint == printed
+    source = evidence.back(pos.source).get(printed) if printed is not None else None
+    if at:
+        if source is not None and source < c and not is_next:
+            return False, _processed_at(source, c)
+        if is_next or (told and (pos.next is None or _born_on_source(pos))):
+            return True, ""  # its next record; or the target holds none (caught up, or born on the source)
+    else:
+        if is_next or (source is not None and source >= c):
+            return False, _unprocessed_before(source if source is not None else c, c)
+        if source is not None or (told and pos.log_start is not None and c <= pos.log_start):
+            return True, ""  # a record the group processed; or it processed all the source holds before c: none
+    role = "the group's next record" if at else "a record the group processed"
+    return None, (
+        f"the target record {met.offset} {'at' if at else 'before'} the resume point is not proven the copy of "
+        f"{role} (by its offset header or its content, as the snapshot read it)"
+    )
+
+
+def _processed_at(source: int, c: int) -> str:
+    return (
+        f"the record at the resume point is the copy of source record {source}, one the group processed (position {c})"
+    )
+
+
+def _unprocessed_before(source: int, c: int) -> str:
+    return (
+        f"the last record before the resume point is the copy of source record {source}, at or past the group's "
+        f"position {c}: resuming there would skip it"
+    )
+
+
+class _ReadAround:
+    """The records the proof read at either side of one resume point."""
+
+    def __init__(
+        self,
+        pos: Position,
+        resume: int,
+        log_start: int,
+        records: Mapping[tuple[TP, int], FetchedRecord],
+        header: str,
+        keyed: bool,
+    ) -> None:
+        self._pos, self._resume, self._log_start, self._header = pos, resume, log_start, header
+        self._records, self._keyed = records, keyed
+
+    def _first(self, offsets: range) -> Met | None:
+        """The first record read at ``offsets``; in a partition whose records carry the header, the first
+        that carries it (the others are no source record's copy)."""
+        tp = self._pos.target
+        for offset in offsets:
+            record = self._records.get((tp, offset))
+            if record is None:
+                continue
+            source = int_header(record, self._header)
+            if source is not None or not self._keyed:
+                printed = fingerprint(record.key, record.value, record.headers, exclude_header=self._header)
+                return Met(offset, source, printed)
+        return None
+
+    def at(self) -> Met | None:
+        """The record a consumer reads first from the resume point."""
+        return self._first(range(self._resume, self._resume + ENDS_WINDOW))
+
+    def before(self, evidence: _Prints) -> Side:
+        """The verdict on the last record a consumer reads before the resume point."""
+        resume = self._resume
+        first = max(self._log_start, resume - ENDS_WINDOW)
+        met = self._first(range(resume - 1, first - 1, -1))
+        if met is None and first == self._log_start:
+            return True, ""  # nothing a consumer reads before it
+        return _judged(met, self._pos, evidence, at=False)
+
+
 class _Prints:
     """The snapshot's evidence of each source partition, from a record's fingerprint back to its source offset:
     what tells a record whose header lies from one the group never processed (positions grouped by source
@@ -164,7 +338,7 @@ class _Prints:
         if source not in self._of:
             back: dict[str, int | None] = {}
             for pos in self._by_source.get(source, []):
-                for e in (*pos.before, *([pos.next] if pos.next else [])):
+                for e in (*pos.before, *([pos.next] if pos.next else []), *([pos.top] if pos.top else [])):
                     seen = back.get(e.fingerprint, e.offset)
                     back[e.fingerprint] = e.offset if seen == e.offset else None
             self._of[source] = back

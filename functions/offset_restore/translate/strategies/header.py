@@ -12,7 +12,6 @@ from functools import partial
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
@@ -93,7 +92,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         indexes = {tp: PartitionIndex(ctx.bounds[tp]) for tp in probed}
         for tp, answer in probed.items():  # the probe from the log start: the search's first window
             index_window(tp, answer, indexes[tp], key_of, observe)
-        fetch = replaying(fetch_from(ctx.target), ctx.tails)  # the samples' last records, not read again
+        fetch = replaying(ctx.fetch(), ctx.tails)  # the samples' last records, not read again
         results, stats = search_first_at_least(
             wanted, ctx.bounds, key_of, fetch, indexes=indexes, observe=observe, limits=ctx.limits,
             batches=ctx.largest_batch,

@@ -26,7 +26,7 @@ from collections.abc import Collection
 
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.model import TP
-from offset_restore.kafka.rounds import FetchRounds, Served, fetch_from
+from offset_restore.kafka.rounds import FetchRounds, Served
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
 from offset_restore.translate.restore_order import first_unread
@@ -49,7 +49,7 @@ def walk_markers(tps: Collection[TP], reads: HeaderReads, ctx: Context) -> dict[
     walking = {tp: stamp + 1 for tp in tps if (stamp := _newest(reads, tp)) is not None}
     ranges = {tp: reads.observed[tp].merged()[1] for tp in walking}
     rounds = FetchRounds(
-        fetch_from(ctx.target),
+        ctx.fetch(),
         ends={tp: ctx.bounds[tp].end for tp in walking},
         partition_bytes=TINY_READ_BYTES,
         max_unserved=1,  # empty: the offset is a record's, cut whole (Apache Kafka), not a marker's

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from offset_restore.kafka.model import TP, FetchedRecord
-from offset_restore.kafka.rounds import fetch_from
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import PositionKey
 from offset_restore.translate.search import Observer, PartitionIndex, SearchResult, search_first_at_least
@@ -51,7 +50,7 @@ def search_time(
             wanted,
             ctx.bounds,
             _timestamp_key,
-            fetch_from(ctx.target),
+            ctx.fetch(),
             indexes=ctx.timestamp_indexes,
             observe=observe,
             limits=ctx.limits,
