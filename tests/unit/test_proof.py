@@ -261,7 +261,7 @@ def test_exact_ends_read_by_the_plan_are_not_read_again_and_markers_between_are_
     asked: dict[TP, set[int]] = {}
     tail = TargetTail()
     tail.add(TGT, layout[-1:], HEADER)
-    seen = Seen(tail, headers, lambda wanted: asked.update(wanted) or {})  # type: ignore[func-returns-value]
+    seen = Seen(tail, headers, lambda wanted: asked.update(wanted) or {})
     decision = exact_at(position(30, log_end=59), 31, seen, 60)
     assert (decision.status, decision.target_offset, decision.exact) == ("mapped", 31, True)
     assert asked == {}
