@@ -191,6 +191,8 @@ def _exact_ends(
             read = _ReadAround(pos, decision.target_offset, bounds[pos.target].start, records, header, keyed)
             at = at if at[0] else _judged(read.at(), pos, evidence, at=True)
             before = before if before[0] else read.before(evidence)
+            if _placed_by_evidence(pos, decision.target_offset):
+                at, before = (_unless_contradicted(side) for side in (at, before))
         changed += _settled(decisions, key, (at, before), by)
     return changed
 
@@ -212,6 +214,17 @@ def _settled(
         reason = f"{decision.reason}; {said}" if decision.reason else said
         decisions[key] = replace(decision, exact=False, max_duplicates=None, reason=reason)
     return int(bool(wrong or unknown))
+
+
+def _placed_by_evidence(pos: Position, resume: int) -> bool:
+    """Whether the snapshot itself places the group at ``resume`` with nothing read twice: a failback's
+    source read whole gives the first origin record the group may not have processed (``origin_floor``),
+    and every one before it processed. On the origin cluster that is the resume point, both ends."""
+    return pos.origin_floor == resume and pos.origin_twice == 0
+
+
+def _unless_contradicted(side: Side) -> Side:
+    return side if side[0] is False else (True, "")
 
 
 Side = tuple[bool | None, str]
