@@ -293,3 +293,31 @@ def test_a_checkpoint_that_lies_is_not_written_as_exact(
     assert "neither end of the answer is identified" in (entry.reason or ""), entry.reason
     truthful = plan_back(brokers, tmp_path / "again", [group], "--strategies", "fingerprint")[group]
     assert (truthful.status, truthful.target_offset, truthful.exact) == ("mapped", 40, True), truthful
+
+
+def test_records_re_routed_on_a_replica_without_headers_are_seen_by_content_in_any_read(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """The same block of source partition 1 (records 20..29) written into target partition 0 after its record
+    99, on a replica that carries no header at all: only content tells. Any read of the plan that meets a
+    record the snapshot read of the other partition makes the topic re-partitioned (its groups held: nothing
+    maps a topic without headers across partitions), and no group resumes past a record it needs."""
+    topic = unique("proof-routed-bare")
+    source.create_topics({topic: 2})
+    records = {q: produce(source, topic, q, 200) for q in range(2)}
+    positions = [(105, 28), (110, 25), (120, 22)]
+    groups = {unique(f"proof-bare-{c0}-{c1}"): (c0, c1) for c0, c1 in positions}
+    for group, (c0, c1) in groups.items():
+        commit(source, group, {TP(topic, 0): c0, TP(topic, 1): c1})
+    target.create_topics({topic: 2})
+    layout = {0: [(0, o) for o in range(100)] + [(1, o) for o in range(20, 30)] + [(0, o) for o in range(100, 200)],
+              1: [(1, o) for o in range(20)] + [(1, o) for o in range(30, 200)]}  # fmt: skip
+    for t, placed in layout.items():
+        target.produce(topic, t, [
+            (records[q][o].key, records[q][o].value, records[q][o].headers, records[q][o].timestamp) for q, o in placed
+        ])  # fmt: skip
+    plan_back(brokers, tmp_path, list(groups))
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    assert topic in plan["reshaped"], plan["reshaped"]
+    assert "partition 1 (same key and content)" in plan["reshaped"][topic], plan["reshaped"]
+    assert all(e["status"] != "mapped" for e in plan["entries"] if e["topic"] == topic), plan["entries"]

@@ -167,6 +167,7 @@ class Context:
                 source = watched.get(tp.topic) if shapes is not None else None
                 if shapes is not None and source is not None and answer.records:
                     shapes.check_headers(source, tp, answer.records)
+                    shapes.check_contents(source, tp, answer.records, headers.prints(tp))
                 if answer.earlier is not None:
                     answers[tp] = replace(answer, earlier=_kept(tp, answer.earlier, headers, shapes, source))
             return answers
@@ -243,6 +244,7 @@ def _kept(
         headers.add(tp, records)
         if shapes is not None and source is not None and records:
             shapes.check_headers(source, tp, records)
+            shapes.check_contents(source, tp, records, headers.prints(tp))
         return records
 
     return taking

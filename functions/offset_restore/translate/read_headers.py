@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import bisect
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
@@ -116,6 +116,11 @@ class ReadHeaders:
             if part.values[i] >= c:
                 found.append((part.offsets[i], part.values[i]))
         return found
+
+    def prints(self, tp: TP) -> Mapping[int, str]:
+        """The fingerprints of the records read of ``tp`` without the offset header, by offset."""
+        part = self._parts.get(tp)
+        return part.prints if part is not None else {}
 
     def keyed(self, tp: TP) -> bool:
         """Whether any record the plan read of ``tp`` carries the offset header."""

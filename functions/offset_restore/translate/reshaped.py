@@ -130,6 +130,23 @@ class Shapes:
                         self.changed[topic] = why
                     break
 
+    def check_contents(self, topic: str, tp: TP, records: Iterable[FetchedRecord], prints: Mapping[int, str]) -> None:
+        """Records read of target partition ``tp`` without the offset header, by content: a keyed one that is
+        the copy of another source partition's record the snapshot read changes the topic's shape.
+        ``prints``: the fingerprints of those records by offset, computed once (``ReadHeaders``)."""
+        known = self._prints.get(topic)
+        if not known or topic in self.changed:
+            return
+        for record in records:
+            printed = prints.get(record.offset) if record.key is not None else None
+            seen = known.get(printed) if printed is not None else None
+            if seen is not None and seen[0] != tp.partition:
+                self.changed[topic] = (
+                    f"record {record.offset} of {tp} is the source's record {seen[1]} of partition {seen[0]} "
+                    "(same key and content): the restore moved records between partitions"
+                )
+                return
+
     def _elsewhere(self, tp: TP, record: FetchedRecord, source_partition: int | None) -> str | None:
         """Why ``record`` of ``tp`` came from another source partition, by its header (None: it did not say so)."""
         if source_partition is None or source_partition == tp.partition:
