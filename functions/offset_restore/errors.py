@@ -47,6 +47,10 @@ class StorageError(OffsetRestoreError):
     exit_status = 2
 
 
+class AlreadyExistsError(StorageError):
+    """A document that is created, never replaced (a plan, a snapshot's files), is there already."""
+
+
 class PlanBusyError(OffsetRestoreError):
     """Another apply or rollback holds the plan, or changed it since this run read it: nothing of
     either run's record is overwritten."""

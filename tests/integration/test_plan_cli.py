@@ -294,3 +294,28 @@ def test_plan_and_csv_to_s3_are_the_same_documents_as_on_disk(setup: dict[str, s
     in_s3 = Plan.model_validate_json(stored["Body"].read())
     assert in_s3.entries == on_disk.entries and in_s3.summary == on_disk.summary
     assert s3.get_object(Bucket="snapshots", Key="plans/r1.csv")["Body"].read() == (tmp_path / "plan.csv").read_bytes()
+
+
+def test_a_plan_written_by_another_run_meanwhile_is_kept_and_this_one_refused(
+    setup: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two plans to one path: the place is free when this run starts, and another run writes its plan there
+    while this one reads the target. This run's plan is refused at the end as at the start (exit 2, the path
+    named), and the other plan — into which its apply may already have recorded previous offsets — is kept
+    byte for byte."""
+    from offset_restore.translate import run as run_module
+
+    path = tmp_path / "plan.json"
+    original = run_module.translation
+
+    def while_another_writes(*args: Any, **kwargs: Any) -> Any:
+        done = original(*args, **kwargs)
+        path.write_text('{"another": "run"}')
+        return done
+
+    monkeypatch.setattr(run_module, "translation", while_another_writes)
+    status, _, err = run(*plan_args(setup, path))
+    assert status == 2, err
+    assert "was written by another run while this one planned: this plan was not written" in err, err
+    assert path.read_text() == '{"another": "run"}'
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left

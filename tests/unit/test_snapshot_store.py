@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import io
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import IO
 
 import pytest
 from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError, StorageError
@@ -47,9 +49,9 @@ class RecordingStore(LocalStore):
         super().__init__(root)
         self.puts: list[str] = []
 
-    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+    def create_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
         self.puts.append(key)
-        super().put(key, data, content_type)
+        super().create_file(key, data, content_type)
 
 
 def test_items_first_manifest_last_and_round_trip(tmp_path: Path) -> None:
@@ -145,9 +147,9 @@ def test_a_stream_is_written_file_by_file_and_its_manifest_counted_at_the_end(tm
     put_after: list[int] = []
 
     class Watching(LocalStore):
-        def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> None:
+        def create_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
             put_after.append(len(yielded))
-            super().put(key, data, content_type)
+            super().create_file(key, data, content_type)
 
     stream = SnapshotStream(manifest=complete.manifest.model_copy(update={"counts": count_groups([])}), groups=iter(()))
 
@@ -179,3 +181,20 @@ def test_a_stream_is_written_file_by_file_and_its_manifest_counted_at_the_end(tm
 def test_a_cluster_id_becomes_a_valid_default_name(cluster_id: str, name: str) -> None:
     assert default_cluster_name(cluster_id) == name
     assert validate_name(name, "cluster name") == name
+
+
+def test_a_snapshot_written_under_the_same_id_meanwhile_stops_this_one_before_its_manifest(tmp_path: Path) -> None:
+    """Two runs given one --snapshot-id: the id is free when this one starts, and the other writes its first
+    items file meanwhile. This run stops at that file, naming it, and writes no manifest over the other's."""
+
+    class Raced(LocalStore):
+        def create_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
+            if key.endswith("items-00000.jsonl.gz") and not self.exists(key):
+                super().create_file(key, io.BytesIO(b"the other run's"), content_type)
+            super().create_file(key, data, content_type)
+
+    store = Raced(tmp_path)
+    with pytest.raises(SnapshotExistsError, match="another snapshot with this id is being written"):
+        SnapshotRepository(store, groups_per_file=2).write(make("s1", T0, groups=5))
+    written = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
+    assert written == ["items-00000.jsonl.gz"], written

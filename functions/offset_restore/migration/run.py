@@ -32,7 +32,7 @@ from offset_restore.snapshot.run import SnapshotResult
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.model import Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.run import PlanResult, SnapshotChoice, new_plan_location, run_plan
+from offset_restore.translate.run import PlanResult, SnapshotChoice, create_plan, new_plan_location, run_plan
 
 __all__ = ["Migration", "MigrationResult", "not_proven", "run_migration"]
 
@@ -162,5 +162,5 @@ def _plan_until_proven(
         result, plans, waited = poll_until(attempt, lambda r: not not_proven(r.summary), polling, sleep, clock)
         store, key = destination
         with open(attempts[-1][0], "rb") as content:
-            store.put_file(key, content, "application/json")
+            create_plan(store, key, content, f"{store.description}/{key}")
     return result, plans, waited

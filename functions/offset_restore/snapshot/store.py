@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ from datetime import datetime
 
 from pydantic import ValidationError
 
-from offset_restore.errors import BadInputError, SnapshotExistsError, SnapshotNotFoundError
+from offset_restore.errors import AlreadyExistsError, BadInputError, SnapshotExistsError, SnapshotNotFoundError
 from offset_restore.snapshot.live import Snapshot, SnapshotStream
 from offset_restore.snapshot.model import GroupSnapshot, ItemsFile, SnapshotManifest
 from offset_restore.stores.storage import BlobStore
@@ -64,7 +65,7 @@ class SnapshotRepository:
             writer.add(group)
         final = snapshot.manifest.model_copy(update={"items": writer.close()})
         key = f"{folder}/{MANIFEST}"
-        self.store.put(key, final.model_dump_json(indent=2).encode(), "application/json")
+        _create(self.store, key, final.model_dump_json(indent=2).encode(), "application/json")
         snapshot.manifest = final
         return key
 
@@ -204,7 +205,7 @@ class _ItemsWriter:
     def _flush(self) -> None:
         data = gzip.compress(b"".join(self.lines), compresslevel=1, mtime=0)
         name = f"items-{len(self.items):05d}.jsonl.gz"
-        self.store.put(f"{self.folder}/{name}", data, "application/gzip")
+        _create(self.store, f"{self.folder}/{name}", data, "application/gzip")
         self.items.append(
             ItemsFile(
                 name=name,
@@ -214,3 +215,14 @@ class _ItemsWriter:
             )
         )
         self.lines, self.group_partitions = [], 0
+
+
+def _create(store: BlobStore, key: str, data: bytes, content_type: str) -> None:
+    """A snapshot's file, created and never replaced: another snapshot written under the same id meanwhile
+    (two runs given one ``--snapshot-id``) stops this one, naming the file, before its manifest is written."""
+    try:
+        store.create_file(key, io.BytesIO(data), content_type)
+    except AlreadyExistsError as error:
+        raise SnapshotExistsError(
+            f"{error}: another snapshot with this id is being written; choose another --snapshot-id"
+        ) from None

@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
-from offset_restore.errors import BadInputError, StorageError
+from offset_restore.errors import AlreadyExistsError, BadInputError, StorageError
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -27,6 +27,7 @@ class BlobStore(Protocol):
     def check_writable(self) -> None: ...
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
     def put_file(self, key: str, data: IO[bytes], content_type: str = ...) -> None: ...
+    def create_file(self, key: str, data: IO[bytes], content_type: str = ...) -> None: ...
     def get(self, key: str) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def list(self, prefix: str) -> list[str]: ...
@@ -59,6 +60,26 @@ class LocalStore:
             with temporary.open("wb") as out:
                 shutil.copyfileobj(data, out)
             temporary.replace(path)  # a reader never sees half a file
+        except OSError as error:
+            raise StorageError(f"cannot write {path}: {error.strerror}") from None
+
+    def create_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
+        """``put_file`` that never replaces: ``AlreadyExistsError`` when the file is there (another run wrote
+        it meanwhile), whole or not at all. The file is linked into place (``link`` fails where a name
+        exists); a symbolic link is followed to the file it names, never replaced."""
+        path = self._path(key)
+        final = path.resolve() if path.is_symlink() else path
+        try:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            temporary = final.with_name(f".{final.name}.{os.getpid()}.tmp")
+            with temporary.open("wb") as out:
+                shutil.copyfileobj(data, out)
+            try:
+                os.link(temporary, final)
+            except FileExistsError:
+                raise AlreadyExistsError(f"{path} already exists (written by another run meanwhile)") from None
+            finally:
+                temporary.unlink(missing_ok=True)
         except OSError as error:
             raise StorageError(f"cannot write {path}: {error.strerror}") from None
 
@@ -134,6 +155,24 @@ class S3Store:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type)
         except (ClientError, BotoCoreError) as error:
+            raise self._fail("write", key, error) from None
+
+    def create_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
+        """``put_file`` that never replaces: a conditional PutObject (If-None-Match: *), refused by S3 itself
+        when the key exists (``AlreadyExistsError``), even when another writer got there a moment before."""
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            self.client.put_object(
+                Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type, IfNoneMatch="*"
+            )
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code in ("PreconditionFailed", "412", "ConditionalRequestConflict", "409"):
+                where = f"s3://{self.bucket}/{self._key(key)}"
+                raise AlreadyExistsError(f"{where} already exists (written by another run meanwhile)") from None
+            raise self._fail("write", key, error) from None
+        except BotoCoreError as error:
             raise self._fail("write", key, error) from None
 
     def get(self, key: str) -> bytes:

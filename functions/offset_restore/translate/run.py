@@ -7,10 +7,11 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import IO
 
 from pydantic import BaseModel, ValidationError
 
-from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.errors import AlreadyExistsError, BadInputError, OffsetRestoreError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
@@ -37,6 +38,7 @@ __all__ = [
     "PlanResult",
     "SnapshotChoice",
     "WorkItemResult",
+    "create_plan",
     "find_snapshot",
     "load_snapshot",
     "new_plan_location",
@@ -272,7 +274,7 @@ def run_plan(
             document.add(entry)
         plan, content = document.finish(header)
         with content:
-            plan_store.put_file(plan_key, content, "application/json")
+            create_plan(plan_store, plan_key, content, output)
         if csv_path:
             csv_store, csv_key = split_location(csv_path)
             csv_store.put_file(csv_key, document.csv_file(), "text/csv")
@@ -358,6 +360,19 @@ def new_plan_location(location: str) -> tuple[BlobStore, str]:
     if store.exists(key):
         raise BadInputError(f"{location} already exists: a plan is never overwritten (apply records into it)")
     return store, key
+
+
+def create_plan(store: BlobStore, key: str, content: IO[bytes], location: str) -> None:
+    """Write a new plan where none is: refused, and this plan not written, when another run created one
+    there since this run checked the place free (its previous offsets, which apply records into it, stay)."""
+    try:
+        store.create_file(key, content, "application/json")
+    except AlreadyExistsError:
+        raise AlreadyExistsError(
+            f"{location} was written by another run while this one planned: this plan was not written, and the "
+            "other is kept as it is (apply may have recorded previous offsets into it); plan again with another "
+            "--output"
+        ) from None
 
 
 def split_location(location: str) -> tuple[BlobStore, str]:
