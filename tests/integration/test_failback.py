@@ -255,6 +255,32 @@ def test_a_failback_over_a_restore_written_out_of_order_skips_nothing(
     assert exact >= len(at) * 2 // 3, [(c, entries[g].exact, entries[g].reason) for g, c in at.items()]
 
 
+def test_the_proof_holds_a_failback_past_the_floor_when_the_strategys_own_order_check_is_off(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The DR restored out of order (origin 0..49, 60..69, 50..59, 70..99), and the origin strategy's own use of
+    the snapshot's whole read switched off: it answers after each group's last processed record, "exact" (a
+    group at DR 55 at primary 65, never reading 50..59). The proof checks the answers against that whole read
+    itself, having found the primary holds the group's processed record at its origin offset: every answer
+    past the floor is held, none skips."""
+    from offset_restore.translate.strategies import origin
+
+    monkeypatch.setattr(origin, "_floored", lambda *args, **kwargs: None)
+    layout = [*range(50), *range(60, 70), *range(50, 60), *range(70, 100)]
+    dr, primary, topic = source, target, unique("failback-unchecked")
+    primary.create_topics({topic: 1})
+    dr.create_topics({topic: 1})
+    records = produce(primary, topic, 0, 100)
+    restore(dr, topic, 0, [records[o] for o in layout])
+    at = {unique(f"unchecked-{c}"): c for c in range(3, len(layout), 4)}
+    for group, c in at.items():
+        commit(dr, group, {TP(topic, 0): c})
+    entries = {e.group: e for e in planned_back(brokers, tmp_path, "|".join(at), "unchecked", partial=True)}
+    assert _judge_back(entries, at, layout, 100) == []
+    held = [c for g, c in at.items() if "origin record" in (entries[g].reason or "") and entries[g].status == "pending"]
+    assert held and all(50 < c < 70 for c in held), held  # the groups between the chunks, and only those
+
+
 def test_a_failback_after_a_restore_that_ended_short_resumes_at_the_first_record_the_dr_never_had(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
 ) -> None:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import int_header
-from offset_restore.translate.positions import Decision, Position, PositionKey
+from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
 from offset_restore.translate.read_headers import Met, ReadHeaders
 
 __all__ = ["Seen", "TargetTail", "prove"]
@@ -94,6 +94,7 @@ def prove(
     ``answered_by``: the strategy that answered each position, for the reason."""
     by = answered_by or {}
     changed = _skipping(decisions, positions, seen, header, by)
+    changed += _past_the_origin_floor(decisions, positions, seen, header, by)
     changed += _exact_ends(decisions, positions, bounds, seen, header, by)
     for key, decision in decisions.items():
         pos = positions.get(key)
@@ -147,6 +148,72 @@ def _skipping(
             decisions[key] = _held(decisions[key], why, by.get(key))
             held += 1
     return held
+
+
+def _past_the_origin_floor(
+    decisions: dict[PositionKey, Decision],
+    positions: Mapping[PositionKey, Position],
+    seen: Seen,
+    header: str,
+    by: Mapping[PositionKey, str],
+) -> int:
+    """Hold every answer past the first origin record the group may not have processed (and count what an
+    "exact" one before it reads again), where the snapshot
+    read a failback's source whole (``Position.origin_floor``) and the target is the cluster those origin
+    offsets are of: the target's record at the origin offset of a record the group processed is that record
+    (its content). The source's restore may have been written out of order: the records around the group's
+    position then say nothing of those before them, and only the whole read does. Returns how many."""
+    wanted: dict[TP, set[int]] = {}
+    past: dict[PositionKey, tuple[int, int, int, Evidence]] = {}
+    for key, decision in decisions.items():
+        pos = positions.get(key)
+        if pos is None or pos.origin_floor is None or decision.status != "mapped" or decision.target_offset is None:
+            continue
+        mark, resume, floor = _origin_mark(pos), decision.target_offset, pos.origin_floor
+        if mark is not None and (resume > floor or (decision.exact and (resume < floor or pos.origin_twice))):
+            past[key] = (resume, floor, *mark)
+            if mark[0] not in seen.headers.prints(pos.target):
+                wanted.setdefault(pos.target, set()).add(mark[0])
+    records = seen.records_at(wanted) if wanted else {}
+    held = 0
+    for key, (resume, floor, at, evidence) in past.items():
+        pos = positions[key]
+        printed = seen.headers.prints(pos.target).get(at)
+        record = records.get((pos.target, at))
+        if printed is None and record is not None:
+            printed = fingerprint(record.key, record.value, record.headers, exclude_header=header)
+        if printed != evidence.fingerprint:
+            continue  # the target is not the cluster the origin offsets are of (or nothing shows it is)
+        if resume <= floor:  # not past it: read again, counted
+            decisions[key] = _read_again(decisions[key], floor - resume + pos.origin_twice, floor)
+        else:
+            why = (
+                f"the snapshot read the source whole: origin record {floor} is the first the group may not have "
+                f"processed (the restore there was written out of order or twice), and this answer lies past it: "
+                f"resuming at {resume} would skip records {floor}..{resume - 1}"
+            )
+            decisions[key] = _held(decisions[key], why, by.get(key))
+        held += 1
+    return held
+
+
+def _read_again(decision: Decision, again: int, floor: int) -> Decision:
+    said = (
+        f"not exact: the snapshot read the source whole, and the group processed {again:,} records from here on "
+        f"(the first it may not have processed is origin record {floor}): read again"
+    )
+    reason = f"{decision.reason}; {said}" if decision.reason else said
+    return replace(decision, exact=False, max_duplicates=max(decision.max_duplicates or 0, again), reason=reason)
+
+
+def _origin_mark(pos: Position) -> tuple[int, Evidence] | None:
+    """A record the group processed and its origin offset: where the target, if it is the origin cluster,
+    holds that record."""
+    if pos.last_origin is not None and pos.packed_before:
+        return pos.last_origin, pos.before[-1]
+    if pos.top_origin is not None and pos.top is not None:
+        return pos.top_origin, pos.top
+    return None
 
 
 def _exact_ends(
