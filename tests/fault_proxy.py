@@ -29,7 +29,10 @@ from typing import Literal
 
 __all__ = ["API", "Fault", "FaultProxy"]
 
-API = {"Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9, "DescribeGroups": 15}
+API = {
+    "Fetch": 1, "ListOffsets": 2, "Metadata": 3, "OffsetCommit": 8, "OffsetFetch": 9, "DescribeGroups": 15,
+    "AddOffsetsToTxn": 25, "EndTxn": 26, "TxnOffsetCommit": 28,
+}  # fmt: skip
 Action = Literal["reset", "reset_after", "blackhole", "corrupt"]
 CORRUPT_FROM_END = 12
 """Where ``corrupt`` flips a bit: this many bytes before the answer's end, past the tagged fields that

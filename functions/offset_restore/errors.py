@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AlreadyExistsError",
     "BadInputError",
     "ClusterError",
     "ClusterUnreachableError",
@@ -18,6 +19,7 @@ __all__ = [
     "SnapshotExistsError",
     "SnapshotNotFoundError",
     "StorageError",
+    "WriterFencedError",
 ]
 
 
@@ -81,3 +83,8 @@ class CommitInterruptedError(ClusterUnreachableError):
         super().__init__(message)
         self.answered = answered
         self.unanswered = unanswered
+
+
+class WriterFencedError(OffsetRestoreError):
+    """Another writer took the target's fence (``kafka/fence.py``) after this one: this run's write was
+    refused by the cluster and wrote nothing; the offsets there are the other writer's."""

@@ -118,6 +118,13 @@ class PlanFile:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _fenced(target: KafkaCluster, writes: bool) -> None:
+    """A run that writes takes the target's fence once its lock is held (``kafka/fence.py``): every write
+    it makes from here on is refused by the cluster if another writer takes the fence after it."""
+    if writes:
+        target.hold_fence()
+
+
 def _keyed(lock: TargetLock | None, target: KafkaCluster) -> TargetLock | None:
     """The lock of the cluster these brokers are, by the id they report (a plan's name for it may differ)."""
     return lock.keyed(target.cluster_id) if lock else None
@@ -223,6 +230,7 @@ def run_apply(
         connect(connection) as target,
         _locked(_keyed(lock, target) if writes else None) as still_ours,
     ):
+        _fenced(target, writes)
         plan = plan_file.load()
         sealing = sealing or Sealing()
         sealing.check(plan)
@@ -260,6 +268,7 @@ def run_rollback(
         connect(connection) as target,
         _locked(_keyed(lock, target) if writes else None) as still_ours,
     ):
+        _fenced(target, writes)
         plan = plan_file.load()
         sealing = sealing or Sealing()
         sealing.check(plan)
@@ -285,6 +294,7 @@ def rollback_workflow_run(
     mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none),
     on the cluster the run committed to (``cluster_id``, as recorded)."""
     with connect(connection) as target, _locked(None if wait.dry_run else _keyed(lock, target)) as still_ours:
+        _fenced(target, not wait.dry_run)
         return rollback_run(
             restore_id,
             target,

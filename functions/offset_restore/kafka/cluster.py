@@ -31,8 +31,8 @@ from types import TracebackType
 from kafka import KafkaAdminClient, KafkaProducer
 
 from offset_restore.kafka import internals, msk_iam
-from offset_restore.kafka.commits import Commits
 from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.fence import Fences
 from offset_restore.kafka.groups import Groups, group_member
 from offset_restore.kafka.records import ProducedRecord, Records
 
@@ -41,7 +41,7 @@ __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
 msk_iam.register()  # AWS_MSK_IAM signs for the broker's own region, not the process's
 
 
-class KafkaCluster(Groups, Commits, Records):
+class KafkaCluster(Groups, Fences, Records):
     """A connection to one cluster. Use as a context manager; every call has a timeout."""
 
     def __init__(self, settings: ConnectionSettings, *, fetch_max_wait_ms: int = 10) -> None:

@@ -22,9 +22,12 @@ __all__ = [
     "client_without_metrics",
     "cluster_id",
     "find_coordinators",
+    "find_transaction_coordinator",
     "forget_coordinators",
+    "forget_transaction_coordinator",
     "manager",
     "offset_fetch_requests",
+    "offset_fetch_version",
 ]
 
 
@@ -80,3 +83,22 @@ def client_without_metrics(**configs: Any) -> KafkaNetClient:
     """kafka-python's network client without its per-request metric sensors (a tenth of the cost
     of a small request); nothing here reads them. ``kafka.net.compat`` is public but undocumented."""
     return KafkaNetClient(**{**configs, "metrics": None})
+
+
+async def find_transaction_coordinator(admin: KafkaAdminClient, transactional_id: str) -> int:
+    """The node coordinating ``transactional_id`` (FindCoordinator of the TRANSACTION kind, cached): the
+    admin client finds them only for its own transaction calls."""
+    found = await admin._find_coordinator_ids([transactional_id], key_type=CoordinatorType.TRANSACTION)
+    return int(found[transactional_id])
+
+
+def forget_transaction_coordinator(admin: KafkaAdminClient, transactional_id: str) -> None:
+    """``forget_coordinators`` for a transactional id."""
+    admin._manager.cluster._coordinators.pop((CoordinatorType.TRANSACTION, transactional_id), None)
+
+
+def offset_fetch_version(admin: KafkaAdminClient) -> int:
+    """The highest OffsetFetch version both ends speak (known after the first call)."""
+    from kafka.protocol.consumer import OffsetFetchRequest
+
+    return int(admin._manager.broker_version_data.api_version(OffsetFetchRequest))

@@ -17,8 +17,9 @@ from typing import Any
 
 import kafka.errors as kafka_errors
 from kafka.protocol.admin import DescribeGroupsRequest
-from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest
+from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.metadata import MetadataRequest
+from kafka.protocol.producer import AddOffsetsToTxnRequest, EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest
 from kafka.record import MemoryRecords
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
@@ -40,6 +41,7 @@ from offset_restore.packing import packed
 
 __all__ = [
     "FETCH_MAX_VERSION",
+    "add_offsets_request",
     "alone_max_bytes",
     "batch_costs",
     "chunks",
@@ -51,14 +53,19 @@ __all__ = [
     "decode_partition",
     "describe_groups_request",
     "described_groups",
+    "end_txn_request",
     "error_name",
     "fetch_requests",
     "first_batch_bytes",
+    "init_producer_id_request",
     "metadata_request",
     "offset_commit_request",
     "over_limit",
     "partition_identities",
+    "stable_offset_requests",
     "topics_and_leaders",
+    "txn_offset_commit_request",
+    "unstable_groups",
     "whole_past_limit",
 ]
 
@@ -228,6 +235,110 @@ def offset_commit_request(group: str, offsets: Mapping[TP, CommittedOffset]) -> 
         topics=[_CommitTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
         max_version=7,
     )
+
+
+# -- the fence: a transaction under the target's transactional id -----------------------------------
+# Versions before KIP-890's second part (EndTxn 5, TxnOffsetCommit 5): the producer epoch stays the one
+# InitProducerId gave until another writer's InitProducerId bumps it, so one epoch carries a writer
+# through every transaction of its run, in any process that holds it.
+
+_TxnTopic = TxnOffsetCommitRequest.TxnOffsetCommitRequestTopic
+_TxnPartition = _TxnTopic.TxnOffsetCommitRequestPartition
+
+
+def init_producer_id_request(transactional_id: str, transaction_timeout_ms: int) -> Any:
+    """InitProducerId: the id's epoch bumped (whatever an older writer left open aborted)."""
+    return InitProducerIdRequest(
+        transactional_id=transactional_id, transaction_timeout_ms=transaction_timeout_ms, max_version=4
+    )
+
+
+def add_offsets_request(transactional_id: str, producer_id: int, epoch: int, group: str) -> Any:
+    return AddOffsetsToTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch, group_id=group,
+        max_version=3,
+    )  # fmt: skip
+
+
+def txn_offset_commit_request(
+    transactional_id: str, producer_id: int, epoch: int, group: str, offsets: Mapping[TP, CommittedOffset]
+) -> Any:
+    """TxnOffsetCommit for a group without members (no generation, no member), in the open transaction."""
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for tp, committed in offsets.items():
+        by_topic[tp.topic].append(
+            _TxnPartition(
+                partition_index=tp.partition,
+                committed_offset=committed.offset,
+                committed_leader_epoch=-1,
+                committed_metadata=committed.metadata or "",
+            )
+        )
+    return TxnOffsetCommitRequest(
+        transactional_id=transactional_id,
+        group_id=group,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        generation_id=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=[_TxnTopic(name=name, partitions=parts) for name, parts in by_topic.items()],
+        max_version=4,
+    )
+
+
+def end_txn_request(transactional_id: str, producer_id: int, epoch: int, *, commit: bool) -> Any:
+    return EndTxnRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch, committed=commit,
+        max_version=4,
+    )  # fmt: skip
+
+
+UNSTABLE_OFFSET_COMMIT = 88
+
+
+def stable_offset_requests(
+    partitions_by_group: Mapping[str, Collection[TP]], multi_group: bool
+) -> list[tuple[str | None, Any]]:
+    """OffsetFetch requests that require stable offsets (KIP-447) for these partitions of these groups: a
+    partition whose transactional commit's markers are not written yet answers UNSTABLE_OFFSET_COMMIT
+    instead of its older offset (asked for by name: a request for all of a group's partitions leaves out one
+    whose only offset is still pending). One multi-group request (v8+) tagged None, or one v7 request per
+    group tagged with its id."""
+
+    def topics(tps: Collection[TP]) -> dict[str, list[int]]:
+        named: dict[str, list[int]] = defaultdict(list)
+        for tp in tps:
+            named[tp.topic].append(tp.partition)
+        return named
+
+    if multi_group:
+        _Group = OffsetFetchRequest.OffsetFetchRequestGroup
+        groups = [
+            _Group(group_id=g, topics=[_Group.OffsetFetchRequestTopics(name=t, partition_indexes=ps)
+                                       for t, ps in topics(tps).items()])
+            for g, tps in partitions_by_group.items()
+        ]  # fmt: skip
+        return [(None, OffsetFetchRequest(groups=groups, require_stable=True, min_version=8, max_version=8))]
+    _Topic = OffsetFetchRequest.OffsetFetchRequestTopic
+    requests: list[tuple[str | None, Any]] = []
+    for g, tps in partitions_by_group.items():
+        named = [_Topic(name=t, partition_indexes=ps) for t, ps in topics(tps).items()]
+        request = OffsetFetchRequest(group_id=g, topics=named, require_stable=True, min_version=7, max_version=7)
+        requests.append((g, request))
+    return requests
+
+
+def unstable_groups(tag: str | None, response: Any) -> list[str]:
+    """The groups of an OffsetFetch answer (``stable_offset_requests``) whose offsets are not stable yet."""
+    groups = [(g.group_id, g) for g in response.groups] if tag is None else [(tag, response)]
+    unstable = []
+    for group_id, group in groups:
+        codes = [getattr(group, "error_code", 0)]
+        codes.extend(p.error_code for t in group.topics for p in t.partitions)
+        if UNSTABLE_OFFSET_COMMIT in codes:
+            unstable.append(group_id)
+    return unstable
 
 
 def commit_errors(response: Any) -> dict[TP, str | None]:

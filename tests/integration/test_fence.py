@@ -1,0 +1,160 @@
+"""The fence every write of group offsets passes, kept by Apache Kafka itself (kafka/fence.py): a writer that
+took the fence before another did writes nothing afterwards — whether it was about to send, or had sent its
+offsets and not yet ended its transaction — and the offsets on the cluster are the newer writer's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from offset_restore.errors import WriterFencedError
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.fence import Fence, fence_id
+from offset_restore.kafka.model import TP, CommittedOffset
+
+from tests.helpers import Brokers, active_member, commit, produce, unique
+from tests.integration.test_apply import Restored
+
+
+def offsets(tp: TP, offset: int, metadata: str | None = None) -> dict[TP, CommittedOffset]:
+    return {tp: CommittedOffset(offset, metadata)}
+
+
+def fresh_id() -> str:
+    """A transactional id of this test's own (the cluster's own, ``fence_id``, is what runs use)."""
+    return unique("fence")
+
+
+def test_a_write_is_one_transaction_read_back_at_once_metadata_kept(target: KafkaCluster) -> None:
+    topic = unique("fence-basic")
+    target.create_topics({topic: 2})
+    tp0, tp1 = TP(topic, 0), TP(topic, 1)
+    groups = {unique(f"fence-basic-{i}"): {tp0: CommittedOffset(10 + i, f"m{i}"), tp1: CommittedOffset(i, None)}
+              for i in range(40)}  # fmt: skip
+    fence = target.take_fence(fresh_id())
+    answers = target.fenced_offsets(groups, fence)
+    assert all(not any(per.values()) for per in answers.values()), answers
+    assert target.committed_offsets(list(groups)) == {g: dict(o) for g, o in groups.items()}  # no wait needed
+    again = target.fenced_offsets({g: {tp0: CommittedOffset(99, None)} for g in list(groups)[:3]}, fence)
+    assert not any(e for per in again.values() for e in per.values())  # one epoch, many transactions
+    assert {g: o[tp0].offset for g, o in target.committed_offsets(list(groups)[:3]).items()} == dict.fromkeys(
+        list(groups)[:3], 99
+    )
+
+
+def test_a_writer_fenced_before_it_sends_writes_nothing(target: KafkaCluster, brokers: Brokers) -> None:
+    """Writer A took the fence; its run stalls (a Lambda frozen after its lease check) while writer B takes
+    the fence and writes 5. A wakes and writes 10: refused by the cluster, 5 stays."""
+    topic = unique("fence-stall")
+    target.create_topics({topic: 1})
+    tp, group, tid = TP(topic, 0), unique("fence-stall-g"), fresh_id()
+    a = target.take_fence(tid)
+    with KafkaCluster(target.settings) as other:
+        b = other.take_fence(tid)
+        assert (b.producer_id, b.epoch) == (a.producer_id, a.epoch + 1)
+        other.fenced_offsets({group: offsets(tp, 5)}, b)
+    with pytest.raises(WriterFencedError, match="another offset-restore writer took this cluster's write fence"):
+        target.fenced_offsets({group: offsets(tp, 10)}, a)
+    assert target.committed_offsets([group])[group][tp].offset == 5
+
+
+def test_a_writer_fenced_in_the_middle_of_its_transaction_leaves_nothing(
+    target: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sent its offsets (AddOffsetsToTxn, TxnOffsetCommit) and is paused before EndTxn; B takes the fence
+    (its InitProducerId aborts A's open transaction). A's EndTxn is refused, and none of its offsets is ever
+    read: the group keeps what it had."""
+    topic = unique("fence-middle")
+    target.create_topics({topic: 1})
+    tp, group, tid = TP(topic, 0), unique("fence-middle-g"), fresh_id()
+    commit(target, group, {tp: 3})
+    a = target.take_fence(tid)
+    taken: list[Fence] = []
+    original = target._end
+
+    def paused_before_the_end(fence: Fence, groups: list[str]) -> None:
+        with KafkaCluster(target.settings) as other:
+            taken.append(other.take_fence(tid))
+        original(fence, groups)
+
+    monkeypatch.setattr(target, "_end", paused_before_the_end)
+    with pytest.raises(WriterFencedError):
+        target.fenced_offsets({group: offsets(tp, 10)}, a)
+    assert taken and target.committed_offsets([group])[group][tp].offset == 3
+
+
+def test_the_cluster_fence_id_is_the_clusters(target: KafkaCluster) -> None:
+    """One transactional id per cluster, whatever deployment writes: the CLI and two stacks fence each other."""
+    assert fence_id(target.cluster_id) == f"offset-restore-{target.cluster_id}"
+    fence = target.take_fence(fence_id(target.cluster_id))
+    assert fence.transactional_id == f"offset-restore-{target.cluster_id}" and fence.producer_id >= 0
+
+
+def test_the_broker_alone_does_not_refuse_a_transactional_commit_into_a_group_with_a_member(
+    target: KafkaCluster, brokers: Brokers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the fence gives up, measured: Apache Kafka refuses an admin OffsetCommit into a group with a live
+    member (UNKNOWN_MEMBER_ID), but accepts a TxnOffsetCommit into it. Whatever writes under the fence must
+    check the group itself inside the transaction (docs/design.md, "The fence")."""
+    topic = unique("fence-member")
+    target.create_topics({topic: 1})
+    produce(target, topic, 0, 5)
+    tp, busy = TP(topic, 0), unique("fence-busy")
+    fence = target.take_fence(fresh_id())
+    monkeypatch.setattr(target, "_with_members", lambda groups: [])  # the write's own check left out
+    with active_member(brokers.target.bootstrap_servers, busy, topic):
+        admin = target.alter_offsets(busy, offsets(tp, 4))
+        transactional = target.fenced_offsets({busy: offsets(tp, 2)}, fence)
+    assert admin[tp] == "UnknownMemberIdError", admin
+    assert transactional[busy] == {tp: None}, transactional
+
+
+def test_a_connection_holding_the_fence_writes_every_offset_under_it_and_checks_members_itself(
+    target: KafkaCluster, brokers: Brokers
+) -> None:
+    """Once a connection holds the fence, ``alter_offsets_many`` (the one write) is transactional; a group
+    that has a member inside the transaction is left out — the error an admin commit gets — and the others
+    are written."""
+    topic = unique("fence-held")
+    target.create_topics({topic: 1})
+    produce(target, topic, 0, 5)
+    tp, busy, empty = TP(topic, 0), unique("fence-held-busy"), unique("fence-held-empty")
+    with KafkaCluster(target.settings) as writer:
+        fence = writer.hold_fence()
+        assert fence.transactional_id == fence_id(writer.cluster_id)
+        with active_member(brokers.target.bootstrap_servers, busy, topic):
+            answers = writer.alter_offsets_many({busy: offsets(tp, 4), empty: offsets(tp, 2)})
+        assert answers == {busy: {tp: "UnknownMemberIdError"}, empty: {tp: None}}, answers
+        committed = writer.committed_offsets([busy, empty])
+        assert committed[empty][tp].offset == 2 and tp not in committed.get(busy, {})
+        with KafkaCluster(target.settings) as newer:
+            newer.hold_fence()
+        with pytest.raises(WriterFencedError):
+            writer.alter_offsets_many({empty: offsets(tp, 3)})
+    assert target.committed_offsets([empty])[empty][tp].offset == 2
+
+
+def test_an_apply_paused_before_its_write_while_another_writer_takes_the_fence_writes_nothing(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``apply`` holds its lock and the fence, then pauses before its write (a process stopped, a lock broken
+    by ``unlock``): another writer — another deployment, with a lock of its own — takes the cluster's fence
+    and writes 5. The paused apply resumes: the cluster refuses its write, it exits 1 saying so, and the
+    group keeps the other writer's offsets; its plan records nothing as written."""
+    s = Restored(brokers, source, target, tmp_path, {"a": {0: 50, 1: 5}})
+    group, tp = s.groups["a"], TP(s.topic, 0)
+    original = KafkaCluster.alter_offsets_many
+
+    def paused(self: KafkaCluster, offsets_by_group: Any, **kwargs: Any) -> Any:
+        """Past every re-check of the apply, right before its write: the other writer goes first."""
+        with KafkaCluster(target.settings) as other:
+            assert not any(other.fenced_offsets({group: offsets(tp, 5)}, other.hold_fence())[group].values())
+        return original(self, offsets_by_group, **kwargs)
+
+    monkeypatch.setattr(KafkaCluster, "alter_offsets_many", paused)
+    status, out, err = s.apply()
+    assert status == 1, out + err
+    assert "another offset-restore writer took this cluster's write fence" in out + err
+    assert s.offsets("a") == {0: 5}
+    assert all(e.status != "committed" for e in s.plan().entries), s.plan().entries
