@@ -807,9 +807,13 @@ def run_shape(
     )
     summary = plan.summary
     options = ApplyOptions(wait_timeout_s=0, poll_interval_s=0.1, on_wait_timeout="commit_empty")
-    report, apply_cost = measured(
-        proxy, 1, lambda: target.fetched_bytes, lambda: apply_plan(plan, target, options, save=lambda _: None)
-    )
+
+    def fenced_apply() -> Any:
+        """As ``apply`` writes: under the target's fence (taken once, as a run does when its lock is held)."""
+        target.hold_fence()
+        return apply_plan(plan, target, options, save=lambda _: None)
+
+    report, apply_cost = measured(proxy, 1, lambda: target.fetched_bytes, fenced_apply)
     assert not report.groups_failed and not report.verify_failed, (report.groups_failed, report.verify_failed[:3])
     apply_cost.note = f"{len(entries) / apply_cost.seconds:,.0f} offsets/s"
     plan_cost.note = f"exact {summary.exact:,}/{summary.entries:,}; {dict(summary.by_method)}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from offset_restore.kafka.cluster import KafkaCluster
@@ -152,6 +153,33 @@ def test_a_streams_application_is_written_whole_or_not_at_all(
     assert written == {inputs: 46, f"{apps['restored']}-KSTREAM-AGGREGATE-0000000003-repartition": 23}
 
 
+def _block_re_routed(
+    source: KafkaCluster, target: KafkaCluster, name: str, positions: list[tuple[int, int]], *, headers: bool
+) -> tuple[str, dict[str, tuple[int, int]], dict[int, list[tuple[int, int]]]]:
+    """Two source partitions of 200 records and a group at each (c0, c1) of ``positions``, restored onto two
+    target partitions with a block of source partition 1 (records 20..29) written into target partition 0
+    after its record 99; with ``headers``, every record carries x-source-offset and x-source-partition.
+    Returns the topic, the groups and the layout (target partition -> (source partition, offset) in order)."""
+    topic = unique(name)
+    source.create_topics({topic: 2})
+    records = {q: produce(source, topic, q, 200) for q in range(2)}
+    groups = {unique(f"{name}-{c0}-{c1}"): (c0, c1) for c0, c1 in positions}
+    for group, (c0, c1) in groups.items():
+        commit(source, group, {TP(topic, 0): c0, TP(topic, 1): c1})
+    target.create_topics({topic: 2})
+    layout = {0: [(0, o) for o in range(100)] + [(1, o) for o in range(20, 30)] + [(0, o) for o in range(100, 200)],
+              1: [(1, o) for o in range(20)] + [(1, o) for o in range(30, 200)]}  # fmt: skip
+
+    def restored(q: int, o: int) -> tuple[Any, ...]:
+        record = records[q][o]
+        added = (("x-source-offset", str(o).encode()), ("x-source-partition", str(q).encode())) if headers else ()
+        return record.key, record.value, (*record.headers, *added), record.timestamp
+
+    for t, placed in layout.items():
+        target.produce(topic, t, [restored(q, o) for q, o in placed])
+    return topic, groups, layout
+
+
 def test_records_re_routed_far_from_the_end_are_seen_by_any_read(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
 ) -> None:
@@ -161,23 +189,8 @@ def test_records_re_routed_far_from_the_end_are_seen_by_any_read(
     partitions: mapped partition by partition, a group at 25 on partition 1 and past 100 on partition 0
     resumed past the block on target 0 and never read 25..29 anywhere. Now a record of the other partition,
     in any read of the plan, makes the topic re-partitioned: mapped by its headers, no group skips."""
-    topic = unique("proof-routed")
-    source.create_topics({topic: 2})
-    records = {q: produce(source, topic, q, 200) for q in range(2)}
     positions = [(0, 0), (60, 15), (105, 28), (110, 30), (120, 25), (150, 22), (200, 200)]
-    groups = {unique(f"proof-routed-{c0}-{c1}"): (c0, c1) for c0, c1 in positions}
-    for group, (c0, c1) in groups.items():
-        commit(source, group, {TP(topic, 0): c0, TP(topic, 1): c1})
-    target.create_topics({topic: 2})
-    layout = {0: [(0, o) for o in range(100)] + [(1, o) for o in range(20, 30)] + [(0, o) for o in range(100, 200)],
-              1: [(1, o) for o in range(20)] + [(1, o) for o in range(30, 200)]}  # fmt: skip
-    for t, placed in layout.items():
-        target.produce(topic, t, [
-            (records[q][o].key, records[q][o].value,
-             (*records[q][o].headers, ("x-source-offset", str(o).encode()), ("x-source-partition", str(q).encode())),
-             records[q][o].timestamp)
-            for q, o in placed
-        ])  # fmt: skip
+    topic, groups, layout = _block_re_routed(source, target, "proof-routed", positions, headers=True)
     plan_back(brokers, tmp_path, list(groups))
     plan = json.loads((tmp_path / "plan.json").read_text())
     skipped = []
@@ -302,20 +315,7 @@ def test_records_re_routed_on_a_replica_without_headers_are_seen_by_content_in_a
     99, on a replica that carries no header at all: only content tells. Any read of the plan that meets a
     record the snapshot read of the other partition makes the topic re-partitioned (its groups held: nothing
     maps a topic without headers across partitions), and no group resumes past a record it needs."""
-    topic = unique("proof-routed-bare")
-    source.create_topics({topic: 2})
-    records = {q: produce(source, topic, q, 200) for q in range(2)}
-    positions = [(105, 28), (110, 25), (120, 22)]
-    groups = {unique(f"proof-bare-{c0}-{c1}"): (c0, c1) for c0, c1 in positions}
-    for group, (c0, c1) in groups.items():
-        commit(source, group, {TP(topic, 0): c0, TP(topic, 1): c1})
-    target.create_topics({topic: 2})
-    layout = {0: [(0, o) for o in range(100)] + [(1, o) for o in range(20, 30)] + [(0, o) for o in range(100, 200)],
-              1: [(1, o) for o in range(20)] + [(1, o) for o in range(30, 200)]}  # fmt: skip
-    for t, placed in layout.items():
-        target.produce(topic, t, [
-            (records[q][o].key, records[q][o].value, records[q][o].headers, records[q][o].timestamp) for q, o in placed
-        ])  # fmt: skip
+    topic, groups, _ = _block_re_routed(source, target, "proof-bare", [(105, 28), (110, 25), (120, 22)], headers=False)
     plan_back(brokers, tmp_path, list(groups))
     plan = json.loads((tmp_path / "plan.json").read_text())
     assert topic in plan["reshaped"], plan["reshaped"]

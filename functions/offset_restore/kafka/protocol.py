@@ -216,16 +216,7 @@ def offset_commit_request(group: str, offsets: Mapping[TP, CommittedOffset]) -> 
     Version 7 at most: the flexible versions' tagged fields cost more to encode than the whole rest
     of a commit, and add nothing an admin commit uses.
     """
-    by_topic: dict[str, list[Any]] = defaultdict(list)
-    for tp, committed in offsets.items():
-        by_topic[tp.topic].append(
-            _CommitPartition(
-                partition_index=tp.partition,
-                committed_offset=committed.offset,
-                committed_leader_epoch=-1,
-                committed_metadata=committed.metadata or "",
-            )
-        )
+    by_topic = _partitions_by_topic(offsets, _CommitPartition)
     return OffsetCommitRequest(
         group_id=group,
         generation_id_or_member_epoch=-1,
@@ -264,16 +255,7 @@ def txn_offset_commit_request(
     transactional_id: str, producer_id: int, epoch: int, group: str, offsets: Mapping[TP, CommittedOffset]
 ) -> Any:
     """TxnOffsetCommit for a group without members (no generation, no member), in the open transaction."""
-    by_topic: dict[str, list[Any]] = defaultdict(list)
-    for tp, committed in offsets.items():
-        by_topic[tp.topic].append(
-            _TxnPartition(
-                partition_index=tp.partition,
-                committed_offset=committed.offset,
-                committed_leader_epoch=-1,
-                committed_metadata=committed.metadata or "",
-            )
-        )
+    by_topic = _partitions_by_topic(offsets, _TxnPartition)
     return TxnOffsetCommitRequest(
         transactional_id=transactional_id,
         group_id=group,
@@ -339,6 +321,21 @@ def unstable_groups(tag: str | None, response: Any) -> list[str]:
         if UNSTABLE_OFFSET_COMMIT in codes:
             unstable.append(group_id)
     return unstable
+
+
+def _partitions_by_topic(offsets: Mapping[TP, CommittedOffset], partition: Any) -> dict[str, list[Any]]:
+    """A commit's partitions (OffsetCommit's or TxnOffsetCommit's ``partition`` class) grouped by topic."""
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for tp, committed in offsets.items():
+        by_topic[tp.topic].append(
+            partition(
+                partition_index=tp.partition,
+                committed_offset=committed.offset,
+                committed_leader_epoch=-1,
+                committed_metadata=committed.metadata or "",
+            )
+        )
+    return by_topic
 
 
 def commit_errors(response: Any) -> dict[TP, str | None]:
