@@ -93,9 +93,8 @@ def prove(
     it held. ``complete``: per source partition, whether its restore was declared finished;
     ``answered_by``: the strategy that answered each position, for the reason."""
     by = answered_by or {}
-    changed = _skipping(decisions, positions, seen, header, by)
-    changed += _past_the_origin_floor(decisions, positions, seen, header, by)
-    changed += _exact_ends(decisions, positions, bounds, seen, header, by)
+    proving = _Proving(decisions, positions, bounds, seen, header, by)
+    changed = _skipping(proving) + _past_the_origin_floor(proving) + _exact_ends(proving)
     for key, decision in decisions.items():
         pos = positions.get(key)
         if pos is None or decision.status != "mapped" or decision.target_offset is None:
@@ -110,14 +109,27 @@ def prove(
     return changed
 
 
-def _skipping(
-    decisions: dict[PositionKey, Decision],
-    positions: Mapping[PositionKey, Position],
-    seen: Seen,
-    header: str,
-    by: Mapping[PositionKey, str],
-) -> int:
+@dataclass
+class _Proving:
+    """What every rule of one proof reads: the answers (held in place), the positions, the target's bounds
+    and what the plan read of it, the offset header's name, and which strategy answered each position."""
+
+    decisions: dict[PositionKey, Decision]
+    positions: Mapping[PositionKey, Position]
+    bounds: Mapping[TP, LogBounds]
+    seen: Seen
+    header: str
+    by: Mapping[PositionKey, str]
+
+    def unpacked(
+        self,
+    ) -> tuple[dict[PositionKey, Decision], Mapping[PositionKey, Position], Seen, str, Mapping[PositionKey, str]]:
+        return self.decisions, self.positions, self.seen, self.header, self.by
+
+
+def _skipping(proving: _Proving) -> int:
     """Hold every answer past a record the plan read that the group has not processed; returns how many."""
+    decisions, positions, seen, header, by = proving.unpacked()
     found: dict[PositionKey, list[tuple[int, int]]] = {}
     for key, decision in decisions.items():
         pos = positions.get(key)
@@ -150,19 +162,14 @@ def _skipping(
     return held
 
 
-def _past_the_origin_floor(
-    decisions: dict[PositionKey, Decision],
-    positions: Mapping[PositionKey, Position],
-    seen: Seen,
-    header: str,
-    by: Mapping[PositionKey, str],
-) -> int:
+def _past_the_origin_floor(proving: _Proving) -> int:
     """Hold every answer past the first origin record the group may not have processed (and count what an
     "exact" one before it reads again), where the snapshot
     read a failback's source whole (``Position.origin_floor``) and the target is the cluster those origin
     offsets are of: the target's record at the origin offset of a record the group processed is that record
     (its content). The source's restore may have been written out of order: the records around the group's
     position then say nothing of those before them, and only the whole read does. Returns how many."""
+    decisions, positions, seen, header, by = proving.unpacked()
     wanted: dict[TP, set[int]] = {}
     past: dict[PositionKey, tuple[int, int, int, Evidence]] = {}
     for key, decision in decisions.items():
@@ -216,20 +223,15 @@ def _origin_mark(pos: Position) -> tuple[int, Evidence] | None:
     return None
 
 
-def _exact_ends(
-    decisions: dict[PositionKey, Decision],
-    positions: Mapping[PositionKey, Position],
-    bounds: Mapping[TP, LogBounds],
-    seen: Seen,
-    header: str,
-    by: Mapping[PositionKey, str],
-) -> int:
+def _exact_ends(proving: _Proving) -> int:
     """Check both ends of every ``exact`` answer inside the target's log by identity: the last record before
     the resume point is one the group processed, the record at it one the group had not. Each end is taken
     from what the plan read (``ReadHeaders.ends``), else read here, a few records each side (as is one
     whose header contradicts: its content may show the header lies). An end that contradicts holds the
     answer (``pending``); one that cannot be identified leaves it mapped, not exact. Returns how many
     answers changed."""
+    decisions, positions, seen, header, by = proving.unpacked()
+    bounds = proving.bounds
     evidence = _Prints(positions)
     verdicts: dict[PositionKey, tuple[Side, Side]] = {}
     wanted: dict[TP, set[int]] = {}
