@@ -158,3 +158,28 @@ def test_an_apply_paused_before_its_write_while_another_writer_takes_the_fence_w
     assert "another offset-restore writer took this cluster's write fence" in out + err
     assert s.offsets("a") == {0: 5}
     assert all(e.status != "committed" for e in s.plan().entries), s.plan().entries
+
+
+def test_a_fenced_writer_deletes_nothing(target: KafkaCluster) -> None:
+    """Rollback removes offsets and groups apply created (OffsetDelete, DeleteGroups: no transactional form).
+    Right before either, the writer's fence is confirmed by an empty transaction of its epoch: a writer
+    another took the fence from deletes nothing; one that still holds it deletes."""
+    topic = unique("fence-delete")
+    target.create_topics({topic: 1})
+    tp, group, whole = TP(topic, 0), unique("fence-delete-g"), unique("fence-delete-whole")
+    commit(target, group, {tp: 3})
+    commit(target, whole, {tp: 4})
+    with KafkaCluster(target.settings) as writer:
+        writer.hold_fence()
+        with KafkaCluster(target.settings) as newer:
+            newer.hold_fence()
+        with pytest.raises(WriterFencedError):
+            writer.delete_offsets(group, [tp])
+        with pytest.raises(WriterFencedError):
+            writer.delete_groups([whole])
+    assert target.committed_offsets([group, whole]) == {group: offsets(tp, 3), whole: offsets(tp, 4)}
+    with KafkaCluster(target.settings) as holder:
+        holder.hold_fence()
+        assert holder.delete_offsets(group, [tp]) == {tp: None}
+        assert holder.delete_groups([whole]) == {whole: None}
+    assert target.committed_offsets([group, whole]).get(group, {}) == {}

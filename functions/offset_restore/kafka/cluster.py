@@ -41,7 +41,7 @@ __all__ = ["KafkaCluster", "ProducedRecord", "group_member"]
 msk_iam.register()  # AWS_MSK_IAM signs for the broker's own region, not the process's
 
 
-class KafkaCluster(Groups, Fences, Records):
+class KafkaCluster(Fences, Groups, Records):
     """A connection to one cluster. Use as a context manager; every call has a timeout."""
 
     def __init__(self, settings: ConnectionSettings, *, fetch_max_wait_ms: int = 10) -> None:

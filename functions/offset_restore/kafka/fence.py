@@ -103,6 +103,28 @@ class Fences(Commits):
             self._back_off("taking the write fence", ClusterError(error), attempt, attempts)
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
+        """``Groups.delete_groups``, once the fence is confirmed still this writer's (``_confirm``)."""
+        if self.fence is not None and group_ids:
+            self._confirm(self.fence, group_ids[0])
+        return super().delete_groups(group_ids)  # type: ignore[misc]
+
+    def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]:
+        """``Offsets.delete_offsets``, once the fence is confirmed still this writer's (``_confirm``)."""
+        if self.fence is not None and partitions:
+            self._confirm(self.fence, group_id)
+        return super().delete_offsets(group_id, partitions)  # type: ignore[misc]
+
+    def _confirm(self, fence: Fence, group: str) -> None:
+        """A deletion has no transactional form: right before one, an empty transaction of the fence's epoch
+        (AddOffsetsToTxn, then aborted) shows the fence is still this writer's, or raises
+        ``WriterFencedError``. A writer fenced since is stopped there; one fenced in the moment between the
+        check and the deletion is not."""
+        try:
+            self._add_groups(fence, [group])
+        finally:
+            self._abort(fence)
+
     def fenced_offsets(
         self,
         offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
