@@ -20,6 +20,7 @@ import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from offset_restore.errors import ClusterError, CommitInterruptedError, WriterFencedError
@@ -83,24 +84,34 @@ class Fences(Commits):
 
     def take_fence(self, transactional_id: str) -> Fence:
         """Become the cluster's one writer: every older writer's later write is refused from now on."""
+        request = partial(protocol.init_producer_id_request, transactional_id, TRANSACTION_TIMEOUT_MS)
+        response, error = self._to_transaction_coordinator("taking the write fence", transactional_id, request)
+        if error is not None:
+            raise ClusterError(_refused(transactional_id, error))
+        return Fence(transactional_id, response.producer_id, response.producer_epoch)
+
+    def _to_transaction_coordinator(
+        self, operation: str, transactional_id: str, request: Callable[[], Any], *, retry: bool = True
+    ) -> tuple[Any, str | None]:
+        """One request (built afresh for each attempt) to ``transactional_id``'s coordinator, sent again while
+        the coordinator is loading, busy with the last transaction or moved (found again): its answer and error
+        name (None: none).
+        ``retry``: a request that failed on the way is sent again too (not an EndTxn: its fate is unknown)."""
         admin, manager = self._admin, internals.manager(self._admin)
 
-        async def init() -> Any:
+        async def send() -> Any:
             node = await internals.find_transaction_coordinator(admin, transactional_id)
-            request = protocol.init_producer_id_request(transactional_id, TRANSACTION_TIMEOUT_MS)
-            return await manager.send(request, node_id=node, request_timeout_ms=self._request_ms)
+            return await manager.send(request(), node_id=node, request_timeout_ms=self._request_ms)
 
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
-            response = self._call("taking the write fence", manager.run, init)
+            response = self._call(operation, manager.run, send, retry=retry)
             error = protocol.error_name(response.error_code) if response.error_code else None
-            if error is None:
-                return Fence(transactional_id, response.producer_id, response.producer_epoch)
-            if (error not in _AGAIN | _MOVED) or attempt == attempts:
-                raise ClusterError(_refused(transactional_id, error))
+            if error is None or error not in _AGAIN | _MOVED or attempt == attempts:
+                return response, error
             if error in _MOVED:
                 internals.forget_transaction_coordinator(admin, transactional_id)
-            self._back_off("taking the write fence", ClusterError(error), attempt, attempts)
+            self._back_off(operation, ClusterError(error), attempt, attempts)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
@@ -247,24 +258,9 @@ class Fences(Commits):
             self._end_txn(fence, commit=False)
 
     def _end_txn(self, fence: Fence, *, commit: bool) -> str | None:
-        admin, manager = self._admin, internals.manager(self._admin)
         tid = fence.transactional_id
-        attempts = self.settings.retries + 1
-        for attempt in range(1, attempts + 1):
-
-            async def send() -> Any:
-                node = await internals.find_transaction_coordinator(admin, tid)
-                request = protocol.end_txn_request(tid, fence.producer_id, fence.epoch, commit=commit)
-                return await manager.send(request, node_id=node, request_timeout_ms=self._request_ms)
-
-            response = self._call("ending the write's transaction", manager.run, send, retry=False)
-            error = protocol.error_name(response.error_code) if response.error_code else None
-            if error is None or error not in _AGAIN | _MOVED or attempt == attempts:
-                return error
-            if error in _MOVED:
-                internals.forget_transaction_coordinator(admin, tid)
-            self._back_off("ending the write's transaction", ClusterError(error), attempt, attempts)
-        return None  # pragma: no cover
+        request = partial(protocol.end_txn_request, tid, fence.producer_id, fence.epoch, commit=commit)
+        return self._to_transaction_coordinator("ending the write's transaction", tid, request, retry=False)[1]
 
     def _until_stable(self, partitions_by_group: Mapping[str, list[TP]]) -> None:
         """Wait until every partition written is stable (the transaction's markers written), as far as the
