@@ -103,6 +103,9 @@ class ClusterConfig(BaseModel):
     """That secret's customer-managed KMS key, if it has one (decrypt through Secrets Manager only)."""
     network: NetworkConfig | None = None
     """The VPC of the functions that talk to this cluster; the environment's vpcId/... if not set."""
+    unfenced: bool = False
+    """Write group offsets without the cluster's fence: only for a cluster that does not apply transactional
+    offset commits (refused by name otherwise), and only where no other writer can run (docs/deploy.md)."""
 
     @field_validator("arn")
     @classmethod
@@ -166,10 +169,11 @@ class ClusterConfig(BaseModel):
                 )
         return self
 
-    def resource_arns(self, kind: Literal["topic", "group"]) -> list[str]:
-        """``arn:...:topic/NAME/UUID/*`` (or ``group``) for this cluster."""
+    def resource_arns(self, kind: Literal["topic", "group", "transactional-id"], names: str = "*") -> list[str]:
+        """``arn:...:topic/NAME/UUID/*`` (or ``group``, ``transactional-id``; ``names`` instead of ``*``)
+        for this cluster."""
         assert self.arn is not None
-        return [self.arn.replace(":cluster/", f":{kind}/", 1) + "/*"]
+        return [self.arn.replace(":cluster/", f":{kind}/", 1) + f"/{names}"]
 
     def environment(self, names: ClusterVariables) -> dict[str, str]:
         """The variables ``offset_restore.workflow.settings`` reads for this cluster, under ``names``
@@ -190,6 +194,8 @@ class ClusterConfig(BaseModel):
             variables[names.sasl_secret_arn] = self.scram_secret_arn
         if self.tls_secret_arn:
             variables[names.tls_secret_arn] = self.tls_secret_arn
+        if self.unfenced:
+            variables[names.unfenced] = "true"
         return variables
 
 

@@ -45,6 +45,8 @@ FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 KAFKA_READ = ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData", "kafka-cluster:DescribeGroup")
 KAFKA_WRITE = ("kafka-cluster:AlterGroup", "kafka-cluster:DeleteGroup")
+KAFKA_FENCE = ("kafka-cluster:DescribeTransactionalId", "kafka-cluster:AlterTransactionalId")
+"""The target's write fence (offset_restore/kafka/fence.py): its transactional ids, ``offset-restore-*``."""
 
 
 class Functions:
@@ -102,9 +104,9 @@ class Functions:
         self._grant_kafka(
             self.tasks["Translate"], config.target, ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")
         )
-        self._grant_kafka(self.tasks["Lock"], config.target, ())  # Connect and DescribeCluster: the cluster's id
+        self._grant_kafka(self.tasks["Lock"], config.target, KAFKA_FENCE)  # the cluster's id, then its fence
         self._grant_kafka(self.tasks["CheckEmpty"], config.target, ("kafka-cluster:DescribeGroup",))
-        self._grant_kafka(self.tasks["Commit"], config.target, KAFKA_READ + KAFKA_WRITE)
+        self._grant_kafka(self.tasks["Commit"], config.target, KAFKA_READ + KAFKA_WRITE + KAFKA_FENCE)
         self.endpoints = self.networks.add_endpoints()
 
     def _grant_storage(self, storage: Storage) -> None:
@@ -172,7 +174,14 @@ class Functions:
             )
         )
         topic_actions = [a for a in actions if a in ("kafka-cluster:DescribeTopic", "kafka-cluster:ReadData")]
-        group_actions = [a for a in actions if a not in topic_actions]
+        fence_actions = [a for a in actions if a in KAFKA_FENCE]
+        group_actions = [a for a in actions if a not in topic_actions and a not in fence_actions]
+        if fence_actions:
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=fence_actions, resources=cluster.resource_arns("transactional-id", "offset-restore-*")
+                )
+            )
         if topic_actions:
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=topic_actions, resources=cluster.resource_arns("topic"))

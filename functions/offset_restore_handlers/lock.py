@@ -1,7 +1,9 @@
-"""Take or release the single-writer lock of the target cluster for a run."""
+"""Take or release the single-writer lock of the target cluster for a run; taking it also takes the
+cluster's write fence for the run (its lanes are the step's output)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import boto3
@@ -31,10 +33,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     ttl = workflow_lock_ttl(request.interval_seconds)
     dynamodb = boto3.client("dynamodb")
     if request.action == "acquire":
+        # The lock says who runs; the fence, taken once the lock is held, makes any older writer's later
+        # write harmless (kafka/fence.py): every lane of it, which the run's commit steps write under.
         with KafkaCluster(settings.target.connection(read_secret)) as target:
             lock = TargetLock(settings.table, dynamodb, target.cluster_id, owner, ttl_s=ttl, name=name)
-        lock.acquire()
-        return {"lock": request.action, "target_cluster": name, "cluster_id": lock.cluster}
+            lock.acquire()
+            lanes = target.take_cluster_fence()
+        fence = [dataclasses.asdict(lane) for lane in lanes] or None  # None: the deployment writes unfenced
+        return {"lock": request.action, "target_cluster": name, "cluster_id": lock.cluster, "fence": fence}
     # A release needs no brokers (it must work while the target is down): the id the acquire recorded.
     lock = TargetLock.named(settings.table, dynamodb, name, owner, ttl_s=ttl)
     try:

@@ -7,8 +7,9 @@ from typing import Any, Literal, TypeVar
 from aws_lambda_powertools.utilities import parser
 from offset_restore.apply.locks import workflow_lock_ttl
 from offset_restore.errors import BadInputError
+from offset_restore.kafka.fence import FENCE_LANES, Fence
 from offset_restore.validation import describe
-from offset_restore.workflow.commit_step import CommitStep, RollbackSelection
+from offset_restore.workflow.commit_step import CommitBatches, CommitStep, RollbackSelection
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 __all__ = [
@@ -33,12 +34,28 @@ class ApplyRequest(BaseModel):
     restore_id: str = Field(min_length=1)
 
 
+class FenceLane(BaseModel):
+    """One transactional id of the target's fence, as the run's AcquireLock state took it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    transactional_id: str = Field(min_length=1)
+    producer_id: int = Field(ge=0)
+    epoch: int = Field(ge=0)
+
+
 class BatchRequest(ApplyRequest):
-    """Either the groups themselves, or the number of a commit batch of the workflow; or, with
-    ``rollback``, the run's groups that match ``groups_regex`` (and not ``exclude_groups``)."""
+    """Either the groups themselves, or the numbers of the workflow's commit batches one lane of the
+    Commit Map writes; or, with ``rollback``, the run's groups that match ``groups_regex`` (and not
+    ``exclude_groups``)."""
 
     groups: list[str] | None = Field(default=None, min_length=1)
-    batch: int | None = Field(default=None, ge=0)
+    batches: list[int] | None = Field(default=None, min_length=1)
+    lane: int = Field(default=0, ge=0, lt=FENCE_LANES)
+    """The lane of the fence these batches write under: no two steps of a run write under one at once."""
+    fence: list[FenceLane] | None = Field(default=None, min_length=1)
+    """The fence the run's AcquireLock took (every lane); None: the step takes the cluster's fence itself
+    (a call outside the state machine), which fences any run writing meanwhile."""
     allow_rewind: StrictBool | str = False
     """Every group (true), none, or the groups a regex matches (the execution input's ``allow_rewind``)."""
     execution: str | None = None
@@ -55,20 +72,23 @@ class BatchRequest(ApplyRequest):
     @model_validator(mode="after")
     def _one_selection(self) -> BatchRequest:
         if self.rollback:
-            if self.groups is not None or self.batch is not None:
-                raise ValueError("a rollback selects groups with groups_regex, not groups or batch")
-        elif (self.groups is None) == (self.batch is None):
-            raise ValueError("give either groups or batch")
+            if self.groups is not None or self.batches is not None:
+                raise ValueError("a rollback selects groups with groups_regex, not groups or batches")
+        elif (self.groups is None) == (self.batches is None):
+            raise ValueError("give either groups or batches")
+        if self.fence is not None and self.lane >= len(self.fence):
+            raise ValueError(f"lane {self.lane} is not in the fence's {len(self.fence)} lanes")
         return self
 
     def step(self) -> CommitStep:
         """The library's view of this input (``workflow.commit_step``); the whole input, the execution's
         id included, is what tells a retry of the state from a new call."""
-        selection: list[str] | int | RollbackSelection
+        selection: list[str] | CommitBatches | RollbackSelection
         if self.rollback:
             selection = RollbackSelection(self.groups_regex, self.exclude_groups)
         else:
-            selection = self.groups if self.groups is not None else (self.batch or 0)
+            selection = self.groups if self.groups is not None else CommitBatches(tuple(self.batches or ()))
+        lane = self.fence[self.lane] if self.fence is not None else None
         return CommitStep(
             self.restore_id,
             selection,
@@ -76,6 +96,7 @@ class BatchRequest(ApplyRequest):
             retry_key=self.model_dump(mode="json"),
             owner=self.owner,
             lock_ttl_s=workflow_lock_ttl(self.interval_seconds),
+            fence=Fence(**lane.model_dump()) if lane is not None else None,
         )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -17,7 +17,7 @@ from offset_restore.apply.locks import FENCE_PREFIX, TargetLock
 from offset_restore.devtools.local_aws import REGION, TABLE, Workflow
 from offset_restore.errors import CommitInterruptedError
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.commits import Commits
+from offset_restore.kafka.fence import Fences
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
@@ -35,22 +35,26 @@ def offsets(target: KafkaCluster, group: str) -> dict[int, int]:
 
 
 @contextmanager
-def held_commit(monkeypatch: pytest.MonkeyPatch, then: Callable[[], None]) -> Iterator[threading.Event]:
-    """The first OffsetCommit of the test is held in flight (a slow cluster) until the event yielded is
-    set; ``then`` runs when it is let go (fail it, or send it). Every later commit goes as it would."""
+def held_commit(
+    monkeypatch: pytest.MonkeyPatch, then: Callable[[], None], at: str = "alter_offsets_many"
+) -> Iterator[threading.Event]:
+    """The first call of ``Fences.<at>`` in the test (by default the write of group offsets; ``_add_groups``:
+    once the lease was checked, right before the first request of the write's transaction) is held in flight
+    (a slow cluster, a frozen Lambda) until the event yielded is set; ``then`` runs when it is let go (fail
+    it, or send it). Every later call goes as it would."""
     entered, release = threading.Event(), threading.Event()
-    original = Commits.alter_offsets_many
+    original = getattr(Fences, at)
     calls: list[int] = []
 
-    def slow(self: Commits, offsets_by_group: Mapping[str, Any], **kwargs: Any) -> Any:
+    def slow(self: Fences, *args: Any, **kwargs: Any) -> Any:
         calls.append(1)
         if len(calls) == 1:
             entered.set()
             assert release.wait(90), "the test never let the held commit go"
             then()
-        return original(self, offsets_by_group, **kwargs)
+        return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(Commits, "alter_offsets_many", slow)
+    monkeypatch.setattr(Fences, at, slow)
     yield entered
     release.set()
 

@@ -113,7 +113,9 @@ def test_step_requests() -> None:
         named_or_valid(lambda: parse(model, event if isinstance(event, dict) else {"value": event}, "fuzz"))
 
     events = st.dictionaries(
-        st.sampled_from(["restore_id", "groups", "batch", "action", "target_cluster", "started_at", "mode"]),
+        st.sampled_from(
+            ["restore_id", "groups", "batches", "lane", "fence", "action", "target_cluster", "started_at", "mode"]
+        ),
         json_values,
     )
     fuzz("step requests", st.tuples(st.integers(0, len(models) - 1), events | json_values), check)

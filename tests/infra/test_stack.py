@@ -132,10 +132,15 @@ def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
         "kafka-cluster:DescribeTopic": arns(target, "topic"),
         "kafka-cluster:ReadData": arns(target, "topic"),
     }
-    assert by_function["Lock"] == {  # the lock is keyed by the cluster id the target reports: it connects
+    fence = {target.replace(":cluster/", ":transactional-id/") + "/offset-restore-*"}
+    assert by_function["Lock"] == {  # keyed by the cluster id the target reports; then the cluster's fence
         "kafka-cluster:Connect": arns(target, "cluster"),
         "kafka-cluster:DescribeCluster": arns(target, "cluster"),
+        "kafka-cluster:DescribeTransactionalId": fence,
+        "kafka-cluster:AlterTransactionalId": fence,
     }
+    assert by_function["Commit"]["kafka-cluster:AlterTransactionalId"] == fence  # writes under a lane of it
+    assert not any("TransactionalId" in a for k in ("Translate", "Snapshot", "Source") for a in by_function[k])
     assert by_function["Source"] == by_function["Snapshot"]  # a migration's steps read the source, as the snapshot
     assert by_function["CheckEmpty"]["kafka-cluster:DescribeGroup"] == arns(target, "group")
     assert by_function["Commit"]["kafka-cluster:AlterGroup"] == arns(target, "group")

@@ -4,13 +4,15 @@ offsets and not yet ended its transaction — and the offsets on the cluster are
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from offset_restore.errors import WriterFencedError
+from offset_restore.errors import ClusterError, WriterFencedError
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.fence import Fence, fence_id
+from offset_restore.kafka.fence import FENCE_LANES, Fence, fence_id, fence_ids
 from offset_restore.kafka.model import TP, CommittedOffset
 
 from tests.helpers import Brokers, active_member, commit, produce, unique
@@ -91,6 +93,70 @@ def test_the_cluster_fence_id_is_the_clusters(target: KafkaCluster) -> None:
     assert fence.transactional_id == f"offset-restore-{target.cluster_id}" and fence.producer_id >= 0
 
 
+def test_a_writer_takes_every_lane_so_the_cli_fences_a_workflow_lane(target: KafkaCluster) -> None:
+    """The workflow writes from many functions at once, each under a lane of the fence; the CLI writes under
+    the first. Whichever takes the fence last is the one writer: a workflow lane taken before the CLI's
+    take is refused, on every lane, and the CLI's write stands."""
+    topic = unique("fence-lanes")
+    target.create_topics({topic: 1})
+    tp, group = TP(topic, 0), unique("fence-lanes-g")
+    ids = fence_ids(target.cluster_id)
+    assert len(set(ids)) == FENCE_LANES and ids[0] == fence_id(target.cluster_id)
+    lanes = target.take_fences(ids)
+    assert [lane.transactional_id for lane in lanes] == ids
+    with KafkaCluster(target.settings) as cli:
+        cli.hold_fence()
+        cli.alter_offsets_many({group: offsets(tp, 5)})
+    for lane in (lanes[0], lanes[7], lanes[-1]):
+        with pytest.raises(WriterFencedError):
+            target.fenced_offsets({group: offsets(tp, 10)}, lane)
+    assert target.committed_offsets([group])[group][tp].offset == 5
+
+
+def test_the_lanes_of_one_writer_write_at_once(target: KafkaCluster) -> None:
+    """Two functions of one run write at the same time, each under its own lane: both land."""
+    topic = unique("fence-parallel")
+    target.create_topics({topic: 1})
+    tp = TP(topic, 0)
+    lanes = target.take_fences([f"{fresh_id()}-{k}" for k in range(2)])
+    groups = [[unique(f"fence-parallel-{k}-{i}") for i in range(30)] for k in range(2)]
+
+    def write(k: int) -> dict[str, dict[TP, str | None]]:
+        with KafkaCluster(target.settings) as own:
+            return own.fenced_offsets({g: offsets(tp, 40 + k) for g in groups[k]}, lanes[k])
+
+    with ThreadPoolExecutor(2) as pool:
+        answers = list(pool.map(write, range(2)))
+    assert not any(e for answer in answers for per in answer.values() for e in per.values())
+    read = target.committed_offsets(groups[0] + groups[1])
+    assert {g: read[g][tp].offset for g in read} == {g: 40 + k for k in range(2) for g in groups[k]}
+
+
+def test_two_writers_taking_the_fence_at_once_never_both_write(target: KafkaCluster) -> None:
+    """A has taken its lanes and not yet confirmed them when B takes the whole fence: A's confirmation finds
+    a lane no longer its own and A stops there, having written nothing; B, the last to take, writes."""
+    topic = unique("fence-race")
+    target.create_topics({topic: 1})
+    tp, group = TP(topic, 0), unique("fence-race-g")
+    ids = [f"{fresh_id()}-{k}" for k in range(4)]
+    original = target._to_transaction_coordinators
+    b: list[Fence] = []
+
+    def b_takes_before_a_confirms(operation: str, requests: Any, **kwargs: Any) -> Any:
+        if operation.startswith("confirming") and not b:
+            with KafkaCluster(target.settings) as other:
+                b.extend(other.take_fences(ids))
+        return original(operation, requests, **kwargs)
+
+    target._to_transaction_coordinators = b_takes_before_a_confirms  # type: ignore[method-assign]
+    with pytest.raises(WriterFencedError, match="took part of this cluster's write fence"):
+        target.take_fences(ids)
+    target._to_transaction_coordinators = original  # type: ignore[method-assign]
+    assert not target.committed_offsets([group]).get(group)
+    assert not any(e for per in target.fenced_offsets({group: offsets(tp, 7)}, b[2]).values() for e in per.values())
+    assert target.committed_offsets([group])[group][tp].offset == 7
+
+
 def test_the_broker_alone_does_not_refuse_a_transactional_commit_into_a_group_with_a_member(
     target: KafkaCluster, brokers: Brokers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -122,7 +188,7 @@ def test_a_connection_holding_the_fence_writes_every_offset_under_it_and_checks_
     tp, busy, empty = TP(topic, 0), unique("fence-held-busy"), unique("fence-held-empty")
     with KafkaCluster(target.settings) as writer:
         fence = writer.hold_fence()
-        assert fence.transactional_id == fence_id(writer.cluster_id)
+        assert fence is not None and fence.transactional_id == fence_id(writer.cluster_id)
         with active_member(brokers.target.bootstrap_servers, busy, topic):
             answers = writer.alter_offsets_many({busy: offsets(tp, 4), empty: offsets(tp, 2)})
         assert answers == {busy: {tp: "UnknownMemberIdError"}, empty: {tp: None}}, answers
@@ -149,7 +215,8 @@ def test_an_apply_paused_before_its_write_while_another_writer_takes_the_fence_w
     def paused(self: KafkaCluster, offsets_by_group: Any, **kwargs: Any) -> Any:
         """Past every re-check of the apply, right before its write: the other writer goes first."""
         with KafkaCluster(target.settings) as other:
-            assert not any(other.fenced_offsets({group: offsets(tp, 5)}, other.hold_fence())[group].values())
+            taken = other.hold_fence()
+            assert taken is not None and not any(other.fenced_offsets({group: offsets(tp, 5)}, taken)[group].values())
         return original(self, offsets_by_group, **kwargs)
 
     monkeypatch.setattr(KafkaCluster, "alter_offsets_many", paused)
@@ -180,6 +247,30 @@ def test_a_fenced_writer_deletes_nothing(target: KafkaCluster) -> None:
     assert target.committed_offsets([group, whole]) == {group: offsets(tp, 3), whole: offsets(tp, 4)}
     with KafkaCluster(target.settings) as holder:
         holder.hold_fence()
-        assert holder.delete_offsets(group, [tp]) == {tp: None}
+        deadline = time.monotonic() + 10  # the group coordinator learns of a topic created a moment ago late
+        while (deleted := holder.delete_offsets(group, [tp])) == {tp: "UnknownTopicOrPartitionError"}:
+            assert time.monotonic() < deadline, deleted
+            time.sleep(0.2)
+        assert deleted == {tp: None}
         assert holder.delete_groups([whole]) == {whole: None}
     assert target.committed_offsets([group, whole]).get(group, {}) == {}
+
+
+def test_a_cluster_that_does_not_apply_transactional_commits_is_refused_by_name_unless_unfenced() -> None:
+    """Tansu acknowledges every transactional request and applies none of the offsets. The first fenced
+    write reads itself back, finds nothing and refuses by name (nothing written: the cluster shows none of
+    it); a connection the operator set ``unfenced`` writes with a plain OffsetCommit."""
+    from offset_restore.devtools.brokers import started
+
+    with started("local", "no-transactions") as (broker,), KafkaCluster(broker.settings()) as cluster:
+        topic, group = unique("fence-tansu"), unique("fence-tansu-g")
+        cluster.create_topics({topic: 1})
+        tp = TP(topic, 0)
+        cluster.hold_fence()
+        with pytest.raises(ClusterError, match="does not apply transactional offset commits, so it cannot keep"):
+            cluster.alter_offsets_many({group: offsets(tp, 5)})
+        assert not cluster.committed_offsets([group]).get(group)
+        with KafkaCluster(broker.settings(unfenced=True)) as unfenced:
+            assert unfenced.hold_fence() is None and unfenced.take_cluster_fence() == []
+            assert unfenced.alter_offsets_many({group: offsets(tp, 5)}) == {group: {tp: None}}
+        assert cluster.committed_offsets([group])[group][tp].offset == 5

@@ -204,3 +204,45 @@ def test_a_target_that_never_catches_up_writes_nothing_or_only_the_groups_proven
     assert migrating.on_target([inside]) == migrating.truth([inside]) and migrating.on_target([caught_up, near]) == {}
     for group in (caught_up, near):
         assert f"skipped: {group}: " in out and "not proven exact (a migration writes only exact groups)" in out, out
+
+
+def test_a_group_started_again_on_the_source_after_the_final_snapshot_is_not_moved(migrating: Migrating) -> None:
+    """While the migration plans again for the replica's last records, one group's consumer runs on the
+    source for 30 more records and stops (its committed offsets moved), and another's consumer starts and
+    keeps running. Before, both were committed at the final snapshot's positions as exact, "0 read twice".
+    Now one more look at the source right before each write holds both, named, and only the group that
+    stayed stopped moves; the summary calls only that one stopped."""
+    caught_up, inside, near = migrating.static
+    planned = migrating.truth([caught_up])
+    joined, stop = threading.Event(), threading.Event()
+
+    def meddle() -> None:
+        deadline = time.monotonic() + 60
+        while not list((migrating.folder / "snapshots").rglob("manifest.json")) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the final snapshot is taken: from now on its positions are the plan's
+        with KafkaCluster(migrating.brokers.source_settings) as source:
+            commit(source, inside, {TP(migrating.topic, 0): 150, TP(migrating.topic, 1): 37})
+        with active_member(migrating.brokers.source.bootstrap_servers, near, migrating.topic):
+            joined.set()
+            stop.wait(60)
+
+    meddler = threading.Thread(target=meddle, daemon=True)
+    meddler.start()
+    late = migrating.copy_the_rest(4.0)
+    try:
+        status, out, err = migrating.migrate("--catch-up-timeout", "60", "--execute")
+        assert joined.is_set(), "the consumer never joined while the migration re-planned"
+    finally:
+        stop.set()
+        late.join()
+        meddler.join(timeout=30)
+    assert status == 3, out + err
+    assert migrating.on_target([caught_up]) == planned and migrating.on_target([inside, near]) == {}, out
+    assert f"{inside}: started again on the source after the final snapshot: its committed offsets there " in out
+    assert f"moved ({migrating.topic}-0: 120 -> 150); not moved" in out, out
+    assert f"{near}: started again on the source after the final snapshot: {near} (Stable, 1 members" in out, out
+    assert "1 of 3 groups stopped on the source" in out and "2 more stopped, then started again" in out, out
+    plan = Plan.model_validate_json((migrating.folder / "plan.json").read_text())
+    held = [e for e in plan.entries if e.group in (inside, near)]
+    assert held and all(e.status == "mapped" and e.outcome == "not_written" for e in held)
+    assert all("started again on the source" in (e.reason or "") for e in held)

@@ -13,6 +13,7 @@ from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile, run_apply, run_rollback
 from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.fence import FENCE_LANES
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import open_location
@@ -124,7 +125,8 @@ def test_apply_interrupted_by_a_silent_broker_leaves_no_mix_and_a_rerun_finishes
     with KafkaCluster(faulty.settings()) as target:
         before = offsets_of(target, PlanFile(str(tmp_path / "plan.json")).load())
     faulty.proxy.latency_s = 0.005  # answers to the first commits get back before the silence
-    faulty.proxy.inject(silent, (12 + 3 * trial % 18) if silent == "TxnOffsetCommit" else 1, "blackhole")
+    # Taking the fence ends one empty transaction per lane: the write's own EndTxn comes after those.
+    faulty.proxy.inject(silent, (12 + 3 * trial % 18) if silent == "TxnOffsetCommit" else FENCE_LANES + 1, "blackhole")
     with pytest.raises(CommitInterruptedError) as raised:
         run_apply(str(tmp_path / "plan.json"), faulty.settings(), ApplyOptions(wait_timeout_s=5))
     faulty.proxy.heal()

@@ -45,8 +45,8 @@ def test_a_commit_batch_interrupted_by_a_silent_broker_is_retried_by_the_map_and
         )
         faulty.proxy.heal()
         faulty.proxy.latency_s = 0.005
-        faulty.proxy.inject("OffsetCommit", 3, "reset_after")
-        faulty.proxy.inject("OffsetCommit", 8, "blackhole")
+        faulty.proxy.inject("TxnOffsetCommit", 3, "reset_after")
+        faulty.proxy.inject("TxnOffsetCommit", 8, "blackhole")
         healer = threading.Timer(6.0, faulty.proxy.heal)
         healer.start()
         try:

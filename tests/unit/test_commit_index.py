@@ -98,3 +98,28 @@ def test_batches_gather_the_groups_of_the_same_topics(tmp_path: Path, monkeypatc
     assert builder.write(store) == 2
     assert [read_batch(store, n).groups for n in (0, 1)] == [["g0", "g2", "g4"], ["g1", "g3", "g5"]]
     assert read_groups(store).writable == [f"g{i}" for i in range(6)]  # the lists stay in name order
+
+
+@pytest.mark.parametrize("batches", [0, 1, 39, 40, 41, 85, 400])
+def test_each_batch_is_written_by_one_lane_and_no_lane_twice_at_once(batches: int) -> None:
+    """One transactional id has one transaction open at a time: every batch falls in exactly one lane of
+    the fence, and the Commit Map runs one step per lane, so no two steps write under one id."""
+    from offset_restore.kafka.fence import FENCE_LANES
+    from offset_restore.workflow.steps import commit_lanes
+
+    lanes = commit_lanes(batches)
+    assert [lane.lane for lane in lanes] == list(range(min(batches, FENCE_LANES)))
+    assert sorted(b for lane in lanes for b in lane.batches) == list(range(batches))
+    assert all(b % FENCE_LANES == lane.lane for lane in lanes for b in lane.batches)
+
+
+def test_a_commit_step_names_a_lane_its_fence_has() -> None:
+    from offset_restore_handlers.requests import BatchRequest, parse
+
+    fence = [{"transactional_id": f"offset-restore-c-{k}", "producer_id": k, "epoch": 3} for k in range(2)]
+    step = parse(BatchRequest, {"restore_id": "r", "batches": [1, 41], "lane": 1, "fence": fence}, "commit").step()
+    assert step.fence is not None and (step.fence.transactional_id, step.fence.epoch) == ("offset-restore-c-1", 3)
+    with pytest.raises(BadInputError, match="lane 2 is not in the fence's 2 lanes"):
+        parse(BatchRequest, {"restore_id": "r", "batches": [2], "lane": 2, "fence": fence}, "commit")
+    with pytest.raises(BadInputError, match="give either groups or batches"):
+        parse(BatchRequest, {"restore_id": "r", "fence": fence}, "commit")

@@ -11,18 +11,23 @@ import pytest
 from offset_restore.apply.waiting import Polling, WaitTimeoutError
 from offset_restore.cli.main import main
 from offset_restore.errors import BadInputError
-from offset_restore.kafka.model import GroupInfo
-from offset_restore.migration.source import leave_out, stopped_on_source
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo
+from offset_restore.migration.source import leave_out, moved_since_snapshot, stopped_on_source
 from offset_restore.migration.steps import check_source
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
+from offset_restore.translate.model import PlanEntry
 from offset_restore.workflow.steps import validate_input
 
 
 class FakeSource:
-    """Groups whose members leave after a number of looks (None: never)."""
+    """Groups whose members leave after a number of looks (None: never), and their committed offsets."""
 
-    def __init__(self, leaves_after: dict[str, int | None]) -> None:
+    def __init__(self, leaves_after: dict[str, int | None], offsets: dict[str, dict[TP, int]] | None = None) -> None:
         self.leaves_after, self.looks = leaves_after, 0
+        self.offsets = offsets or {}
+
+    def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]:
+        return {g: {tp: CommittedOffset(o, None) for tp, o in self.offsets.get(g, {}).items()} for g in group_ids}
 
     def list_group_ids(self) -> list[str]:
         return [*self.leaves_after, "other-service"]
@@ -109,3 +114,28 @@ def test_refusals_write_nothing_and_say_why(tmp_path: Path) -> None:
         validate_input(
             {"mode": "migrate", "snapshot": "latest", "restore_id": "m"}, {"source_cluster": "a", "target_cluster": "b"}
         )
+
+
+def test_the_last_look_holds_groups_running_again_or_moved_and_lets_the_stopped_ones_go() -> None:
+    """Right before a migration's write: a group with members is held, one whose committed offsets moved (or
+    were removed) on the source is held naming the partition, one exactly at the plan's positions goes (a
+    re-partitioned topic's entry is checked at every source position it follows)."""
+    from tests.helpers import plan_entry
+
+    def at_3(group: str, **more: object) -> list[PlanEntry]:
+        return [plan_entry(group, 0, "mapped").model_copy(update={"source_offset": 3, **more})]
+
+    entries = {g: at_3(g) for g in ("pay-running", "pay-moved", "pay-gone", "pay-still")}
+    entries["pay-split"] = at_3("pay-split", source_positions={0: 3, 1: 9})
+    topic = entries["pay-still"][0].topic
+    t0, t1 = TP(topic, 0), TP(topic, 1)
+    source = FakeSource(
+        {"pay-running": None},
+        {"pay-moved": {t0: 33}, "pay-still": {t0: 3}, "pay-split": {t0: 3, t1: 10}},
+    )
+    held = moved_since_snapshot(source, entries)
+    assert set(held) == {"pay-running", "pay-moved", "pay-gone", "pay-split"}
+    assert held["pay-running"].startswith("started again on the source after the final snapshot: pay-running (Stable")
+    assert held["pay-moved"].endswith(f"its committed offsets there moved ({topic}-0: 3 -> 33)")
+    assert held["pay-gone"].endswith(f"({topic}-0: 3 -> none)")
+    assert held["pay-split"].endswith(f"({topic}-1: 9 -> 10)")

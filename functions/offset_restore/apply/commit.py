@@ -29,7 +29,7 @@ from offset_restore.apply.fit import check_entries_fit
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
 from offset_restore.apply.verification import verify_groups
 from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
-from offset_restore.errors import CommitInterruptedError, OffsetRestoreError
+from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.filters import rewind_option
 from offset_restore.translate.applications import internal_topic
@@ -39,6 +39,8 @@ __all__ = ["NOT_WRITTEN", "NO_ANSWER", "apply_plan", "maybe_written"]
 
 NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply again"
 NOT_WRITTEN = "not written: "
+Hold = Callable[[Mapping[str, Sequence[PlanEntry]]], Mapping[str, str]]
+"""A last look before a write: given each group's entries, the groups not to write now and why."""
 BATCH = 500
 PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
@@ -54,9 +56,13 @@ def apply_plan(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     before_commit: Callable[[Sequence[str]], float | None] | None = None,
+    hold: Hold | None = None,
 ) -> ApplyReport:
-    """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point."""
+    """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point.
+    ``hold``: a last look right before each write, naming the groups not to write now and why (a
+    migration's look at the source)."""
     run = _ApplyRun(plan, target, options, save, progress or (lambda phase, done, total: None), before_commit)
+    run.hold = hold
     groups = run.choose()
     lap = _Laps(run.report.timings)
     groups = wait_until_empty(groups, target, options, run.report, run.show, sleep, clock)
@@ -114,6 +120,9 @@ class _ApplyRun:
     """Per group, what its one OffsetCommit writes."""
     read: ReadRecords = field(default_factory=ReadRecords)
     """The records the check before the commits read: the verification reuses them where it may."""
+    recorded_now: set[int] = field(default_factory=set)
+    """The entries (by id) whose previous offsets this run recorded: undone if its write is refused."""
+    hold: Hold | None = None
 
     def choose(self) -> list[str]:
         """The groups to write, sorted; the others are recorded as skipped with why."""
@@ -147,7 +156,8 @@ class _ApplyRun:
             if entry.status == "skipped":  # left ahead by an earlier run: decided again
                 entry.status = "mapped"
                 entry.clear_outcome()
-            _record_previous(entry, before)
+            if _record_previous(entry, before):
+                self.recorded_now.add(id(entry))
             if before is not None and before.offset == entry.target_offset:
                 continue  # already there: nothing to write
             unchanged = False
@@ -269,6 +279,11 @@ class _ApplyRun:
             for group, why in moved.items():
                 self.report.skip(group, "moved_on", why)
             ready = [g for g in ready if g not in moved]
+        if self.hold is not None and ready:
+            held = self.hold({g: self.writable[g] for g in ready})
+            for group, why in held.items():
+                self.report.skip(group, "not_written", why)
+            ready = [g for g in ready if g not in held]
         answers: Mapping[str, dict[TP, str | None]] = {}
         fence = self.before_commit
         try:
@@ -283,10 +298,24 @@ class _ApplyRun:
                 for entry in self.writable[group]:
                     entry.record_outcome("unanswered", NO_ANSWER)
             raise
+        except WriterFencedError as error:
+            self.refused_by_fence(ready, error)
+            raise
         finally:
             for group in ready:
                 if group in answers:
                     self.record_commit(group, {tp: e for tp, e in answers[group].items() if e})
+
+    def refused_by_fence(self, groups: Sequence[str], error: WriterFencedError) -> None:
+        """Another writer took the fence: the cluster wrote nothing of these groups. The previous offsets this
+        run recorded for them are not offsets it replaced, and a rollback must not put them back (the other
+        writer's offsets are there now, whatever they are); ones an earlier run recorded stay."""
+        for group in groups:
+            self.report.skip(group, "not_written", f"the cluster refused the write: {error}")
+            for entry in self.writable[group]:
+                if id(entry) in self.recorded_now:
+                    entry.previous_recorded = False
+                    entry.previous_target_offset = entry.previous_metadata = None
 
     def record_commit(self, group: str, errors: dict[TP, str]) -> None:
         entries, written = self.writable[group], self.commits[group]
@@ -322,14 +351,16 @@ class _ApplyRun:
                     entry.record_outcome(outcome, why if why.startswith(NOT_WRITTEN) else NOT_WRITTEN + why)
 
 
-def _record_previous(entry: PlanEntry, before: CommittedOffset | None) -> None:
+def _record_previous(entry: PlanEntry, before: CommittedOffset | None) -> bool:
     """Record what the target holds as the offset this write replaces (what rollback puts back): the
     first time; or again when nothing of this restore is there (an earlier run recorded the offsets
-    and stopped before writing, and the consumers committed since)."""
+    and stopped before writing, and the consumers committed since). True when recorded now."""
     if not entry.previous_recorded or not maybe_written(entry, before):
         entry.previous_target_offset = before.offset if before else None
         entry.previous_metadata = before.metadata if before else None
         entry.previous_recorded = True
+        return True
+    return False
 
 
 def _groups_to_write(plan: Plan, options: ApplyOptions) -> tuple[dict[str, list[PlanEntry]], dict[str, str]]:

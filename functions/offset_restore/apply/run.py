@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.commit import Hold, apply_plan
 from offset_restore.apply.fit import check_plan_fits
 from offset_restore.apply.locks import Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport
@@ -220,7 +220,10 @@ def run_apply(
     progress: Progress | None = None,
     connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
     sealing: Sealing | None = None,
+    hold: Hold | None = None,
 ) -> tuple[Plan, ApplyReport]:
+    """Apply a plan file (``apply_plan``) under the plan's and the target's locks and the target's fence.
+    ``hold``: ``apply_plan``'s last look before each write."""
     plan_file = PlanFile(plan_location)
     writes = not options.dry_run
     # One writer, then read: the locks come before the plan is read, so no run works from a stale plan;
@@ -242,6 +245,7 @@ def run_apply(
             sealing.saver(plan_file),
             progress=progress,
             before_commit=lambda _: still_ours(),
+            hold=hold,
         )
     return plan, report
 

@@ -5,7 +5,7 @@ from the previous offsets its commits saved there."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -75,6 +75,22 @@ class CommitResult(BaseModel):
     offsets_committed: int
     verified: int
     verify_failed: list[str]
+
+    @classmethod
+    def merged(cls, results: Iterable[CommitResult]) -> CommitResult:
+        """One result of several batches written one after another."""
+        whole = cls(
+            committed=[], unchanged=[], skipped={}, failed={}, offsets_committed=0, verified=0, verify_failed=[]
+        )
+        for result in results:
+            whole.committed += result.committed
+            whole.unchanged += result.unchanged
+            whole.skipped.update(result.skipped)
+            whole.failed.update(result.failed)
+            whole.offsets_committed += result.offsets_committed
+            whole.verified += result.verified
+            whole.verify_failed += result.verify_failed
+        return whole
 
     def output(self) -> dict[str, Any]:
         """What the step returns: bounded whatever the batch size (see ``NAMES_IN_OUTPUT``)."""

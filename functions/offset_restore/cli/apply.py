@@ -20,6 +20,7 @@ from offset_restore.cli.arguments import (
     add_execute,
     add_group_choice,
     add_plan_key,
+    add_unfenced,
     chosen_groups,
     connection_settings,
     previewing,
@@ -78,6 +79,7 @@ def register(commands: Commands) -> None:
     add_execute(apply)
     add_plan_key(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
+    add_unfenced(apply)
     apply.add_argument(
         "--lock-table",
         metavar="TABLE",

@@ -285,6 +285,7 @@ def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> 
             request_timeout_s=max(args.connect_timeout, 5.0),
             fetch_max_bytes=args.fetch_max_bytes,
             retries=args.retries,
+            unfenced=getattr(args, "unfenced", False),
         )
     except ValidationError as error:
         raise BadInputError(describe(error, limit=1)) from None
@@ -436,4 +437,14 @@ def source_connection_settings(args: argparse.Namespace, err: TextIO | None = No
             }
         ),
         err,
+    )
+
+
+def add_unfenced(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unfenced",
+        action="store_true",
+        help='write without the target\'s fence (its transactional ids; docs/design.md, "The fence"): only for a '
+        "cluster that does not apply transactional offset commits, which is refused by name otherwise, and only "
+        "where no other writer can run",
     )

@@ -21,6 +21,7 @@ from offset_restore.cli.arguments import (
     add_plan_key,
     add_selection,
     add_source_connection,
+    add_unfenced,
     connection_settings,
     previewing,
     rewind_groups,
@@ -35,7 +36,7 @@ from offset_restore.cli.plan import plan_summary
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.migration.run import Migration, MigrationResult, not_proven, run_migration
-from offset_restore.migration.source import active_phrase
+from offset_restore.migration.source import STARTED_AGAIN, active_phrase
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanOptions
 from offset_restore.translate.run import parse_strategies, parse_topic_map
 from offset_restore.validation import describe
@@ -103,6 +104,7 @@ def register(commands: Commands) -> None:
                      "target (as apply's)")  # fmt: skip
     add_execute(migrate)
     add_plan_key(migrate)
+    add_unfenced(migrate)
     migrate.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock (as apply's)")
     migrate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     migrate.set_defaults(run=run)
@@ -176,14 +178,18 @@ def _write(args: argparse.Namespace, result: MigrationResult, out: TextIO, err: 
 
 def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[str]:
     stopped, s = result.source, result.plan.summary
+    again = started_again(result)
+    stayed = len(stopped.stopped) - len(again)
     lines = [
-        f"Migration {result.plan.restore_id}: {len(stopped.stopped):,} of {len(stopped.groups):,} groups stopped on "
-        f"the source after {stopped.waited_s:.1f} s ({stopped.polls} looks)",
+        f"Migration {result.plan.restore_id}: {stayed:,} of {len(stopped.groups):,} groups stopped on "
+        f"the source after {stopped.waited_s:.1f} s ({stopped.polls} looks)"
+        + (f"; {len(again):,} more stopped, then started again before their write" if again else ""),
         *(
             [f"  still active on the source, not moved: {active_phrase(result.left_on_source)}"]
             if result.left_on_source
             else []
         ),
+        *(f"  {group}: {why}; not moved" for group, why in started_again(result).items()),
         f"  final snapshot    {result.snapshot.snapshot_id} ({result.snapshot.counts.group_partitions:,} "
         f"group-partitions) in {result.snapshot.location}",
     ]
@@ -199,6 +205,12 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
             *plan_summary(result.plan)[1:],
         ]
     return lines
+
+
+def started_again(result: MigrationResult) -> dict[str, str]:
+    """The groups the last look before their write found running again on the source (not moved)."""
+    skipped = result.applied[1].groups_skipped if result.applied else {}
+    return {g: why for g, why in sorted(skipped.items()) if why.startswith(STARTED_AGAIN)}
 
 
 def _not_caught_up_outcome(result: MigrationResult) -> str:

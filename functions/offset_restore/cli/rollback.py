@@ -20,6 +20,7 @@ from offset_restore.cli.arguments import (
     add_execute,
     add_group_choice,
     add_plan_key,
+    add_unfenced,
     chosen_groups,
     connection_settings,
     previewing,
@@ -59,6 +60,7 @@ def register(commands: Commands) -> None:
     rollback.add_argument(
         "--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster"
     )
+    add_unfenced(rollback)
     rollback.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock")
     add_deployment(
         rollback,

@@ -372,9 +372,10 @@ class Workflow:
 
 
 @contextmanager
-def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflow]:
+def local_workflow(source_servers: str, target_servers: str, unfenced: bool = False) -> Iterator[Workflow]:
     """The deployed workflow, locally: moto with the state machine interpreter on, the bucket, table,
-    topic and functions created, the ASL file loaded with their ARNs. Restores what it changes."""
+    topic and functions created, the ASL file loaded with their ARNs. Restores what it changes.
+    ``unfenced``: the target writes without its fence (a broker that does not apply transactions)."""
     env = {
         "AWS_ACCESS_KEY_ID": "testing",
         "AWS_SECRET_ACCESS_KEY": "testing",
@@ -389,6 +390,7 @@ def local_workflow(source_servers: str, target_servers: str) -> Iterator[Workflo
         "SOURCE_SECURITY_PROTOCOL": "PLAINTEXT",
         "TARGET_BOOTSTRAP_SERVERS": target_servers,
         "TARGET_SECURITY_PROTOCOL": "PLAINTEXT",
+        "TARGET_UNFENCED": "true" if unfenced else "false",
         "KAFKA_CONNECT_TIMEOUT_S": "5",
         "TABLE_NAME": "offset-restore",
         "RESTORE_BUCKET": "offset-restore",

@@ -75,6 +75,9 @@ class ConnectionSettings(BaseModel):
     fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
     """The most a broker puts in one fetch response (Kafka's ``fetch.max.bytes``): fetch rounds ask
     for no more partitions per request than fit. The local broker answers at most ~5 MB."""
+    unfenced: bool = False
+    """Write group offsets without the cluster's fence (``kafka/fence.py``): only for a cluster that does not
+    apply transactional offset commits (Tansu), and only where no other writer can run."""
 
     @field_validator("bootstrap_servers")
     @classmethod

@@ -10,6 +10,12 @@ refused by the brokers (PRODUCER_FENCED) and writes nothing: its open transactio
 the newer writer's InitProducerId. The fence is three numbers (``Fence``), so a run's later steps in other
 processes write under the epoch its first step took.
 
+One transactional id has one transaction open at a time, and the workflow writes from up to
+``FENCE_LANES`` functions at once: the cluster's fence is that many ids (``fence_ids``), every writer takes
+them all (``take_fences``) and writes each stream of transactions under one of them. A writer takes its
+lanes, then confirms it still holds every one (an empty transaction each): two writers taking at once
+cannot each end up holding a part; the one that lost a lane stops before its first write.
+
 A transaction's offsets are readable once its markers are written, shortly after EndTxn: a write returns
 when an OffsetFetch that requires stable offsets answers for every group, so a read-back sees them.
 """
@@ -29,7 +35,7 @@ from offset_restore.kafka.calls import pipelined
 from offset_restore.kafka.commits import Commits
 from offset_restore.kafka.model import TP, CommittedOffset
 
-__all__ = ["MEMBER_JOINED", "TRANSACTION_TIMEOUT_MS", "Fence", "Fences", "fence_id"]
+__all__ = ["FENCE_LANES", "MEMBER_JOINED", "TRANSACTION_TIMEOUT_MS", "Fence", "Fences", "fence_id", "fence_ids"]
 
 TRANSACTION_TIMEOUT_MS = 60_000
 """How long the cluster keeps a writer's transaction open before aborting it: a writer that died in the
@@ -43,10 +49,21 @@ MEMBER_JOINED = "UnknownMemberIdError"
 an admin commit into a group with members (nothing of the group was written)."""
 
 
+FENCE_LANES = 40
+"""Transactional ids in the cluster's fence: as many as the workflow's commit steps that run at once (its
+Commit Map is 40 wide), each writing its transactions under an id of its own."""
+
+
 def fence_id(cluster_id: str) -> str:
-    """The transactional id every writer of one cluster shares: the fence is the cluster's, not a
-    deployment's (two stacks, or the CLI beside the workflow, fence each other)."""
+    """The first of the cluster's fence ids: the one the CLI writes under (``fence_ids``)."""
     return f"offset-restore-{cluster_id}"
+
+
+def fence_ids(cluster_id: str) -> list[str]:
+    """The transactional ids every writer of one cluster takes: the fence is the cluster's, not a
+    deployment's (two stacks, or the CLI beside the workflow, fence each other)."""
+    first = fence_id(cluster_id)
+    return [first, *(f"{first}-{lane}" for lane in range(1, FENCE_LANES))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,11 +82,20 @@ class Fences(Commits):
     transaction under it."""
 
     fence: Fence | None = None
+    _applies_transactions = False
+    """Whether this cluster was seen to apply a transactional offset commit (checked on the first write)."""
 
-    def hold_fence(self, fence: Fence | None = None) -> Fence:
-        """Write under ``fence`` (one a run's earlier step took) or, without one, take this cluster's."""
-        self.fence = fence or self.take_fence(fence_id(self.cluster_id))  # type: ignore[attr-defined]
+    def hold_fence(self, fence: Fence | None = None) -> Fence | None:
+        """Write under ``fence`` (a lane a run's earlier step took) or, without one, take this cluster's
+        whole fence and write under its first lane. None: the settings say to write unfenced."""
+        if self.settings.unfenced:
+            return None
+        self.fence = fence or self.take_cluster_fence()[0]
         return self.fence
+
+    def take_cluster_fence(self) -> list[Fence]:
+        """Every lane of this cluster's fence (``fence_ids``); none when the settings say to write unfenced."""
+        return [] if self.settings.unfenced else self.take_fences(fence_ids(self.cluster_id))  # type: ignore[attr-defined]
 
     def alter_offsets_many(
         self,
@@ -83,35 +109,69 @@ class Fences(Commits):
         return self.fenced_offsets(offsets_by_group, self.fence, before_attempt=before_attempt)
 
     def take_fence(self, transactional_id: str) -> Fence:
-        """Become the cluster's one writer: every older writer's later write is refused from now on."""
-        request = partial(protocol.init_producer_id_request, transactional_id, TRANSACTION_TIMEOUT_MS)
-        response, error = self._to_transaction_coordinator("taking the write fence", transactional_id, request)
-        if error is not None:
-            raise ClusterError(_refused(transactional_id, error))
-        return Fence(transactional_id, response.producer_id, response.producer_epoch)
+        """One transactional id's fence (``take_fences``)."""
+        return self.take_fences([transactional_id])[0]
+
+    def take_fences(self, transactional_ids: Sequence[str]) -> list[Fence]:
+        """Become the one writer of these ids: every older writer's later write under any of them is refused
+        from now on. Each id is taken (InitProducerId), then confirmed still held (an empty transaction of
+        the epoch it gave, aborted): a writer that lost an id to another taking at the same time raises
+        ``WriterFencedError`` here, before any write."""
+        init = {
+            tid: partial(protocol.init_producer_id_request, tid, TRANSACTION_TIMEOUT_MS) for tid in transactional_ids
+        }
+        taken = self._to_transaction_coordinators("taking the write fence", init)
+        refused = next(((tid, error) for tid, (_, error) in taken.items() if error is not None), None)
+        if refused is not None:
+            raise ClusterError(_refused(*refused))
+        fences = [Fence(tid, taken[tid][0].producer_id, taken[tid][0].producer_epoch) for tid in transactional_ids]
+        confirm = {
+            f.transactional_id: partial(protocol.add_offsets_request, *_numbers(f), f.transactional_id) for f in fences
+        }
+        try:
+            confirmed = self._to_transaction_coordinators("confirming the write fence", confirm)
+            _raise_if_fenced(transactional_ids[0], (error for _, error in confirmed.values()), while_taking=True)
+            failed = next((error for _, error in confirmed.values() if error is not None), None)
+            if failed is not None:
+                raise ClusterError(f"confirming the write fence failed: {failed}")
+        finally:
+            self._abort_all(fences)
+        return fences
 
     def _to_transaction_coordinator(
         self, operation: str, transactional_id: str, request: Callable[[], Any], *, retry: bool = True
     ) -> tuple[Any, str | None]:
-        """One request (built afresh for each attempt) to ``transactional_id``'s coordinator, sent again while
-        the coordinator is loading, busy with the last transaction or moved (found again): its answer and error
-        name (None: none).
+        """One request to ``transactional_id``'s coordinator (``_to_transaction_coordinators``)."""
+        return self._to_transaction_coordinators(operation, {transactional_id: request}, retry=retry)[transactional_id]
+
+    def _to_transaction_coordinators(
+        self, operation: str, requests: Mapping[str, Callable[[], Any]], *, retry: bool = True
+    ) -> dict[str, tuple[Any, str | None]]:
+        """One request per transactional id (each built afresh for each attempt) to its coordinator,
+        pipelined; sent again while a coordinator is loading, busy with the id's last transaction or moved
+        (found again). Per id its answer and error name (None: none).
         ``retry``: a request that failed on the way is sent again too (not an EndTxn: its fate is unknown)."""
         admin, manager = self._admin, internals.manager(self._admin)
 
-        async def send() -> Any:
-            node = await internals.find_transaction_coordinator(admin, transactional_id)
-            return await manager.send(request(), node_id=node, request_timeout_ms=self._request_ms)
+        async def send(ids: Sequence[str]) -> list[tuple[str, Any]]:
+            nodes = await internals.find_transaction_coordinators(admin, ids)
+            items = [(tid, nodes[tid], requests[tid]()) for tid in ids]
+            return await pipelined(
+                items, lambda at, req: manager.send(req, node_id=at, request_timeout_ms=self._request_ms)
+            )
 
-        attempts = self.settings.retries + 1
+        answers: dict[str, tuple[Any, str | None]] = {}
+        remaining, attempts = list(requests), self.settings.retries + 1
         for attempt in range(1, attempts + 1):
-            response = self._call(operation, manager.run, send, retry=retry)
-            error = protocol.error_name(response.error_code) if response.error_code else None
-            if error is None or error not in _AGAIN | _MOVED or attempt == attempts:
-                return response, error
-            if error in _MOVED:
-                internals.forget_transaction_coordinator(admin, transactional_id)
-            self._back_off(operation, ClusterError(error), attempt, attempts)
+            for tid, response in self._call(operation, manager.run, send, remaining, retry=retry):
+                answers[tid] = (response, protocol.error_name(response.error_code) if response.error_code else None)
+            remaining = [tid for tid in remaining if answers[tid][1] in _AGAIN | _MOVED]
+            if not remaining or attempt == attempts:
+                return answers
+            for tid in remaining:
+                if answers[tid][1] in _MOVED:
+                    internals.forget_transaction_coordinator(admin, tid)
+            self._back_off(operation, ClusterError(str(answers[remaining[0]][1])), attempt, attempts)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
@@ -165,11 +225,29 @@ class Fences(Commits):
             if not busy:
                 self._end(fence, groups)
                 self._until_stable({g: list(offsets_by_group[g]) for g in groups})
+                self._check_applied({g: offsets_by_group[g] for g in groups})
                 return {**answers, **joined}
             self._abort(fence)  # written again without them, in a transaction of its own
             joined.update({g: dict.fromkeys(offsets_by_group[g], MEMBER_JOINED) for g in busy})
             groups = [g for g in groups if g not in busy]
         return joined
+
+    def _check_applied(self, written: Mapping[str, Mapping[TP, CommittedOffset]]) -> None:
+        """On a connection's first fenced write, read it back: a cluster that acknowledges a transactional
+        offset commit and shows none of it (Tansu does) cannot keep the fence, and is refused by name."""
+        if self._applies_transactions:
+            return
+        now = self.committed_offsets(list(written))  # type: ignore[attr-defined]
+        shown = ((now.get(g, {}).get(tp), offset) for g, offsets in written.items() for tp, offset in offsets.items())
+        if any(read is not None and read.offset == offset.offset for read, offset in shown):
+            self._applies_transactions = True
+            return
+        raise ClusterError(
+            "this cluster acknowledged the write's transaction and shows none of its offsets: it does not apply "
+            'transactional offset commits, so it cannot keep the write fence (docs/design.md, "The fence"); '
+            "nothing was written. Write without the fence (--unfenced; TARGET_UNFENCED=true in a deployment) only "
+            "where no other writer can run"
+        )
 
     def _with_members(self, groups: Sequence[str]) -> list[str]:
         """The groups that have members now, inside the write's transaction: the brokers refuse an admin
@@ -252,15 +330,21 @@ class Fences(Commits):
         )
 
     def _abort(self, fence: Fence) -> None:
-        """EndTxn, aborting, as far as the cluster answers: else the transaction times out
+        """EndTxn, aborting (``_abort_all``)."""
+        self._abort_all([fence])
+
+    def _abort_all(self, fences: Sequence[Fence]) -> None:
+        """EndTxn, aborting, for each fence as far as the cluster answers: else the transaction times out
         (``TRANSACTION_TIMEOUT_MS``) and is aborted by the cluster all the same."""
+        ends = {f.transactional_id: partial(protocol.end_txn_request, *_numbers(f), commit=False) for f in fences}
         with contextlib.suppress(ClusterError):
-            self._end_txn(fence, commit=False)
+            self._to_transaction_coordinators("ending the write's transaction", ends, retry=False)
 
     def _end_txn(self, fence: Fence, *, commit: bool) -> str | None:
-        tid = fence.transactional_id
-        request = partial(protocol.end_txn_request, tid, fence.producer_id, fence.epoch, commit=commit)
-        return self._to_transaction_coordinator("ending the write's transaction", tid, request, retry=False)[1]
+        request = partial(protocol.end_txn_request, *_numbers(fence), commit=commit)
+        return self._to_transaction_coordinator(
+            "ending the write's transaction", fence.transactional_id, request, retry=False
+        )[1]
 
     def _until_stable(self, partitions_by_group: Mapping[str, list[TP]]) -> None:
         """Wait until every partition written is stable (the transaction's markers written), as far as the
@@ -282,8 +366,18 @@ class Fences(Commits):
                 time.sleep(_STABLE_WAIT_S)
 
 
-def _raise_if_fenced(transactional_id: str, errors: Any) -> None:
+def _numbers(fence: Fence) -> tuple[str, int, int]:
+    return fence.transactional_id, fence.producer_id, fence.epoch
+
+
+def _raise_if_fenced(transactional_id: str, errors: Any, *, while_taking: bool = False) -> None:
     fenced = next((e for e in errors if e in _FENCED), None)
+    if fenced is not None and while_taking:
+        raise WriterFencedError(
+            f"another offset-restore writer took part of this cluster's write fence (transactional ids "
+            f"{transactional_id} and the ones after it) while this run was taking it ({fenced}): this run "
+            "wrote nothing; the other writer may stop too — start this run again once no other run writes"
+        )
     if fenced is not None:
         raise WriterFencedError(
             f"another offset-restore writer took this cluster's write fence (transactional id {transactional_id}) "

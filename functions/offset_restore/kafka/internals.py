@@ -86,10 +86,15 @@ def client_without_metrics(**configs: Any) -> KafkaNetClient:
 
 
 async def find_transaction_coordinator(admin: KafkaAdminClient, transactional_id: str) -> int:
-    """The node coordinating ``transactional_id`` (FindCoordinator of the TRANSACTION kind, cached): the
-    admin client finds them only for its own transaction calls."""
-    found = await admin._find_coordinator_ids([transactional_id], key_type=CoordinatorType.TRANSACTION)
-    return int(found[transactional_id])
+    """The node coordinating ``transactional_id`` (``find_transaction_coordinators``)."""
+    return (await find_transaction_coordinators(admin, [transactional_id]))[transactional_id]
+
+
+async def find_transaction_coordinators(admin: KafkaAdminClient, transactional_ids: Sequence[str]) -> dict[str, int]:
+    """The node coordinating each transactional id (FindCoordinator of the TRANSACTION kind, batched and
+    cached): the admin client finds them only for its own transaction calls."""
+    found = await admin._find_coordinator_ids(list(transactional_ids), key_type=CoordinatorType.TRANSACTION)
+    return {tid: int(found[tid]) for tid in transactional_ids}
 
 
 def forget_transaction_coordinator(admin: KafkaAdminClient, transactional_id: str) -> None:

@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from offset_restore.apply.locks import TargetLock
@@ -25,7 +26,12 @@ from offset_restore.apply.waiting import Polling, poll_until
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
-from offset_restore.migration.source import StoppedOnSource, still_active_error, stopped_on_source
+from offset_restore.migration.source import (
+    StoppedOnSource,
+    moved_since_snapshot,
+    still_active_error,
+    stopped_on_source,
+)
 from offset_restore.migration.steps import final_snapshot
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult
@@ -120,16 +126,20 @@ def run_migration(
     result = MigrationResult(stopped, final.left_on_source, snapshot, plan, plans, waited, preview)
     moves_what_is_exact = migration.apply.on_wait_timeout == "commit_empty"
     if result.caught_up or preview or moves_what_is_exact:
-        result.applied = run_apply(
-            plan_location,
-            target_connection,
-            replace(migration.apply, exact_only=True),
-            target_name=migration.plan.target_cluster,
-            lock=lock,
-            progress=progress,
-            sealing=sealing,
-            connect=connect,
-        )
+        # Right before each write, one more look at the source: a group whose consumer started again since
+        # the final snapshot (during the re-plans, or while an operator looked) is not moved.
+        with connect(source_connection) as source:
+            result.applied = run_apply(
+                plan_location,
+                target_connection,
+                replace(migration.apply, exact_only=True),
+                target_name=migration.plan.target_cluster,
+                lock=lock,
+                progress=progress,
+                sealing=sealing,
+                connect=connect,
+                hold=None if preview else partial(moved_since_snapshot, source),
+            )
     return result
 
 

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from offset_restore.apply.locks import FENCE_PREFIX, Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, RewindScope, rewind_options
-from offset_restore.apply.steps import commit_groups, rollback_run, step_result
+from offset_restore.apply.steps import CommitResult, commit_groups, rollback_run, step_result
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.fence import Fence
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.runs import RunRecord
 from offset_restore.translate.mapping_store import MappingStore
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["CommitStep", "RollbackSelection", "commit_step"]
+__all__ = ["CommitBatches", "CommitStep", "RollbackSelection", "commit_step"]
 
 
 @dataclass(frozen=True)
@@ -39,18 +40,28 @@ class RollbackSelection:
 
 
 @dataclass(frozen=True)
+class CommitBatches:
+    """The numbers of the workflow's commit batches one lane of the Commit Map writes, one after another."""
+
+    numbers: tuple[int, ...]
+
+
+@dataclass(frozen=True)
 class CommitStep:
-    """One Commit state's work. ``selection``: the groups by name, the number of a commit batch of the
-    workflow, or a rollback. ``retry_key``: what tells a retry of the state from a new call — its
-    whole input, the execution's id included."""
+    """One Commit state's work. ``selection``: the groups by name, the workflow's commit batches of one
+    lane, or a rollback. ``retry_key``: what tells a retry of the state from a new call — its whole
+    input, the execution's id included."""
 
     restore_id: str
-    selection: Sequence[str] | int | RollbackSelection
+    selection: Sequence[str] | CommitBatches | RollbackSelection
     allow_rewind: RewindScope
     retry_key: Mapping[str, Any]
     owner: str | None = None
     """The execution holding the target's lock; None: no lock is checked (a call outside the workflow)."""
     lock_ttl_s: int = 1200
+    fence: Fence | None = None
+    """The lane of the target's fence the run's AcquireLock took that this step writes under; None: the
+    step takes the cluster's whole fence itself (a call outside the state machine)."""
 
 
 def commit_step(
@@ -72,27 +83,30 @@ def commit_step(
 
     def commit() -> dict[str, Any]:
         with KafkaCluster(settings.target.connection(secret_reader)) as target:
-            fence = Fence.of(step, settings, dynamodb, target.cluster_id)
-            fence.take()
+            lease = RunLease.of(step, settings, dynamodb, target.cluster_id)
+            lease.take()
+            target.hold_fence(step.fence)
             runs.committed_to(step.restore_id, target.cluster_id)  # what a rollback checks its brokers by
-            result = commit_groups(
-                step.restore_id,
-                selection,
-                target,
-                mappings,
-                allow_rewind=step.allow_rewind,
-                index=settings.restore_folder(step.restore_id, s3),
-                offset_header=runs.resolved(step.restore_id).get("offset_header"),
-                before_write=fence.check,
+            batches = selection.numbers if isinstance(selection, CommitBatches) else [selection]
+            index, header = (
+                settings.restore_folder(step.restore_id, s3),
+                runs.resolved(step.restore_id).get("offset_header"),
             )
-        return {**result.output(), **fence.after(result.committed)}
+            result = CommitResult.merged(
+                commit_groups(
+                    step.restore_id, batch, target, mappings, allow_rewind=step.allow_rewind, index=index,
+                    offset_header=header, before_write=lease.check,
+                )
+                for batch in batches
+            )  # fmt: skip
+        return {**result.output(), **lease.after(result.committed)}
 
     return idempotency.once(commit, key=step.retry_key)
 
 
 @dataclass
-class Fence:
-    """The run's lock around one batch's writes: renewed first (a batch whose execution no longer holds
+class RunLease:
+    """The run's lock around one step's writes: renewed first (a batch whose execution no longer holds
     it writes nothing: ``LockLostError``), then each write sent only while the lease holds by the clock
     (``Lease``), and checked again after — a lock lost meanwhile fails the batch, naming what it wrote.
     Without an owner (a call outside the state machine) it checks nothing."""
@@ -101,8 +115,8 @@ class Fence:
     lease: Lease | None
 
     @classmethod
-    def of(cls, step: CommitStep, settings: ApplySettings, dynamodb: DynamoDBClient, cluster_id: str) -> Fence:
-        """The fence of the lock of the cluster these brokers are (``cluster_id``, as they report it)."""
+    def of(cls, step: CommitStep, settings: ApplySettings, dynamodb: DynamoDBClient, cluster_id: str) -> RunLease:
+        """The lease of the lock of the cluster these brokers are (``cluster_id``, as they report it)."""
         if not step.owner:
             return cls(None, None)
         name = settings.target.name
@@ -150,11 +164,12 @@ def _roll_back(
     groups = NameFilter.parse(selection.groups_regex, selection.exclude_groups, "groups")
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(step.allow_rewind))
     with KafkaCluster(settings.target.connection(secret_reader)) as target:
-        fence = Fence.of(step, settings, dynamodb, target.cluster_id)
-        fence.take()
+        lease = RunLease.of(step, settings, dynamodb, target.cluster_id)
+        lease.take()
+        target.hold_fence(step.fence)
         _, cluster_id = runs.target_of(step.restore_id)
         _, report = rollback_run(
-            step.restore_id, target, mappings, options, groups, cluster_id=cluster_id, before_write=fence.check
+            step.restore_id, target, mappings, options, groups, cluster_id=cluster_id, before_write=lease.check
         )
     result = step_result(report)
-    return {**result.output(), **fence.after(result.committed)}
+    return {**result.output(), **lease.after(result.committed)}

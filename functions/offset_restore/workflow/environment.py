@@ -94,6 +94,11 @@ class ClusterVariables:
         return f"{self.prefix}_SASL_SECRET_ARN"
 
     @property
+    def unfenced(self) -> str:
+        """``true``: write without the cluster's fence (a cluster that does not apply transactional commits)."""
+        return f"{self.prefix}_UNFENCED"
+
+    @property
     def tls_secret_arn(self) -> str:
         """Mutual TLS: the secret of the client certificate, its key and (optionally) the CAs."""
         return f"{self.prefix}_TLS_SECRET_ARN"
@@ -114,10 +119,13 @@ LEFT_TO_DEFAULTS = frozenset(
         TARGET.sasl_secret_arn,
         SOURCE.tls_secret_arn,
         TARGET.tls_secret_arn,
+        SOURCE.unfenced,
+        TARGET.unfenced,
     }
 )
 """Variables a function reads, has a default for, and that the stack may leave unset: tuning an
-operator can set on a function, and the SCRAM secret (set only for a cluster with SCRAM auth). Every
+operator can set on a function, the SCRAM secret (set only for a cluster with SCRAM auth), and writing
+unfenced (set only for a cluster configured so). Every
 other variable a function's settings read, the stack must set on that function."""
 
 

@@ -222,7 +222,7 @@ class ReportBuilder:
             timeline=tuple(self.timeline),
             inputs=_inputs(run),
             charts=_charts(facts, summary),
-            input=run,
+            input={k: v for k, v in run.items() if k != "fence"},  # the fence's lanes: producer ids, not input
             approval=approval,
         )
 

@@ -81,6 +81,8 @@ class ClusterSettings(BaseModel):
     from the next one)."""
     connect_timeout_s: float = Field(default=30.0, gt=0)
     retries: int = Field(default=4, ge=0, le=20)
+    unfenced: bool = False
+    """Write without the cluster's fence (``ConnectionSettings.unfenced``)."""
 
     def connection(self, secret_reader: Callable[[str], str] | None = None) -> ConnectionSettings:
         username: str | None = None
@@ -98,6 +100,7 @@ class ClusterSettings(BaseModel):
             connect_timeout_s=self.connect_timeout_s,
             request_timeout_s=self.connect_timeout_s,
             retries=self.retries,
+            unfenced=self.unfenced,
         )
 
     def _client_certificate(self, secret_reader: Callable[[str], str] | None) -> dict[str, Any]:
@@ -134,6 +137,7 @@ def _env_names(variables: ClusterVariables) -> dict[str, str]:
         "sasl_mechanism": variables.sasl_mechanism,
         "sasl_secret_arn": variables.sasl_secret_arn,
         "tls_secret_arn": variables.tls_secret_arn,
+        "unfenced": variables.unfenced,
         "connect_timeout_s": KAFKA_CONNECT_TIMEOUT_S,
         "retries": KAFKA_RETRIES,
     }

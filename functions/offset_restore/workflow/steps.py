@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.apply.model import WAIT_TIMEOUT_S, RewindScope
 from offset_restore.errors import BadInputError
+from offset_restore.kafka.fence import FENCE_LANES
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, parse_time, validate_name
 from offset_restore.snapshot.store import SnapshotRepository
@@ -281,12 +282,25 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
     }
 
 
+class CommitLane(BaseModel):
+    lane: int
+    batches: list[int]
+
+
+def commit_lanes(batches: int) -> list[CommitLane]:
+    """Batch ``b`` in lane ``b % FENCE_LANES``: one transactional id has one transaction open at a time,
+    so no two steps of a run write under one lane."""
+    lanes = min(batches, FENCE_LANES)
+    return [CommitLane(lane=k, batches=list(range(k, batches, FENCE_LANES))) for k in range(lanes)]
+
+
 class Summary(BaseModel):
     summary: PlanSummary
     pending: int
     """The entries the workflow waits for: pending ones, and in a migration every entry not exact."""
-    commit_batches: list[int]
-    """Indices of the commit batches (``COMMIT_BATCH_GROUPS`` groups each, in name order)."""
+    commit_lanes: list[CommitLane]
+    """The commit batches (``COMMIT_BATCH_GROUPS`` groups each, in name order) by the lane of the fence
+    that writes them: the Commit Map runs one step per lane, at most ``FENCE_LANES`` at once."""
     retries_left: int
     """How many more times the workflow may wait for a running restore to reach pending entries."""
 
@@ -315,6 +329,6 @@ def summarize(
     return Summary(
         summary=summary,
         pending=waiting,
-        commit_batches=list(range(batches)),
+        commit_lanes=commit_lanes(batches),
         retries_left=max(0, retries_left - (1 if waiting else 0)),
     )
