@@ -88,6 +88,7 @@ class Functions:
             "Source": {
                 **source_env,
                 **table_env,
+                **bucket_env,  # the restore's commit index: the last look's held groups
                 SNAPSHOT_BUCKET: storage.bucket.bucket_name,
                 TARGET.name: config.target.name,
             },

@@ -110,9 +110,10 @@ class CheckRequest(ApplyRequest):
 
 
 class SourceRequest(ApplyRequest):
-    """A migration's step on the source: ``check_empty`` (one look) or ``snapshot`` (the final one)."""
+    """A migration's step on the source: ``check_empty`` (one look), ``snapshot`` (the final one) or
+    ``recheck`` (the last look, right before the commit)."""
 
-    action: Literal["check_empty", "snapshot"]
+    action: Literal["check_empty", "snapshot", "recheck"]
     groups: str = ".*"
     exclude_groups: str | None = None
     topics: str | None = None

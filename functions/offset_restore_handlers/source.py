@@ -1,5 +1,6 @@
 """A migration's steps on the source cluster (``"mode": "migrate"``): whether the groups stopped there
-(the state machine waits and asks again), and the final snapshot once they have."""
+(the state machine waits and asks again), the final snapshot once they have, and the last look right
+before the commit."""
 
 from __future__ import annotations
 
@@ -10,10 +11,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.migration.steps import check_source, final_snapshot
+from offset_restore.migration.steps import check_source, final_snapshot, recheck_source
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.stores.storage import S3Store
+from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import SourceSettings, read_secret
 
@@ -41,10 +43,19 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if final.left_on_source:
             logger.warning("groups left on the source (members)", extra={"groups": sorted(final.left_on_source)})
         return final.output()
+    dynamodb = boto3.client("dynamodb")
     if request.owner:  # every look renews the run's lock: a long wait never lets it lapse
         ttl = workflow_lock_ttl(request.interval_seconds)
         # The source's network cannot reach the target: the lock under the id its acquire recorded.
-        TargetLock.named(settings.table, boto3.client("dynamodb"), settings.target_cluster, request.owner, ttl).renew()
+        TargetLock.named(settings.table, dynamodb, settings.target_cluster, request.owner, ttl).renew()
+    if request.action == "recheck":
+        index = settings.restore_folder(request.restore_id, boto3.client("s3"))
+        with KafkaCluster(connection) as source:
+            held = recheck_source(source, MappingStore(settings.table, dynamodb), request.restore_id, index)
+        if held:
+            logger.warning("groups started again on the source: not moved", extra={"groups": sorted(held)})
+        metrics.add_metric(name="GroupsStartedAgainOnSource", unit=MetricUnit.Count, value=len(held))
+        return {"held": sorted(held)[:20], "held_count": len(held)}
     with KafkaCluster(connection) as source:
         check = check_source(
             source,

@@ -169,3 +169,44 @@ def test_a_failback_over_a_dr_restored_out_of_order_answers_as_the_cli_and_write
         else:
             assert written is None and flow[group]["target_offset"] <= truth, (c, flow[group])
     assert sum(e["exact"] for e in flow.values()) >= 15, flow
+
+
+def test_a_group_started_again_on_the_source_after_the_final_snapshot_is_not_moved_by_the_workflow(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, tmp_path: Path
+) -> None:
+    """While the run translates again for the replica's last records, one group's consumer runs on the source
+    for 30 more records and stops, another's starts and keeps running. Before, the commit wrote both at the
+    final snapshot's positions as exact. Now the SourceRecheck state looks at the source right before the
+    Commit Map: both are held, named in the report, and only the group that stayed stopped moves."""
+    migrating = Migrating(brokers, source, target, tmp_path)
+    caught_up, inside, near = migrating.static
+    joined, stop = threading.Event(), threading.Event()
+
+    def meddle() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not workflow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount"):
+            time.sleep(0.05)  # the final snapshot is written: from now on its positions are the plan's
+        commit(source, inside, {TP(migrating.topic, 0): 150, TP(migrating.topic, 1): 37})
+        with active_member(brokers.source.bootstrap_servers, near, migrating.topic):
+            joined.set()
+            stop.wait(120)
+
+    meddler = threading.Thread(target=meddle, daemon=True)
+    meddler.start()
+    late = migrating.copy_the_rest(5.0)
+    try:
+        result = workflow.run(_input(migrating, 30), name="migrate-again", timeout_s=180)
+        assert joined.is_set()
+    finally:
+        stop.set()
+        late.join()
+        meddler.join(timeout=30)
+    assert result["status"] == "SUCCEEDED", result.get("cause")
+    assert {"FinalSnapshot", "WaitForRestore", "SourceRecheck", "Commit"} <= set(result["states"]), result["states"]
+    assert migrating.on_target([caught_up]) == migrating.truth([caught_up])
+    assert migrating.on_target([inside, near]) == {}
+    report = workflow.report("migrate-again")
+    assert report["outcome"] == "applied, needs attention", report["outcome"]
+    held = {e["group"]: e["reason"] for e in report["entries"] if e["group"] in (inside, near)}
+    assert set(held) == {inside, near} and all("started again on the source" in why for why in held.values()), held
+    assert f"moved ({migrating.topic}-0: 120 -> 150)" in held[inside] and "(Stable, 1 members" in held[near]

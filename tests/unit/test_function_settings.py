@@ -151,7 +151,7 @@ REQUIRED = {
     "Commit": "TABLE_NAME not set",
     "Report": "RESTORE_BUCKET, TABLE_NAME not set",
     "Snapshot": "SNAPSHOT_BUCKET not set",
-    "Source": "SNAPSHOT_BUCKET, TABLE_NAME, TARGET_CLUSTER_NAME not set",
+    "Source": "SNAPSHOT_BUCKET, TABLE_NAME, TARGET_CLUSTER_NAME, RESTORE_BUCKET not set",
     "Gate": "TABLE_NAME, TARGET_CLUSTER_NAME not set",
 }
 

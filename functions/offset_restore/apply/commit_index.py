@@ -8,7 +8,8 @@ a commit batch then reads only its own mappings, by key.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 
 from pydantic import BaseModel
 
@@ -26,7 +27,9 @@ __all__ = [
     "commit_candidates",
     "read_batch",
     "read_groups",
+    "read_held_on_source",
     "writable_and_waiting",
+    "write_held_on_source",
 ]
 
 COMMIT_BATCH_GROUPS = 250
@@ -34,6 +37,7 @@ COMMIT_BATCH_GROUPS = 250
 Commit Map (40 wide, the most an inline Map runs at once); each batch commits, saves and verifies
 about 3,000 mappings, a few seconds of one Lambda."""
 _GROUPS = "commit/groups.json"
+_HELD_ON_SOURCE = "commit/held-on-source.json"
 _HELD = "held"
 """Beside a group's statuses: an entry holds it (pending, or a topic whose shape changed unmapped)."""
 
@@ -140,3 +144,19 @@ def read_batch(store: BlobStore, number: int) -> CommitBatch:
     if not store.exists(key):
         raise BadInputError(f"no commit batch {number} at {store.description}/{key}: summarize the restore again")
     return CommitBatch.model_validate_json(store.get(key))
+
+
+def write_held_on_source(store: BlobStore, held: Mapping[str, str]) -> None:
+    """A migration's last look at the source before its commit: the groups it found running again or
+    moved since the final snapshot, with why. The commit steps leave them unwritten."""
+    store.put(_HELD_ON_SOURCE, json.dumps(dict(sorted(held.items()))).encode(), "application/json")
+
+
+def read_held_on_source(store: BlobStore) -> dict[str, str]:
+    """``write_held_on_source``'s groups; none when no look was taken (a run that is not a migration)."""
+    if not store.exists(_HELD_ON_SOURCE):
+        return {}
+    held = json.loads(store.get(_HELD_ON_SOURCE))
+    if not isinstance(held, dict) or not all(isinstance(v, str) for v in held.values()):
+        raise BadInputError(f"{store.description}/{_HELD_ON_SOURCE} is not a JSON object of group -> reason")
+    return held

@@ -5,7 +5,7 @@ from the previous offsets its commits saved there."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -187,11 +187,13 @@ def commit_groups(
     index: BlobStore | None = None,
     offset_header: str | None = None,
     before_write: Callable[[], float | None] | None = None,
+    hold: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
     are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
     again commits nothing twice. With the restore's commit ``index`` a numbered batch reads only its
-    own mappings, by key."""
+    own mappings, by key. ``hold``: groups not to write, with why (a migration's last look at the
+    source), checked right before each write."""
     if isinstance(groups, int) and index is not None:
         batch = read_batch(index, groups)
         selected = set(batch.groups)
@@ -209,7 +211,10 @@ def commit_groups(
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)  # apply_plan checks revived ones
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
     fence = (lambda _groups: before_write()) if before_write else None
-    report = apply_plan(plan, target, options, lambda p: mappings.save(restore_id, p.entries), before_commit=fence)
+    held = (lambda batch: {g: hold[g] for g in batch if g in hold}) if hold else None
+    report = apply_plan(
+        plan, target, options, lambda p: mappings.save(restore_id, p.entries), before_commit=fence, hold=held
+    )
     return step_result(report)
 
 

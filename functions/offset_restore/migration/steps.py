@@ -5,9 +5,11 @@ snapshot, taken once they have (or, with ``commit_empty``, without the ones that
 from __future__ import annotations
 
 import time
+from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from offset_restore.apply.commit_index import read_groups, write_held_on_source
 from offset_restore.apply.model import Progress
 from offset_restore.apply.waiting import WaitTimeoutError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -15,9 +17,11 @@ from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
 from offset_restore.migration.source import (
     SourceGroups,
+    SourceOffsets,
     active_on,
     active_phrase,
     leave_out,
+    moved_since_snapshot,
     selected_groups,
     still_active_error,
 )
@@ -25,8 +29,10 @@ from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot
 from offset_restore.stores.storage import BlobStore
+from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.translate.model import PlanEntry
 
-__all__ = ["FinalSnapshot", "SourceCheck", "check_source", "final_snapshot"]
+__all__ = ["FinalSnapshot", "SourceCheck", "check_source", "final_snapshot", "recheck_source"]
 
 
 @dataclass(frozen=True)
@@ -115,3 +121,18 @@ def final_snapshot(
     left_out = leave_out(options.exclude_groups, list(active))
     final = replace(options, exclude_groups=left_out, groups_stopped=stopped, origin_search=True)
     return FinalSnapshot(run_snapshot(connection, store, final, progress=progress, connect=connect), dict(active))
+
+
+def recheck_source(source: SourceOffsets, mappings: MappingStore, restore_id: str, index: BlobStore) -> dict[str, str]:
+    """A migration's last look at the source, right before the workflow's commit: the groups the commit
+    would write (the commit index's) that run again there or whose committed offsets moved since the final
+    snapshot (``moved_since_snapshot``), with why; written beside the index, where the commit steps read
+    them and leave them unwritten."""
+    writable = set(read_groups(index).writable)
+    entries: dict[str, list[PlanEntry]] = defaultdict(list)
+    for entry in mappings.iter_entries(restore_id):  # page by page; only the writable groups' entries kept
+        if entry.group in writable and entry.status == "mapped":
+            entries[entry.group].append(entry)
+    held = moved_since_snapshot(source, entries)
+    write_held_on_source(index, held)
+    return held

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from offset_restore.apply.commit_index import read_held_on_source
 from offset_restore.apply.locks import FENCE_PREFIX, Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, RewindScope, rewind_options
 from offset_restore.apply.steps import CommitResult, commit_groups, rollback_run, step_result
@@ -88,14 +89,13 @@ def commit_step(
             target.hold_fence(step.fence)
             runs.committed_to(step.restore_id, target.cluster_id)  # what a rollback checks its brokers by
             batches = selection.numbers if isinstance(selection, CommitBatches) else [selection]
-            index, header = (
-                settings.restore_folder(step.restore_id, s3),
-                runs.resolved(step.restore_id).get("offset_header"),
-            )
+            index = settings.restore_folder(step.restore_id, s3)
+            header = runs.resolved(step.restore_id).get("offset_header")
+            held = read_held_on_source(index) if index is not None else {}  # a migration's last look at the source
             result = CommitResult.merged(
                 commit_groups(
                     step.restore_id, batch, target, mappings, allow_rewind=step.allow_rewind, index=index,
-                    offset_header=header, before_write=lease.check,
+                    offset_header=header, before_write=lease.check, hold=held,
                 )
                 for batch in batches
             )  # fmt: skip

@@ -244,13 +244,19 @@ class SnapshotSettings(FunctionSettings):
 
 class SourceSettings(FunctionSettings):
     """A migration's steps on the source: the source cluster, where its snapshots go (the Snapshot
-    function's bucket and prefix), and the lock's table and target (each look renews the run's lock)."""
+    function's bucket and prefix), the lock's table and target (each look renews the run's lock), and the
+    restore's folder (the last look's held groups)."""
 
     source: Annotated[ClusterSettings, Cluster(SOURCE)]
     bucket: Annotated[str, Variable(SNAPSHOT_BUCKET)]
     table: Annotated[str, Variable(TABLE_NAME)]
     target_cluster: Annotated[str, Variable(TARGET.name)]
     prefix: Annotated[str, Variable(SNAPSHOT_PREFIX)] = ""
+    restore_bucket: Annotated[str, Variable(RESTORE_BUCKET)]
+    """Where the restore's commit index is: the last look before the commit writes the groups it holds there."""
+
+    def restore_folder(self, restore_id: str, s3: S3Client) -> BlobStore:
+        return S3Store(self.restore_bucket, restore_folder(restore_id), s3)
 
 
 class ValidateSettings(FunctionSettings):
