@@ -45,7 +45,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     lock = TargetLock.named(settings.table, dynamodb, name, owner, ttl_s=ttl)
     try:
         if request.ended:
-            done = release_ended(lock, last_state(boto3.client("stepfunctions"), owner))
+            ended_in = last_state(boto3.client("stepfunctions"), owner)
+            done = release_ended(lock, ended_in, cluster_fenced=not settings.target.unfenced)
             logger.info("the lock of an ended execution", extra={"owner": owner, "done": done})
             return {"lock": done, "target_cluster": name}
         lock.release()

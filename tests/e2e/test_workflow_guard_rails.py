@@ -13,7 +13,7 @@ from typing import Any
 
 import boto3
 import pytest
-from offset_restore.apply.locks import FENCE_PREFIX, TargetLock
+from offset_restore.apply.locks import TargetLock
 from offset_restore.devtools.local_aws import REGION, TABLE, Workflow
 from offset_restore.errors import CommitInterruptedError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -113,50 +113,51 @@ def test_a_run_whose_lock_was_taken_during_a_slow_commit_writes_nothing_more(
     assert "Item" not in dynamodb.get_item(TableName=TABLE, Key=lock_key)  # run 2 released; run 1 left none
 
 
-def test_an_execution_stopped_while_its_commit_is_in_flight_fences_the_target_until_its_lambda_ends(
+def test_an_execution_stopped_while_its_commit_is_in_flight_frees_the_target_and_its_lambda_writes_nothing(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Run 1 is stopped while its OffsetCommit is in flight; a stopped execution's Lambda keeps running.
-    Before, the release rule deleted its lock at once, run 2 committed and reported verified, and run 1's
-    request landed after with other offsets. Now the release rule's call (the event infra/triggers.py
-    sends, through the real Lock handler) finds the execution ended in CommitBatch and turns the lock into
-    a fence for the Lambda's 15-minute timeout and a minute: run 2's AcquireLock is refused, saying whose
-    fence and until when, and writes nothing; run 1's commit lands alone and its record says committed."""
+    """Run 1 (an older snapshot) is stopped while its write is in flight; a stopped execution's Lambda keeps
+    running. The release rule's call (the event infra/triggers.py sends, through the real Lock handler)
+    releases its lock at once: the target keeps the write fence, so run 2 — started right away, as a
+    failover would be — takes it and commits the newer positions, and run 1's Lambda, let go after, is
+    refused by the brokers and writes nothing. Before the fence, the lock stood as a 16-minute fence."""
     from offset_restore_handlers.lock import handler
 
+    from tests.e2e.test_workflow_fence import older_and_newer
     from tests.helpers import LambdaContext
 
     s = setup(brokers, source, target, workflow)
     a, b = str(s["a"]), str(s["b"])
+    older = older_and_newer(brokers, source, workflow, s)
     dynamodb = boto3.client("dynamodb", region_name=REGION)
     run_input = {"groups": f"{a}|{b}", "mode": "apply"}
     with held_commit(monkeypatch, lambda: None) as in_flight:
-        first = workflow.start({**run_input, "restore_id": "stopped-1"}, name="stopped-1")
+        first = workflow.start({**run_input, "restore_id": "stopped-1", "snapshot": {"id": older}}, name="stopped-1")
         assert in_flight.wait(60)
         workflow.sfn.stop_execution(executionArn=first, cause="an operator stopped it")
         # EventBridge then sends the release rule's event (ABORTED): the execution's last state is CommitBatch.
         rule = {"action": "release", "restore_id": "stopped-1", "target_cluster": "dr", "owner": first, "ended": True}
         done = handler(rule, LambdaContext())
-        assert done["lock"].startswith("fenced until "), done
-        fence = TargetLock.named(TABLE, dynamodb, "dr", "x").holder()
-        assert fence is not None and fence[0] == f"{FENCE_PREFIX}{first}" and fence[1] > time.time() + 15 * 60
-        # Run 2 is refused at every AcquireLock retry while the fence stands (the harness runs retries a
-        # thousand times faster: its six retries end within seconds, each saying whose fence and until when).
-        refused = workflow.run({**run_input, "restore_id": "stopped-2"}, name="stopped-2")
-        assert refused["status"] == "FAILED" and refused["error"] == "LockHeldError", refused.get("cause")
-        assert "is fenced until" in refused["cause"] and "stopped-1" in refused["cause"]
-        assert "Prepare" not in refused["states"], refused["states"]
-        assert offsets(target, a) == {} and offsets(target, b) == {}  # nothing from run 2 meanwhile
-    wait_for(lambda: offsets(target, a) == {0: 10, 1: 0})  # run 1's Lambda ends its write alone
-    wait_for(lambda: {e.status for e in MappingStore(TABLE, dynamodb).entries("stopped-1")} == {"committed"})
-    assert offsets(target, b) == {0: 40}
+        assert done == {"lock": "released", "target_cluster": "dr"}, done
+        second = workflow.run({**run_input, "restore_id": "stopped-2"}, name="stopped-2")
+        assert second["status"] == "SUCCEEDED", second.get("cause")
+        written = offsets(target, a), offsets(target, b)
+        assert written == ({0: 20, 1: 0}, {0: 40})  # run 2's: the newer positions
     ended = workflow.wait(first)
     # AWS says ABORTED from the stop on; moto's interpreter, once the task in flight returns, ends the stopped
     # execution FAILED with an error of its own. Either way not a success, and start/status exit 1.
     assert ended["status"] in ("ABORTED", "FAILED") and run_ending(ended)[0] == 1, ended["status"]
-    fence_left = TargetLock.named(TABLE, dynamodb, "dr", "x").holder()
-    assert fence_left is not None and fence_left[0].startswith(FENCE_PREFIX)  # until the Lambda must have ended
-    assert done["target_cluster"] == "dr"
+    wait_for(
+        lambda: (
+            not any(
+                e.status == "mapped" and e.outcome is None for e in MappingStore(TABLE, dynamodb).entries("stopped-1")
+            )
+        )
+    )
+    entries = MappingStore(TABLE, dynamodb).entries("stopped-1")
+    assert not any(e.status == "committed" for e in entries), [(e.status, e.reason) for e in entries]
+    assert all("another offset-restore writer took this cluster's write fence" in (e.reason or "") for e in entries)
+    assert (offsets(target, a), offsets(target, b)) == written  # run 1's Lambda wrote nothing
 
 
 def test_a_commit_whose_save_failed_is_reported_as_possibly_written_and_a_rerun_finishes_it(
@@ -165,8 +166,8 @@ def test_a_commit_whose_save_failed_is_reported_as_possibly_written_and_a_rerun_
     """The commit reaches the target; saving its entries as committed fails (DynamoDB throttles every
     try). Before, the failed run's report said "0 of 2 groups restored" of a target holding every offset.
     Now it says none is known restored and both may be — their commit was sent and its end is not on
-    record — and a rerun of the restore id (once the operator has lifted the fence the failed commit
-    left) reads the target, finds the offsets there and reports them restored."""
+    record — and a rerun of the restore id (at once: the failed run left no lock) reads the target, finds the
+    offsets there and reports them restored."""
     from botocore.exceptions import ClientError
 
     s = setup(brokers, source, target, workflow)
@@ -198,10 +199,9 @@ def test_a_commit_whose_save_failed_is_reported_as_possibly_written_and_a_rerun_
     assert run_ending(failed)[0] == 1
 
     monkeypatch.setattr(MappingStore, "save", original)
-    fence = TargetLock.named(TABLE, dynamodb, "dr", "operator")
-    held = fence.holder()
-    assert held is not None and held[0] == f"{FENCE_PREFIX}{failed['executionArn']}"  # it failed while writing
-    assert fence.break_lock(held[0])  # offset-restore unlock --owner, once the operator knows it ended
+    # It failed while writing, and the target keeps the write fence: its lock is gone at once (a late write
+    # of its Lambdas would be refused once the rerun takes the fence), and the rerun needs no unlock.
+    assert TargetLock.named(TABLE, dynamodb, "dr", "operator").holder() is None
     again = workflow.run(run_input, name="unsaved-2")
     assert again["status"] == "SUCCEEDED", again.get("cause")
     assert offsets(target, a) == {0: 10, 1: 0} and offsets(target, b) == {0: 40}

@@ -180,7 +180,7 @@ def test_a_run_that_ended_while_writing_leaves_a_fence_not_a_free_target(
     arn = "arn:aws:states:eu-west-1:123456789012:execution:offset-restore:stopped-1"
     lock = TargetLock(table, client, "prod-dr", arn, ttl_s=1200)
     lock.acquire(now=1_000)
-    done = release_ended(lock, last_state(History(states, oldest_first), arn), now=1_000)
+    done = release_ended(lock, last_state(History(states, oldest_first), arn), now=1_000)  # written unfenced
     newcomer = TargetLock(table, client, "prod-dr", "arn:...:execution:offset-restore:next", ttl_s=1200)
     if not fenced:
         assert done == "released" and lock.holder() is None
@@ -258,3 +258,22 @@ def test_a_lock_an_earlier_version_took_under_the_name_is_read_and_moved(table: 
     legacy("crashed", 1_000)  # expired: dropped
     newcomer.acquire(now=1_400)
     assert under_name() is None
+
+
+@pytest.mark.parametrize("states", [None, ["Commit", "CommitBatch"], ["Rollback"], ["Prepare", "Translate"]])
+def test_on_a_target_that_keeps_the_write_fence_an_ended_run_frees_the_target_at_once(
+    table: str, states: list[str] | None
+) -> None:
+    """A run that failed or was stopped, even in the middle of its commit: the next run takes the cluster's
+    write fence, so whatever the ended run's Lambdas still send is refused by the brokers — its lock is
+    released at once instead of standing as a 16-minute fence that a failover started then would wait out."""
+    from offset_restore.apply.locks import release_ended
+    from offset_restore.workflow.executions import last_state
+
+    client = boto3.client("dynamodb", region_name=os.environ["AWS_DEFAULT_REGION"])
+    arn = "arn:aws:states:eu-west-1:123456789012:execution:offset-restore:ended-1"
+    lock = TargetLock(table, client, "prod-dr", arn, ttl_s=1200)
+    lock.acquire(now=1_000)
+    assert release_ended(lock, last_state(History(states, False), arn), now=1_000, cluster_fenced=True) == "released"
+    assert lock.holder() is None
+    TargetLock(table, client, "prod-dr", "arn:...:execution:offset-restore:next", ttl_s=1200).acquire(now=1_001)

@@ -39,12 +39,17 @@ LAMBDA_TIMEOUT_S = 15 * 60
 """The longest a workflow function runs (the Kafka functions' timeout, infra/functions.py)."""
 
 
-def release_ended(lock: TargetLock, last_state: str | None, now: float | None = None) -> str:
+def release_ended(
+    lock: TargetLock, last_state: str | None, now: float | None = None, *, cluster_fenced: bool = False
+) -> str:
     """The lock of an execution that ended without its own ReleaseLock (stopped, failed, timed out):
-    released, unless the execution was in a writing state (or its last state is unknown) — then fenced
-    until its Lambda must have ended (``LAMBDA_TIMEOUT_S`` and a minute); returns what was done."""
+    released, unless the execution was in a writing state (or its last state is unknown) on a target
+    written unfenced — then fenced until its Lambda must have ended (``LAMBDA_TIMEOUT_S`` and a minute);
+    returns what was done. ``cluster_fenced``: the target keeps the write fence (``kafka/fence.py``): the
+    next run takes it, and the ended run's Lambdas, still running or not, write nothing after that — so the
+    lock goes at once, whatever state the run ended in."""
     now = time.time() if now is None else now
-    if last_state is not None and last_state not in WRITING_STATES:
+    if cluster_fenced or (last_state is not None and last_state not in WRITING_STATES):
         lock.release()
         return "released"
     until = now + LAMBDA_TIMEOUT_S + 60
