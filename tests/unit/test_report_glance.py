@@ -111,6 +111,24 @@ def test_unanswered_rolled_back_and_unproven_ends_hold_their_groups() -> None:
     assert rolled["safe_to_start"] == [] and rolled["ready_to_apply"] == []
 
 
+def test_a_failed_run_never_calls_a_group_safe_to_start() -> None:
+    """A run that failed — another writer took the target's fence, a save failed, a batch stopped half way —
+    lists no group as safe, and its notification says the groups it restored are not yet safe to start."""
+    from offset_restore.workflow.report import ReportBuilder
+
+    rows = [row("ok", 0, "committed"), row("left", 0, "mapped")]
+    documents = render_report({"restore_id": "r"}, rows, "failed")
+    document = json.loads(documents["report.json"])
+    assert document["safe_to_start"] == [] and document["ready_to_apply"] == []
+    assert b"Safe to start" not in documents["report.md"]
+    builder = ReportBuilder({"restore_id": "r"}, "failed", ())
+    for entry in rows:
+        builder.add(entry)
+    dict(builder.documents())
+    said = builder.glance()  # the notification's first line
+    assert said.startswith("1 of 2 groups restored, not yet safe to start: the run failed"), said
+
+
 def test_the_cards_count_outcomes_whatever_the_reasons_say() -> None:
     """Rewording a message changes no card: the report reads ``outcome``, never the reason's words."""
     reworded = [

@@ -52,7 +52,8 @@ def test_the_notification_says_the_outcome_the_headline_the_snapshot_and_where_t
     failed = notification(model({}, [], "failed", ERROR), BUCKET, ERROR)
     assert failed.subject == "offset-restore failed"
     assert failed.message == (
-        "offset-restore unknown: failed. 0 of 0 groups restored, safe to start; 0 of 0 partitions exact. "
+        "offset-restore unknown: failed. 0 of 0 groups restored, not yet safe to start: the run failed (read its "
+        "error first); 0 of 0 partitions exact. "
         "Error: States.Timeout: the commit took too long Report: s3://restores/restores/unknown/report.html"
     )
 

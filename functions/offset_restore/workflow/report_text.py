@@ -143,12 +143,19 @@ def ready_title(outcome: str) -> str | None:
     rollback's report has no such list."""
     if outcome in NOTHING_WRITTEN:
         return "Ready to apply (nothing is written yet)"
-    return None if outcome.startswith("rolled back") else SAFE
+    return None if outcome.startswith("rolled back") or outcome == FAILED else SAFE
+
+
+FAILED = "failed"
+"""The outcome of a run that ended in an error: nothing it wrote is called safe (another writer may have
+taken the target since, or the run stopped half way); its report says what it did, for a person to judge."""
 
 
 def done_phrase(outcome: str) -> str:
     if outcome in NOTHING_WRITTEN:
         return "ready to apply (nothing written)"
+    if outcome == FAILED:
+        return "restored, not yet safe to start: the run failed (read its error first)"
     return "still at the run's offsets" if outcome.startswith("rolled back") else "restored, safe to start"
 
 
