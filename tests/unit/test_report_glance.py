@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from offset_restore.apply.commit import NOT_WRITTEN
 from offset_restore.translate.model import PlanEntry, Status
 from offset_restore.workflow.report import render_report
@@ -241,3 +242,19 @@ def test_a_rollback_names_the_groups_it_left_as_they_were() -> None:
     many = {**run, "rollback": {"skipped": {"a": moved}, "counts": {"skipped": 40}}}
     said = json.loads(render_report(many, rows, "rolled back")["report.json"])["headline_text"]
     assert "40 left as they were (a: moved on" in said and "; and 39 more)" in said
+
+
+@pytest.mark.parametrize("left", ["pending", "unmapped"])
+def test_an_apply_that_left_a_group_unwritten_is_not_a_bare_applied(left: Status) -> None:
+    """ "applied" means every selected group was written: one held by a pending or unmapped entry makes the
+    outcome "applied, needs attention" (the SNS subject; ``start`` and ``status`` exit 3), naming it."""
+    from offset_restore.workflow.executions import run_ending
+
+    rows = [row("written", 0, "committed"), row("held", 0, left, reason=f"{left}: why")]
+    document = json.loads(render_report({"restore_id": "r"}, rows, "applied")["report.json"])
+    assert document["outcome"] == "applied, needs attention", document["outcome"]
+    assert document["attention"][left]["groups"] == ["held"]
+    described = {"status": "SUCCEEDED", "output": json.dumps({"report": {"outcome": document["outcome"]}})}
+    assert run_ending(described)[0] == 3
+    clean = json.loads(render_report({"restore_id": "r"}, rows[:1], "applied")["report.json"])
+    assert clean["outcome"] == "applied"

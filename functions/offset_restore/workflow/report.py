@@ -106,9 +106,11 @@ def _needs_attention(row: PartitionRow) -> str:
 
 
 def effective_outcome(outcome: str, attention: Mapping[str, list[str]], run: Mapping[str, Any] | None = None) -> str:
-    """An apply run that left groups unwritten, unverified or refused says so in its outcome (the
-    report's title, the SNS subject), not just "applied"; so does a rollback that left groups as they
-    were (active, moved on since the apply, refused: its step's output names them)."""
+    """An apply run that left groups unwritten, unverified or refused — whatever held them: a member, a
+    pending or unmapped entry, a reshaped topic, an application missing a topic — says so in its outcome
+    (the report's title, the SNS subject, ``start``'s exit 3), not just "applied": "applied" means every
+    selected group was written. So does a rollback that left groups as they were (active, moved on since
+    the apply, refused: its step's output names them)."""
     if outcome == "rolled back":
         step = (run or {}).get("rollback")
         counts = step.get("counts", {}) if isinstance(step, dict) else {}
@@ -116,7 +118,7 @@ def effective_outcome(outcome: str, attention: Mapping[str, list[str]], run: Map
         return f"rolled back in part ({left} groups left as they were)" if left else outcome
     serious = [
         s
-        for s in ("unverified", "unanswered", "failed", "not_written", "left_on_source", "not_exact", "skipped")
+        for s in ATTENTION
         if attention.get(s)
     ]
     return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
