@@ -19,7 +19,7 @@ from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.run import PlanFile
-from offset_restore.apply.seal import PlanKey, seal_plan
+from offset_restore.apply.seal import PlanKey, seal_plan, seal_whole
 from offset_restore.cli.main import main
 from offset_restore.errors import PlanBusyError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -384,7 +384,7 @@ def test_rollback_is_not_blocked_by_entries_that_no_longer_fit(
         if entry["group"] == s.groups["busy"]:
             # The target changed under the unwritten group (a plan made against it then says so).
             entry["target_offset"] = entry["anchor_offset"] = 10**9
-    s.plan_path.write_text(json.dumps(document))
+    s.plan_path.write_text(sealed(Plan.model_validate(document)).model_dump_json())
     status, _, err = s.apply()
     assert status == 2 and "lie outside the target's logs now" in err
     status, out, err = run(
@@ -522,8 +522,11 @@ def test_a_group_that_moves_on_during_apply_is_not_rewound(
 
 
 def sealed(plan: Plan) -> Plan:
-    """``plan`` with its previous offsets sealed, as the CLI saves it (apply/seal.py)."""
-    seal_plan(plan, PlanKey.load(create=True))
+    """``plan`` sealed as the CLI saves it (apply/seal.py): its previous offsets, and the plan as a whole —
+    what a test that plays a change of the target by editing the plan does, as an operator with the key."""
+    key = PlanKey.load(create=True)
+    seal_plan(plan, key)
+    seal_whole(plan, key)
     return plan
 
 

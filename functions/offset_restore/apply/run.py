@@ -8,7 +8,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,7 +19,15 @@ from offset_restore.apply.fit import check_plan_fits
 from offset_restore.apply.locks import Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport
 from offset_restore.apply.rollback import rollback_plan
-from offset_restore.apply.seal import PlanKey, seal_plan, unsealed
+from offset_restore.apply.seal import (
+    PlanKey,
+    SealRecord,
+    default_key_path,
+    seal_plan,
+    seal_whole,
+    unsealed,
+    whole_problem,
+)
 from offset_restore.apply.steps import rollback_run
 from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.kafka.cluster import KafkaCluster
@@ -172,16 +180,19 @@ def _locked(lock: TargetLock | None) -> Iterator[Callable[[], float | None]]:
 
 @dataclass
 class Sealing:
-    """How the plan file's previous offsets are sealed (apply/seal.py): when ``enabled``, each recorded
-    one is checked when the plan is read (unless ``trust``: the operator checked them) and sealed when
-    it is saved, with the key at ``key_path`` (default ``default_key_path()``; made on the first save
-    when ``create``). The key is read only when a plan holds a previous offset."""
+    """How a plan file is sealed (apply/seal.py): when ``enabled``, its recorded previous offsets and the
+    plan as a whole are checked when it is read, and sealed when it is saved, with the key at ``key_path``
+    (default ``default_key_path()``; made on the first save when ``create``). ``trust`` (the operator
+    checked them): previous offsets that do not match their seals are used as they are, and not sealed
+    again unless this run reads them anew from the cluster. The key is read only when a plan holds a
+    previous offset or a seal."""
 
     enabled: bool = False
     key_path: Path | None = None
     create: bool = False
     trust: bool = False
     _key: PlanKey | None = None
+    _distrusted: dict[int, tuple[object, object]] = field(default_factory=dict)
 
     def key(self) -> PlanKey:
         if self._key is None:
@@ -189,10 +200,23 @@ class Sealing:
         return self._key
 
     def check(self, plan: Plan) -> None:
-        if not self.enabled or self.trust or not any(e.previous_recorded for e in plan.entries):
+        if not self.enabled:
             return
+        fresh = plan.seal is None and not any(e.previous_recorded for e in plan.entries)
+        if fresh and not self._recorded(plan):
+            return  # nothing recorded or sealed yet, here or in the plan: a plan no apply has saved
         key = self.key()
+        whole = whole_problem(plan, key, SealRecord.of(key, plan))
+        if whole is not None:
+            raise BadInputError(f"the plan is not as apply or rollback last saved it: {whole}; nothing was written")
         problems = unsealed(plan, key)
+        if problems and self.trust:
+            self._distrusted = {
+                n: (e.previous_target_offset, e.previous_metadata)
+                for n, e in enumerate(plan.entries)
+                if e.previous_recorded and (e.previous_seal is None or e.previous_seal != key.seal(plan, e))
+            }
+            return
         if problems:
             raise BadInputError(
                 f"{len(problems)} previous offsets in the plan are not as apply recorded them (the plan was edited "
@@ -201,11 +225,21 @@ class Sealing:
                 "them as they are, once checked)"
             )
 
+    def _recorded(self, plan: Plan) -> bool:
+        """Whether this machine sealed this restore's plan before (its record is beside the default key)."""
+        where = self.key_path or default_key_path()
+        return where.exists() and SealRecord.of(self.key(), plan).read() is not None
+
     def saver(self, plan_file: PlanFile) -> Callable[[Plan], None]:
         def save(plan: Plan) -> None:
-            if self.enabled and any(e.previous_recorded or e.previous_seal for e in plan.entries):
-                seal_plan(plan, self.key())
+            sealed = self.enabled and any(e.previous_recorded or e.previous_seal for e in plan.entries)
+            if sealed or (self.enabled and plan.seal is not None):
+                key = self.key()
+                seal_plan(plan, key, self._distrusted)
+                seal_whole(plan, key)
             plan_file.save(plan)
+            if plan.seal is not None and self._key is not None:
+                SealRecord.of(self._key, plan).write(plan, plan_file.location)
 
         return save
 

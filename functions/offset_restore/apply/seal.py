@@ -14,6 +14,16 @@ Why a keyed checksum and not a second copy: a copy beside the plan is rewritten 
 by whoever rewrites the plan, and a plan on S3 has no safe place beside it; a key is one small file
 that stays where the operator's configuration is. The workflow needs neither: its previous offsets
 live in DynamoDB items only its commit step's role writes.
+
+The previous offsets are what rollback writes, but what decides whether it writes them is the rest of
+the entry: ``previous_recorded``, the target offset and its anchor, the status, the entry being there at
+all. So every save also seals the whole plan but its previous offsets (``seal_whole``), with a
+generation that grows at each save; beside the key, a record per restore keeps the last generation this
+machine sealed (``SealRecord``): a plan edited since, with its whole seal removed, or an older copy of it
+(whose seals are valid, and whose previous offsets are out of date) is refused by name.
+``--trust-previous-offsets`` relaxes only the previous offsets' seals, and never seals again a previous
+offset it did not read from the cluster: such an entry stays unsealed, refused at the next read unless
+trusted again.
 """
 
 from __future__ import annotations
@@ -24,12 +34,22 @@ import json
 import os
 import secrets
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 from offset_restore.errors import BadInputError
 from offset_restore.translate.model import Plan, PlanEntry
 
-__all__ = ["KEY_ENV", "PlanKey", "default_key_path", "seal_plan", "unsealed"]
+__all__ = [
+    "KEY_ENV",
+    "PlanKey",
+    "SealRecord",
+    "default_key_path",
+    "seal_plan",
+    "seal_whole",
+    "unsealed",
+    "whole_problem",
+]
 
 KEY_ENV = "OFFSET_RESTORE_PLAN_KEY"
 """The key file's path, when not the default."""
@@ -84,11 +104,93 @@ class PlanKey:
         message = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:32]
 
+    def seal_whole(self, plan: Plan) -> str:
+        """The plan but its seal and its entries' previous offsets (each sealed on its own), as canonical JSON."""
+        document = plan.model_dump(mode="json", exclude={"seal"})
+        for entry in document["entries"]:
+            for field in _PREVIOUS:
+                entry.pop(field, None)
+        message = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:32]
 
-def seal_plan(plan: Plan, key: PlanKey) -> None:
-    """Seal every recorded previous offset (before the plan is saved); clear the seal of the others."""
-    for entry in plan.entries:
+
+_PREVIOUS = ("previous_target_offset", "previous_metadata", "previous_seal")
+"""An entry's previous offset and its own seal: left out of the whole plan's seal."""
+
+
+def seal_plan(plan: Plan, key: PlanKey, distrusted: dict[int, tuple[object, object]] | None = None) -> None:
+    """Seal every recorded previous offset (before the plan is saved); clear the seal of the others.
+    ``distrusted``: entries (by number) whose previous offset the operator trusted without its seal, with
+    that offset: still the same, it is not sealed again (this run did not read it from the cluster)."""
+    for number, entry in enumerate(plan.entries):
+        kept = (distrusted or {}).get(number)
+        if kept is not None and kept == (entry.previous_target_offset, entry.previous_metadata):
+            entry.previous_seal = None
+            continue
         entry.previous_seal = key.seal(plan, entry) if entry.previous_recorded else None
+
+
+def seal_whole(plan: Plan, key: PlanKey) -> None:
+    """The next generation of the plan, sealed whole (after ``seal_plan``, right before the save)."""
+    plan.generation += 1
+    plan.seal = key.seal_whole(plan)
+
+
+def whole_problem(plan: Plan, key: PlanKey, record: SealRecord) -> str | None:
+    """What is wrong with the plan as a whole, or None: not the plan apply or rollback last sealed here."""
+    last = record.read()
+    if last is not None and plan.generation < int(str(last.get("generation", 0))):
+        return (
+            f"it is an older copy of the plan: generation {plan.generation}, while this machine sealed generation "
+            f"{last.get('generation')} at {last.get('sealed_at')} (its previous offsets may be out of date; if this "
+            f"copy is the one to use, remove {record.path} first)"
+        )
+    if plan.seal is None:
+        if last is not None:
+            return f"its seal as a whole was removed (this machine sealed generation {last.get('generation')} of it)"
+        return None
+    if not hmac.compare_digest(plan.seal, key.seal_whole(plan)):
+        return (
+            "it was edited since apply or rollback last saved it (an entry's target offset, status, anchor or "
+            "recorded flag changed, or an entry was added or removed): plan again, or use the plan as it was saved"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class SealRecord:
+    """Beside the key, the last generation of one restore's plan this machine sealed: what tells an older
+    copy, or a plan whose whole seal was removed, from the plan as it was last saved."""
+
+    path: Path
+
+    @classmethod
+    def of(cls, key: PlanKey, plan: Plan) -> SealRecord:
+        name = hashlib.sha256(json.dumps([plan.restore_id, plan.target.cluster_id]).encode()).hexdigest()[:32]
+        return cls(key.path.parent / "sealed" / f"{name}.json")
+
+    def read(self) -> dict[str, object] | None:
+        try:
+            found = json.loads(self.path.read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as error:
+            raise BadInputError(f"the seal record {self.path} cannot be read ({error}): remove it or fix it") from None
+        return found if isinstance(found, dict) else None
+
+    def write(self, plan: Plan, location: str) -> None:
+        """Atomically (a crash leaves the old record or the new one)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        record = {
+            "restore_id": plan.restore_id,
+            "cluster_id": plan.target.cluster_id,
+            "generation": plan.generation,
+            "sealed_at": datetime.now(UTC).isoformat(),
+            "location": location,
+        }
+        partial = self.path.with_suffix(".tmp")
+        partial.write_text(json.dumps(record))
+        os.replace(partial, self.path)
 
 
 def unsealed(plan: Plan, key: PlanKey) -> list[str]:

@@ -319,6 +319,11 @@ class Plan(BaseModel):
     history_at: datetime | None = None
     """When the snapshot before it read its positions: the groups' commit rates are measured from there."""
     """Source topics whose shape changed in the restore, with why (translate/reshaped.py)."""
+    seal: str | None = None
+    """The keyed checksum of the whole plan but its previous offsets, as apply or rollback last saved it
+    (apply/seal.py): an entry edited, added or removed since is refused by name."""
+    generation: int = 0
+    """How many times apply or rollback saved this plan sealed: a copy older than the last one is refused."""
 
     def problems(self) -> list[str]:
         """What makes this plan unsafe to apply as it is (an edited or damaged plan): each names the

@@ -116,11 +116,7 @@ def effective_outcome(outcome: str, attention: Mapping[str, list[str]], run: Map
         counts = step.get("counts", {}) if isinstance(step, dict) else {}
         left = int(counts.get("skipped", 0)) + int(counts.get("failed", 0))
         return f"rolled back in part ({left} groups left as they were)" if left else outcome
-    serious = [
-        s
-        for s in ATTENTION
-        if attention.get(s)
-    ]
+    serious = [s for s in ATTENTION if attention.get(s)]
     return f"{outcome}, needs attention" if outcome == "applied" and serious else outcome
 
 
