@@ -63,7 +63,7 @@ def by_origin(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         return outcome  # nothing to prove: no read
     wanted: dict[TP, set[int]] = defaultdict(set)
     for key, claim in claims.items():
-        wanted[undecided[key].target].update(offset for offset, _ in claim.checks)
+        wanted[undecided[key].target].update([*(offset for offset, _ in claim.checks), claim.anchor])
         end = ctx.bounds[undecided[key].target].end
         if claim.older_than is not None and claim.resume < end:
             wanted[undecided[key].target].add(end - 1)
@@ -190,7 +190,9 @@ def _floored(
     )
     if floor >= bounds.end:
         said += f", at the target's log end {bounds.end}"
-    return _Claim(floor, checks, h, None, said, exact=twice == 0, duplicates=twice)
+    # Apply re-reads the record before the resume point (the anchor must sit at it or just before it), not h.
+    anchor = min(floor, bounds.end) - 1 if min(floor, bounds.end) > bounds.start else floor
+    return _Claim(floor, checks, anchor, None, said, exact=twice == 0, duplicates=twice)
 
 
 def _at_next(pos: Position, bounds: LogBounds, header: str) -> _Claim | str:
@@ -264,7 +266,7 @@ def _brought_back(tp: TP, end: int, claim: _Claim, records: Mapping[tuple[TP, in
 
 
 def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord]) -> Decision:
-    anchor = records[(tp, claim.anchor)]
+    anchor = records.get((tp, claim.anchor))  # none there (a transaction marker, compacted): apply checks none
     return Decision(
         "mapped",
         claim.resume,
@@ -273,5 +275,5 @@ def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecor
         claim.duplicates,
         claim.said,
         expected_fingerprint=claim.expected,
-        anchor=(anchor.offset, None, anchor.timestamp),
+        anchor=(anchor.offset, None, anchor.timestamp) if anchor is not None else None,
     )
