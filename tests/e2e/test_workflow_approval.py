@@ -138,11 +138,15 @@ def test_a_denial_or_a_time_out_ends_the_run_with_nothing_written_and_its_lock_r
     assert "primary is back" in report["approval"] and report["headline_text"].startswith("not approved: denied")
     assert "2 of 2 groups ready to apply (nothing written)" in report["headline_text"]
     assert offsets(target, a) == {} and offsets(target, b) == {} and lock_holder() is None
+    status, out, err = cli("status", "--restore-id", "deny-1", "--table", TABLE)
+    assert status == 3 and "denied by" in out, out + err  # as start's: the gate did not let it through
 
     late = workflow.run({**run_input, "restore_id": "late-1", "approval": {"timeout_seconds": 2}}, name="late-1")
     assert late["status"] == "SUCCEEDED" and "CheckEmpty" not in late["states"], late.get("cause")
     assert workflow.report("late-1")["approval"] == "not approved: nobody answered within 2 s; nothing was written"
     assert offsets(target, a) == {} and lock_holder() is None
+    status, out, err = cli("status", "--restore-id", "late-1", "--table", TABLE)
+    assert status == 3, out + err
     # The service's timer starts before the Gate records when it asked: wait out the recorded expiry too,
     # so the late approval meets the expired question (not a token the service already let go).
     question = waiting(TABLE, boto3.client("dynamodb", region_name=REGION), "late-1")

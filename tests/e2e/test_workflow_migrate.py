@@ -180,27 +180,15 @@ def test_a_group_started_again_on_the_source_after_the_final_snapshot_is_not_mov
     Commit Map: both are held, named in the report, and only the group that stayed stopped moves."""
     migrating = Migrating(brokers, source, target, tmp_path)
     caught_up, inside, near = migrating.static
-    joined, stop = threading.Event(), threading.Event()
-
-    def meddle() -> None:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not workflow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount"):
-            time.sleep(0.05)  # the final snapshot is written: from now on its positions are the plan's
-        commit(source, inside, {TP(migrating.topic, 0): 150, TP(migrating.topic, 1): 37})
-        with active_member(brokers.source.bootstrap_servers, near, migrating.topic):
-            joined.set()
-            stop.wait(120)
-
-    meddler = threading.Thread(target=meddle, daemon=True)
-    meddler.start()
     late = migrating.copy_the_rest(5.0)
     try:
-        result = workflow.run(_input(migrating, 30), name="migrate-again", timeout_s=180)
-        assert joined.is_set()
+        with migrating.started_again(
+            lambda: bool(workflow.s3.list_objects_v2(Bucket="offset-restore").get("KeyCount"))
+        ) as joined:
+            result = workflow.run(_input(migrating, 30), name="migrate-again", timeout_s=180)
+            assert joined.is_set()
     finally:
-        stop.set()
         late.join()
-        meddler.join(timeout=30)
     assert result["status"] == "SUCCEEDED", result.get("cause")
     assert {"FinalSnapshot", "WaitForRestore", "SourceRecheck", "Commit"} <= set(result["states"]), result["states"]
     assert migrating.on_target([caught_up]) == migrating.truth([caught_up])

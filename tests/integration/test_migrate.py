@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
@@ -100,6 +100,32 @@ class Migrating:
             "--snapshots", str(self.folder / "snapshots"), "--plan", str(self.folder / "plan.json"),
             "--groups", f"{self.prefix}-.*", "--poll-interval", "0.3", "--target-cluster", "new", *options,
         )  # fmt: skip
+
+    @contextmanager
+    def started_again(self, final_snapshot_taken: Callable[[], bool]) -> Iterator[threading.Event]:
+        """Once the final snapshot is taken, group ``inside``'s consumer runs on the source for 30 records and
+        stops (its committed offset moves 120 -> 150), and ``near-start``'s starts and keeps running (the
+        event yielded is set once it has joined) until the block ends."""
+        _, inside, near = self.static
+        joined, stop = threading.Event(), threading.Event()
+
+        def meddle() -> None:
+            deadline = time.monotonic() + 60
+            while not final_snapshot_taken() and time.monotonic() < deadline:
+                time.sleep(0.05)  # from now on the final snapshot's positions are the plan's
+            with KafkaCluster(self.brokers.source_settings) as source:
+                commit(source, inside, {TP(self.topic, 0): 150, TP(self.topic, 1): 37})
+            with active_member(self.brokers.source.bootstrap_servers, near, self.topic):
+                joined.set()
+                stop.wait(120)
+
+        meddler = threading.Thread(target=meddle, daemon=True)
+        meddler.start()
+        try:
+            yield joined
+        finally:
+            stop.set()
+            meddler.join(timeout=30)
 
     def truth(self, groups: list[str]) -> dict[tuple[str, int], int]:
         """Where each group must resume on the target: the replica's copy of source record c (c - 10), or
@@ -214,28 +240,13 @@ def test_a_group_started_again_on_the_source_after_the_final_snapshot_is_not_mov
     stayed stopped moves; the summary calls only that one stopped."""
     caught_up, inside, near = migrating.static
     planned = migrating.truth([caught_up])
-    joined, stop = threading.Event(), threading.Event()
-
-    def meddle() -> None:
-        deadline = time.monotonic() + 60
-        while not list((migrating.folder / "snapshots").rglob("manifest.json")) and time.monotonic() < deadline:
-            time.sleep(0.05)  # the final snapshot is taken: from now on its positions are the plan's
-        with KafkaCluster(migrating.brokers.source_settings) as source:
-            commit(source, inside, {TP(migrating.topic, 0): 150, TP(migrating.topic, 1): 37})
-        with active_member(migrating.brokers.source.bootstrap_servers, near, migrating.topic):
-            joined.set()
-            stop.wait(60)
-
-    meddler = threading.Thread(target=meddle, daemon=True)
-    meddler.start()
     late = migrating.copy_the_rest(4.0)
     try:
-        status, out, err = migrating.migrate("--catch-up-timeout", "60", "--execute")
-        assert joined.is_set(), "the consumer never joined while the migration re-planned"
+        with migrating.started_again(lambda: any((migrating.folder / "snapshots").rglob("manifest.json"))) as joined:
+            status, out, err = migrating.migrate("--catch-up-timeout", "60", "--execute")
+            assert joined.is_set(), "the consumer never joined while the migration re-planned"
     finally:
-        stop.set()
         late.join()
-        meddler.join(timeout=30)
     assert status == 3, out + err
     assert migrating.on_target([caught_up]) == planned and migrating.on_target([inside, near]) == {}, out
     assert f"{inside}: started again on the source after the final snapshot: its committed offsets there " in out

@@ -18,6 +18,7 @@ from offset_restore.kafka.model import TP
 
 from tests.helpers import Brokers, active_member, commit
 from tests.integration.test_apply import Restored, rollback
+from tests.integration.test_apply import run as run_cli
 
 
 @pytest.fixture
@@ -64,7 +65,7 @@ def test_an_entry_edited_after_apply_saved_the_plan_is_refused_by_name(applied: 
     """Before, each of these passed every check: rollback left applied offsets (flag flipped, entry deleted)
     or took another offset for the run's own (target offset moved), exit 0."""
     edit(applied, lambda d: change(d, applied))
-    refused(applied, "it was edited since apply or rollback last saved it")
+    refused(applied, "it was edited since it was planned or apply or rollback last saved it")
 
 
 def test_a_plan_whose_whole_seal_was_removed_is_refused(applied: Restored) -> None:
@@ -114,3 +115,37 @@ def test_an_untouched_plan_still_applies_and_rolls_back_as_saved(applied: Restor
     assert status == 0 and applied.offsets("b") == {0: 4}, out + err
     status, out, err = applied.apply()
     assert status == 0 and applied.offsets("a") == {0: 20} and applied.offsets("b") == {0: 40}, out + err
+
+
+def test_a_plan_is_sealed_whole_from_the_moment_it_is_made(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """``plan`` seals what it writes: a plan edited before its first apply — every entry moved consistently,
+    which before was written and verified — is refused as one edited after; a plan applied with another key
+    than the one that sealed it is refused, naming --plan-key; the plan as made applies."""
+    s = Restored(brokers, source, target, tmp_path, {"a": {0: 30}, "b": {0: 50}})
+    made = tmp_path / "made.json"
+    status, out, err = run_cli(
+        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(made),
+    )  # fmt: skip
+    assert status == 0, out + err
+    document = json.loads(made.read_text())
+    assert document["seal"] and document["generation"] == 1
+    s.plan_path = made
+    pristine = made.read_text()
+
+    def moved(document: dict[str, Any]) -> None:  # consistently: the plan's own checks pass
+        for entry in document["entries"]:
+            entry.update({k: entry[k] + 5 for k in ("target_offset", "anchor_offset") if entry.get(k) is not None})
+
+    edit(s, moved)
+    status, _, err = s.apply()
+    assert status == 2 and "it was edited since it was planned" in err, err
+    assert s.offsets("a") == {} and s.offsets("b") == {}
+    made.write_text(pristine)
+    other_key = tmp_path / "other.key"
+    status, _, err = s.apply("--plan-key", str(other_key))
+    assert status == 2 and "sealed with another key" in err and "--plan-key" in err, err
+    status, out, err = s.apply()
+    assert status == 0 and s.offsets("a") == {0: 20} and s.offsets("b") == {0: 40}, out + err

@@ -230,6 +230,18 @@ class Sealing:
         where = self.key_path or default_key_path()
         return where.exists() and SealRecord.of(self.key(), plan).read() is not None
 
+    def seal_new(self, plan_file: PlanFile) -> None:
+        """Seal a plan just written (``plan``'s, ``migrate``'s): its first generation, so that an edit made
+        before its first apply is refused as one made after."""
+        if not self.enabled:
+            return
+        plan = plan_file.load()
+        key = self.key()
+        seal_plan(plan, key)
+        seal_whole(plan, key)
+        plan_file.save(plan)
+        SealRecord.of(key, plan).write(plan, plan_file.location)
+
     def saver(self, plan_file: PlanFile) -> Callable[[Plan], None]:
         def save(plan: Plan) -> None:
             sealed = self.enabled and any(e.previous_recorded or e.previous_seal for e in plan.entries)

@@ -151,22 +151,26 @@ def whole_problem(plan: Plan, key: PlanKey, record: SealRecord) -> str | None:
         return None
     if not hmac.compare_digest(plan.seal, key.seal_whole(plan)):
         return (
-            "it was edited since apply or rollback last saved it (an entry's target offset, status, anchor or "
-            "recorded flag changed, or an entry was added or removed): plan again, or use the plan as it was saved"
+            "it was edited since it was planned or apply or rollback last saved it (an entry's target offset, "
+            "status, anchor or recorded flag changed, or an entry was added or removed), or it was sealed with "
+            f"another key than {key.path} (--plan-key for the key of the machine that made or applied it): plan "
+            "again, or use the plan as it was saved"
         )
     return None
 
 
 @dataclass(frozen=True)
 class SealRecord:
-    """Beside the key, the last generation of one restore's plan this machine sealed: what tells an older
-    copy, or a plan whose whole seal was removed, from the plan as it was last saved."""
+    """Beside the key, the last generation of one plan this machine sealed: what tells an older copy, or a
+    plan whose whole seal was removed, from the plan as it was last saved."""
 
     path: Path
 
     @classmethod
     def of(cls, key: PlanKey, plan: Plan) -> SealRecord:
-        name = hashlib.sha256(json.dumps([plan.restore_id, plan.target.cluster_id]).encode()).hexdigest()[:32]
+        # One plan document: its restore, its target and when it was made (under the whole seal: not editable).
+        identity = [plan.restore_id, plan.target.cluster_id, plan.created_at.isoformat()]
+        name = hashlib.sha256(json.dumps(identity).encode()).hexdigest()[:32]
         return cls(key.path.parent / "sealed" / f"{name}.json")
 
     def read(self) -> dict[str, object] | None:

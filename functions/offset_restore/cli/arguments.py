@@ -95,14 +95,17 @@ def add_allow_rewind(parser: argparse.ArgumentParser, what: str) -> None:
     parser.add_argument("--allow-rewind", nargs="?", const=".*", metavar="GROUP_REGEX", help=what)
 
 
-def add_plan_key(parser: argparse.ArgumentParser) -> None:
-    """The key that seals a plan file's previous offsets (apply/seal.py), and the operator's way past it."""
+def add_plan_key(parser: argparse.ArgumentParser, *, trust: bool = True) -> None:
+    """The key that seals a plan file (apply/seal.py), and (``trust``) the operator's way past its previous
+    offsets' seals."""
     parser.add_argument(
         "--plan-key",
         metavar="FILE",
-        help=f"the key that seals the plan's previous offsets (default: ${KEY_ENV}, else "
-        "~/.config/offset-restore/plan.key; apply makes it on first use): give the key of the machine that applied",
+        help=f"the key that seals the plan (default: ${KEY_ENV}, else ~/.config/offset-restore/plan.key; made on "
+        "first use): give the key of the machine that planned or applied it",
     )
+    if not trust:
+        return
     parser.add_argument(
         "--trust-previous-offsets",
         action="store_true",

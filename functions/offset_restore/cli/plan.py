@@ -5,15 +5,18 @@ from __future__ import annotations
 import argparse
 import json
 import re
+from pathlib import Path
 from typing import TextIO, get_args
 
 from pydantic import ValidationError
 
+from offset_restore.apply.run import PlanFile, Sealing
 from offset_restore.cli.arguments import (
     ALL_OF_IT,
     Commands,
     add_connection,
     add_group_choice,
+    add_plan_key,
     connection_settings,
     iso_time,
     margin_ms,
@@ -62,6 +65,7 @@ def register(commands: Commands) -> None:
     )
     plan.add_argument("--source-cluster", metavar="NAME", help="with a location holding several clusters")
     plan.add_argument("--output", required=True, metavar="PLAN_LOCATION", help="file or s3://bucket/key for the plan")
+    add_plan_key(plan, trust=False)
     plan.add_argument(
         "--strategies",
         default=",".join(PLAN_DEFAULTS.strategies),
@@ -192,6 +196,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     finally:
         progress.finish()
+    key = Path(args.plan_key) if args.plan_key else None
+    Sealing(enabled=True, key_path=key, create=True).seal_new(PlanFile(args.output))  # sealed whole from the start
     document = result.model_dump(mode="json")
     age = None
     if result.snapshot_positions_at is not None and result.created_at is not None:

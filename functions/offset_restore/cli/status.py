@@ -35,7 +35,10 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     status = run_status(MappingStore(args.table, dynamodb), args.restore_id)
     if gate is not None:
         status["approval"] = gate[0].phrase(time.time())
-    needs = 3 if status["attention"] else 0  # as start's: a run with something left is not done
+    # As start's: a run with something left is not done — groups that need attention, or an approval gate
+    # that did not let the run through (denied, timed out, or still waiting): nothing was written.
+    held_at_gate = gate is not None and gate[0].status != "approved"
+    needs = 3 if status["attention"] or held_at_gate else 0
     if args.json:
         out.write(json.dumps(status, indent=2) + "\n")
         return needs

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from offset_restore.apply.locks import TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport, Progress
-from offset_restore.apply.run import Sealing, run_apply
+from offset_restore.apply.run import PlanFile, Sealing, run_apply
 from offset_restore.apply.waiting import Polling, poll_until
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
@@ -123,6 +123,8 @@ def run_migration(
         choice, target_connection, destination, migration, show, sleep, clock, connect
     )
     plan = plan.model_copy(update={"location": plan_location})
+    if sealing is not None:
+        sealing.seal_new(PlanFile(plan_location))  # sealed whole from the start, as plan's
     result = MigrationResult(stopped, final.left_on_source, snapshot, plan, plans, waited, preview)
     moves_what_is_exact = migration.apply.on_wait_timeout == "commit_empty"
     if result.caught_up or preview or moves_what_is_exact:
