@@ -236,7 +236,9 @@ class Sealing:
         if not self.enabled:
             return
         plan = plan_file.load()
-        key = self.key()
+        if self._key is None:  # a new plan makes the key on first use, whatever the run then does with it
+            self._key = PlanKey.load(self.key_path, create=True)
+        key = self._key
         seal_plan(plan, key)
         seal_whole(plan, key)
         plan_file.save(plan)
