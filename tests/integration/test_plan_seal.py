@@ -149,3 +149,21 @@ def test_a_plan_is_sealed_whole_from_the_moment_it_is_made(
     assert status == 2 and "sealed with another key" in err and "--plan-key" in err, err
     status, out, err = s.apply()
     assert status == 0 and s.offsets("a") == {0: 20} and s.offsets("b") == {0: 40}, out + err
+
+
+def test_a_plan_whose_key_cannot_be_made_is_written_unsealed_and_said(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A read-only home: the plan is still written (planning only reads the clusters), with a warning that it
+    is not sealed; its first apply seals it."""
+    s = Restored(brokers, source, target, tmp_path, {"a": {0: 30}})
+    made = tmp_path / "unsealed.json"
+    status, out, err = run_cli(
+        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
+        "--output", str(made), "--plan-key", "/dev/null/nowhere/plan.key",
+    )  # fmt: skip
+    assert status == 0 and "warning: the plan was not sealed" in err and "--plan-key" in err, out + err
+    assert json.loads(made.read_text())["seal"] is None
+    s.plan_path = made
+    status, out, err = s.apply()
+    assert status == 0 and s.offsets("a") == {0: 20} and json.loads(made.read_text())["seal"], out + err

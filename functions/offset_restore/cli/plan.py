@@ -26,6 +26,7 @@ from offset_restore.cli.arguments import (
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.health import age_phrase, age_seconds
+from offset_restore.terminal import printable_line
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.document import ProblemKind
 from offset_restore.translate.model import PlanSummary
@@ -196,8 +197,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
     finally:
         progress.finish()
-    key = Path(args.plan_key) if args.plan_key else None
-    Sealing(enabled=True, key_path=key, create=True).seal_new(PlanFile(args.output))  # sealed whole from the start
+    _seal(args, err)
     document = result.model_dump(mode="json")
     age = None
     if result.snapshot_positions_at is not None and result.created_at is not None:
@@ -205,6 +205,19 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         document["snapshot_age_seconds"] = round(age_seconds(result.snapshot_positions_at, result.created_at), 1)
     write_result(args, out, err, json.dumps(document, indent=2, ensure_ascii=False), plan_summary(result, age))
     return 0 if result.summary.pending == 0 and result.summary.unmapped == 0 else 3
+
+
+def _seal(args: argparse.Namespace, err: TextIO) -> None:
+    """The plan sealed whole from the start (apply/seal.py). A key that cannot be made here (a read-only
+    home) leaves it unsealed, said: its first apply seals it."""
+    key = Path(args.plan_key) if args.plan_key else None
+    try:
+        Sealing(enabled=True, key_path=key, create=True).seal_new(PlanFile(args.output))
+    except (BadInputError, OSError) as error:
+        err.write(
+            f"warning: the plan was not sealed ({printable_line(str(error))}): an edit before its first apply "
+            "would not be seen; give --plan-key a writable key file\n"
+        )
 
 
 def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[str]:
