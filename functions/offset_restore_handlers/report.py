@@ -56,7 +56,7 @@ def _report(event: dict[str, Any]) -> dict[str, Any]:
     # Read after the documents are built: the outcome is then the effective one ("applied, needs attention").
     assert report.report is not None
     note = notification(report.report, settings.bucket, request.error)
-    if settings.topic_arn:
+    if settings.topic_arn and request.notify:
         boto3.client("sns").publish(TopicArn=settings.topic_arn, Subject=note.subject, Message=note.message)
     _add_metrics(report, request.run)
     return {"outcome": report.outcome, "report": note.location, "message": note.message}

@@ -158,6 +158,8 @@ class ReportRequest(BaseModel):
     error: dict[str, Any] | None = None
     execution: str | None = None
     """The execution's ARN: its history gives the report's timeline."""
+    notify: bool = True
+    """False: the report only (the plan's, before the approval gate, whose question is the notification)."""
 
 
 class GateRequest(BaseModel):

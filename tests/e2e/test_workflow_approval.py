@@ -91,6 +91,14 @@ def test_an_alarm_started_run_writes_nothing_until_approved_and_records_who(
     assert "Expires " in message and "nothing written" in message
     status, out, _ = cli("status", "--restore-id", "gate-1", "--table", TABLE)
     assert "Restore gate-1: waiting for approval since " in out and ", expires " in out, out
+    assert status == 3  # not done: the gate holds it
+    # The plan's report is there to read while the gate waits, and the question links it; its own
+    # writing sent no notification (the question is the one).
+    waiting_report = workflow.report("gate-1")
+    assert waiting_report["outcome"] == "awaiting approval", waiting_report["outcome"]
+    assert "2 of 2 groups ready to apply (nothing written)" in waiting_report["headline_text"]
+    assert "The plan's report: s3://offset-restore/restores/gate-1/report.html" in message, message
+    assert not any("gate-1: awaiting approval" in m for m in workflow.sns_queue), workflow.sns_queue
 
     status, _, err = cli("approve", "--restore-id", "gate-other", "--table", TABLE)
     assert status == 2 and "no approval was asked for restore gate-other" in err

@@ -180,16 +180,23 @@ def _send(sfn: Any, token: str, approve: bool, who: str, now: float, reason: str
         ) from None
 
 
-def question_text(approval: Approval, stack_hint: str) -> str:
-    """What the notification asks: what would be written, how to approve or deny, and until when."""
+def question_text(approval: Approval, stack_hint: str, report: str | None = None) -> str:
+    """What the notification asks: what would be written (and where the plan's report is, when it was
+    written before the question), how to approve or deny, and until when."""
     s = approval.summary
+    report = (
+        f" The plan's report: {report} (offset-restore report --restore-id {approval.restore_id} {stack_hint})."
+        if report
+        else ""
+    )
     return (
         f"offset-restore {approval.restore_id} waits for approval before it writes anything. The plan: "
         f"{s.get('groups', 0):,} groups, {s.get('entries', 0):,} group-partitions; {s.get('exact', 0):,} exact, "
         f"{s.get('mapped', 0) - s.get('exact', 0):,} resume early with at most {s.get('max_duplicates_total', 0):,} "
         f"records read twice, {s.get('pending', 0):,} pending, {s.get('unmapped', 0):,} unmapped; "
         f"{s.get('groups_live', 0):,} groups were live at the snapshot (about {s.get('exposure_total', 0):,} records "
-        f"they may read again). Approve: offset-restore approve --restore-id {approval.restore_id} {stack_hint}; "
+        f"they may read again).{report} "
+        f"Approve: offset-restore approve --restore-id {approval.restore_id} {stack_hint}; "
         f"deny: offset-restore deny --restore-id {approval.restore_id} {stack_hint} [--reason TEXT]. "
         f"Expires {_iso(approval.expires_at)}: then the run ends with nothing written."
     )
@@ -223,9 +230,16 @@ def open_gate(
         sns.publish(
             TopicArn=topic_arn,
             Subject=f"offset-restore {asked.restore_id}: waiting for approval"[:100],
-            Message=question_text(asked, hint),
+            Message=question_text(asked, hint, _report_location(run)),
         )
     return asked
+
+
+def _report_location(run: Mapping[str, Any]) -> str | None:
+    """Where the report written before the gate is (the ReportForApproval state's output), if it was."""
+    written = run.get("report")
+    location = written.get("report") if isinstance(written, dict) else None
+    return location if isinstance(location, str) else None
 
 
 def with_approval_record(run: Mapping[str, Any], table: str, dynamodb: Any, execution: str | None) -> dict[str, Any]:

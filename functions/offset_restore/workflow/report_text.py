@@ -107,8 +107,9 @@ NEXT = {
 SAFE = "Safe to start consumers"
 
 
-NOTHING_WRITTEN = ("planned", "not approved")
-"""Outcomes of runs that wrote nothing by design: a plan, and an apply its approval gate did not let through."""
+NOTHING_WRITTEN = ("planned", "not approved", "awaiting approval")
+"""Outcomes of runs that wrote nothing by design: a plan, an apply its approval gate did not let through,
+and one its gate holds (the plan's report the approver reads)."""
 
 
 def done(outcome: str) -> str:
