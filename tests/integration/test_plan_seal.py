@@ -42,6 +42,14 @@ def entry_of(document: dict[str, Any], s: Restored, name: str) -> dict[str, Any]
     return next(e for e in document["entries"] if e["group"] == s.groups[name])
 
 
+def planned(brokers: Brokers, folder: Path, output: Path, *more: str) -> tuple[int, str, str]:
+    """``offset-restore plan`` of the scene's snapshots into ``output``."""
+    servers = brokers.target.bootstrap_servers
+    return run_cli(
+        "plan", "--snapshot", str(folder / "snaps"), "--bootstrap-servers", servers, "--output", str(output), *more
+    )
+
+
 def refused(s: Restored, said: str) -> None:
     """Rollback and apply both refuse the plan, naming why, and nothing on the target changes."""
     before = s.offsets("a"), s.offsets("b")
@@ -125,10 +133,7 @@ def test_a_plan_is_sealed_whole_from_the_moment_it_is_made(
     than the one that sealed it is refused, naming --plan-key; the plan as made applies."""
     s = Restored(brokers, source, target, tmp_path, {"a": {0: 30}, "b": {0: 50}})
     made = tmp_path / "made.json"
-    status, out, err = run_cli(
-        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
-        "--output", str(made),
-    )  # fmt: skip
+    status, out, err = planned(brokers, tmp_path, made)
     assert status == 0, out + err
     document = json.loads(made.read_text())
     assert document["seal"] and document["generation"] == 1
@@ -158,10 +163,7 @@ def test_a_plan_whose_key_cannot_be_made_is_written_unsealed_and_said(
     is not sealed; its first apply seals it."""
     s = Restored(brokers, source, target, tmp_path, {"a": {0: 30}})
     made = tmp_path / "unsealed.json"
-    status, out, err = run_cli(
-        "plan", "--snapshot", str(tmp_path / "snaps"), "--bootstrap-servers", brokers.target.bootstrap_servers,
-        "--output", str(made), "--plan-key", "/dev/null/nowhere/plan.key",
-    )  # fmt: skip
+    status, out, err = planned(brokers, tmp_path, made, "--plan-key", "/dev/null/nowhere/plan.key")
     assert status == 0 and "warning: the plan was not sealed" in err and "--plan-key" in err, out + err
     assert json.loads(made.read_text())["seal"] is None
     s.plan_path = made
