@@ -183,6 +183,13 @@ class Functions:
                     actions=fence_actions, resources=cluster.resource_arns("transactional-id", "offset-restore-*")
                 )
             )
+            # Taking the fence confirms each lane with an empty transaction (AddOffsetsToTxn, READ on a group
+            # named as the lane: MSK's AlterGroup); it adds no offsets to that group.
+            function.add_to_role_policy(
+                iam.PolicyStatement(
+                    actions=["kafka-cluster:AlterGroup"], resources=cluster.resource_arns("group", "offset-restore-*")
+                )
+            )
         if topic_actions:
             function.add_to_role_policy(
                 iam.PolicyStatement(actions=topic_actions, resources=cluster.resource_arns("topic"))

@@ -114,11 +114,13 @@ class OffsetRestoreStack(Stack):
                         f"every {kind} of cluster {cluster.name} only: which consumer groups and topics a "
                         "restore covers is decided per run, not at deploy time"
                     )
-                fence = cluster.resource_arns("transactional-id", "offset-restore-*")[0]
-                reasons[f"AwsSolutions-IAM5[Resource::{fence}]"] = (
-                    f"the write fence of cluster {cluster.name} only: its transactional ids are offset-restore-<the "
-                    "Kafka cluster id the brokers report>[-<lane>], which is not known at deploy time"
-                )
+                for kind in ("transactional-id", "group"):
+                    fence = cluster.resource_arns(kind, "offset-restore-*")[0]  # type: ignore[arg-type]
+                    reasons[f"AwsSolutions-IAM5[Resource::{fence}]"] = (
+                        f"the write fence of cluster {cluster.name} only: its transactional ids (and the groups its "
+                        "empty confirming transactions name) are offset-restore-<the Kafka cluster id the brokers "
+                        "report>[-<lane>], which is not known at deploy time"
+                    )
         self.acknowledged = reasons
         Validations.of(self).acknowledge(
             *(Acknowledgment(id=f"AwsSolutions::{rule}", reason=reason) for rule, reason in reasons.items())

@@ -133,17 +133,19 @@ def test_msk_permissions_are_scoped_per_function_and_cluster(app: App) -> None:
         "kafka-cluster:ReadData": arns(target, "topic"),
     }
     fence = {target.replace(":cluster/", ":transactional-id/") + "/offset-restore-*"}
+    lanes = {target.replace(":cluster/", ":group/") + "/offset-restore-*"}  # the confirming transactions' groups
     assert by_function["Lock"] == {  # keyed by the cluster id the target reports; then the cluster's fence
         "kafka-cluster:Connect": arns(target, "cluster"),
         "kafka-cluster:DescribeCluster": arns(target, "cluster"),
         "kafka-cluster:DescribeTransactionalId": fence,
         "kafka-cluster:AlterTransactionalId": fence,
+        "kafka-cluster:AlterGroup": lanes,
     }
     assert by_function["Commit"]["kafka-cluster:AlterTransactionalId"] == fence  # writes under a lane of it
     assert not any("TransactionalId" in a for k in ("Translate", "Snapshot", "Source") for a in by_function[k])
     assert by_function["Source"] == by_function["Snapshot"]  # a migration's steps read the source, as the snapshot
     assert by_function["CheckEmpty"]["kafka-cluster:DescribeGroup"] == arns(target, "group")
-    assert by_function["Commit"]["kafka-cluster:AlterGroup"] == arns(target, "group")
+    assert by_function["Commit"]["kafka-cluster:AlterGroup"] == arns(target, "group") | lanes
     assert "kafka-cluster:AlterGroup" not in by_function["Translate"] | by_function["Snapshot"] | by_function["Source"]
     statements = [
         s for p in t.find_resources("AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
