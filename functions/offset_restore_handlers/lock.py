@@ -4,6 +4,7 @@ cluster's write fence for the run (its lanes are the step's output)."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import boto3
@@ -11,6 +12,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, release_ended, workflow_lock_ttl
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.workflow.approval import close_question
 from offset_restore.workflow.environment import LOCK_RELEASE_FAILED
 from offset_restore.workflow.executions import last_state
 from offset_restore.workflow.observability import logger, metrics, tracer
@@ -47,6 +49,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if request.ended:
             ended_in = last_state(boto3.client("stepfunctions"), owner)
             done = release_ended(lock, ended_in, cluster_fenced=not settings.target.unfenced)
+            # A question of its approval gate still waiting ends with it (an answer would reach no one).
+            why = f"it failed, was stopped or timed out in {ended_in or 'a state its history does not show'}"
+            close_question(settings.table, dynamodb, request.restore_id, owner, why, time.time())
             logger.info("the lock of an ended execution", extra={"owner": owner, "done": done})
             return {"lock": done, "target_cluster": name}
         lock.release()

@@ -185,3 +185,31 @@ def test_an_approval_after_the_target_changed_is_refused_not_written_blind(
     assert ended["status"] == "FAILED" and "the target changed since the plan was made" in ended["cause"]
     assert offsets(target, a) == {} and offsets(target, b) == {}
     assert run_ending(ended)[0] == 1
+
+
+def test_a_question_ends_with_its_run(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, gated: Callable[[str], None]
+) -> None:
+    """A run stopped while its gate waits: the release rule's call (through the real Lock handler) frees the
+    target and ends the question with the run. Before, ``status`` said "waiting for approval" of a run that
+    no longer existed and an approval was recorded and sent to nothing. Now ``status`` says the run ended
+    before an answer (exit 3) and an approval is refused, naming why; nothing was written."""
+    from offset_restore_handlers.lock import handler
+
+    from tests.helpers import LambdaContext
+
+    gated("always")
+    s = setup(brokers, source, target, workflow)
+    a = str(s["a"])
+    execution = workflow.start({"groups": a, "mode": "apply", "restore_id": "gone-1"}, name="gone-1")
+    asked("gone-1")
+    workflow.sfn.stop_execution(executionArn=execution, cause="an operator stopped it")
+    rule = {"action": "release", "restore_id": "gone-1", "target_cluster": "dr", "owner": execution, "ended": True}
+    assert handler(rule, LambdaContext())["lock"] == "released" and lock_holder() is None
+    question = waiting(TABLE, boto3.client("dynamodb", region_name=REGION), "gone-1")
+    assert question is not None and question[0].status == "ended", question
+    status, out, err = cli("status", "--restore-id", "gone-1", "--table", TABLE)
+    assert status == 3 and "the run asking ended at " in out and "before an answer" in out, out + err
+    status, _, err = cli("approve", "--restore-id", "gone-1", "--table", TABLE)
+    assert status == 2 and "the run asking ended" in err and "not answered again" in err, err
+    assert offsets(target, a) == {}

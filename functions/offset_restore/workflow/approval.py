@@ -25,6 +25,7 @@ __all__ = [
     "Approval",
     "answer",
     "ask",
+    "close_question",
     "open_gate",
     "question_text",
     "waiting",
@@ -42,7 +43,7 @@ class Approval:
     restore_id: str
     execution: str
     status: str
-    """``waiting``, ``approved``, ``denied``."""
+    """``waiting``, ``approved``, ``denied``, or ``ended`` (its run ended before an answer: ``close_question``)."""
     asked_at: float
     expires_at: float
     summary: dict[str, Any]
@@ -57,6 +58,9 @@ class Approval:
             if now >= self.expires_at:
                 return f"the approval asked at {asked} expired at {expires}: nothing was written"
             return f"waiting for approval since {asked}, expires {expires}"
+        if self.status == ENDED:
+            ended = _iso(self.answered_at or 0)
+            return f"the run asking ended at {ended} before an answer ({self.reason}): nothing was written"
         said = f"{self.status} by {self.answered_by} at {_iso(self.answered_at or 0)}"
         return said + (f" ({self.reason})" if self.reason else "")
 
@@ -158,6 +162,30 @@ def answer(
     _send(sfn, token, approve, who, now, reason)
     return Approval(
         restore_id, asked.execution, status, asked.asked_at, asked.expires_at, asked.summary, who, now, reason
+    )
+
+
+ENDED = "ended"
+
+
+def close_question(table: str, dynamodb: Any, restore_id: str, execution: str, why: str, now: float) -> bool:
+    """A question still waiting whose run ended (failed, stopped, timed out) ends with it: ``status`` then
+    says so instead of "waiting", and an answer is refused. Only that execution's question (a newer run of
+    the restore id may be asking); True when one was closed."""
+    return conditional_write(
+        dynamodb.update_item,
+        TableName=table,
+        Key=_key(restore_id),
+        UpdateExpression="SET #status = :ended, answered_at = :now, reason = :why",
+        ConditionExpression="#status = :waiting AND execution = :execution",
+        ExpressionAttributeNames={"#status": "status"},
+        ExpressionAttributeValues={
+            ":ended": {"S": ENDED},
+            ":waiting": {"S": "waiting"},
+            ":execution": {"S": execution},
+            ":now": {"N": str(now)},
+            ":why": {"S": why},
+        },
     )
 
 
