@@ -274,3 +274,14 @@ def test_a_cluster_that_does_not_apply_transactional_commits_is_refused_by_name_
             assert unfenced.hold_fence() is None and unfenced.take_cluster_fence() == []
             assert unfenced.alter_offsets_many({group: offsets(tp, 5)}) == {group: {tp: None}}
         assert cluster.committed_offsets([group])[group][tp].offset == 5
+
+
+def test_the_first_transaction_of_a_cluster_waits_for_its_transaction_log() -> None:
+    """A cluster that never ran a transaction creates its transaction log on the first one, and names no
+    coordinator until then (seconds on a loaded machine): taking the fence waits for it, whatever the
+    retries of one request allow (none here)."""
+    from offset_restore.devtools.brokers import started
+
+    with started("apache", "first-transaction") as (broker,), KafkaCluster(broker.settings(retries=0)) as cluster:
+        lanes = cluster.take_cluster_fence()
+        assert [lane.transactional_id for lane in lanes] == fence_ids(cluster.cluster_id)

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+import kafka.errors as kafka_errors
+
 from offset_restore.errors import ClusterError, CommitInterruptedError, WriterFencedError
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.calls import pipelined
@@ -44,6 +46,9 @@ _FENCED = {"ProducerFencedError", "InvalidProducerEpochError", "InvalidProducerI
 _AGAIN = {"ConcurrentTransactionsError", "CoordinatorLoadInProgressError"}
 _MOVED = {"NotCoordinatorError", "CoordinatorNotAvailableError"}
 _STABLE_WAIT_S = 0.05
+FIRST_TRANSACTION_WAIT_S = 60
+"""How long taking the fence waits for the cluster to name a transaction coordinator (``_coordinators_ready``)."""
+_COORDINATOR_WAIT_S = 0.5
 MEMBER_JOINED = "UnknownMemberIdError"
 """The error a group that gained a member during the write gets, per partition: the one the brokers give
 an admin commit into a group with members (nothing of the group was written)."""
@@ -117,6 +122,7 @@ class Fences(Commits):
         from now on. Each id is taken (InitProducerId), then confirmed still held (an empty transaction of
         the epoch it gave, aborted): a writer that lost an id to another taking at the same time raises
         ``WriterFencedError`` here, before any write."""
+        self._coordinators_ready(transactional_ids)
         init = {
             tid: partial(protocol.init_producer_id_request, tid, TRANSACTION_TIMEOUT_MS) for tid in transactional_ids
         }
@@ -137,6 +143,29 @@ class Fences(Commits):
         finally:
             self._abort_all(fences)
         return fences
+
+    def _coordinators_ready(self, transactional_ids: Sequence[str]) -> None:
+        """Wait until the cluster names a coordinator for every id: a cluster's first transaction creates its
+        transaction log (``__transaction_state``), and until then FindCoordinator answers "not available" —
+        for seconds on a loaded cluster, longer than the retries of one request last."""
+        admin, manager = self._admin, internals.manager(self._admin)
+
+        async def find(ids: Sequence[str]) -> bool:
+            try:
+                await internals.find_transaction_coordinators(admin, ids)
+            except (kafka_errors.CoordinatorNotAvailableError, kafka_errors.CoordinatorLoadInProgressError):
+                return False
+            return True
+
+        deadline = time.monotonic() + FIRST_TRANSACTION_WAIT_S
+        while not self._call("finding the write fence's coordinators", manager.run, find, list(transactional_ids)):
+            if time.monotonic() >= deadline:
+                raise ClusterError(
+                    f"the cluster named no transaction coordinator within {FIRST_TRANSACTION_WAIT_S} s (its "
+                    "transaction log, __transaction_state, is created by its first transaction): the write fence "
+                    "cannot be taken; nothing was written"
+                )
+            time.sleep(_COORDINATOR_WAIT_S)
 
     def _to_transaction_coordinator(
         self, operation: str, transactional_id: str, request: Callable[[], Any], *, retry: bool = True
@@ -161,18 +190,25 @@ class Fences(Commits):
             )
 
         answers: dict[str, tuple[Any, str | None]] = {}
-        remaining, attempts = list(requests), self.settings.retries + 1
-        for attempt in range(1, attempts + 1):
+        remaining, attempts, attempt = list(requests), self.settings.retries + 1, 0
+        patience = time.monotonic() + FIRST_TRANSACTION_WAIT_S
+        while True:
+            attempt += 1
             for tid, response in self._call(operation, manager.run, send, remaining, retry=retry):
                 answers[tid] = (response, protocol.error_name(response.error_code) if response.error_code else None)
             remaining = [tid for tid in remaining if answers[tid][1] in _AGAIN | _MOVED]
-            if not remaining or attempt == attempts:
+            # A coordinator loading its transaction log (a cluster's first transaction) or finishing the last
+            # transaction of an id is waited for as long as ``FIRST_TRANSACTION_WAIT_S``; others get the retries.
+            waiting = bool(remaining) and all(answers[t][1] in _AGAIN for t in remaining)
+            if not remaining or (attempt >= attempts and not (waiting and time.monotonic() < patience)):
                 return answers
             for tid in remaining:
                 if answers[tid][1] in _MOVED:
                     internals.forget_transaction_coordinator(admin, tid)
-            self._back_off(operation, ClusterError(str(answers[remaining[0]][1])), attempt, attempts)
-        raise AssertionError("unreachable")  # pragma: no cover
+            if attempt < attempts:
+                self._back_off(operation, ClusterError(str(answers[remaining[0]][1])), attempt, attempts)
+            else:
+                time.sleep(_COORDINATOR_WAIT_S)
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
         """``Groups.delete_groups``, once the fence is confirmed still this writer's (``_confirm``)."""
