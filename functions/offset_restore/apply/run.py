@@ -26,6 +26,7 @@ from offset_restore.apply.seal import (
     seal_plan,
     seal_whole,
     unsealed,
+    unsealed_numbers,
     whole_problem,
 )
 from offset_restore.apply.steps import rollback_run
@@ -209,14 +210,14 @@ class Sealing:
         whole = whole_problem(plan, key, SealRecord.of(key, plan))
         if whole is not None:
             raise BadInputError(f"the plan is not as apply or rollback last saved it: {whole}; nothing was written")
-        problems = unsealed(plan, key)
-        if problems and self.trust:
+        if self.trust:
+            entries = plan.entries
             self._distrusted = {
-                n: (e.previous_target_offset, e.previous_metadata)
-                for n, e in enumerate(plan.entries)
-                if e.previous_recorded and (e.previous_seal is None or e.previous_seal != key.seal(plan, e))
+                n: (entries[n].previous_target_offset, entries[n].previous_metadata)
+                for n in unsealed_numbers(plan, key)
             }
             return
+        problems = unsealed(plan, key)
         if problems:
             raise BadInputError(
                 f"{len(problems)} previous offsets in the plan are not as apply recorded them (the plan was edited "
@@ -235,27 +236,27 @@ class Sealing:
         before its first apply is refused as one made after."""
         if not self.enabled:
             return
-        plan = plan_file.load()
         if self._key is None:  # a new plan makes the key on first use, whatever the run then does with it
             self._key = PlanKey.load(self.key_path, create=True)
-        key = self._key
-        seal_plan(plan, key)
-        seal_whole(plan, key)
-        plan_file.save(plan)
-        SealRecord.of(key, plan).write(plan, plan_file.location)
+        self._sealed_save(plan_file, plan_file.load(), self._key)
 
     def saver(self, plan_file: PlanFile) -> Callable[[Plan], None]:
         def save(plan: Plan) -> None:
             sealed = self.enabled and any(e.previous_recorded or e.previous_seal for e in plan.entries)
             if sealed or (self.enabled and plan.seal is not None):
-                key = self.key()
-                seal_plan(plan, key, self._distrusted)
-                seal_whole(plan, key)
-            plan_file.save(plan)
-            if plan.seal is not None and self._key is not None:
-                SealRecord.of(self._key, plan).write(plan, plan_file.location)
+                self._sealed_save(plan_file, plan, self.key())
+            else:
+                plan_file.save(plan)
 
         return save
+
+    def _sealed_save(self, plan_file: PlanFile, plan: Plan, key: PlanKey) -> None:
+        """Seal the previous offsets (not the distrusted ones) and the plan whole, save it, then record its
+        generation beside the key."""
+        seal_plan(plan, key, self._distrusted)
+        seal_whole(plan, key)
+        plan_file.save(plan)
+        SealRecord.of(key, plan).write(plan, plan_file.location)
 
 
 def run_apply(

@@ -48,6 +48,7 @@ __all__ = [
     "seal_plan",
     "seal_whole",
     "unsealed",
+    "unsealed_numbers",
     "whole_problem",
 ]
 
@@ -197,16 +198,23 @@ class SealRecord:
         os.replace(partial, self.path)
 
 
+def unsealed_numbers(plan: Plan, key: PlanKey) -> list[int]:
+    """The entries (by number) whose recorded previous offset the key did not seal as it is."""
+    return [
+        number
+        for number, entry in enumerate(plan.entries)
+        if entry.previous_recorded
+        and (entry.previous_seal is None or not hmac.compare_digest(entry.previous_seal, key.seal(plan, entry)))
+    ]
+
+
 def unsealed(plan: Plan, key: PlanKey) -> list[str]:
-    """The entries whose recorded previous offset the key did not seal as it is: each named."""
+    """``unsealed_numbers``, each named."""
     found = []
-    for number, entry in enumerate(plan.entries):
-        if not entry.previous_recorded:
-            continue
-        seal = entry.previous_seal
-        if seal is None or not hmac.compare_digest(seal, key.seal(plan, entry)):
-            what = "has no seal" if seal is None else "does not match its seal"
-            found.append(
-                f"entry {number} ({entry.group} {entry.target}): previous offset {entry.previous_target_offset} {what}"
-            )
+    for number in unsealed_numbers(plan, key):
+        entry = plan.entries[number]
+        what = "has no seal" if entry.previous_seal is None else "does not match its seal"
+        found.append(
+            f"entry {number} ({entry.group} {entry.target}): previous offset {entry.previous_target_offset} {what}"
+        )
     return found

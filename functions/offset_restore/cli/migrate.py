@@ -189,7 +189,7 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
             if result.left_on_source
             else []
         ),
-        *(f"  {group}: {why}; not moved" for group, why in started_again(result).items()),
+        *(f"  {group}: {why}; not moved" for group, why in again.items()),
         f"  final snapshot    {result.snapshot.snapshot_id} ({result.snapshot.counts.group_partitions:,} "
         f"group-partitions) in {result.snapshot.location}",
     ]

@@ -131,18 +131,26 @@ class Fences(Commits):
         if refused is not None:
             raise ClusterError(_refused(*refused))
         fences = [Fence(tid, taken[tid][0].producer_id, taken[tid][0].producer_epoch) for tid in transactional_ids]
+        self._confirm(fences, while_taking=True)
+        return fences
+
+    def _confirm(self, fences: Sequence[Fence], *, while_taking: bool = False) -> None:
+        """An empty transaction of each fence's epoch (AddOffsetsToTxn naming a group of the lane's name, then
+        aborted): the fences are still this writer's, or ``WriterFencedError``. Right after taking them (two
+        writers taking at once), and right before a deletion, which has no transactional form: a writer fenced
+        since is stopped there; one fenced in the moment between the check and the deletion is not."""
         confirm = {
             f.transactional_id: partial(protocol.add_offsets_request, *_numbers(f), f.transactional_id) for f in fences
         }
         try:
             confirmed = self._to_transaction_coordinators("confirming the write fence", confirm)
-            _raise_if_fenced(transactional_ids[0], (error for _, error in confirmed.values()), while_taking=True)
-            failed = next((error for _, error in confirmed.values() if error is not None), None)
+            errors = [error for _, error in confirmed.values()]
+            _raise_if_fenced(fences[0].transactional_id, errors, while_taking=while_taking)
+            failed = next((error for error in errors if error is not None), None)
             if failed is not None:
                 raise ClusterError(f"confirming the write fence failed: {failed}")
         finally:
             self._abort_all(fences)
-        return fences
 
     def _coordinators_ready(self, transactional_ids: Sequence[str]) -> None:
         """Wait until the cluster names a coordinator for every id: a cluster's first transaction creates its
@@ -213,24 +221,14 @@ class Fences(Commits):
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
         """``Groups.delete_groups``, once the fence is confirmed still this writer's (``_confirm``)."""
         if self.fence is not None and group_ids:
-            self._confirm(self.fence, group_ids[0])
+            self._confirm([self.fence])
         return super().delete_groups(group_ids)  # type: ignore[misc]
 
     def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]:
         """``Offsets.delete_offsets``, once the fence is confirmed still this writer's (``_confirm``)."""
         if self.fence is not None and partitions:
-            self._confirm(self.fence, group_id)
+            self._confirm([self.fence])
         return super().delete_offsets(group_id, partitions)  # type: ignore[misc]
-
-    def _confirm(self, fence: Fence, group: str) -> None:
-        """A deletion has no transactional form: right before one, an empty transaction of the fence's epoch
-        (AddOffsetsToTxn, then aborted) shows the fence is still this writer's, or raises
-        ``WriterFencedError``. A writer fenced since is stopped there; one fenced in the moment between the
-        check and the deletion is not."""
-        try:
-            self._add_groups(fence, [group])
-        finally:
-            self._abort(fence)
 
     def fenced_offsets(
         self,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
@@ -130,7 +131,7 @@ def run_migration(
     if result.caught_up or preview or moves_what_is_exact:
         # Right before each write, one more look at the source: a group whose consumer started again since
         # the final snapshot (during the re-plans, or while an operator looked) is not moved.
-        with connect(source_connection) as source:
+        with nullcontext() if preview else connect(source_connection) as source:
             result.applied = run_apply(
                 plan_location,
                 target_connection,
@@ -140,7 +141,7 @@ def run_migration(
                 progress=progress,
                 sealing=sealing,
                 connect=connect,
-                hold=None if preview else partial(moved_since_snapshot, source),
+                hold=None if source is None else partial(moved_since_snapshot, source),
             )
     return result
 
