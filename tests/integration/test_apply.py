@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 import re
 import shlex
 import subprocess
@@ -559,6 +560,7 @@ def test_a_previous_offset_edited_past_the_log_is_refused_and_nothing_is_rolled_
     assert status == 2, out + err
     assert f"({s.groups['a']} {s.topic}/0): previous offset 1000000000000 does not match its seal" in err, err
     assert s.offsets("a") == written
+    shutil.rmtree(s.plan_path.parent / "plan.json.journal")  # else rollback follows the journal's 12
     status, out, err = rollback(s, "--trust-previous-offsets")  # the operator's word: the log still decides
     assert status == 2, out + err
     assert f"previous offset 1,000,000,000,000 for {s.groups['a']} {s.topic}/0, past the end" in err
@@ -571,7 +573,8 @@ def test_an_edited_previous_offset_within_the_log_is_caught_by_its_seal(
     """Issue 31: a previous offset edited to another offset the log holds (12 -> 5) was written back by
     rollback, exit 0. Now its seal refuses the rollback and a re-run of apply (which would keep the edit
     and seal it again), entry named, exit 2, nothing written; so does another key, and a missing one;
-    --trust-previous-offsets is the operator's word, and then the edited offset is what comes back."""
+    --trust-previous-offsets is the operator's word, but the journal beside the plan holds what apply read:
+    12 comes back, and the run says the plan said otherwise."""
     s = scene({"a": {0: 50, 1: 5}})
     commit(s.target, s.groups["a"], {TP(s.topic, 0): 12})
     assert s.apply()[0] == 0
@@ -595,7 +598,8 @@ def test_an_edited_previous_offset_within_the_log_is_caught_by_its_seal(
     assert f"({s.groups['a']} {s.topic}/0): previous offset 5 does not match its seal" in refusals["rollback"][2]
     assert "cannot read the plan key" in refusals["no key"][2] and "--trust-previous-offsets" in refusals["no key"][2]
     status, out, err = rollback(s, "--trust-previous-offsets")
-    assert status == 0 and s.offsets("a") == {0: 5}, out + err
+    assert status == 0 and s.offsets("a") == {0: 12}, out + err
+    assert "the plan said previous offset 5, the journal 12" in out
 
 
 def test_rollback_after_an_apply_that_crashed_before_its_last_save(

@@ -98,7 +98,8 @@ def test_trusted_previous_offsets_are_used_as_they_are_and_never_sealed_again(ap
     ``apply --trust-previous-offsets`` goes on (nothing to write: the groups are at the plan's offsets) and
     saves the plan — before, sealing 5 as if apply had read it; now a's previous offset stays unsealed (no run
     read 5 from the cluster), b's stays sealed, and the next command without the flag is refused again. A
-    rollback that trusts it writes 5, as told."""
+    rollback that trusts it still writes 3: the journal beside the plan holds what apply read from the
+    cluster (apply/journal.py), and rollback follows it."""
     edit(applied, lambda d: entry_of(d, applied, "a").update(previous_target_offset=5))
     status, _, err = rollback(applied)
     assert status == 2 and "does not match its seal" in err and applied.groups["a"] in err, err
@@ -111,7 +112,7 @@ def test_trusted_previous_offsets_are_used_as_they_are_and_never_sealed_again(ap
     assert status == 2 and applied.groups["a"] in err and "has no seal" in err, err
     assert applied.offsets("a") == {0: 20}
     status, out, err = rollback(applied, "--trust-previous-offsets")
-    assert status == 0 and applied.offsets("a") == {0: 5} and applied.offsets("b") == {0: 4}, out + err
+    assert status == 0 and applied.offsets("a") == {0: 3} and applied.offsets("b") == {0: 4}, out + err
 
 
 def test_an_untouched_plan_still_applies_and_rolls_back_as_saved(applied: Restored, brokers: Brokers) -> None:

@@ -41,6 +41,8 @@ NO_ANSWER = "the commit got no answer (the cluster stopped answering): apply aga
 NOT_WRITTEN = "not written: "
 Hold = Callable[[Mapping[str, Sequence[PlanEntry]]], Mapping[str, str]]
 """A last look before a write: given each group's entries, the groups not to write now and why."""
+JournalHook = Callable[[Sequence[PlanEntry]], None]
+"""Where the previous offsets of these entries, as they stand now, are kept apart from the plan."""
 BATCH = 500
 PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
@@ -57,12 +59,14 @@ def apply_plan(
     clock: Callable[[], float] = time.monotonic,
     before_commit: Callable[[Sequence[str]], float | None] | None = None,
     hold: Hold | None = None,
+    journal: JournalHook | None = None,
 ) -> ApplyReport:
     """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point.
     ``hold``: a last look right before each write, naming the groups not to write now and why (a
-    migration's look at the source)."""
+    migration's look at the source). ``journal``: told of every previous offset this run records or
+    gives up, after the save that records it and before the first write (apply/journal.py)."""
     run = _ApplyRun(plan, target, options, save, progress or (lambda phase, done, total: None), before_commit)
-    run.hold = hold
+    run.hold, run.journal = hold, journal
     groups = run.choose()
     lap = _Laps(run.report.timings)
     groups = wait_until_empty(groups, target, options, run.report, run.show, sleep, clock)
@@ -76,6 +80,7 @@ def apply_plan(
     if options.dry_run:
         return run.report
     save(plan)  # the offsets about to be replaced are on record before the first write
+    run.tell_journal()
     lap("save_previous")
     run.drop_changed_targets()
     lap("check_target")
@@ -122,7 +127,10 @@ class _ApplyRun:
     """The records the check before the commits read: the verification reuses them where it may."""
     recorded_now: set[int] = field(default_factory=set)
     """The entries (by id) whose previous offsets this run recorded: undone if its write is refused."""
+    changed: dict[int, PlanEntry] = field(default_factory=dict)
+    """The entries (by id) whose previous offsets this run recorded or gave up, for the journal."""
     hold: Hold | None = None
+    journal: JournalHook | None = None
 
     def choose(self) -> list[str]:
         """The groups to write, sorted; the others are recorded as skipped with why."""
@@ -158,6 +166,7 @@ class _ApplyRun:
                 entry.clear_outcome()
             if _record_previous(entry, before):
                 self.recorded_now.add(id(entry))
+                self.changed[id(entry)] = entry
             if before is not None and before.offset == entry.target_offset:
                 continue  # already there: nothing to write
             unchanged = False
@@ -166,6 +175,7 @@ class _ApplyRun:
                     # Nothing this restore wrote is there: the consumers own the partition. Whatever it holds
                     # when the operator does rewind it is the offset to record then (rollback's way back).
                     entry.previous_recorded = False
+                    self.changed[id(entry)] = entry
                 self.left_ahead(entry, before.offset)
                 continue
             offsets[entry.target] = CommittedOffset(entry.target_offset, entry.metadata)
@@ -316,6 +326,14 @@ class _ApplyRun:
                 if id(entry) in self.recorded_now:
                     entry.previous_recorded = False
                     entry.previous_target_offset = entry.previous_metadata = None
+                    self.changed[id(entry)] = entry
+        self.tell_journal()
+
+    def tell_journal(self) -> None:
+        """The journal learns of the previous offsets this run recorded or gave up since it last told it."""
+        if self.journal is not None and self.changed:
+            self.journal(list(self.changed.values()))
+        self.changed.clear()
 
     def record_commit(self, group: str, errors: dict[TP, str]) -> None:
         entries, written = self.writable[group], self.commits[group]

@@ -161,6 +161,8 @@ class ApplyReport:
     """Each group that had members while the run waited, with them (``waiting.who``)."""
     timings: dict[str, float] = field(default_factory=dict)
     polls: int = 0
+    journal_corrections: list[str] = field(default_factory=list)
+    """Rollback: the previous offsets where the plan disagreed with the journal, which was followed."""
 
     skip_outcomes: dict[str, Outcome] = field(default_factory=dict)
     """Per skipped group, what kept it from being written (``Outcome``): what its entries record."""

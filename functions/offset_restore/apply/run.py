@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from offset_restore.apply.commit import Hold, apply_plan
 from offset_restore.apply.fit import check_plan_fits
+from offset_restore.apply.journal import Journal
 from offset_restore.apply.locks import Lease, LockLostError, TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport
 from offset_restore.apply.rollback import rollback_plan
@@ -250,6 +251,10 @@ class Sealing:
 
         return save
 
+    def journal(self, plan_file: PlanFile) -> Journal:
+        """The journal beside the plan (apply/journal.py), sealed with the plan key when plans are."""
+        return Journal(plan_file.store, plan_file.key, self.key if self.enabled else None)
+
     def _sealed_save(self, plan_file: PlanFile, plan: Plan, key: PlanKey) -> None:
         """Seal the previous offsets (not the distrusted ones) and the plan whole, save it, then record its
         generation beside the key."""
@@ -287,6 +292,7 @@ def run_apply(
         sealing = sealing or Sealing()
         sealing.check(plan)
         check_plan_fits(plan, target, target_name)
+        journal = sealing.journal(plan_file)
         report = apply_plan(
             plan,
             target,
@@ -295,6 +301,7 @@ def run_apply(
             progress=progress,
             before_commit=lambda _: still_ours(),
             hold=hold,
+            journal=lambda entries: journal.append(plan, entries),
         )
     return plan, report
 
@@ -325,9 +332,11 @@ def run_rollback(
         plan = plan_file.load()
         sealing = sealing or Sealing()
         sealing.check(plan)
+        corrected = sealing.journal(plan_file).correct(plan)
         check_plan_fits(plan, target, target_name, mapped_must_fit=False)
         saver = sealing.saver(plan_file)
         report = rollback_plan(plan, target, saver, wait=options, before_write=still_ours, progress=progress)
+    report.journal_corrections = corrected
     return plan, report
 
 

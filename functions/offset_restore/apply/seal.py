@@ -102,7 +102,10 @@ class PlanKey:
             entry.previous_target_offset,
             entry.previous_metadata,
         ]
-        message = json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode()
+        return self.mac(json.dumps(fields, ensure_ascii=False, separators=(",", ":")).encode())
+
+    def mac(self, message: bytes) -> str:
+        """The seal of any message under this key (a keyed checksum, HMAC-SHA256, shortened)."""
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:32]
 
     def seal_whole(self, plan: Plan) -> str:
@@ -111,8 +114,7 @@ class PlanKey:
         for entry in document["entries"]:
             for field in _PREVIOUS:
                 entry.pop(field, None)
-        message = json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
-        return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:32]
+        return self.mac(json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
 
 
 _PREVIOUS = ("previous_target_offset", "previous_metadata", "previous_seal")

@@ -191,9 +191,8 @@ def report_parts(
     lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls){_waited_for(report)}"]
     lines += _not_chosen(report)
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
-    lines += [f"  left alone: {line}" for line in report.left_alone[:20]]
-    if len(report.left_alone) > 20:
-        lines.append(f"  ... and {len(report.left_alone) - 20:,} more left alone (--json lists them all)")
+    lines += _listed("from the journal", report.journal_corrections)
+    lines += _listed("left alone", report.left_alone)
     lines += _ahead_lines(args, report)
     lines += [f"  FAILED: {g}: {reason}" for g, reason in sorted(report.groups_failed.items())]
     lines += [f"  NOT VERIFIED: {line}" for line in report.verify_failed[:20]]
@@ -210,8 +209,17 @@ def report_parts(
         "verified": report.verified,
         "verify_failed": report.verify_failed,
         "left_alone": report.left_alone,
+        "journal_corrections": report.journal_corrections,
     }
     return document, lines
+
+
+def _listed(label: str, items: Sequence[str], shown: int = 20) -> list[str]:
+    """The first ``shown`` items, a line each, and how many more there are."""
+    lines = [f"  {label}: {item}" for item in items[:shown]]
+    if len(items) > shown:
+        lines.append(f"  ... and {len(items) - shown:,} more {label} (--json lists them all)")
+    return lines
 
 
 TABLE_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "NEW-OFFSET", "METHOD", "EXACT")
