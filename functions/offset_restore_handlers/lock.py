@@ -50,10 +50,14 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             ended_in = last_state(boto3.client("stepfunctions"), owner)
             done = release_ended(lock, ended_in, cluster_fenced=not settings.target.unfenced)
             # A question of its approval gate still waiting ends with it (an answer would reach no one).
-            why = f"it failed, was stopped or timed out in {ended_in or 'a state its history does not show'}"
+            where = ended_in or "a state its history does not show"
+            why = f"it failed, was stopped or timed out in {where}; nothing was written"
             close_question(settings.table, dynamodb, request.restore_id, owner, why, time.time())
             logger.info("the lock of an ended execution", extra={"owner": owner, "done": done})
             return {"lock": done, "target_cluster": name}
+        # An answer recorded and never delivered ends with its run (which went on without it).
+        why = "the run went on without it: its gate timed out, or was answered from the console"
+        close_question(settings.table, dynamodb, request.restore_id, owner, why, time.time(), waiting=False)
         lock.release()
     except Exception:
         # The release is retried by the state machine; each failure is counted, and the alarm on the

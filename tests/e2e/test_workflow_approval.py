@@ -213,3 +213,52 @@ def test_a_question_ends_with_its_run(
     status, _, err = cli("approve", "--restore-id", "gone-1", "--table", TABLE)
     assert status == 2 and "the run asking ended" in err and "not answered again" in err, err
     assert offsets(target, a) == {}
+
+
+def test_an_approval_the_service_throttled_is_delivered_by_approving_again(
+    brokers: Brokers,
+    source: KafkaCluster,
+    target: KafkaCluster,
+    workflow: Workflow,
+    gated: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Step Functions throttles every SendTaskSuccess of the first ``approve``. Before, the answer was recorded
+    "approved" and never sent: the run timed out "not approved" under a report headline "approved by ...".
+    Now ``approve`` tries again, then fails saying the answer is recorded and not delivered (exit 1);
+    ``status`` says so (exit 3); nothing is written until ``approve`` given again delivers it, and then the
+    run writes and its report names the approver."""
+    from botocore.exceptions import ClientError
+    from offset_restore.cli import approve as approve_command
+    from offset_restore.workflow import approval
+
+    gated("always")
+    s = setup(brokers, source, target, workflow)
+    a = str(s["a"])
+    execution = workflow.start({"groups": a, "mode": "apply", "restore_id": "slow-1"}, name="slow-1")
+    asked("slow-1")
+    monkeypatch.setattr(approval, "SEND_ATTEMPTS", 2)
+    original = approve_command.aws_client
+
+    def throttle(**_: Any) -> None:
+        raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "SendTaskSuccess")
+
+    def throttled(args: Any, service: str) -> Any:
+        client = original(args, service)
+        if service == "stepfunctions":
+            client.meta.events.register("before-call.sfn.SendTaskSuccess", throttle)
+        return client
+
+    monkeypatch.setattr(approve_command, "aws_client", throttled)
+    status, _, err = cli("approve", "--restore-id", "slow-1", "--table", TABLE)
+    assert status == 1 and "recorded but did not reach the run (ThrottlingException" in err, err
+    status, out, err = cli("status", "--restore-id", "slow-1", "--table", TABLE)
+    assert status == 3 and "not yet delivered to the run (approve again)" in out, out + err
+    assert offsets(target, a) == {}
+    monkeypatch.setattr(approve_command, "aws_client", original)
+    status, out, err = cli("approve", "--restore-id", "slow-1", "--table", TABLE)
+    assert status == 0 and f"approved by {MOTO_CALLER}" in out, err
+    ended = workflow.wait(execution)
+    assert ended["status"] == "SUCCEEDED" and "CheckEmpty" in ended["states"], ended.get("cause")
+    assert offsets(target, a) == {0: 10, 1: 0}
+    assert workflow.report("slow-1")["approval"].startswith(f"approved by {MOTO_CALLER} at 20")

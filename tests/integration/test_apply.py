@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import time

@@ -36,8 +36,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if gate is not None:
         status["approval"] = gate[0].phrase(time.time())
     # As start's: a run with something left is not done — groups that need attention, or an approval gate
-    # that did not let the run through (denied, timed out, or still waiting): nothing was written.
-    held_at_gate = gate is not None and gate[0].status != "approved"
+    # that did not let the run through (denied, timed out, still waiting, or an approval not yet delivered).
+    held_at_gate = gate is not None and (gate[0].status != "approved" or not gate[0].delivered)
     needs = 3 if status["attention"] or held_at_gate else 0
     if args.json:
         out.write(json.dumps(status, indent=2) + "\n")

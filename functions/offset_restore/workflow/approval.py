@@ -3,16 +3,20 @@ and waits on a Step Functions task token until someone approves or denies it, or
 
 One DynamoDB item per restore holds the question (``pk=RESTORE#<id>``, ``sk=APPROVAL``): the token, the
 execution, when it was asked and until when, the plan's summary — and, once answered, who answered, when
-and how. Answers are conditional writes on that item, so one token is answered once: a second approval,
-or an approval after a denial or the time-out, is refused naming the first answer. AWS clients are
-passed in.
+and how, and whether the answer reached the run. Answers are conditional writes on that item, pinned to
+the execution and token the answerer read, so one token is answered once: a second approval, an approval
+after a denial or the time-out, or one that lands on a newer run's question of the same restore id, is
+refused naming what stands. An answer is recorded before it is sent: a send that fails (throttled, denied)
+leaves it recorded and not delivered, and the same answer given again delivers it; a send the run can no
+longer take (it stopped waiting) ends the question. AWS clients are passed in.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -50,6 +54,8 @@ class Approval:
     answered_by: str | None = None
     answered_at: float | None = None
     reason: str | None = None
+    delivered: bool = True
+    """False while an answer is recorded and not yet sent to the run (its send failed: give it again)."""
 
     def phrase(self, now: float) -> str:
         """``waiting for approval since ..., expires ...`` or what was answered, by whom and when."""
@@ -60,9 +66,12 @@ class Approval:
             return f"waiting for approval since {asked}, expires {expires}"
         if self.status == ENDED:
             ended = _iso(self.answered_at or 0)
-            return f"the run asking ended at {ended} before an answer ({self.reason}): nothing was written"
+            return f"the run asking ended at {ended} before an answer reached it ({self.reason})"
         said = f"{self.status} by {self.answered_by} at {_iso(self.answered_at or 0)}"
-        return said + (f" ({self.reason})" if self.reason else "")
+        said += f" ({self.reason})" if self.reason else ""
+        if not self.delivered:
+            said += f", not yet delivered to the run ({'approve' if self.status == 'approved' else 'deny'} again)"
+        return said
 
 
 def _iso(epoch: float) -> str:
@@ -120,6 +129,7 @@ def waiting(table: str, dynamodb: Any, restore_id: str) -> tuple[Approval, str] 
         text("answered_by"),
         float(item["answered_at"]["N"]) if "answered_at" in item else None,
         text("reason"),
+        item.get("delivered", {}).get("BOOL", True),
     )
     return approval, text("token") or ""
 
@@ -134,78 +144,153 @@ def answer(
     who: str,
     now: float,
     reason: str | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> Approval:
     """Approve or deny the restore's waiting question as ``who``: recorded first (a conditional write on
-    the question still waiting and unexpired: one answer per token), then sent to the execution."""
+    the question read, still waiting and unexpired: one answer per token), then sent to the execution.
+    The same answer given again to a question whose answer was recorded and not delivered delivers it."""
     found = waiting(table, dynamodb, restore_id)
     if found is None:
         raise BadInputError(f"no approval was asked for restore {restore_id}: nothing to answer")
     asked, token = found
+    status = "approved" if approve else "denied"
+    if not asked.delivered and asked.status == status:
+        _deliver(table, dynamodb, sfn, asked, token, sleep)
+        return replace(asked, delivered=True)
     if asked.status != "waiting" or now >= asked.expires_at:
         raise BadInputError(f"restore {restore_id}: {asked.phrase(now)}; not answered again")
-    status = "approved" if approve else "denied"
-    values = {":waiting": {"S": "waiting"}, ":now": {"N": str(now)}, ":status": {"S": status}, ":who": {"S": who}}
+    values = {
+        ":waiting": {"S": "waiting"},
+        ":now": {"N": str(now)},
+        ":status": {"S": status},
+        ":who": {"S": who},
+        ":execution": {"S": asked.execution},
+        ":token": {"S": token},
+        ":no": {"BOOL": False},
+    }
     recorded = conditional_write(
         dynamodb.update_item,
         TableName=table,
         Key=_key(restore_id),
-        UpdateExpression="SET #status = :status, answered_by = :who, answered_at = :now"
+        UpdateExpression="SET #status = :status, answered_by = :who, answered_at = :now, delivered = :no"
         + (", reason = :reason" if reason else ""),
-        ConditionExpression="#status = :waiting AND expires_at > :now",
-        ExpressionAttributeNames={"#status": "status"},
+        ConditionExpression="#status = :waiting AND expires_at > :now AND execution = :execution AND #token = :token",
+        ExpressionAttributeNames={"#status": "status", "#token": "token"},
         ExpressionAttributeValues={**values, **({":reason": {"S": reason}} if reason else {})},
     )
     if not recorded:
-        again = waiting(table, dynamodb, restore_id)
-        said = again[0].phrase(now) if again else "no longer asked"
-        raise BadInputError(f"restore {restore_id}: {said}; not answered again")
-    _send(sfn, token, approve, who, now, reason)
-    return Approval(
-        restore_id, asked.execution, status, asked.asked_at, asked.expires_at, asked.summary, who, now, reason
-    )
+        raise BadInputError(f"restore {restore_id}: {_what_stands(table, dynamodb, asked, now)}; not answered again")
+    answered = replace(asked, status=status, answered_by=who, answered_at=now, reason=reason, delivered=False)
+    _deliver(table, dynamodb, sfn, answered, token, sleep)
+    return replace(answered, delivered=True)
+
+
+def _what_stands(table: str, dynamodb: Any, asked: Approval, now: float) -> str:
+    """Why a recorded answer did not take: the question read was answered meanwhile, or a newer run of the
+    restore id asks now (an answer to the old question must not land on the new one)."""
+    again = waiting(table, dynamodb, asked.restore_id)
+    if again is None:
+        return "no longer asked"
+    if again[0].execution != asked.execution:
+        return (
+            f"the question read was replaced by a newer run's ({again[0].execution}, asked {_iso(again[0].asked_at)}): "
+            "read its plan's report and answer again"
+        )
+    return again[0].phrase(now)
 
 
 ENDED = "ended"
+SEND_ATTEMPTS = 5
+"""A throttled or failing send is tried this many times (1 s, 2 s, 4 s, 8 s apart) before the answer is left
+recorded and not delivered, for the answerer to give again."""
+_GONE = ("TaskTimedOut", "TaskDoesNotExist", "InvalidToken")
+"""Step Functions' answers for a token whose task no longer waits."""
 
 
-def close_question(table: str, dynamodb: Any, restore_id: str, execution: str, why: str, now: float) -> bool:
-    """A question still waiting whose run ended (failed, stopped, timed out) ends with it: ``status`` then
-    says so instead of "waiting", and an answer is refused. Only that execution's question (a newer run of
-    the restore id may be asking); True when one was closed."""
+def close_question(
+    table: str, dynamodb: Any, restore_id: str, execution: str, why: str, now: float, *, waiting: bool = True
+) -> bool:
+    """A question whose run ended while it still waited (``waiting``: the run failed, was stopped or timed
+    out), or whose answer was recorded and never delivered, ends with it: ``status`` then says so instead of
+    "waiting" or "approved", and an answer is refused. Only that execution's question (a newer run of the
+    restore id may be asking); True when one was closed."""
+    which = "#status = :waiting OR delivered = :no" if waiting else "delivered = :no"
+    return _end(table, dynamodb, restore_id, execution, why, now, which)
+
+
+def _end(table: str, dynamodb: Any, restore_id: str, execution: str, why: str, now: float, which: str) -> bool:
     return conditional_write(
         dynamodb.update_item,
         TableName=table,
         Key=_key(restore_id),
-        UpdateExpression="SET #status = :ended, answered_at = :now, reason = :why",
-        ConditionExpression="#status = :waiting AND execution = :execution",
+        UpdateExpression="SET #status = :ended, answered_at = :now, reason = :why, delivered = :yes",
+        ConditionExpression=f"({which}) AND execution = :execution",
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues={
             ":ended": {"S": ENDED},
-            ":waiting": {"S": "waiting"},
+            ":yes": {"BOOL": True},
             ":execution": {"S": execution},
             ":now": {"N": str(now)},
             ":why": {"S": why},
+            # DynamoDB refuses a value the expressions do not use.
+            **{name: value for name, value in _STATES.items() if name in which},
         },
     )
 
 
-def _send(sfn: Any, token: str, approve: bool, who: str, now: float, reason: str | None) -> None:
-    """The answer to the waiting task; a token the service no longer knows (the gate timed out, the
-    execution was stopped) is said so."""
-    from botocore.exceptions import ClientError
+_STATES = {":waiting": {"S": "waiting"}, ":no": {"BOOL": False}}
 
-    try:
-        if approve:
-            sfn.send_task_success(taskToken=token, output=json.dumps({"approved_by": who, "approved_at": _iso(now)}))
-        else:
-            cause = f"denied by {who} at {_iso(now)}" + (f": {reason}" if reason else "")
-            sfn.send_task_failure(taskToken=token, error=APPROVAL_DENIED, cause=cause)
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
+
+def _deliver(
+    table: str, dynamodb: Any, sfn: Any, answered: Approval, token: str, sleep: Callable[[float], None]
+) -> None:
+    """Send a recorded answer to the waiting task, retried while the service throttles or fails; then mark
+    it delivered. A token the service no longer knows ends the question (the run stopped waiting: the gate
+    timed out or the execution was stopped); a send that still fails leaves it recorded, not delivered."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    code = ""
+    for attempt in range(SEND_ATTEMPTS):
+        if attempt:
+            sleep(2.0 ** (attempt - 1))
+        try:
+            _send(sfn, token, answered)
+            break
+        except ClientError as error:
+            code = str(error.response.get("Error", {}).get("Code", ""))
+            if code in _GONE:
+                why = f"it no longer waited when the answer was sent ({code}); nothing was written"
+                _end(table, dynamodb, answered.restore_id, answered.execution, why, time.time(), "delivered = :no")
+                raise OffsetRestoreError(
+                    f"the execution no longer waits for this answer ({code}: the gate timed out or the run was "
+                    "stopped); nothing was written, and the question is closed"
+                ) from None
+        except BotoCoreError as error:
+            code = type(error).__name__
+    else:
+        verb = "approve" if answered.status == "approved" else "deny"
         raise OffsetRestoreError(
-            f"the execution no longer waits for this answer ({code}: the gate timed out or the run was stopped); "
-            "the answer is recorded, nothing was written"
-        ) from None
+            f"the answer is recorded but did not reach the run ({code}, {SEND_ATTEMPTS} tries): run `offset-restore "
+            f"{verb} --restore-id {answered.restore_id}` again to deliver it; the run waits until then or its gate "
+            "times out"
+        )
+    conditional_write(  # of this question only (a newer run's replaces it)
+        dynamodb.update_item,
+        TableName=table,
+        Key=_key(answered.restore_id),
+        UpdateExpression="SET delivered = :yes",
+        ConditionExpression="execution = :execution",
+        ExpressionAttributeValues={":yes": {"BOOL": True}, ":execution": {"S": answered.execution}},
+    )
+
+
+def _send(sfn: Any, token: str, answered: Approval) -> None:
+    who, at = answered.answered_by, _iso(answered.answered_at or 0)
+    if answered.status == "approved":
+        sfn.send_task_success(taskToken=token, output=json.dumps({"approved_by": who, "approved_at": at}))
+    else:
+        cause = f"denied by {who} at {at}" + (f": {answered.reason}" if answered.reason else "")
+        sfn.send_task_failure(taskToken=token, error=APPROVAL_DENIED, cause=cause)
 
 
 def question_text(approval: Approval, stack_hint: str, report: str | None = None) -> str:
@@ -286,5 +371,10 @@ def with_approval_record(run: Mapping[str, Any], table: str, dynamodb: Any, exec
         "answered_at": _iso(record.answered_at or 0),
         "reason": record.reason,
     }
-    said = {"status": record.status, "expires_at": _iso(record.expires_at), **(answered if record.answered_by else {})}
+    said = {
+        "status": record.status,
+        "expires_at": _iso(record.expires_at),
+        "delivered": record.delivered,
+        **(answered if record.answered_by else {}),
+    }
     return {**run, "approval": {**gate, "record": said}}

@@ -126,6 +126,8 @@ def approval_phrase(run: Mapping[str, Any]) -> str | None:
     if isinstance(record, dict) and record.get("answered_by"):  # the table's record: what approve/deny wrote
         why = f": {record['reason']}" if record.get("reason") else ""
         said = f"{record.get('status')} by {record['answered_by']} at {record.get('answered_at')}{why}"
+        if record.get("status") == "approved" and (record.get("delivered") is False or refusal):
+            return f"not approved: {said}, but the answer never reached the run; nothing was written"
         return said if record.get("status") == "approved" else f"not approved: {said}; nothing was written"
     if isinstance(answer, dict):
         if answer.get("approved_by"):
