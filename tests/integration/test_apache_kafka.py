@@ -161,13 +161,10 @@ def secure() -> Iterator[ApacheBroker]:
         broker.stop()
 
 
-def restored_planned_and_applied(
-    settings: ConnectionSettings, flags: list[str], tmp_path: Path
-) -> tuple[str, str, str]:
+def restored_and_planned(settings: ConnectionSettings, flags: list[str], tmp_path: Path) -> tuple[str, str, str, str]:
     """A group at 20 on a topic, the topic restored from source offset 5 under ``dr.<topic>`` on the
-    same cluster, then snapshot, plan (topic map) and apply through the CLI with ``flags``; the group
-    resumes at the restored record of source offset 20 (15), the record it would have read next.
-    Returns the group, the restored topic and the commands' output."""
+    same cluster, then snapshot and plan (topic map) through the CLI with ``flags``. Returns the group,
+    the restored topic, the plan's location and the plan's output."""
     topic, group = unique("restored"), unique("restored-g")
     with KafkaCluster(settings) as cluster:
         cluster.create_topics({topic: 1, f"dr.{topic}": 1})
@@ -180,11 +177,21 @@ def restored_planned_and_applied(
         "plan", "--snapshot", snaps, *flags, "--output", plan, "--topic-map", f"{topic}=dr.{topic}"
     )
     assert status == 0, out + err
-    status, out2, err2 = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2", "--execute")
-    assert status == 0, out2 + err2
+    return group, f"dr.{topic}", plan, out + err
+
+
+def restored_planned_and_applied(
+    settings: ConnectionSettings, flags: list[str], tmp_path: Path
+) -> tuple[str, str, str]:
+    """``restored_and_planned``, then apply through the CLI with ``flags``; the group resumes at the
+    restored record of source offset 20 (15), the record it would have read next. Returns the group, the
+    restored topic and the commands' output."""
+    group, restored, plan, said = restored_and_planned(settings, flags, tmp_path)
+    status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2", "--execute")
+    assert status == 0, out + err
     with KafkaCluster(settings) as cluster:
-        assert cluster.committed_offsets([group])[group][TP(f"dr.{topic}", 0)].offset == 15
-    return group, f"dr.{topic}", out + err + out2 + err2
+        assert cluster.committed_offsets([group])[group][TP(restored, 0)].offset == 15
+    return group, restored, said + out + err
 
 
 def test_sasl_ssl_with_scram_snapshot_plan_and_apply_with_the_flags_a_user_gives(
@@ -507,3 +514,68 @@ def test_gaps_left_by_real_compaction_resume_at_the_next_record_kept(
         assert (entries[inside].target_offset, entries[inside].exact) == (next_kept, True), entries[inside]
         assert entries[inside].method == method, entries[inside]
         assert entries[caught_up].target_offset == len(kept)
+
+
+@pytest.fixture(scope="module")
+def authorizing() -> Iterator[ApacheBroker]:
+    """The SCRAM broker with Kafka's ACL authorizer (KRaft's StandardAuthorizer): what a self-managed cluster
+    with ACLs looks like. Resources without ACLs stay open, so a test denies only what it names."""
+    config = {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true",
+        "super.users": "User:ANONYMOUS",  # the broker's own plaintext listeners
+    }
+    broker = ApacheBroker("acl", protocol="SASL_SSL", config=config).start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+def test_credentials_denied_the_fence_are_refused_by_name_and_nothing_is_written(
+    authorizing: ApacheBroker, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The user may commit group offsets but an ACL denies it the transactional ids of the fence: apply takes
+    the fence before any write, is refused (TransactionalIdAuthorizationFailed), names the permission it
+    needs, exits 1 and writes nothing — never an unfenced write the operator did not ask for. With
+    ``--unfenced`` (the operator's say-so) it writes."""
+    from kafka.admin import (
+        ACL,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        KafkaAdminClient,
+        ResourcePattern,
+        ResourceType,
+    )
+
+    settings = authorizing.settings()
+    assert settings.sasl_username and settings.sasl_password and settings.ssl_cafile
+    admin = KafkaAdminClient(
+        bootstrap_servers=authorizing.bootstrap_servers, security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username=settings.sasl_username, sasl_plain_password=settings.sasl_password.get_secret_value(),
+        ssl_cafile=settings.ssl_cafile,
+    )  # fmt: skip
+    fence_ids = ResourcePattern(ResourceType.TRANSACTIONAL_ID, "offset-restore-", ACLResourcePatternType.PREFIXED)
+    denied = ACL(f"User:{settings.sasl_username}", "*", ACLOperation.ALL, ACLPermissionType.DENY, fence_ids)
+    try:
+        assert not admin.create_acls([denied])["failed"]
+    finally:
+        admin.close()
+    flags = [
+        "--bootstrap-servers", authorizing.bootstrap_servers, "--security-protocol", "SASL_SSL",
+        "--sasl-mechanism", "SCRAM-SHA-512", "--sasl-username", settings.sasl_username,
+        "--sasl-password-env", "KAFKA_PASSWORD", "--ssl-cafile", settings.ssl_cafile,
+    ]  # fmt: skip
+    monkeypatch.setenv("KAFKA_PASSWORD", settings.sasl_password.get_secret_value())
+    group, restored, plan, _ = restored_and_planned(settings, flags, tmp_path)
+    status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2", "--execute")
+    assert status == 1, out + err
+    assert "taking the write fence was refused (TransactionalIdAuthorizationFailedError)" in err, err
+    assert "kafka-cluster:AlterTransactionalId" in err
+    with KafkaCluster(settings) as cluster:
+        assert TP(restored, 0) not in cluster.committed_offsets([group])[group]
+    status, out, err = run_cli("apply", "--plan", plan, *flags, "--poll-interval", "0.2", "--execute", "--unfenced")
+    assert status == 0, out + err
+    with KafkaCluster(settings) as cluster:
+        assert cluster.committed_offsets([group])[group][TP(restored, 0)].offset == 15

@@ -163,6 +163,8 @@ class Fences(Commits):
                 await internals.find_transaction_coordinators(admin, ids)
             except (kafka_errors.CoordinatorNotAvailableError, kafka_errors.CoordinatorLoadInProgressError):
                 return False
+            except kafka_errors.TransactionalIdAuthorizationFailedError as error:  # the ids are not ours to use
+                raise ClusterError(_refused(ids[0], type(error).__name__)) from None
             return True
 
         deadline = time.monotonic() + FIRST_TRANSACTION_WAIT_S
