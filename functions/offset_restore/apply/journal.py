@@ -24,6 +24,7 @@ import os
 import re
 import socket
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from pydantic import BaseModel, ValidationError
@@ -35,7 +36,7 @@ from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.validation import describe
 
-__all__ = ["JOURNAL_SUFFIX", "Journal", "JournalOffset", "JournalRecord"]
+__all__ = ["JOURNAL_SUFFIX", "Journal", "JournalOffset", "JournalRecord", "Offset"]
 
 JOURNAL_SUFFIX = ".journal"
 CREATE_ATTEMPTS = 20
@@ -43,45 +44,31 @@ CREATE_ATTEMPTS = 20
 _NUMBERED = re.compile(r"(\d{8})\.json")
 
 
-class JournalOffset(BaseModel):
-    """One partition's previous offset as an apply recorded it, or ``recorded`` false: no longer recorded
-    (the cluster refused the write it was recorded for, or the group's own consumers own the partition)."""
+Offset = tuple[str, str, int, bool, int | None, str | None]
+"""One partition's previous offset as an apply recorded it: group, topic, partition, whether it is recorded
+(false: given up — the cluster refused the write it was recorded for, or the group's own consumers own the
+partition), the offset and its metadata. A row, not an object: a journal record holds every partition of a
+large apply, written and read on apply's and rollback's critical path."""
 
-    group: str
-    topic: str
-    partition: int
-    recorded: bool
-    offset: int | None = None
-    metadata: str | None = None
 
-    @classmethod
-    def of(cls, entry: PlanEntry) -> JournalOffset:
-        recorded = entry.previous_recorded
-        return cls(
-            group=entry.group,
-            topic=entry.target.topic,
-            partition=entry.target.partition,
-            recorded=recorded,
-            offset=entry.previous_target_offset if recorded else None,
-            metadata=entry.previous_metadata if recorded else None,
-        )
+@dataclass(frozen=True)
+class JournalOffset:
+    """A partition's previous offset by the journal."""
+
+    offset: int | None
+    metadata: str | None
 
 
 class JournalRecord(BaseModel):
     """One record: the plan it belongs to (restore, target cluster id, when it was made), who wrote it
-    when, the offsets, and its seal."""
+    when, and the offsets."""
 
     restore_id: str
     cluster_id: str | None
     plan_created_at: datetime
     written_at: datetime
     writer: str
-    offsets: list[JournalOffset]
-    seal: str | None = None
-
-    def message(self) -> bytes:
-        document = self.model_dump(mode="json", exclude={"seal"})
-        return json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+    offsets: list[Offset]
 
     def belongs_to(self, plan: Plan) -> bool:
         return (self.restore_id, self.cluster_id, self.plan_created_at) == (
@@ -89,6 +76,13 @@ class JournalRecord(BaseModel):
             plan.target.cluster_id,
             plan.created_at,
         )
+
+
+def _row(entry: PlanEntry) -> Offset:
+    recorded, target = entry.previous_recorded, entry.target
+    if not recorded:
+        return entry.group, target.topic, target.partition, False, None, None
+    return entry.group, target.topic, target.partition, True, entry.previous_target_offset, entry.previous_metadata
 
 
 class Journal:
@@ -99,20 +93,21 @@ class Journal:
         self.store, self.folder, self.key = store, f"{plan_name}{JOURNAL_SUFFIX}", key
 
     def append(self, plan: Plan, entries: Sequence[PlanEntry]) -> None:
-        """A record of these entries' previous offsets as they stand now (nothing when there are none)."""
+        """A record of these entries' previous offsets as they stand now (nothing when there are none): its
+        JSON on the first line, the seal of that line's bytes on the second."""
         if not entries:
             return
-        record = JournalRecord(
-            restore_id=plan.restore_id,
-            cluster_id=plan.target.cluster_id,
-            plan_created_at=plan.created_at,
-            written_at=datetime.now(UTC),
-            writer=f"pid {os.getpid()} on {socket.gethostname()}",
-            offsets=[JournalOffset.of(e) for e in entries],
-        )
-        if self.key is not None:
-            record.seal = self.key().mac(record.message())
-        data = record.model_dump_json().encode()
+        record = {
+            "restore_id": plan.restore_id,
+            "cluster_id": plan.target.cluster_id,
+            "plan_created_at": plan.created_at.isoformat(),
+            "written_at": datetime.now(UTC).isoformat(),
+            "writer": f"pid {os.getpid()} on {socket.gethostname()}",
+            "offsets": [_row(e) for e in entries],
+        }
+        body = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode()  # one line: \n is escaped
+        seal = self.key().mac(body) if self.key is not None else None
+        data = body + b"\n" + json.dumps({"seal": seal}).encode() + b"\n"
         for _ in range(CREATE_ATTEMPTS):
             name = f"{self.folder}/{self._last_number() + 1:08d}.json"
             try:
@@ -127,13 +122,13 @@ class Journal:
     def previous(self, plan: Plan) -> dict[tuple[str, TP], JournalOffset]:
         """Each partition's previous offset by the journal's latest word on it (partitions whose latest
         word is "no longer recorded" are left out, as are records of another plan once at this path)."""
-        latest: dict[tuple[str, TP], JournalOffset] = {}
+        latest: dict[tuple[str, TP], Offset] = {}
         for name in self._records():
             record = self._read(name)
             if record.belongs_to(plan):
-                for offset in record.offsets:
-                    latest[(offset.group, TP(offset.topic, offset.partition))] = offset
-        return {where: offset for where, offset in latest.items() if offset.recorded}
+                for row in record.offsets:
+                    latest[(row[0], TP(row[1], row[2]))] = row
+        return {where: JournalOffset(row[4], row[5]) for where, row in latest.items() if row[3]}
 
     def correct(self, plan: Plan) -> list[str]:
         """Set every entry's previous offset to the journal's where they differ; one line per correction."""
@@ -163,14 +158,19 @@ class Journal:
         return int(records[-1].rpartition("/")[2][:8]) if records else 0
 
     def _read(self, name: str) -> JournalRecord:
+        body, _, rest = self.store.get(name).partition(b"\n")
         try:
-            record = JournalRecord.model_validate_json(self.store.get(name))
-        except ValidationError as error:
-            raise BadInputError(f"the journal record {name} is not a journal record: {describe(error)}") from None
+            seal = json.loads(rest).get("seal") if rest.strip() else None
+            record = JournalRecord.model_validate_json(body)
+        except (ValueError, AttributeError) as error:
+            said = describe(error) if isinstance(error, ValidationError) else "not JSON"
+            raise BadInputError(
+                f"the journal record {name} is not a journal record ({said}): nothing was written"
+            ) from None
         if self.key is None:
             return record
         key = self.key()
-        if record.seal is None or not hmac.compare_digest(record.seal, key.mac(record.message())):
+        if not isinstance(seal, str) or not hmac.compare_digest(seal, key.mac(body)):
             raise BadInputError(
                 f"the journal record {name} is not as apply wrote it (edited or damaged, or sealed with another key "
                 f"than {key.path}): nothing was written (--plan-key for the key of the machine that applied the plan)"

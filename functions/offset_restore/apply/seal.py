@@ -36,6 +36,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from offset_restore.errors import BadInputError
 from offset_restore.translate.model import Plan, PlanEntry
@@ -109,16 +110,16 @@ class PlanKey:
         return hmac.new(self.secret, message, hashlib.sha256).hexdigest()[:32]
 
     def seal_whole(self, plan: Plan) -> str:
-        """The plan but its seal and its entries' previous offsets (each sealed on its own), as canonical JSON."""
-        document = plan.model_dump(mode="json", exclude={"seal"})
-        for entry in document["entries"]:
-            for field in _PREVIOUS:
-                entry.pop(field, None)
-        return self.mac(json.dumps(document, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode())
+        """The plan but its seal and its entries' previous offsets (each sealed on its own), as pydantic writes
+        its JSON (fields in the model's order: the same bytes for the same plan, written in one pass)."""
+        return self.mac(plan.model_dump_json(exclude=_NOT_SEALED_WHOLE).encode())
 
 
-_PREVIOUS = ("previous_target_offset", "previous_metadata", "previous_seal")
-"""An entry's previous offset and its own seal: left out of the whole plan's seal."""
+_NOT_SEALED_WHOLE: dict[str, Any] = {
+    "seal": True,
+    "entries": {"__all__": {"previous_target_offset", "previous_metadata", "previous_seal"}},
+}
+"""The plan's own seal, and each entry's previous offset and its seal: left out of the whole plan's seal."""
 
 
 def seal_plan(plan: Plan, key: PlanKey, distrusted: dict[int, tuple[object, object]] | None = None) -> None:

@@ -59,9 +59,8 @@ class Calls(Clients):
         retrying after one broker restart do not all come back at the same instant)."""
         ceiling = min(self.settings.retry_backoff_max_s, self.settings.retry_backoff_s * 2 ** (attempt - 1))
         delay = random.uniform(0, ceiling)
-        log.warning(
-            "%s failed (%s); attempt %d of %d in %.2f s", operation, type(error).__name__, attempt + 1, attempts, delay
-        )
+        said = type(error).__name__ if isinstance(error, kafka_errors.KafkaError) else str(error)  # ours: the code
+        log.warning("%s failed (%s); attempt %d of %d in %.2f s", operation, said, attempt + 1, attempts, delay)
         time.sleep(delay)
 
     def _run(self, operation: str, coro: Any, *args: Any, retry: bool = True) -> Any:
