@@ -69,6 +69,15 @@ class BatchRequest(ApplyRequest):
     groups_regex: str | None = None
     exclude_groups: str | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _one_batch_of_an_earlier_version(cls, data: Any) -> Any:
+        """An execution started before an upgrade runs the state machine it started with, and calls this
+        code with one ``batch`` number and no fence: that batch, and the step takes the fence itself."""
+        if isinstance(data, dict) and "batch" in data and "batches" not in data and isinstance(data["batch"], int):
+            return {**data, "batches": [data["batch"]]}
+        return data
+
     @model_validator(mode="after")
     def _one_selection(self) -> BatchRequest:
         if self.rollback:

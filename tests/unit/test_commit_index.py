@@ -123,3 +123,16 @@ def test_a_commit_step_names_a_lane_its_fence_has() -> None:
         parse(BatchRequest, {"restore_id": "r", "batches": [2], "lane": 2, "fence": fence}, "commit")
     with pytest.raises(BadInputError, match="give either groups or batches"):
         parse(BatchRequest, {"restore_id": "r", "fence": fence}, "commit")
+
+
+def test_a_commit_step_of_an_execution_started_before_the_upgrade_writes_its_one_batch() -> None:
+    """An execution keeps the state machine it started with: after an upgrade its Commit Map still sends
+    one ``batch`` and no fence. Before, the new code refused the input ("give either groups or batches")
+    and the run failed at its commit; now the step writes that batch and takes the cluster's fence itself."""
+    from offset_restore.workflow.commit_step import CommitBatches
+    from offset_restore_handlers.requests import BatchRequest, parse
+
+    step = parse(BatchRequest, {"restore_id": "r", "batch": 3, "execution": "e"}, "commit").step()
+    assert step.selection == CommitBatches((3,)) and step.fence is None
+    with pytest.raises(BadInputError, match="give either groups or batches"):
+        parse(BatchRequest, {"restore_id": "r", "batch": "3"}, "commit")
