@@ -23,7 +23,7 @@ from infra.functions import FUNCTIONS_DIR, RUNTIME
 from tests.infra.test_bundling_lock import LOCK, pins
 
 ROOT = Path(__file__).resolve().parents[2]
-COMPILED = ("lz4", "zstandard", "cramjam", "crc32c", "markupsafe")  # the codecs, CRC-32C, Jinja2's escaping
+COMPILED = ("aiokafka", "cramjam", "markupsafe")  # the record reader, its codecs, Jinja2's escaping
 
 
 def tree_hash(folder: Path) -> str:

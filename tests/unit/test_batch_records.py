@@ -1,6 +1,7 @@
-"""The fast record decoder against kafka-python's own, on batches kafka-python's builder writes: every
-codec, null keys and values, headers, LogAppendTime, records before the fetch offset skipped, ``until``,
-and a corrupt record refused."""
+"""The compiled record reader (aiokafka's, ``kafka/batch_records.py``) against kafka-python's own decoder, on
+batches kafka-python's builder writes: every codec, null keys and values, headers, LogAppendTime, records
+before the fetch offset skipped, ``until``, a batch cut short, a corrupt record refused — and the shape of
+what the reader yields, pinned (it is not a documented API of aiokafka)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.util import calc_crc32c
 from offset_restore.errors import UnreadableBatchError
-from offset_restore.kafka import internals
-from offset_restore.kafka.batch_records import BatchBody, decode_records, records_before
+from offset_restore.kafka.batch_records import abort_marker, batches, decode_records, records_before
 from offset_restore.kafka.model import FetchedRecord
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -32,7 +33,13 @@ def batch(records: list, codec: int = 0, base: int = 1_000, append_time: bool = 
     data = builder.build()
     data[0:8] = base.to_bytes(8, "big", signed=True)  # base offset, as the broker assigns it
     if append_time:
-        data[22] |= 0x08  # attributes: timestamp type LogAppendTime (the CRC is not checked here)
+        data[22] |= 0x08  # attributes: timestamp type LogAppendTime
+    return sealed(data)
+
+
+def sealed(data: bytearray) -> bytes:
+    """The batch with its CRC-32C (over everything after it) set again, as a broker would have written it."""
+    data[17:21] = calc_crc32c(bytes(data[21:])).to_bytes(4, "big")
     return bytes(data)
 
 
@@ -45,11 +52,11 @@ def theirs(data: bytes, fetch_offset: int) -> list[FetchedRecord]:
 
 
 def ours(data: bytes, fetch_offset: int, until: int | None = None) -> tuple[list[FetchedRecord], bool]:
-    parsed = DefaultRecordBatch(data)
-    body = internals.batch_body(parsed)
-    assert body is not None
-    append = parsed.max_timestamp if parsed.timestamp_type == 1 else None
-    return decode_records(BatchBody(*body, parsed.base_offset, parsed.first_timestamp, append), fetch_offset, until)
+    found: list[FetchedRecord] = []
+    stopped = False
+    for raw, parsed in batches(data):
+        stopped = decode_records(parsed, int.from_bytes(raw[:8], "big"), fetch_offset, until, found)
+    return found, stopped
 
 
 @settings(max_examples=150, deadline=None)
@@ -67,10 +74,7 @@ def test_the_same_records_as_kafka_python_for_any_batch(
     data = batch(records, codec, gaps=gaps)
     found, stopped = ours(data, 1_000 + skip)
     assert found == theirs(data, 1_000 + skip) and not stopped
-    parsed = DefaultRecordBatch(data)
-    body = internals.batch_body(parsed)
-    assert body is not None
-    before = records_before(BatchBody(*body, 1_000, parsed.first_timestamp, None), 1_000 + skip, 1_000 + start)
+    before = records_before(data, 1_000 + skip, 1_000 + start)
     assert before == [r for r in theirs(data, 1_000 + start) if r.offset < 1_000 + skip]
 
 
@@ -87,15 +91,59 @@ def test_until_stops_after_the_first_record_at_or_past_it() -> None:
 
 
 @pytest.mark.parametrize("damage", ["length", "headers"])
-def test_a_record_whose_length_lies_is_refused(damage: str) -> None:
+def test_a_record_whose_length_lies_is_refused_though_its_crc_matches(damage: str) -> None:
+    """A batch whose CRC-32C matches its bytes (written that way, not damaged on the way) but whose record
+    lies about its length or its header count: one line naming the batch, never a record read wrong."""
     data = bytearray(batch([(b"key", b"value", [("h", b"x")], 0), (b"k2", b"v2", [], 1)]))
     at = 61  # the first record's length varint, right after the batch header
     if damage == "length":
         data[at] += 2  # two bytes longer than it holds
     else:
         data[at + 1 + 1 + 1 + 1 + 1 + 3 + 1 + 5] = 0x7E  # its header count: 63 (it has one)
-    with pytest.raises(UnreadableBatchError, match=r"corrupt"):
+    with pytest.raises(UnreadableBatchError, match=r"the record batch at offset 1000 cannot be read .*corrupt"):
+        ours(sealed(data), 0)
+
+
+def test_a_batch_damaged_on_the_way_fails_its_crc_and_is_never_read() -> None:
+    data = bytearray(batch([(b"key", b"value", [], 0)]))
+    data[-1] ^= 0xFF
+    with pytest.raises(UnreadableBatchError, match=r"the record batch at offset 1000 fails its CRC-32C check"):
         ours(bytes(data), 0)
+
+
+def test_a_batch_cut_short_by_the_size_limit_ends_the_answer() -> None:
+    """The broker cuts an answer at its size limit, mid-batch: the whole batches before are read, the cut
+    one is not (the next fetch reads it)."""
+    first, second = batch([(None, b"a", [], 0)] * 3), batch([(None, b"b", [], 0)] * 3, base=1_003)
+    found, _ = ours(first + second[:-5], 0)
+    assert [r.offset for r in found] == [1_000, 1_001, 1_002]
+
+
+def test_the_readers_records_keep_their_shape() -> None:
+    """What ``decode_records`` takes from aiokafka's reader, pinned: an upgrade that changes it fails here."""
+    from aiokafka.record.memory_records import MemoryRecords
+
+    data = batch([(b"k", b"v", [("x-source-offset", b"\x00" * 8)], 3)])
+    parsed = MemoryRecords(data).next_batch()
+    assert parsed is not None and parsed.validate_crc() and parsed.next_offset == 1_001
+    assert (parsed.is_control_batch, parsed.is_transactional, parsed.base_offset, parsed.last_offset_delta) == (
+        False, False, 1_000, 0,
+    )  # fmt: skip
+    [record] = list(parsed)
+    fields = (record.offset, record.timestamp, record.key, record.value, record.headers)
+    assert fields == (1_000, 1_700_000_000_003, b"k", b"v", [("x-source-offset", b"\x00" * 8)])
+
+
+def test_an_abort_marker_is_told_from_a_commit_marker() -> None:
+    from aiokafka.record.memory_records import MemoryRecords
+
+    for kind, abort in ((0, True), (1, False)):
+        builder = DefaultRecordBatchBuilder(2, 0, True, 7, 0, -1, 10_000)
+        builder.append(0, 1_700_000_000_000, (0).to_bytes(2, "big") + kind.to_bytes(2, "big"), b"", [])
+        data = bytearray(builder.build())
+        data[22] |= 0x20  # attributes: a control batch
+        parsed = MemoryRecords(sealed(data)).next_batch()
+        assert parsed is not None and parsed.is_control_batch and abort_marker(parsed) is abort
 
 
 def test_faster_than_kafka_pythons_iterator_on_a_dense_batch() -> None:

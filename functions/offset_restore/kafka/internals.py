@@ -14,11 +14,9 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.metadata import CoordinatorType
-from kafka.record.default_records import DefaultRecordBatch
 
 __all__ = [
     "api_supported",
-    "batch_body",
     "client_without_metrics",
     "cluster_id",
     "find_coordinators",
@@ -29,17 +27,6 @@ __all__ = [
     "offset_fetch_requests",
     "offset_fetch_version",
 ]
-
-
-def batch_body(batch: Any) -> tuple[bytearray, int, int] | None:
-    """A v2 record batch's records as bytes: decompressed, where they start, how many (None for a
-    legacy message set, which kafka-python's iterator reads). kafka-python decodes them only through
-    its per-record iterator (``DefaultRecordBatch``'s ``_maybe_uncompress``, ``_buffer``, ``_pos``,
-    ``_num_records``); ``kafka/batch_records.py`` reads them faster from the same bytes."""
-    if not isinstance(batch, DefaultRecordBatch):
-        return None
-    batch._maybe_uncompress()
-    return batch._buffer, batch._pos, batch._num_records
 
 
 def manager(admin: KafkaAdminClient) -> Any:

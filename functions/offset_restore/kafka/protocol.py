@@ -20,11 +20,9 @@ from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import AddOffsetsToTxnRequest, EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest
-from kafka.record import MemoryRecords
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
-from offset_restore.kafka import internals
-from offset_restore.kafka.batch_records import BatchBody, decode_records, records_before
+from offset_restore.kafka.batch_records import abort_marker, batches, decode_records, records_before
 from offset_restore.kafka.model import (
     ONE_BATCH,
     POINT_READ_BYTES,
@@ -497,8 +495,8 @@ def decode_fetch(
                 raise UnreadableBatchError(f"{tp}: {error}") from None
 
 
-CODEC_LIBRARIES = {"gzip": "gzip", "snappy": "snappy", "lz4": "lz4.frame", "zstd": "zstandard"}
-"""Each codec Kafka has, and the module that decodes it (runtime dependencies of the package)."""
+CODEC_LIBRARIES = {"gzip": "gzip", "snappy": "cramjam", "lz4": "cramjam", "zstd": "cramjam"}
+"""Each codec Kafka has, and the module the record reader decodes it with (``batch_records``)."""
 
 
 def readable_codecs() -> dict[str, bool]:
@@ -508,70 +506,10 @@ def readable_codecs() -> dict[str, bool]:
     return {codec: importlib.util.find_spec(module) is not None for codec, module in CODEC_LIBRARIES.items()}
 
 
-def checked_batches(data: bytes) -> Iterator[Any]:
-    """The record batches of a fetch answer, each checked against its CRC-32C before use, as the Java
-    consumer checks them (``check.crcs``): a batch corrupt on disk or in flight is never read."""
-    memory = MemoryRecords(data)
-    while (batch := memory.next_batch()) is not None:
-        if not batch.validate_crc():
-            raise UnreadableBatchError(
-                f"the record batch at offset {batch.base_offset} fails its CRC-32C check (corrupt on the broker's disk "
-                "or on the way): nothing was read from it and nothing written; run again (a flaw on the way passes), "
-                "else check the broker's log segment"
-            )
-        yield batch
-
-
-def decompressed(batch: Any) -> Iterator[Any]:
-    """The records of a batch, decompressed; a codec this install lacks is one line, not a traceback."""
-    try:
-        yield from batch
-    except kafka_errors.UnsupportedCodecError as error:
-        raise _codec_missing(batch, error) from None
-
-
-def _codec_missing(batch: Any, error: Exception) -> UnreadableBatchError:
-    return UnreadableBatchError(
-        f"the record batch at offset {batch.base_offset} is compressed with a codec this install cannot decode "
-        f"({error}): install the package with its dependencies (pip install offset-restore brings lz4, "
-        "zstandard and python-snappy; `offset-restore --version` lists what this install reads)"
-    )
-
-
 READ_COMMITTED = 1
 """Every read sees what a ``read_committed`` consumer sees: records of aborted transactions are never
 evidence, anchors or matches, and a partition ends at its last stable offset (an open transaction's
 records are not read until it ends)."""
-
-
-def _decode_batch(
-    batch: Any, fetch_offset: int, until: int | None, records: list[FetchedRecord]
-) -> tuple[bool, BatchBody | None]:
-    """Append the batch's records at or after ``fetch_offset`` (up to the first at or past ``until``)
-    to ``records``; True when ``until`` stopped them, and the batch's bytes when it is a v2 batch
-    (read from its bytes, ``batch_records``; a legacy one through kafka-python's iterator)."""
-    body = _body(batch)
-    if body is not None:
-        append_time = batch.max_timestamp if batch.timestamp_type == 1 else None  # LogAppendTime
-        batch_body = BatchBody(*body, batch.base_offset, batch.first_timestamp, append_time)
-        found, done = decode_records(batch_body, fetch_offset, until)
-        records.extend(found)
-        return done, batch_body
-    for record in decompressed(batch):
-        if record.offset < fetch_offset:
-            continue
-        records.append(FetchedRecord(record.offset, record.timestamp, record.key, record.value, tuple(record.headers)))
-        if until is not None and record.offset >= until:
-            return True, None
-    return False, None
-
-
-def _body(batch: Any) -> tuple[bytearray, int, int] | None:
-    """``internals.batch_body``, its codec errors said as ``decompressed`` says them."""
-    try:
-        return internals.batch_body(batch)
-    except kafka_errors.UnsupportedCodecError as error:
-        raise _codec_missing(batch, error) from None
 
 
 def _readable_end(part: Any) -> int:
@@ -600,12 +538,13 @@ class _Aborted:
     def skips(self, batch: Any) -> bool:
         """Whether ``batch`` holds nothing to read: a control batch, or one of an aborted transaction
         (noted in ``batches``)."""
-        last = getattr(batch, "last_offset", None)  # a legacy (v0/v1) batch is never transactional
+        delta = getattr(batch, "last_offset_delta", None)  # a legacy (v0/v1) batch is never transactional
+        last = None if delta is None else batch.base_offset + delta
         while self.pending and last is not None and self.pending[-1][0] <= last:
             first, producer = self.pending.pop()
             self.producers[producer] = first
         if getattr(batch, "is_control_batch", False):
-            if batch.producer_id in self.producers and _is_abort_marker(batch):
+            if batch.producer_id in self.producers and abort_marker(batch):
                 self.ended.append((self.producers.pop(batch.producer_id), batch.base_offset))
             self.markers.append(batch.base_offset)
             return True
@@ -618,11 +557,6 @@ class _Aborted:
             )
         )  # fmt: skip
         return True
-
-
-def _is_abort_marker(batch: Any) -> bool:
-    record = next(iter(batch), None)
-    return bool(record is not None and record.abort)
 
 
 def decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
@@ -645,17 +579,18 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     earlier: tuple[int, Callable[[int], list[FetchedRecord]]] | None = None
     aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
     if part.records:
-        for batch in checked_batches(part.records):
+        for raw, batch in batches(part.records):
             if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
                 next_offset = max(next_offset, batch.next_offset)
                 continue
-            done, body = _decode_batch(batch, fetch_offset, until, records)
-            if body is not None and earlier is None and next_offset < 0 and body.base_offset < fetch_offset:
-                earlier = (body.base_offset, partial(records_before, body, fetch_offset))
+            base = int.from_bytes(raw[:8], "big", signed=True)
+            done = decode_records(batch, base, fetch_offset, until, records)
+            if earlier is None and next_offset < 0 and base < fetch_offset:
+                earlier = (base, partial(records_before, raw, fetch_offset))
             if done:
                 next_offset = records[-1].offset + 1
                 break
-            next_offset = max(next_offset, getattr(batch, "next_offset", -1))
+            next_offset = max(next_offset, batch.next_offset)
     costs = batch_costs(part.records)
     return PartitionFetch(
         fetch_offset,
