@@ -78,6 +78,7 @@ from offset_restore.devtools.brokers import KINDS, Broker, new_broker, start_all
 from offset_restore.devtools.local_broker import free_port
 from offset_restore.devtools.process_memory import peak_mb
 from offset_restore.devtools.processes import terminated_as_interrupt
+from offset_restore.kafka import batch_records, protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
@@ -395,12 +396,12 @@ class Cost:
 
 
 PARSED_BATCHES = [0]
-"""Every record batch parsed in this process, ours and kafka-python's consumer's alike: both take
-batches from ``MemoryRecords.next_batch`` (``count_batches``)."""
+"""Every record batch parsed in this process: ours (``batch_records.batches``, the compiled reader) and
+kafka-python's consumer's (``MemoryRecords.next_batch``) alike (``count_batches``)."""
 
 
 def count_batches() -> None:
-    """Count each batch ``MemoryRecords.next_batch`` hands out, into ``PARSED_BATCHES``."""
+    """Count each batch either reader hands out, into ``PARSED_BATCHES``."""
     original = MemoryRecords.next_batch
 
     def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -410,6 +411,15 @@ def count_batches() -> None:
         return batch
 
     MemoryRecords.next_batch = counted
+    ours = batch_records.batches
+
+    def ours_counted(data: bytes) -> Any:
+        for framed in ours(data):
+            PARSED_BATCHES[0] += 1
+            yield framed
+
+    batch_records.batches = ours_counted
+    protocol.batches = ours_counted  # decode_partition's own name for it
 
 
 def measured(proxy: Proxied, index: int, client: Callable[[], int], work: Callable[[], T]) -> tuple[T, Cost]:

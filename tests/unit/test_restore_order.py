@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -459,7 +458,7 @@ def test_a_restore_that_rewrote_timestamps_proves_no_hole_and_is_read_whole() ->
     so a hole is never believed on such a target (nor on a broker that does not look timestamps up)."""
     layout = copy(s for s in range(1_000) if s % 7 != 6)
     target = SmallWindows(layout, 8)
-    target.records = [replace(r, timestamp=9_999_999) for r in target.records]
+    target.records = [r._replace(timestamp=9_999_999) for r in target.records]
     entries, stats = translate(snapshot(1_000, [13]), target, SEARCH_ONLY)
     assert not judge(layout, entries) and stats.fetch_rounds["header (whole partitions)"] > 0
     [entry] = entries
