@@ -446,26 +446,8 @@ class ScanResult:
 def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, committed_only: bool) -> ScanResult:
     """THE PLAIN CONSUMER SCAN an operator writes: one KafkaConsumer, every partition read once from its start.
 
-    kafka-python 3.0 keeps no bytes-consumed-total (only rates and averages): the bytes of record batches
-    it parsed are summed by wrapping ``FetchResponseMetricAggregator.record``, the call those metrics
-    are fed by (batches it prefetched and dropped when a partition was paused are not in it)."""
-    consumed = [0]
-    original = fetcher.FetchResponseMetricAggregator.record
-
-    def counted(self: Any, partition: Any, num_bytes: int, num_records: int) -> None:
-        consumed[0] += num_bytes
-        original(self, partition, num_bytes, num_records)
-
-    fetcher.FetchResponseMetricAggregator.record = counted
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        max_poll_records=5000,
-        max_partition_fetch_bytes=1 << 20,
-        isolation_level="read_committed" if committed_only else "read_uncommitted",  # as a script must ask
-    )
-    try:
+    Batches it prefetched and dropped when a partition was paused are not in its bytes (``counting``)."""
+    with counting(bootstrap, committed_only) as (consumer, consumed):
         partitions = [TopicPartition(tp.topic, tp.partition) for tp in wanted]
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)
@@ -491,6 +473,33 @@ def plain_consumer_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, commi
                     open_.discard(tp)
                     consumer.pause(part)
         return ScanResult(found, ends, consumed[0], records)
+
+
+@contextmanager
+def counting(bootstrap: str, committed_only: bool, **settings: Any) -> Iterator[tuple[Any, list[int]]]:
+    """A scan's KafkaConsumer (no group, no auto-commit, ``max_poll_records`` 5,000, 1 MB a partition; read
+    committed as a script must ask on a transactional topic), and the bytes of the record batches it parses.
+    kafka-python 3.0 keeps no bytes-consumed-total (only rates and averages): they are summed by wrapping
+    ``FetchResponseMetricAggregator.record``, the call those metrics are fed by."""
+    consumed = [0]
+    original = fetcher.FetchResponseMetricAggregator.record
+
+    def counted(self: Any, partition: Any, num_bytes: int, num_records: int) -> None:
+        consumed[0] += num_bytes
+        original(self, partition, num_bytes, num_records)
+
+    fetcher.FetchResponseMetricAggregator.record = counted
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=None,
+        enable_auto_commit=False,
+        max_poll_records=5000,
+        max_partition_fetch_bytes=1 << 20,
+        isolation_level="read_committed" if committed_only else "read_uncommitted",
+        **settings,
+    )
+    try:
+        yield consumer, consumed
     finally:
         consumer.close()
         fetcher.FetchResponseMetricAggregator.record = original
@@ -524,24 +533,7 @@ def operator_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, committed_o
     5,000, ``fetch_max_bytes`` 8 MB, ``max_partition_fetch_bytes`` 1 MB), the partitions read one at a time
     from their beginning, each record's offset header read in a Python loop, a partition left as soon as its
     last wanted position is settled. Unlike the plain scan, no partition's prefetched data is dropped."""
-    consumed = [0]
-    original = fetcher.FetchResponseMetricAggregator.record
-
-    def counted(self: Any, partition: Any, num_bytes: int, num_records: int) -> None:
-        consumed[0] += num_bytes
-        original(self, partition, num_bytes, num_records)
-
-    fetcher.FetchResponseMetricAggregator.record = counted
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap,
-        group_id=None,
-        enable_auto_commit=False,
-        max_poll_records=5000,
-        fetch_max_bytes=8 << 20,
-        max_partition_fetch_bytes=1 << 20,
-        isolation_level="read_committed" if committed_only else "read_uncommitted",
-    )
-    try:
+    with counting(bootstrap, committed_only, fetch_max_bytes=8 << 20) as (consumer, consumed):
         every = [TopicPartition(tp.topic, tp.partition) for tp in wanted]
         ends = {TP(k.topic, k.partition): v for k, v in consumer.end_offsets(every).items()}
         found: dict[tuple[TP, int], int] = {}
@@ -561,9 +553,6 @@ def operator_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, committed_o
                     records += read
                 done = done or (not polled and consumer.position(part) >= ends[tp])  # nothing left to read
         return ScanResult(found, ends, consumed[0], records)
-    finally:
-        consumer.close()
-        fetcher.FetchResponseMetricAggregator.record = original
 
 
 def one_pass(cluster: KafkaCluster, tps: list[TP]) -> int:
@@ -854,20 +843,18 @@ def run_shape(
         )
     print(f"{shape.name}: plan {plan_cost.seconds:.1f} s", file=sys.stderr)
 
-    scan, scan_cost = measured(
-        proxy, 1, lambda: 0, lambda: plain_consumer_scan(boots[1], wanted, committed_only=shape.transaction > 0)
-    )
-    scan_cost.client = scan.consumed_bytes
-    scan_cost.note = f"{scan.records:,} records settled through"
-    print(f"{shape.name}: scan {scan_cost.seconds:.1f} s", file=sys.stderr)
-    check(entries, scan)
-    fast, fast_cost = measured(
-        proxy, 1, lambda: 0, lambda: operator_scan(boots[1], wanted, committed_only=shape.transaction > 0)
-    )
-    fast_cost.client = fast.consumed_bytes
-    fast_cost.note = f"{fast.records:,} records settled through"
-    print(f"{shape.name}: operator scan {fast_cost.seconds:.1f} s", file=sys.stderr)
-    check(entries, fast)
+    def scanned(name: str, scan: Callable[..., ScanResult]) -> tuple[ScanResult, Cost]:
+        """A baseline scan of the target, timed and counted, checked to answer what the plan answered."""
+        result, cost = measured(
+            proxy, 1, lambda: 0, lambda: scan(boots[1], wanted, committed_only=shape.transaction > 0)
+        )
+        cost.client, cost.note = result.consumed_bytes, f"{result.records:,} records settled through"
+        print(f"{shape.name}: {name} {cost.seconds:.1f} s", file=sys.stderr)
+        check(entries, result)
+        return result, cost
+
+    scan, scan_cost = scanned("scan", plain_consumer_scan)
+    _, fast_cost = scanned("operator scan", operator_scan)
     passed, pass_cost = measured(proxy, 1, lambda: target.fetched_bytes, lambda: one_pass(target, sorted(wanted)))
     pass_cost.note = f"{passed:,} records"
 
