@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import base64
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
+from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
-from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.snapshot.model import GroupSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import Checkpoint, MemoryCheckpoints
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
@@ -188,12 +191,39 @@ def test_fingerprint_without_headers_and_ambiguity_with_identical_payloads(make:
 
 
 def test_checkpoints_only(make: Callable[..., Scenario]) -> None:
-    s = make(500)
+    checkpoints_only(make(500))
+
+
+@pytest.fixture(scope="module")
+def underscored() -> Iterator[KafkaCluster]:
+    """A target whose cluster id starts with "_" (one Kafka id in 64 does): its default name is the id
+    prefixed ``cluster-``. A CI run met one, and the checkpoint tests keyed their pairs by the raw id."""
+    kafka_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()  # Uuid.toString()'s shape
+    broker = ApacheBroker("underscored", cluster_id="_" + kafka_id[1:]).start()
+    try:
+        with KafkaCluster(broker.settings()) as cluster:
+            yield cluster
+    finally:
+        broker.stop()
+
+
+def test_checkpoints_of_a_target_whose_id_starts_with_an_underscore(
+    source: KafkaCluster, underscored: KafkaCluster
+) -> None:
+    assert underscored.cluster_id.startswith("_")
+    assert default_cluster_name(underscored.cluster_id) == f"cluster-{underscored.cluster_id}"
+    checkpoints_only(Scenario(source, underscored, 500))
+
+
+def checkpoints_only(s: Scenario) -> None:
+    """Checkpoints every 100 source offsets, keyed as the restore tool records them: by the target's name."""
     exact, between = s.group({0: 200}), s.group({0: 250})
     snap = s.snapshot()
     s.create_target()
     pairs = restore(s.target, s.topic, 0, s.records[0], keep=lambda r: r.offset >= 100, header=None)
-    name = s.target.cluster_id
+    # The name the plan knows the target by, as the restore tool records its pairs under: the id made a name
+    # (an id that starts with "_", one in 64, is prefixed "cluster-": a CI run met one).
+    name = default_cluster_name(s.target.cluster_id)
     table = MemoryCheckpoints({(name, s.topic, 0): [Checkpoint(src, tgt) for src, tgt in pairs if src % 100 == 0]})
     entries, _ = translate(snap, s.target, PlanOptions(strategies=("checkpoint",)), checkpoints=table)
     found = {e.group: e for e in entries}
@@ -210,7 +240,7 @@ def test_checkpoints_whose_targets_go_backwards_are_not_trusted(make: Callable[.
     s.create_target()
     restore(s.target, s.topic, 0, s.records[0], keep=lambda r: r.offset >= 100, header=None)
     pairs = [Checkpoint(100, 0), Checkpoint(200, 300), Checkpoint(300, 150), Checkpoint(400, 390)]
-    table = MemoryCheckpoints({(s.target.cluster_id, s.topic, 0): pairs})
+    table = MemoryCheckpoints({(default_cluster_name(s.target.cluster_id), s.topic, 0): pairs})
     entries, _ = translate(snap, s.target, PlanOptions(strategies=("checkpoint",)), checkpoints=table)
     for entry in entries:
         assert entry.status == "unmapped" and "are out of order" in (entry.reason or ""), entry
