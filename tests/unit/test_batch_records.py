@@ -54,8 +54,8 @@ def theirs(data: bytes, fetch_offset: int) -> list[FetchedRecord]:
 def ours(data: bytes, fetch_offset: int, until: int | None = None) -> tuple[list[FetchedRecord], bool]:
     found: list[FetchedRecord] = []
     stopped = False
-    for raw, parsed in batches(data):
-        stopped = decode_records(parsed, int.from_bytes(raw[:8], "big"), fetch_offset, until, found)
+    for base, _, parsed in batches(data):
+        stopped = decode_records(parsed, base, fetch_offset, until, found)
     return found, stopped
 
 

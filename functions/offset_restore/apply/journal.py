@@ -150,8 +150,9 @@ class Journal:
         return corrected
 
     def _records(self) -> list[str]:
-        named = ((_NUMBERED.fullmatch(name.rpartition("/")[2]), name) for name in self.store.list(f"{self.folder}/"))
-        return [name for match, name in sorted((m.group(1), n) for m, n in named if m)]
+        """The folder's numbered records, in order (their numbers are zero-padded: sorted by name)."""
+        listed = self.store.list(f"{self.folder}/")
+        return sorted(name for name in listed if _NUMBERED.fullmatch(name.rpartition("/")[2]))
 
     def _last_number(self) -> int:
         records = self._records()

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from aiokafka.errors import KafkaError as ReaderError
+from aiokafka.errors import UnsupportedCodecError
 from aiokafka.record.memory_records import MemoryRecords
 
 from offset_restore.errors import UnreadableBatchError
@@ -30,10 +31,10 @@ _ABORT = 0
 """A control record's type (its key: version, then type, each two bytes) for an abort marker."""
 
 
-def batches(data: bytes) -> Iterator[tuple[bytes, Any]]:
-    """The whole record batches of a partition's answer, each with its bytes, checked against its CRC-32C
-    before use as the Java consumer checks them (``check.crcs``): a batch corrupt on disk or in flight is
-    never read. A batch cut short by the answer's size limit ends the answer (the next fetch reads it)."""
+def batches(data: bytes) -> Iterator[tuple[int, bytes, Any]]:
+    """The whole record batches of a partition's answer, each with its base offset and bytes, checked against
+    its CRC-32C before use as the Java consumer checks them (``check.crcs``): a batch corrupt on disk or in
+    flight is never read. A batch cut short by the answer's size limit ends the answer (the next fetch reads it)."""
     at, size = 0, len(data)
     while at + _LOG_OVERHEAD <= size:
         (length,) = struct.unpack_from(">i", data, at + 8)
@@ -55,7 +56,7 @@ def batches(data: bytes) -> Iterator[tuple[bytes, Any]]:
                 "way): nothing was read from it and nothing written; run again (a flaw on the way passes), else "
                 "check the broker's log segment"
             )
-        yield raw, batch
+        yield base, raw, batch
         at = end
 
 
@@ -81,8 +82,8 @@ def records_before(raw: bytes, fetch_offset: int, start: int) -> list[FetchedRec
     """A batch's records (its bytes, ``raw``) from ``start`` up to (not including) ``fetch_offset``: the part
     of a batch the broker sent before the offset asked for (``PartitionFetch.earlier``)."""
     found: list[FetchedRecord] = []
-    for _, batch in batches(raw):
-        decode_records(batch, int.from_bytes(raw[:8], "big", signed=True), start, fetch_offset - 1, found)
+    for base, _, batch in batches(raw):
+        decode_records(batch, base, start, fetch_offset - 1, found)
     return [record for record in found if record.offset < fetch_offset]
 
 
@@ -96,7 +97,7 @@ def abort_marker(batch: Any) -> bool:
 def _corrupt(base_offset: int, error: BaseException) -> UnreadableBatchError:
     """A batch the reader cannot read: corrupt (a length that lies, a codec's stream broken), or compressed
     with a codec this install cannot decode."""
-    if "codec" in str(error).lower() or "Unsupported" in type(error).__name__:
+    if isinstance(error, UnsupportedCodecError):
         return UnreadableBatchError(
             f"the record batch at offset {base_offset} is compressed with a codec this install cannot decode "
             f"({error}): install the package with its dependencies (pip install offset-restore brings cramjam; "

@@ -579,11 +579,10 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
     earlier: tuple[int, Callable[[int], list[FetchedRecord]]] | None = None
     aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
     if part.records:
-        for raw, batch in batches(part.records):
+        for base, raw, batch in batches(part.records):
             if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
                 next_offset = max(next_offset, batch.next_offset)
                 continue
-            base = int.from_bytes(raw[:8], "big", signed=True)
             done = decode_records(batch, base, fetch_offset, until, records)
             if earlier is None and next_offset < 0 and base < fetch_offset:
                 earlier = (base, partial(records_before, raw, fetch_offset))

@@ -214,31 +214,30 @@ def close_question(
     out), or whose answer was recorded and never delivered, ends with it: ``status`` then says so instead of
     "waiting" or "approved", and an answer is refused. Only that execution's question (a newer run of the
     restore id may be asking); True when one was closed."""
-    which = "#status = :waiting OR delivered = :no" if waiting else "delivered = :no"
-    return _end(table, dynamodb, restore_id, execution, why, now, which)
+    return _end(table, dynamodb, restore_id, execution, why, now, waiting=waiting)
 
 
-def _end(table: str, dynamodb: Any, restore_id: str, execution: str, why: str, now: float, which: str) -> bool:
+def _end(table: str, dynamodb: Any, restore_id: str, execution: str, why: str, now: float, *, waiting: bool) -> bool:
+    """End the execution's question if its answer was never delivered, or (``waiting``) was never given."""
+    unanswered = {":waiting": {"S": "waiting"}} if waiting else {}  # DynamoDB refuses a value no expression uses
     return conditional_write(
         dynamodb.update_item,
         TableName=table,
         Key=_key(restore_id),
         UpdateExpression="SET #status = :ended, answered_at = :now, reason = :why, delivered = :yes",
-        ConditionExpression=f"({which}) AND execution = :execution",
+        ConditionExpression=("(#status = :waiting OR delivered = :no)" if waiting else "delivered = :no")
+        + " AND execution = :execution",
         ExpressionAttributeNames={"#status": "status"},
         ExpressionAttributeValues={
             ":ended": {"S": ENDED},
             ":yes": {"BOOL": True},
+            ":no": {"BOOL": False},
             ":execution": {"S": execution},
             ":now": {"N": str(now)},
             ":why": {"S": why},
-            # DynamoDB refuses a value the expressions do not use.
-            **{name: value for name, value in _STATES.items() if name in which},
+            **unanswered,
         },
     )
-
-
-_STATES = {":waiting": {"S": "waiting"}, ":no": {"BOOL": False}}
 
 
 def _deliver(
@@ -260,7 +259,7 @@ def _deliver(
             code = str(error.response.get("Error", {}).get("Code", ""))
             if code in _GONE:
                 why = f"it no longer waited when the answer was sent ({code}); nothing was written"
-                _end(table, dynamodb, answered.restore_id, answered.execution, why, time.time(), "delivered = :no")
+                _end(table, dynamodb, answered.restore_id, answered.execution, why, time.time(), waiting=False)
                 raise OffsetRestoreError(
                     f"the execution no longer waits for this answer ({code}: the gate timed out or the run was "
                     "stopped); nothing was written, and the question is closed"
