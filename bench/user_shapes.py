@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import io
 import multiprocessing as mp
 import platform
@@ -423,11 +424,18 @@ def count_batches() -> None:
 
 
 def measured(proxy: Proxied, index: int, client: Callable[[], int], work: Callable[[], T]) -> tuple[T, Cost]:
+    """``work`` timed and its bytes counted. What the benchmark holds before it (earlier shapes, the
+    snapshot, the plan) is frozen out of the garbage collector's walks for the duration, so each phase and
+    each scan pays for the objects it makes and no others, as a script run alone would."""
     down0, fetches0, fdown0 = proxy.counter(index)
     client0, batches0 = client(), PARSED_BATCHES[0]
+    gc.freeze()
     started = time.perf_counter()
-    result = work()
-    seconds = time.perf_counter() - started
+    try:
+        result = work()
+    finally:
+        seconds = time.perf_counter() - started
+        gc.unfreeze()
     time.sleep(0.05)  # the proxy's last bytes counted
     down1, fetches1, fdown1 = proxy.counter(index)
     cost = Cost(seconds, down1 - down0, fetches1 - fetches0, fdown1 - fdown0, client() - client0)

@@ -16,6 +16,8 @@ from offset_restore.snapshot.headers import LARGEST_BINARY_OFFSET, parse_offset_
         ((0).to_bytes(8, "big"), 0),
         (LARGEST_BINARY_OFFSET.to_bytes(8, "big"), LARGEST_BINARY_OFFSET),
         (b"00000012", 12),  # eight ASCII digits: text (as big-endian it would be past 2**61)
+        (b"0000000000000000012", 12),  # nineteen digits, below 2**63
+        (b"9" * 18, 10**18 - 1),
         (None, None),
     ],
 )
@@ -39,6 +41,10 @@ def test_the_documented_encodings(value: bytes | None, offset: int | None) -> No
         b"9223372036854775808",
         b"",
         b"1e5",
+        b"1_000",  # int() reads underscores; a header never holds them
+        "\u0663".encode(),  # a non-ASCII digit (ARABIC-INDIC THREE): bytes are digits only in ASCII
+        b"9" * 20,
+        b"00000000000000000012",  # twenty digits: past a signed 64-bit offset's length
     ],
 )
 def test_anything_else_is_refused(value: bytes) -> None:

@@ -4,6 +4,7 @@ leave most of a partition unread)."""
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -17,9 +18,11 @@ from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, Reco
 from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.restore_order import (
+    SHORT_HOLE,
     ObservedPartition,
     disorder_in,
     find_disorder,
+    hole_rate_of,
     middle_unread,
     overcounted,
 )
@@ -592,3 +595,50 @@ def test_a_partition_whose_headers_fall_back_is_searched_no_further_and_read_who
     entries, stats = translate(snapshot(n, [3_000, 9_000, 15_000]), SmallWindows(layout, 50), PlanOptions())
     assert not judge(layout, entries)
     assert stats.fetches["header"] <= 3 and stats.fetches["header (whole partitions)"] > 0, dict(stats.fetches)
+
+
+# The whole-partition answers take C-speed paths when every offset is held or every record placed; they must
+# answer what the record-by-record loops answer.
+
+
+def _slow_hole_rate(offsets: list[int], ranges: list[tuple[int, int]]) -> float:
+    read = sum(e - s for s, e in ranges)
+    holes = 0
+    for low, high in itertools.pairwise(offsets):
+        gap = high - low - 1
+        if 0 < gap <= SHORT_HOLE and any(s <= low and high < e for s, e in ranges):
+            holes += gap
+    return holes / read if read else 0.0
+
+
+def _slow_restored_range(log: PartitionLog) -> tuple[int, int, int, int] | None:
+    low, high = log.carried()
+    keyed = [i for i in range(len(high)) if high[i] != NO_KEY]
+    if not keyed:
+        return None
+    return keyed[0], keyed[-1], min(low[i] for i in keyed), max(high[i] for i in keyed)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    gaps=st.lists(st.sampled_from([1, 1, 1, 2, 3, 9]), min_size=0, max_size=40),
+    keys=st.lists(st.one_of(st.just(NO_KEY), st.integers(30, 80)), min_size=40, max_size=40),
+    every_record_keyed=st.booleans(),
+    start=st.integers(0, 5),
+    spans=st.dictionaries(st.integers(0, 39), st.tuples(st.integers(0, 20), st.integers(20, 90)), max_size=3),
+)
+def test_the_whole_partition_answers_match_the_record_by_record_ones(
+    gaps: list[int], keys: list[int], every_record_keyed: bool, start: int, spans: dict[int, tuple[int, int]]
+) -> None:
+    if every_record_keyed:
+        keys = [40 if key == NO_KEY else key for key in keys]
+    offsets = [start]
+    for gap in gaps:
+        offsets.append(offsets[-1] + gap)
+    log = PartitionLog()
+    for offset, key in zip(offsets, keys, strict=False):
+        log.append(offset, None if key == NO_KEY else key, 0)
+    log.spans = {i: span for i, span in spans.items() if i < len(log)}
+    ranges = [(offsets[0], offsets[-1] + 1)]
+    assert hole_rate_of(log, ranges) == _slow_hole_rate(offsets, ranges)
+    assert log.restored_range() == _slow_restored_range(log)

@@ -30,6 +30,7 @@ from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, O
 from offset_restore.apply.verification import verify_groups
 from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
+from offset_restore.heap import collector_paused
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.filters import rewind_option
 from offset_restore.translate.applications import internal_topic
@@ -48,6 +49,7 @@ PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
 
 
+@collector_paused()
 def apply_plan(
     plan: Plan,
     target: ApplyTarget,

@@ -23,7 +23,7 @@ def parse_offset_header(value: bytes | None) -> int | None:
     low byte is not 0) are both refused."""
     if value is None:
         return None
-    if 0 < len(value) <= 19 and value.isdigit() and int(value) < 2**63:
+    if value.isdigit() and (len(value) < 19 or (len(value) == 19 and int(value) < 2**63)):  # b"".isdigit() is False
         return int(value)
     if len(value) == 8:
         number = int.from_bytes(value, "big", signed=True)

@@ -173,8 +173,10 @@ def hole_rate_of(log: PartitionLog, ranges: list[tuple[int, int]]) -> float:
     read = sum(e - s for s, e in ranges)
     if not read:
         return 0.0
-    holes, at = 0, 0
     offsets = log.offsets
+    if not offsets or offsets[-1] - offsets[0] == len(offsets) - 1:
+        return 0.0  # no offset between the first record read and the last lacks one (offsets only grow)
+    holes, at = 0, 0
     for i in range(1, len(offsets)):
         low, high = offsets[i - 1], offsets[i]
         gap = high - low - 1

@@ -83,6 +83,8 @@ class PartitionLog:
         """(index of the first restored record, of the last, smallest source offset, largest), or
         None when no record is placed (by its header or the evidence)."""
         low, high = self.carried()
+        if high and NO_KEY not in high:  # every record placed (a restore with headers): at C speed
+            return 0, len(high) - 1, min(low), max(high)
         keyed = [i for i in range(len(high)) if high[i] != NO_KEY]
         if not keyed:
             return None

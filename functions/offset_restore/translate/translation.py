@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 
+from offset_restore.heap import collector_paused
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -103,6 +104,7 @@ class Translation:
         return settled
 
 
+@collector_paused()
 def translation(
     groups: Iterable[GroupSnapshot],
     target: TargetCluster,
@@ -144,6 +146,7 @@ def translation(
     return Translation(groups, options, decisions, stats, fresher, bounds, snapshot_at, history)
 
 
+@collector_paused()
 def translate(
     groups: Sequence[GroupSnapshot],
     target: TargetCluster,
