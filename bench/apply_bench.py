@@ -26,10 +26,10 @@ from pathlib import Path
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile, Sealing, run_apply
 from offset_restore.devtools.brokers import BROKER_NAMES, KINDS, started
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.fingerprint import fingerprint
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -39,13 +39,13 @@ from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.devtools.brokers import KINDS
 from offset_restore.devtools.brokers import started as started_brokers
+from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
-from offset_restore.translate.model import ClusterRef, Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.translation import translate
 

@@ -129,7 +129,7 @@ class Figure:
 
 
 def _mappings(count: int) -> list[dict[str, Any]]:
-    from offset_restore.translate.mapping_store import MappingStore, entry_key
+    from offset_restore.stores.mappings import MappingStore, entry_key
 
     from bench.handler_memory import entries
 

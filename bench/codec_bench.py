@@ -26,10 +26,10 @@ from typing import Any
 
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
+from offset_restore.formats.plan import ClusterRef, Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
-from offset_restore.translate.model import ClusterRef, Plan
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.translation import translate
 

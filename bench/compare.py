@@ -62,13 +62,13 @@ from offset_restore.cli.main import main as cli
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
 from offset_restore.devtools.local_aws import BUCKET, REGION, TABLE, Workflow, local_workflow
 from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import Plan, PlanEntry
 
 from bench.compare_chart import svg
 from bench.workflow_run import measure

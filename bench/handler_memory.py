@@ -30,13 +30,13 @@ from pathlib import Path
 import boto3
 from moto.server import ThreadedMotoServer
 from offset_restore.devtools.local_aws import BUCKET, REGION, TABLE, create_table, faster_moto
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.live import GroupTally, SnapshotStream
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence, SnapshotManifest
 from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import PlanEntry
 
 RESULTS = Path(__file__).parent / "results"
 PARTITIONS = 12

@@ -57,9 +57,9 @@ from kafka import KafkaConsumer
 from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.devtools.local_aws import local_workflow
 from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.translate.model import Plan
 
 from bench.compare import (
     BASE_MS,

@@ -40,8 +40,8 @@ from typing import Any
 
 from offset_restore.devtools.brokers import KINDS
 from offset_restore.devtools.brokers import started as started_brokers
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.translation import translate
 

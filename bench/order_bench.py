@@ -34,13 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from offset_restore.devtools.local_broker import LocalBroker
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.kafka.rounds import fetch_from
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.search import search_first_at_least
 from offset_restore.translate.translation import translate

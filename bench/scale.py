@@ -46,13 +46,13 @@ from offset_restore.devtools import process_memory
 from offset_restore.devtools.brokers import BROKER_NAMES, KINDS
 from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.devtools.local_aws import BUCKET, local_workflow
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import S3Store
-from offset_restore.translate.model import Plan
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 from offset_restore.translate.translation import translate

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.kafka.rounds import read_whole
 from offset_restore.snapshot.live import Snapshot, SnapshotOptions, take_snapshot
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.translation import translate

@@ -79,6 +79,7 @@ from offset_restore.devtools.brokers import KINDS, Broker, new_broker, start_all
 from offset_restore.devtools.local_broker import free_port
 from offset_restore.devtools.process_memory import peak_mb
 from offset_restore.devtools.processes import terminated_as_interrupt
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.kafka import batch_records, protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
@@ -86,7 +87,6 @@ from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, 
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate import translation as translation_module
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.strategies import header as header_strategy

@@ -21,9 +21,9 @@ from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.run import PlanFile, Sealing
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.translate.model import Plan
 
 # (command, step) -> (the save call after which to die, or before which; None: not at a save)
 DIE_AT_SAVE = {

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kafka import KafkaConsumer, TopicPartition
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.headers import parse_offset_header
-from offset_restore.translate.model import PlanEntry
 
 HEADER = "x-source-offset"
 

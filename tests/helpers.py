@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from kafka import KafkaConsumer
 from offset_restore.devtools.brokers import Broker
 from offset_restore.devtools.brokers import new_broker as devtools_new_broker
+from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.fingerprint import fingerprint
-from offset_restore.translate.model import PlanEntry, Status
 
 _counter = itertools.count()
 

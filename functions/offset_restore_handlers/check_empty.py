@@ -10,7 +10,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
 from offset_restore.apply.steps import check_empty
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import ApplySettings, read_secret
 

@@ -9,8 +9,8 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.stores.keys import report_document
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.approval import with_approval_record
 from offset_restore.workflow.environment import REPORT_FAILED
 from offset_restore.workflow.observability import logger, metrics, tracer

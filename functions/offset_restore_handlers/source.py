@@ -14,8 +14,8 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.migration.steps import check_source, final_snapshot, recheck_source
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import SourceSettings, read_secret
 

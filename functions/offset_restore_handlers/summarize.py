@@ -6,7 +6,7 @@ from typing import Any
 
 import boto3
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.workflow.observability import logger, tracer
 from offset_restore.workflow.settings import SummarizeSettings
 from offset_restore.workflow.steps import summarize

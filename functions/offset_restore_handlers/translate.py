@@ -8,9 +8,9 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.checkpoints import DynamoCheckpoints
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.run import translate_work_item
 from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, metrics, tracer

@@ -22,8 +22,8 @@ from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.executions import run_ending
 
 from tests.e2e.test_workflow import setup

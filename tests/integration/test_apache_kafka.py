@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool, kafka_classpath
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
@@ -21,7 +22,6 @@ from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.model import Plan
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 

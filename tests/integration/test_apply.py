@@ -23,12 +23,12 @@ from offset_restore.apply.run import PlanFile
 from offset_restore.apply.seal import PlanKey, seal_plan, seal_whole
 from offset_restore.cli.main import main
 from offset_restore.errors import PlanBusyError
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, GroupInfo, PartitionFetch
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.model import Plan
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 

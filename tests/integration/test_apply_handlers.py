@@ -5,10 +5,10 @@ from __future__ import annotations
 import boto3
 import pytest
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import PlanEntry, Status
+from offset_restore.stores.mappings import MappingStore
 
 from tests.helpers import Brokers, LambdaContext, active_member, produce, unique
 from tests.helpers import commit as commit_offsets

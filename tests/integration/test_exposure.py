@@ -9,9 +9,9 @@ import threading
 import time
 from pathlib import Path
 
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, commit, produce, restore, unique
 from tests.integration.test_apply import run

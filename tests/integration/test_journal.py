@@ -14,10 +14,10 @@ import pytest
 from offset_restore.apply.journal import Journal, JournalRecord
 from offset_restore.apply.seal import PlanKey
 from offset_restore.errors import AlreadyExistsError
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.stores.storage import LocalStore, open_location
-from offset_restore.translate.model import Plan, PlanEntry
 
 from tests.helpers import Brokers, commit
 from tests.integration.test_apply import Restored, rollback

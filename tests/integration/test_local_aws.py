@@ -12,8 +12,8 @@ import pytest
 from botocore.exceptions import ClientError
 from moto.core.responses import ActionResult
 from offset_restore.devtools.local_aws import REGION, TABLE, Invocation, accounted_to, local_workflow
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import Status
+from offset_restore.formats.plan import Status
+from offset_restore.stores.mappings import MappingStore
 
 from tests.helpers import plan_entry
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaConsumer
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, Produced, active_member, commit, produce, restore, unique
 from tests.integration.test_apply import run

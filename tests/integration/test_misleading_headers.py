@@ -71,7 +71,7 @@ class Case:
         return json.loads(plan.read_text())
 
     def judged(self, restored: str, plan: dict) -> Judgement:
-        from offset_restore.translate.model import PlanEntry
+        from offset_restore.formats.plan import PlanEntry
 
         keys = {record_key(0, r.offset): r.offset for r in self.records}
         log = read_target(self.brokers.target.bootstrap_servers, restored, 0, keys)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.translate.model import Plan, PlanEntry
 
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run

@@ -14,10 +14,10 @@ import boto3
 import pytest
 from offset_restore.cli.main import main
 from offset_restore.devtools.local_broker import free_port
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.stores.keys import progress_key, progress_sk
-from offset_restore.translate.model import Plan
 
 from tests.helpers import Brokers, commit, produce, restore, unique
 from tests.offsets_encoding import commit_key, commit_value

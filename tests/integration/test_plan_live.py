@@ -8,12 +8,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.snapshot.model import GroupSnapshot, default_cluster_name
 from offset_restore.translate.checkpoints import Checkpoint, MemoryCheckpoints
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.strategies.header import MalformedHeaderError
 from offset_restore.translate.translation import translate

@@ -12,14 +12,14 @@ import boto3
 import pytest
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
 from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.translate.mm2 import FRESHER_MARGIN_MS
-from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.run import translate_work_item
 from offset_restore.workflow.steps import RunInput, prepare_work
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import boto3
 import pytest
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.checkpoints import DynamoCheckpoints
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.run import translate_work_item
 from offset_restore.workflow.report import render_report
 from offset_restore.workflow.steps import RunInput, prepare_work

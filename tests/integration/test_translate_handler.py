@@ -9,11 +9,11 @@ from typing import Any
 import boto3
 import pytest
 from offset_restore.errors import BadInputError, StorageError
+from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import PlanEntry, Status
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.translate.work_items import WorkItem, split_work
 
 from tests.helpers import Brokers, LambdaContext, commit, plan_entry, produce, restore, unique

@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 

@@ -17,7 +17,7 @@ from offset_restore.apply.run import PlanFile
 from offset_restore.apply.steps import commit_groups
 from offset_restore.errors import CommitInterruptedError
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.translate.mapping_store import MappingStore
+from offset_restore.stores.mappings import MappingStore
 
 from tests.figures import record
 from tests.helpers import Brokers, active_member

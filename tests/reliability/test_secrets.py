@@ -18,8 +18,8 @@ import pytest
 from moto import mock_aws
 from offset_restore.cli.main import main
 from offset_restore.errors import OffsetRestoreError
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.translate.model import PlanEntry
 from offset_restore.workflow.report import render_report
 from offset_restore.workflow.settings import ClusterSettings
 from offset_restore_handlers.snapshot import handler  # as Lambda does: the handler module is loaded before any call

@@ -16,8 +16,8 @@ from offset_restore.devtools.local_aws import REGION, local_workflow
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
-from offset_restore.translate.mapping_store import MappingStore
 
 from tests.figures import record
 from tests.helpers import Brokers, restore

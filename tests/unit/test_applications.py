@@ -3,8 +3,9 @@ holds the whole group (translate/applications.py)."""
 
 from __future__ import annotations
 
-from offset_restore.translate.applications import hold_application, internal_topic
-from offset_restore.translate.model import PlanEntry, Status
+from offset_restore.formats.plan import PlanEntry, Status
+from offset_restore.formats.streams import internal_topic
+from offset_restore.translate.applications import hold_application
 
 
 def entry(group: str, topic: str, status: Status) -> PlanEntry:

@@ -9,8 +9,8 @@ import pytest
 from offset_restore.apply import commit_index
 from offset_restore.apply.commit_index import IndexBuilder, read_batch, read_groups
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.stores.storage import open_location
-from offset_restore.translate.model import PlanEntry, Status
 
 from tests.helpers import plan_entry
 
@@ -69,7 +69,7 @@ def test_apply_writes_no_partition_of_a_group_two_entries_would_write_twice() ->
 
     from offset_restore.apply.commit import _groups_to_write
     from offset_restore.apply.model import ApplyOptions
-    from offset_restore.translate.model import ClusterRef, Plan
+    from offset_restore.formats.plan import ClusterRef, Plan
 
     twice = [entry("g", 0, "mapped"), entry("g", 1, "mapped").model_copy(update={"target_partition": 0})]
     plan = Plan(

@@ -5,7 +5,7 @@ only then (what apply records is left out of the plans' comparison)."""
 from __future__ import annotations
 
 import pytest
-from offset_restore.translate.model import PlanEntry
+from offset_restore.formats.plan import PlanEntry
 
 from bench.compare import Tool, WorkflowRun, same_as_cli
 

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from offset_restore.translate.mapping_store import entry_of
-from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.formats.plan import Plan, PlanEntry
+from offset_restore.stores.mappings import entry_of
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
+from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
 from offset_restore.heap import collector_paused
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
-from offset_restore.translate.model import ClusterRef, Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.translation import translate
 

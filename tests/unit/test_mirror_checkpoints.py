@@ -7,6 +7,7 @@ import struct
 from datetime import UTC, datetime
 
 import pytest
+from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.kafka.mirror_checkpoints import MirrorCheckpoint, decode_checkpoint, latest_checkpoints
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -19,7 +20,6 @@ from offset_restore.translate.mm2 import (
     fresher_groups,
     settle,
 )
-from offset_restore.translate.model import PlanEntry, Status
 
 # As MirrorMaker 2 (connect-mirror 4.1.1, IdentityReplicationPolicy) wrote them to
 # source.checkpoints.internal: group g1, orders/0, upstream 250 -> downstream 203, no metadata.

@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 from offset_restore.cli.plan import problem_line
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.translate import document as document_module
 from offset_restore.translate.document import PROBLEMS_KEPT, PlanDocument
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry, PlanSummary
 
 
 def entry(number: int, status: str = "mapped") -> PlanEntry:

@@ -7,7 +7,7 @@ import html
 import json
 from html.parser import HTMLParser
 
-from offset_restore.translate.model import Outcome, PlanEntry, PlanSummary, Status
+from offset_restore.formats.plan import Outcome, PlanEntry, PlanSummary, Status
 from offset_restore.workflow.report import ADVICE, render_report
 
 

@@ -8,7 +8,7 @@ import json
 
 import pytest
 from offset_restore.apply.commit import NOT_WRITTEN
-from offset_restore.translate.model import PlanEntry, Status
+from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.workflow.report import render_report
 
 
@@ -152,7 +152,7 @@ def test_a_plan_written_before_outcomes_reports_as_it_did() -> None:
     written"; it may be written (issue 36: a commit whose save failed), so it is held as unanswered."""
     from pathlib import Path
 
-    from offset_restore.translate.model import Plan
+    from offset_restore.formats.plan import Plan
 
     fixture = Path(__file__).parent.parent / "fixtures" / "plan-before-outcomes.json"
     entries = Plan.model_validate_json(fixture.read_text()).entries

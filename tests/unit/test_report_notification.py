@@ -11,8 +11,8 @@ from typing import Any
 import boto3
 import pytest
 from offset_restore.devtools.local_aws import _Context
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import PlanEntry
+from offset_restore.formats.plan import PlanEntry
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.workflow.report import ReportBuilder, notification
 from offset_restore.workflow.report_model import Notification
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.restore_order import (
     SHORT_HOLE,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from offset_restore.apply.commit import NO_ANSWER
 from offset_restore.apply.rollback import _undo_of
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.translate.model import PlanEntry
 
 
 def entry(partition: int, planned: int, previous: int | None, metadata: str | None = None) -> PlanEntry:

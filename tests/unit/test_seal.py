@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from offset_restore.apply.seal import PlanKey, seal_plan, unsealed
 from offset_restore.errors import BadInputError
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry
 
 
 def plan_with(*entries: PlanEntry, restore_id: str = "r1", cluster_id: str = "c1") -> Plan:

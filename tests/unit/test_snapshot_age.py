@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from offset_restore.cli.plan import plan_summary
+from offset_restore.formats.plan import PlanEntry, PlanSummary
 from offset_restore.snapshot.health import age_phrase, age_seconds, humanize_age
-from offset_restore.translate.model import PlanEntry, PlanSummary
 from offset_restore.translate.run import PlanResult
 from offset_restore.workflow.report import ReportBuilder, render_report, snapshot_age
 

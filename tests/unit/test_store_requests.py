@@ -12,10 +12,10 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 from offset_restore.errors import StorageError
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.stores.in_flight import IN_FLIGHT, InFlight, concurrently
+from offset_restore.stores.mappings import MappingStore, entry_of
 from offset_restore.stores.raw_items import keep_items_raw
-from offset_restore.translate.mapping_store import MappingStore, entry_of
-from offset_restore.translate.model import PlanEntry
 
 ITEMS: list[dict[str, Any]] = [
     {

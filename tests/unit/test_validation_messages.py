@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from offset_restore.errors import BadInputError
-from offset_restore.translate.model import Plan
+from offset_restore.formats.plan import Plan
 from offset_restore.validation import describe
 from offset_restore.workflow.steps import validate_input
 from pydantic import ValidationError

@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offset_restore.apply.model import ApplyTarget
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionIdentity
 from offset_restore.kafka.rounds import FetchRounds, Served, Unserved, fetch_from
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
-from offset_restore.translate.model import PlanEntry
 
 __all__ = ["ReadRecords", "changed_since_plan", "checked_offsets", "records_at", "verify_problem"]
 

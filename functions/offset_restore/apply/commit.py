@@ -30,11 +30,11 @@ from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, O
 from offset_restore.apply.verification import verify_groups
 from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
+from offset_restore.formats.plan import Plan, PlanEntry, written_by_apply
+from offset_restore.formats.streams import internal_topic
 from offset_restore.heap import collector_paused
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.filters import rewind_option
-from offset_restore.translate.applications import internal_topic
-from offset_restore.translate.model import Plan, PlanEntry, written_by_apply
 
 __all__ = ["NOT_WRITTEN", "NO_ANSWER", "apply_plan", "maybe_written"]
 

@@ -15,9 +15,9 @@ from pydantic import BaseModel
 
 from offset_restore.apply.model import RewindScope, rewind_filter
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import PlanEntry, written_by_apply
 from offset_restore.stores.in_flight import InFlight
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import PlanEntry, written_by_apply
 
 __all__ = [
     "COMMIT_BATCH_GROUPS",

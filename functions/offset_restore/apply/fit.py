@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from offset_restore.apply.model import ApplyTarget
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.model import topic_ids
 from offset_restore.snapshot.model import default_cluster_name
-from offset_restore.translate.model import Plan, PlanEntry
 
 __all__ = ["check_entries_fit", "check_plan_fits", "check_same_topics"]
 

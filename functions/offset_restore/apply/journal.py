@@ -31,9 +31,9 @@ from pydantic import BaseModel, ValidationError
 
 from offset_restore.apply.seal import PlanKey
 from offset_restore.errors import AlreadyExistsError, BadInputError, StorageError
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.model import TP
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.model import Plan, PlanEntry
 from offset_restore.validation import describe
 
 __all__ = ["JOURNAL_SUFFIX", "Journal", "JournalOffset", "JournalRecord", "Offset"]

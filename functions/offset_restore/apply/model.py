@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import Outcome
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity
 from offset_restore.kafka.rounds import Source
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
-from offset_restore.translate.model import Outcome
 
 __all__ = [
     "WAIT_TIMEOUT_S",

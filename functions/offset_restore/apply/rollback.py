@@ -28,8 +28,8 @@ from offset_restore.apply.fit import check_same_topics
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
 from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.translate.model import Plan, PlanEntry
 
 __all__ = ["RollbackTarget", "rollback_plan"]
 

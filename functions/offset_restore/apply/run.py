@@ -32,13 +32,13 @@ from offset_restore.apply.seal import (
 )
 from offset_restore.apply.steps import rollback_run
 from offset_restore.errors import BadInputError, PlanBusyError
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import BlobStore, LocalStore, open_location, read_versioned, write_if_unchanged
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import Plan
 from offset_restore.validation import describe
 
 __all__ = ["PlanFile", "Sealing", "rollback_workflow_run", "run_apply", "run_rollback"]

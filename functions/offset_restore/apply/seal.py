@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from offset_restore.errors import BadInputError
-from offset_restore.translate.model import Plan, PlanEntry
+from offset_restore.formats.plan import Plan, PlanEntry
 
 __all__ = [
     "KEY_ENV",

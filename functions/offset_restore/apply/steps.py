@@ -24,10 +24,10 @@ from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, P
 from offset_restore.apply.rollback import RollbackTarget, rollback_plan
 from offset_restore.apply.waiting import WaitTimeoutError, active_groups
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry
 from offset_restore.snapshot.filters import NameFilter
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import ClusterRef, Plan, PlanEntry
 
 __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "rollback_run", "step_result"]
 

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 from offset_restore.apply.anchors import ReadRecords, checked_offsets, verify_problem
 from offset_restore.apply.model import ApplyReport, ApplyTarget
+from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.model import TP
-from offset_restore.translate.model import Plan, PlanEntry
 
 __all__ = ["verify_groups"]
 

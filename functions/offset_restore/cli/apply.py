@@ -31,9 +31,9 @@ from offset_restore.cli.arguments import (
     write_result,
 )
 from offset_restore.cli.progress import ProgressLine
+from offset_restore.formats.plan import Plan
 from offset_restore.snapshot.filters import rewind_option
 from offset_restore.terminal import printable_line
-from offset_restore.translate.model import Plan
 
 __all__ = ["apply_status", "offset_table", "preview_parts", "register", "report_parts", "run", "write_apply_report"]
 

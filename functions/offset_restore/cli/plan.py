@@ -25,11 +25,11 @@ from offset_restore.cli.arguments import (
 )
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import PlanSummary
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.terminal import printable_line
 from offset_restore.translate.checkpoints import DynamoCheckpoints
 from offset_restore.translate.document import ProblemKind
-from offset_restore.translate.model import PlanSummary
 from offset_restore.translate.options import PLAN_DEFAULTS, OrderCheck, PlanOptions
 from offset_restore.translate.run import (
     PlanResult,

@@ -32,10 +32,10 @@ from offset_restore.cli.arguments import (
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import Plan
 from offset_restore.snapshot.filters import NameFilter
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.runs import RunRecord
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import Plan
 
 __all__ = ["register", "run"]
 

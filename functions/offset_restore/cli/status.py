@@ -9,8 +9,8 @@ from typing import TextIO
 
 from offset_restore.cli.arguments import Commands
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.terminal import printable_line
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.approval import waiting
 from offset_restore.workflow.executions import run_status
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from offset_restore.devtools.brokers import started
 from offset_restore.devtools.local_aws import BUCKET, local_workflow
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster, group_member
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
 from offset_restore.snapshot.filters import pattern_for
@@ -38,7 +39,6 @@ from offset_restore.snapshot.summary import snapshot_summary
 from offset_restore.stores.keys import restore_object
 from offset_restore.stores.storage import S3Store
 from offset_restore.terminal import printable_line
-from offset_restore.translate.model import PlanEntry
 from offset_restore.workflow.executions import follow
 
 if TYPE_CHECKING:

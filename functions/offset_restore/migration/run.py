@@ -24,6 +24,7 @@ from offset_restore.apply.locks import TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport, Progress
 from offset_restore.apply.run import PlanFile, Sealing, run_apply
 from offset_restore.apply.waiting import Polling, poll_until
+from offset_restore.formats.plan import Plan, PlanSummary
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
@@ -37,7 +38,6 @@ from offset_restore.migration.steps import final_snapshot
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult
 from offset_restore.stores.storage import BlobStore, open_location
-from offset_restore.translate.model import Plan, PlanSummary
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import PlanResult, SnapshotChoice, create_plan, new_plan_location, run_plan
 

@@ -14,9 +14,9 @@ from typing import Protocol
 
 from offset_restore.apply.model import Progress
 from offset_restore.apply.waiting import Polling, WaitTimeoutError, active_groups, poll_until_empty, still_active
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo
 from offset_restore.snapshot.filters import NameFilter, pattern_for
-from offset_restore.translate.model import PlanEntry
 
 __all__ = [
     "SourceGroups",

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from offset_restore.apply.commit_index import read_groups, write_held_on_source
 from offset_restore.apply.model import Progress
 from offset_restore.apply.waiting import WaitTimeoutError
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
@@ -28,9 +29,8 @@ from offset_restore.migration.source import (
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import PlanEntry
 
 __all__ = ["FinalSnapshot", "SourceCheck", "check_source", "final_snapshot", "recheck_source"]
 

@@ -7,16 +7,10 @@ unit: written whole or not at all (docs/design.md §6)."""
 
 from __future__ import annotations
 
-from offset_restore.translate.model import PlanEntry
+from offset_restore.formats.plan import PlanEntry
+from offset_restore.formats.streams import internal_topic
 
-__all__ = ["hold_application", "internal_topic"]
-
-REPARTITION_SUFFIX = "-repartition"
-
-
-def internal_topic(group: str, topic: str) -> bool:
-    """Whether ``topic`` is a repartition topic of the Kafka Streams application whose id is ``group``."""
-    return topic.startswith(f"{group}-") and topic.endswith(REPARTITION_SUFFIX)
+__all__ = ["hold_application"]
 
 
 def hold_application(group: str, entries: list[PlanEntry]) -> list[PlanEntry]:

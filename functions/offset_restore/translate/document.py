@@ -15,7 +15,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from offset_restore.translate.model import Plan, PlanEntry, SummaryTally
+from offset_restore.formats.plan import Plan, PlanEntry, SummaryTally
 
 __all__ = ["PROBLEMS_KEPT", "PlanDocument", "ProblemKind"]
 

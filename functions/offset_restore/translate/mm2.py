@@ -23,10 +23,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.mirror_checkpoints import CHECKPOINTS_SUFFIX, MirrorCheckpoint
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot
-from offset_restore.translate.model import PlanEntry
 
 __all__ = [
     "FRESHER_MARGIN_MS",

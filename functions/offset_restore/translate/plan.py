@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch, topic_ids
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import Context, TargetCluster
 from offset_restore.translate.mm2 import MirrorCheckpoints
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions, Strategy
 from offset_restore.translate.positions import (
     Decision,

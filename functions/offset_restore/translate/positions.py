@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from offset_restore.formats.plan import Method
 from offset_restore.kafka.model import TP
-from offset_restore.translate.model import Method
 from offset_restore.translate.reshaped import Reshaped
 
 __all__ = [

@@ -26,12 +26,12 @@ from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import PartitionSnapshot
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.never_restored import never_restored
 
 __all__ = [

@@ -12,19 +12,19 @@ from typing import IO
 from pydantic import BaseModel, ValidationError
 
 from offset_restore.errors import AlreadyExistsError, BadInputError, OffsetRestoreError
+from offset_restore.formats.plan import ClusterRef as _ClusterRef
+from offset_restore.formats.plan import Plan, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress, Snapshot
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, default_cluster_name, validate_name
 from offset_restore.snapshot.store import MANIFEST, SnapshotRepository, StoredGroups
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument, ProblemKind
 from offset_restore.translate.exposure import History, history_of
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import ClusterRef as _ClusterRef
-from offset_restore.translate.model import Plan, PlanSummary, csv_unsafe, new_restore_id
 from offset_restore.translate.options import STRATEGIES, PlanOptions, PlanSettings, Strategy
 from offset_restore.translate.plan import collect_positions
 from offset_restore.translate.positions import TranslateStats

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.heap import collector_paused
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
@@ -23,7 +24,6 @@ from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import TargetCluster
 from offset_restore.translate.exposure import GroupMotion, History, motion_of
 from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
-from offset_restore.translate.model import PlanEntry
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.plan import collect_positions, decide_positions, plan_entries
 from offset_restore.translate.positions import Decision, Position, PositionKey, TranslateStats

@@ -20,8 +20,8 @@ from offset_restore.apply.steps import CommitResult, commit_groups, rollback_run
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.fence import Fence
 from offset_restore.snapshot.filters import NameFilter
+from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.runs import RunRecord
-from offset_restore.translate.mapping_store import MappingStore
 from offset_restore.workflow.idempotency import Idempotency
 from offset_restore.workflow.settings import ApplySettings, read_secret
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
+from offset_restore.formats.plan import SummaryTally
 from offset_restore.stores.keys import restore_object
-from offset_restore.translate.mapping_store import MappingStore
-from offset_restore.translate.model import SummaryTally
+from offset_restore.stores.mappings import MappingStore
 
 logger = logging.getLogger(__name__)
 

@@ -17,11 +17,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from offset_restore.formats.plan import PlanEntry, PlanSummary, SummaryTally
+from offset_restore.formats.streams import internal_topic
 from offset_restore.snapshot.health import age_phrase, age_seconds
 from offset_restore.snapshot.model import parse_time
 from offset_restore.stores.keys import report_page
-from offset_restore.translate.applications import internal_topic
-from offset_restore.translate.model import PlanEntry, PlanSummary, SummaryTally
 from offset_restore.workflow.report_facts import CARDS, NOT_WRITTEN_OUTCOMES, Facts, facts_of
 from offset_restore.workflow.report_html import html_page
 from offset_restore.workflow.report_json import json_document

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple
 
-from offset_restore.translate.model import PlanSummary
+from offset_restore.formats.plan import PlanSummary
 from offset_restore.workflow.report_timeline import Phase
 
 __all__ = [

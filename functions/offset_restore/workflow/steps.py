@@ -12,17 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
 from offset_restore.apply.model import WAIT_TIMEOUT_S, RewindScope
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import PlanSummary, SummaryTally
 from offset_restore.kafka.fence import FENCE_LANES
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, parse_time, validate_name
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.in_flight import InFlight
 from offset_restore.stores.keys import restore_object
+from offset_restore.stores.mappings import MappingStore, entry_key
 from offset_restore.stores.runs import RunRecord
 from offset_restore.stores.storage import BlobStore
 from offset_restore.translate.exposure import History
-from offset_restore.translate.mapping_store import MappingStore, entry_key
-from offset_restore.translate.model import PlanSummary, SummaryTally
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
 from offset_restore.translate.run import recreated_since, refuse_unknown_scopes, snapshot_history
 from offset_restore.translate.work_items import WorkItem, split_work

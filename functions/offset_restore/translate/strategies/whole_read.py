@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
+from offset_restore.formats.plan import Method
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.packing import packed
@@ -16,7 +17,6 @@ from offset_restore.translate.context import Context
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads
 from offset_restore.translate.held_windows import HeldChain
-from offset_restore.translate.model import Method
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import StorageError
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.stores.batches import batch_get, until_processed
 from offset_restore.stores.in_flight import concurrently
 from offset_restore.stores.keys import MAPPING_PREFIX, mapping_sk, restore_pk
 from offset_restore.stores.raw_items import keep_items_raw
-from offset_restore.translate.model import PlanEntry
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
