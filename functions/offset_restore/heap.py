@@ -1,14 +1,14 @@
-"""The cyclic garbage collector held off while a phase reads.
+"""Python's full garbage collections made rare while a phase reads.
 
 A snapshot, a plan or an apply holds hundreds of thousands of small objects at once: the input's models
-(each pydantic model carries a set of its fields), the records of the answers in hand, the evidence. None
-of them forms a reference cycle, so reference counting frees every one of them; but CPython's
-generational collector walks all of them again at every full collection, and it starts one each time the
-objects that outlived two collections grow by a quarter. A phase that reads a million records met twenty
-such walks of over a million objects each, and the walks took about as long as the reading (the dense
-shape of ``bench/user_shapes.py``: its snapshot took twice as long with them). The phase runs with the
-collector off; what little cyclic garbage it leaves (a few hundred objects) is found at the next
-collection once it is back on.
+(each pydantic model carries a set of its fields), the records of the answers in hand, the evidence. They
+hold no reference cycles, so reference counting frees them; but CPython's generational collector walks all
+of them again at every full collection, and with its default thresholds it runs one each time ten young
+collections have passed and the objects that outlived them grew by a quarter. On the dense shape of
+``bench/user_shapes.py`` (a million records) a plan met about ten such walks of over a million objects,
+and they took as long as the reading. During a phase a full collection waits for a hundred times as many
+young collections; the young collections still run, so the short-lived cycles a client's requests make
+(futures and their callbacks, exceptions and their frames) are freed as before.
 """
 
 from __future__ import annotations
@@ -17,16 +17,19 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["collector_paused"]
+__all__ = ["FULL_COLLECTION_AFTER", "full_collections_rare"]
+
+FULL_COLLECTION_AFTER = 1000
+"""Collections of the middle generation between two full ones while a phase runs (CPython's default: 10)."""
 
 
 @contextmanager
-def collector_paused() -> Iterator[None]:
-    """Turn the cyclic collector off for the block (also a decorator), and back on after it if it was on."""
-    was_on = gc.isenabled()
-    gc.disable()
+def full_collections_rare() -> Iterator[None]:
+    """For the block (also a decorator), a full collection only after ``FULL_COLLECTION_AFTER`` collections of
+    the middle generation; the thresholds as they were after it, however it ends."""
+    young, middle, full = gc.get_threshold()
+    gc.set_threshold(young, middle, max(full, FULL_COLLECTION_AFTER))
     try:
         yield
     finally:
-        if was_on:
-            gc.enable()
+        gc.set_threshold(young, middle, full)

@@ -1,4 +1,4 @@
-"""The cyclic collector is held off for a phase and given back as it was, whatever the phase does."""
+"""Full collections are rare during a phase, and the thresholds as they were after it, whatever the phase does."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
-from offset_restore.heap import collector_paused
+from offset_restore.heap import FULL_COLLECTION_AFTER, full_collections_rare
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.translation import translate
@@ -19,53 +19,70 @@ from tests.helpers import plan_entry
 
 
 @pytest.fixture(autouse=True)
-def collector_on() -> Iterator[None]:
-    was_on = gc.isenabled()
-    gc.enable()
+def default_thresholds() -> Iterator[None]:
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
     yield
-    if not was_on:
-        gc.disable()
+    gc.set_threshold(*before)
 
 
-def test_off_inside_and_on_after() -> None:
-    with collector_paused():
-        assert not gc.isenabled()
-    assert gc.isenabled()
+def test_rare_inside_and_as_it_was_after() -> None:
+    with full_collections_rare():
+        assert gc.get_threshold() == (700, 10, FULL_COLLECTION_AFTER)
+        assert gc.isenabled()  # the young collections still run
+    assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_on_again_after_the_phase_fails() -> None:
-    with pytest.raises(RuntimeError), collector_paused():
+def test_as_it_was_after_the_phase_fails() -> None:
+    with pytest.raises(RuntimeError), full_collections_rare():
         raise RuntimeError("the phase failed")
-    assert gc.isenabled()
+    assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_a_phase_inside_a_phase_leaves_it_off_until_the_outer_one_ends() -> None:
-    @collector_paused()
-    def inner() -> bool:
-        return gc.isenabled()
+def test_a_phase_inside_a_phase_leaves_them_rare_until_the_outer_one_ends() -> None:
+    @full_collections_rare()
+    def inner() -> int:
+        return gc.get_threshold()[2]
 
-    with collector_paused():
-        assert inner() is False
-        assert not gc.isenabled()
-    assert gc.isenabled()
+    with full_collections_rare():
+        assert inner() == FULL_COLLECTION_AFTER
+        assert gc.get_threshold()[2] == FULL_COLLECTION_AFTER
+    assert gc.get_threshold() == (700, 10, 10)
 
 
-def test_a_collector_switched_off_by_the_caller_stays_off() -> None:
-    gc.disable()
-    with collector_paused():
-        pass
-    assert not gc.isenabled()
+def test_a_rarer_setting_of_the_caller_is_kept() -> None:
+    gc.set_threshold(700, 10, 5000)
+    with full_collections_rare():
+        assert gc.get_threshold()[2] == 5000
+    assert gc.get_threshold() == (700, 10, 5000)
+
+
+def test_cycles_made_during_a_phase_are_still_freed() -> None:
+    """The young collections run: a phase that makes cycles (a client's futures and callbacks) does not
+    keep them."""
+
+    class Node:
+        def __init__(self) -> None:
+            self.other: Node | None = None
+
+    gc.collect()
+    with full_collections_rare():
+        for _ in range(50_000):
+            a, b = Node(), Node()
+            a.other, b.other = b, a
+        alive = sum(isinstance(o, Node) for o in gc.get_objects())
+    assert alive < 10_000, alive
 
 
 class _Recording:
-    """A cluster that notes whether the collector was on at its first call, then fails the phase."""
+    """A cluster that notes how rare full collections were at its first call, then fails the phase."""
 
     def __init__(self) -> None:
-        self.collector_on: bool | None = None
+        self.full_after: int | None = None
 
     def __getattr__(self, name: str) -> object:
         def call(*args: object, **kwargs: object) -> object:
-            self.collector_on = gc.isenabled()
+            self.full_after = gc.get_threshold()[2]
             raise _Stop(name)
 
         return call
@@ -75,8 +92,8 @@ class _Stop(Exception):
     pass
 
 
-def test_the_phases_read_with_it_off() -> None:
-    """A phase left out would walk the heap again at every full collection (offset_restore/heap.py)."""
+def test_the_phases_read_with_full_collections_rare() -> None:
+    """A phase left out would walk its whole heap again at every tenth young collection (offset_restore/heap.py)."""
     entries = [plan_entry("g", 0, "mapped")]
     plan = Plan(
         restore_id="r",
@@ -95,5 +112,5 @@ def test_the_phases_read_with_it_off() -> None:
         cluster = _Recording()
         with pytest.raises(_Stop):
             run(cluster)
-        assert cluster.collector_on is False
-        assert gc.isenabled()
+        assert cluster.full_after == FULL_COLLECTION_AFTER
+        assert gc.get_threshold() == (700, 10, 10)

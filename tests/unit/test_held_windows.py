@@ -33,6 +33,23 @@ def test_after_takes_an_answer_from_where_asked_and_replays_it_free() -> None:
     assert after(answer, 5).records == answer.records and after(answer, 5).size == 0
 
 
+def test_after_keeps_what_lies_at_the_offset_it_starts_from() -> None:
+    """Each boundary of the slice, at the offset itself: the record there, the marker there, an aborted batch
+    ending just past it; and nothing of what ends before it."""
+    answer = PartitionFetch(
+        10,
+        [FetchedRecord(o, o, b"k", b"v", ()) for o in (10, 13, 14)],
+        next_offset=15,
+        size=500,
+        aborted=(AbortedBatch(11, 12, 7, 0, 0, 11),),
+        markers=(12,),
+    )
+    assert [r.offset for r in after(answer, 13).records] == [13, 14]
+    assert after(answer, 12).markers == (12,) and after(answer, 13).markers == ()
+    assert after(answer, 11).aborted == answer.aborted and after(answer, 12).aborted == ()
+    assert after(answer, 15).records == [] and after(answer, 15).read_to == 15
+
+
 def test_a_chain_carries_the_log_on_without_a_gap_or_a_record_twice() -> None:
     """Overlapping windows (a search reads near what it read), one inside another, one before the
     start, a failed one: taken in offset order, each from where the one before ended; a gap stops the

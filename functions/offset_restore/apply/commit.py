@@ -32,7 +32,7 @@ from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
 from offset_restore.formats.plan import Plan, PlanEntry, written_by_apply
 from offset_restore.formats.streams import internal_topic
-from offset_restore.heap import collector_paused
+from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.filters import rewind_option
 
@@ -49,7 +49,7 @@ PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
 
 
-@collector_paused()
+@full_collections_rare()
 def apply_plan(
     plan: Plan,
     target: ApplyTarget,

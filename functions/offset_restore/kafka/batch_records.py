@@ -29,6 +29,9 @@ _LOG_OVERHEAD = 12
 """A batch's base offset (8 bytes) and length (4), before the length counts."""
 _ABORT = 0
 """A control record's type (its key: version, then type, each two bytes) for an abort marker."""
+_new = tuple.__new__
+"""``FetchedRecord(...)`` without the NamedTuple's Python-level ``__new__`` frame: a million records a dense
+plan decodes, 0.15 µs each."""
 
 
 def batches(data: bytes) -> Iterator[tuple[int, bytes, Any]]:
@@ -70,7 +73,9 @@ def decode_records(
             offset = record.offset
             if offset < fetch_offset:
                 continue
-            records.append(FetchedRecord(offset, record.timestamp, record.key, record.value, tuple(record.headers)))
+            records.append(
+                _new(FetchedRecord, (offset, record.timestamp, record.key, record.value, tuple(record.headers)))
+            )
             if until is not None and offset >= until:
                 return True
     except (ReaderError, ValueError, IndexError, struct.error, UnicodeDecodeError) as error:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from offset_restore.heap import collector_paused
+from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity, topic_ids
 from offset_restore.kafka.rounds import Source, fetch_from
 from offset_restore.snapshot.evidence import Evidence, EvidenceStats, collect_evidence
@@ -148,7 +148,7 @@ def count_groups(groups: Iterable[GroupSnapshot]) -> SnapshotCounts:
     return tally.result()
 
 
-@collector_paused()
+@full_collections_rare()
 def take_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,
@@ -162,7 +162,7 @@ def take_snapshot(
     return Snapshot(manifest=stream.manifest, groups=groups, timings=stream.timings)
 
 
-@collector_paused()
+@full_collections_rare()
 def stream_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,

@@ -162,14 +162,17 @@ class Context:
             positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int], wait: int | None
         ) -> Mapping[TP, PartitionFetch]:
             answers = dict(fetch(positions, until, limits, wait))
+            parsed: dict[TP, tuple[PartitionFetch, list[int | None]]] = {}
             for tp, answer in answers.items():
-                headers.add(tp, answer.records, skipped_offsets(answer))
+                sources = headers.add(tp, answer.records, skipped_offsets(answer))
                 source = watched.get(tp.topic) if shapes is not None else None
                 if shapes is not None and source is not None and answer.records:
                     shapes.check_headers(source, tp, answer.records)
                     shapes.check_contents(source, tp, answer.records, headers.prints(tp))
                 if answer.earlier is not None:
                     answers[tp] = replace(answer, earlier=_kept(tp, answer.earlier, headers, shapes, source))
+                parsed[tp] = (answers[tp], sources)
+            headers.latest(parsed)
             return answers
 
         return watching

@@ -39,9 +39,16 @@ class HeaderReads:
     the evidence was seen on records whose header does not say so (``sightings``)."""
 
     def __init__(
-        self, key_of: KeyOf, header: str, fingerprint_keys: Mapping[TP, set[int]], positions: Iterable[Position]
+        self,
+        key_of: KeyOf,
+        header: str,
+        fingerprint_keys: Mapping[TP, set[int]],
+        positions: Iterable[Position],
+        parsed: Parsed | None = None,
     ) -> None:
         self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
+        self.parsed = parsed
+        """The offset headers the plan's reads parsed of the answer they just read (``ReadHeaders.sources``)."""
         self.positions: dict[TP, list[Position]] = defaultdict(list)
         for pos in positions:
             self.positions[pos.target].append(pos)
@@ -75,6 +82,12 @@ class HeaderReads:
         self.ended: dict[TP, set[tuple[int, int]]] = defaultdict(set)
         """(first offset, abort marker) of the aborted transactions whose marker an answer held."""
         self.bytes = 0
+
+    def keys(self, tp: TP, answer: PartitionFetch) -> list[int | None]:
+        """The offset header of each record of ``answer``: as the plan's reads parsed it when it is the answer
+        they just read, else parsed here (``key_of``: a header that holds no offset is refused by name)."""
+        known = self.parsed(tp, answer) if self.parsed is not None else None
+        return known if known is not None else [self.key_of(tp, record) for record in answer.records]
 
     def print_at(self, tp: TP, offset: int) -> str | None:
         """The fingerprint of the record read at ``offset`` of ``tp`` (None: not read, or not wanted)."""
@@ -111,7 +124,7 @@ class HeaderReads:
             self.ended[tp].update(answer.aborted_ends)
         wanted = self.fingerprint_keys.get(tp, set())
         if keys is None:
-            keys = [self.key_of(tp, record) for record in answer.records]
+            keys = self.keys(tp, answer)
         if tp not in self.keyed and any(key is not None for key in keys):
             self.keyed.add(tp)
         rows = []
@@ -141,7 +154,7 @@ class HeaderReads:
         """``window`` for the next answer of a partition read whole from its start: also compares with
         the evidence every record whose header breaks the order (and the record whose header it falls
         below), where a wrong header would hide a record. A restore in order has none."""
-        keys = [self.key_of(tp, record) for record in answer.records]
+        keys = self.keys(tp, answer)
         if tp not in self.order:
             self.unchecked.discard(tp)  # a whole read starts over what a search left unchecked
         state = self.order.setdefault(tp, _OrderState())
@@ -214,6 +227,9 @@ MAX_HELD_RECORDS = 10_000
 """Records without the header a whole read holds until its first record with the header: past that,
 the records before it are not compared with the evidence, and a group whose next record is not in
 the restore resumes at the log's start (translate/strategies/whole_read.py, ``_from_the_start``)."""
+
+Parsed = Callable[[TP, PartitionFetch], "list[int | None] | None"]
+"""``ReadHeaders.sources``: an answer's offset headers, if the reads parsed them already."""
 
 EvidencePrints = dict[str, tuple[int, ...]]
 """A partition's evidence: fingerprint -> the source offsets of the snapshot's records with it."""

@@ -73,15 +73,20 @@ class _Partition:
 
 
 class ReadHeaders:
-    """The offset header of every record read, per target partition."""
+    """The offset header of every record read, per target partition; and the headers of the answers of the
+    latest round, parsed, for the strategy that reads them next (``sources``): each header is parsed once."""
 
     def __init__(self, header: str) -> None:
         self.header = header
         self._parts: dict[TP, _Partition] = {}
+        self._latest: dict[TP, tuple[PartitionFetch, list[int | None]]] = {}
+        """The answers of the latest round and their records' offset headers. The answer itself is held, so
+        ``sources`` tells it by identity: no other answer can take its place while it is held."""
 
-    def add(self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = ()) -> None:
+    def add(self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = ()) -> list[int | None]:
         """Keep what one answer read of ``tp``: its records, and ``skipped``, the offsets it held that
-        carry no record a consumer reads (``skipped_offsets``)."""
+        carry no record a consumer reads (``skipped_offsets``). Returns each record's offset header (None:
+        none), or an empty list when one holds no offset (the strategy that reads it words the refusal)."""
         part = self._parts.get(tp)
         if part is None:
             part = self._parts[tp] = _Partition()
@@ -89,18 +94,37 @@ class ReadHeaders:
         for offset in skipped:
             part.offsets.append(offset)
             part.values.append(_SKIPPED)
+        sources: list[int | None] = []
+        malformed = False
         for record in records:
             number = _NO_HEADER
             for header, value in record.headers:
                 if header == name:
                     number = _number(value)
+                    malformed = malformed or (number == _NO_HEADER and value is not None)
                     break
             part.offsets.append(record.offset)
             part.values.append(number)
             if number == _NO_HEADER:
+                sources.append(None)
                 part.prints[record.offset] = fingerprint(record.key, record.value, record.headers, exclude_header=name)
             else:
+                sources.append(number)
                 part.keyed = True
+        return [] if malformed else sources
+
+    def latest(self, answers: Mapping[TP, tuple[PartitionFetch, list[int | None]]]) -> None:
+        """The answers of a round, each with what ``add`` returned for it (the answers of the round before
+        are let go)."""
+        self._latest = dict(answers)
+
+    def sources(self, tp: TP, answer: PartitionFetch) -> list[int | None] | None:
+        """The offset headers of ``answer``'s records when it is an answer of the latest round (None: it is
+        not, or one of its headers holds no offset)."""
+        held = self._latest.get(tp)
+        if held is None or held[0] is not answer or len(held[1]) != len(answer.records):
+            return None
+        return held[1]
 
     def past(self, tp: TP, c: int, before: int, limit: int) -> list[tuple[int, int]]:
         """Up to ``limit`` records read before offset ``before`` whose header is ``c`` or more, lowest

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from functools import cached_property
 
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.heap import collector_paused
+from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -104,7 +104,7 @@ class Translation:
         return settled
 
 
-@collector_paused()
+@full_collections_rare()
 def translation(
     groups: Iterable[GroupSnapshot],
     target: TargetCluster,
@@ -146,7 +146,7 @@ def translation(
     return Translation(groups, options, decisions, stats, fresher, bounds, snapshot_at, history)
 
 
-@collector_paused()
+@full_collections_rare()
 def translate(
     groups: Sequence[GroupSnapshot],
     target: TargetCluster,

@@ -67,7 +67,8 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         prints[pos.target].add(pos.committed)
         if pos.next is not None:
             prints[pos.target].add(pos.next.offset)
-    reads = HeaderReads(key_of, name, prints, undecided.values())
+    parsed = ctx.read_headers.sources if ctx.read_headers is not None and ctx.read_headers.header == name else None
+    reads = HeaderReads(key_of, name, prints, undecided.values(), parsed)
     outcome: dict[PositionKey, Decision | str] = {}
     suspect: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
