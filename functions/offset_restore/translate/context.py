@@ -161,6 +161,7 @@ class Context:
         def watching(
             positions: Mapping[TP, int], until: Mapping[TP, int] | None, limits: Mapping[TP, int], wait: int | None
         ) -> Mapping[TP, PartitionFetch]:
+            headers.latest({})  # the last round's answers let go before this round's arrive
             answers = dict(fetch(positions, until, limits, wait))
             parsed: dict[TP, tuple[PartitionFetch, list[int | None]]] = {}
             for tp, answer in answers.items():
