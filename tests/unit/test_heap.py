@@ -5,17 +5,23 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
 from offset_restore.heap import FULL_COLLECTION_AFTER, full_collections_rare
+from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.snapshot.store import SnapshotRepository
+from offset_restore.stores.storage import LocalStore
 from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan, translate_work_item
 from offset_restore.translate.translation import translate
 
 from tests.helpers import plan_entry
+from tests.unit.test_snapshot_store import make
 
 
 @pytest.fixture(autouse=True)
@@ -87,6 +93,12 @@ class _Recording:
 
         return call
 
+    def __enter__(self) -> _Recording:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
 
 class _Stop(Exception):
     pass
@@ -114,3 +126,25 @@ def test_the_phases_read_with_full_collections_rare() -> None:
             run(cluster)
         assert cluster.full_after == FULL_COLLECTION_AFTER
         assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> None:
+    """The CLI's plan and the workflow's translate step write their entries after the translation: both
+    connect, and write, with full collections rare (the same as ``translate``)."""
+    SnapshotRepository(LocalStore(tmp_path / "snapshots")).write(make("s-1", datetime.now(UTC)))
+    cluster = _Recording()
+    with pytest.raises(_Stop):
+        run_plan(
+            SnapshotChoice(location=str(tmp_path / "snapshots")),
+            ConnectionSettings(bootstrap_servers="b-1:9092"),
+            str(tmp_path / "plans"),
+            PlanOptions(),
+            connect=lambda _: cluster,  # type: ignore[arg-type,return-value]
+        )
+    assert cluster.full_after == FULL_COLLECTION_AFTER
+
+    read = _Recording()
+    with pytest.raises(_Stop):
+        translate_work_item(read, "item.json", ConnectionSettings(bootstrap_servers="b-1:9092"), read)  # type: ignore[arg-type]
+    assert read.full_after == FULL_COLLECTION_AFTER
+    assert gc.get_threshold() == (700, 10, 10)

@@ -23,9 +23,9 @@ from aiokafka.record.memory_records import MemoryRecords
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka.model import FetchedRecord
 
-__all__ = ["abort_marker", "batches", "decode_records", "records_before"]
+__all__ = ["LOG_OVERHEAD", "abort_marker", "batches", "decode_records", "records_before"]
 
-_LOG_OVERHEAD = 12
+LOG_OVERHEAD = 12
 """A batch's base offset (8 bytes) and length (4), before the length counts."""
 _ABORT = 0
 """A control record's type (its key: version, then type, each two bytes) for an abort marker."""
@@ -39,9 +39,9 @@ def batches(data: bytes) -> Iterator[tuple[int, bytes, Any]]:
     its CRC-32C before use as the Java consumer checks them (``check.crcs``): a batch corrupt on disk or in
     flight is never read. A batch cut short by the answer's size limit ends the answer (the next fetch reads it)."""
     at, size = 0, len(data)
-    while at + _LOG_OVERHEAD <= size:
+    while at + LOG_OVERHEAD <= size:
         (length,) = struct.unpack_from(">i", data, at + 8)
-        end = at + _LOG_OVERHEAD + length
+        end = at + LOG_OVERHEAD + length
         if length <= 0 or end > size:
             return
         raw = data[at:end]

@@ -22,7 +22,7 @@ from kafka.protocol.metadata import MetadataRequest
 from kafka.protocol.producer import AddOffsetsToTxnRequest, EndTxnRequest, InitProducerIdRequest, TxnOffsetCommitRequest
 
 from offset_restore.errors import ClusterError, UnreadableBatchError
-from offset_restore.kafka.batch_records import abort_marker, batches, decode_records, records_before
+from offset_restore.kafka.batch_records import LOG_OVERHEAD, abort_marker, batches, decode_records, records_before
 from offset_restore.kafka.model import (
     ONE_BATCH,
     POINT_READ_BYTES,
@@ -437,13 +437,12 @@ def over_limit(answer: PartitionFetch, limit: int) -> bool:
 def first_batch_bytes(data: bytes | None) -> int:
     """Bytes of the first record batch of a partition's answer, whole (its length field and the
     12 bytes of offset and length before it); 0 when there is none."""
-    if not data or len(data) < _LOG_OVERHEAD:
+    if not data or len(data) < LOG_OVERHEAD:
         return 0
     (length,) = struct.unpack_from(">i", data, 8)
-    return _LOG_OVERHEAD + length
+    return LOG_OVERHEAD + length
 
 
-_LOG_OVERHEAD = 12
 _MAGIC_AT = 16
 _LAST_OFFSET_DELTA_AT = 23
 """Where a v2 record batch holds its last offset delta: base offset (8), length (4), leader epoch (4),
@@ -461,14 +460,14 @@ def batch_costs(data: bytes | None) -> tuple[float, int]:
     at, first, end, largest = 0, -1, -1, 0
     while at + _LAST_OFFSET_DELTA_AT + 4 <= len(data):
         base, length = struct.unpack_from(">qi", data, at)
-        if at + _LOG_OVERHEAD + length > len(data):
+        if at + LOG_OVERHEAD + length > len(data):
             break
         if data[at + _MAGIC_AT] != 2:
             return 0.0, 0  # a legacy message set (magic 0 or 1) holds no offset delta there: not priced
         (delta,) = struct.unpack_from(">i", data, at + _LAST_OFFSET_DELTA_AT)
         first = base if first < 0 else first
-        largest = max(largest, _LOG_OVERHEAD + length)
-        end, at = base + delta + 1, at + _LOG_OVERHEAD + length
+        largest = max(largest, LOG_OVERHEAD + length)
+        end, at = base + delta + 1, at + LOG_OVERHEAD + length
     return (at / (end - first), largest) if end > first else (0.0, 0)
 
 

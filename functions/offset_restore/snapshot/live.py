@@ -162,7 +162,6 @@ def take_snapshot(
     return Snapshot(manifest=stream.manifest, groups=groups, timings=stream.timings)
 
 
-@full_collections_rare()
 def stream_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,

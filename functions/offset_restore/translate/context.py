@@ -163,7 +163,7 @@ class Context:
         ) -> Mapping[TP, PartitionFetch]:
             headers.latest({})  # the last round's answers let go before this round's arrive
             answers = dict(fetch(positions, until, limits, wait))
-            parsed: dict[TP, tuple[PartitionFetch, list[int | None]]] = {}
+            parsed: dict[TP, tuple[PartitionFetch, list[int | None] | None]] = {}
             for tp, answer in answers.items():
                 sources = headers.add(tp, answer.records, skipped_offsets(answer))
                 source = watched.get(tp.topic) if shapes is not None else None

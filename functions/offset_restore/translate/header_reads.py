@@ -228,7 +228,7 @@ MAX_HELD_RECORDS = 10_000
 the records before it are not compared with the evidence, and a group whose next record is not in
 the restore resumes at the log's start (translate/strategies/whole_read.py, ``_from_the_start``)."""
 
-Parsed = Callable[[TP, PartitionFetch], "list[int | None] | None"]
+Parsed = Callable[[TP, PartitionFetch], list[int | None] | None]
 """``ReadHeaders.sources``: an answer's offset headers, if the reads parsed them already."""
 
 EvidencePrints = dict[str, tuple[int, ...]]

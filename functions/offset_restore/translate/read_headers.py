@@ -79,14 +79,14 @@ class ReadHeaders:
     def __init__(self, header: str) -> None:
         self.header = header
         self._parts: dict[TP, _Partition] = {}
-        self._latest: dict[TP, tuple[PartitionFetch, list[int | None]]] = {}
+        self._latest: dict[TP, tuple[PartitionFetch, list[int | None] | None]] = {}
         """The answers of the latest round and their records' offset headers. The answer itself is held, so
         ``sources`` tells it by identity: no other answer can take its place while it is held."""
 
-    def add(self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = ()) -> list[int | None]:
+    def add(self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = ()) -> list[int | None] | None:
         """Keep what one answer read of ``tp``: its records, and ``skipped``, the offsets it held that
         carry no record a consumer reads (``skipped_offsets``). Returns each record's offset header (None:
-        none), or an empty list when one holds no offset (the strategy that reads it words the refusal)."""
+        none); None when one holds no offset (the strategy that reads it words the refusal)."""
         part = self._parts.get(tp)
         if part is None:
             part = self._parts[tp] = _Partition()
@@ -111,9 +111,9 @@ class ReadHeaders:
             else:
                 sources.append(number)
                 part.keyed = True
-        return [] if malformed else sources
+        return None if malformed else sources
 
-    def latest(self, answers: Mapping[TP, tuple[PartitionFetch, list[int | None]]]) -> None:
+    def latest(self, answers: Mapping[TP, tuple[PartitionFetch, list[int | None] | None]]) -> None:
         """The answers of a round, each with what ``add`` returned for it (the answers of the round before
         are let go)."""
         self._latest = dict(answers)
@@ -122,9 +122,7 @@ class ReadHeaders:
         """The offset headers of ``answer``'s records when it is an answer of the latest round (None: it is
         not, or one of its headers holds no offset)."""
         held = self._latest.get(tp)
-        if held is None or held[0] is not answer or len(held[1]) != len(answer.records):
-            return None
-        return held[1]
+        return held[1] if held is not None and held[0] is answer else None
 
     def past(self, tp: TP, c: int, before: int, limit: int) -> list[tuple[int, int]]:
         """Up to ``limit`` records read before offset ``before`` whose header is ``c`` or more, lowest

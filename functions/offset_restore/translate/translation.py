@@ -104,7 +104,6 @@ class Translation:
         return settled
 
 
-@full_collections_rare()
 def translation(
     groups: Iterable[GroupSnapshot],
     target: TargetCluster,
