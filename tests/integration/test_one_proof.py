@@ -5,16 +5,22 @@ apply, nothing written for an answer the proof holds."""
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 from typing import Any
 
+import offset_restore.translate.strategies.header as header_strategy
 import pytest
 from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.translate.header_reads import HeaderReads
 
+from tests.disorder import Slot, copy, layouts, random_layout
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run
+from tests.integration.test_never_skip import Source, judged, plan_layout
 
 RESTORED_AT = 1_760_000_000_000
 """When the DR's restore ran: the copies it wrote carry this time, not the primary's."""
@@ -321,3 +327,72 @@ def test_records_re_routed_on_a_replica_without_headers_are_seen_by_content_in_a
     assert topic in plan["reshaped"], plan["reshaped"]
     assert "partition 1 (same key and content)" in plan["reshaped"][topic], plan["reshaped"]
     assert all(e["status"] != "mapped" for e in plan["entries"] if e["topic"] == topic), plan["entries"]
+
+
+# -- order: the proof alone, with the header strategy's own order checks switched off -------------
+
+BIG = 600
+"""Source records of the order cases: large enough that a search reads windows, not the whole partition."""
+
+
+@pytest.fixture(scope="module")
+def big_source(brokers: Brokers) -> Source:
+    """600 records on one source partition and a group at every 7th offset (86 groups), snapshotted."""
+    with KafkaCluster(brokers.source_settings) as source:
+        topic = unique("proof-order")
+        source.create_topics({topic: 1})
+        records = produce(source, topic, 0, BIG)
+        at = range(0, BIG + 1, 7)
+        names = [unique(f"proof-order-c{c}") for c in at]
+        for c, name in zip(at, names, strict=True):
+            commit(source, name, {TP(topic, 0): c})
+        snap = take_snapshot(source, SnapshotOptions(groups="|".join(names), evidence_records=3))
+    return Source(topic, records, snap.groups)
+
+
+LYING = "a header that lies at the resume point"
+"""A sorted restore whose record 248 (the copy of source record 248) says it is source record 457."""
+
+
+def _order_cases() -> dict[str, list[Slot]]:
+    cases = dict(layouts(BIG))
+    cases[LYING] = [*copy(range(248)), Slot(248, 457), *copy(range(249, BIG))]
+    for seed in (4, 7, 8, 9, 12):  # damaged restores whose exact claims the header strategy alone proves
+        cases[f"random damage {seed}"] = random_layout(random.Random(seed), BIG)
+    return cases
+
+
+@pytest.mark.parametrize("case", list(_order_cases()))
+def test_the_proof_alone_holds_every_untidy_restore_with_the_header_strategys_order_checks_off(
+    big_source: Source, target: KafkaCluster, brokers: Brokers, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """The header strategy's own order check switched off (no window's headers ever fall back, so nothing is
+    read whole): the strategy then answers as if every restore were in order — resuming a group inside a
+    chunk written twice "exact", or "earliest, exact" before the chunk of workers written last. The proof,
+    knowing nothing of the strategy, takes "exact" from every answer after which the plan read a record
+    the group processed (and bounds what is read twice only where it read every record after it), and holds
+    every answer before which what it read falls back and it did not read everything: 0 records skipped,
+    0 entries wrongly exact, no bound below the truth, judged by kafka-python reading the target."""
+    monkeypatch.setattr(header_strategy, "disorder_in", lambda *read: None)
+    monkeypatch.setattr(HeaderReads, "fallen", lambda self, tp: None)
+    entries, _, topic = plan_layout(big_source, target, _order_cases()[case], whole_when_cheaper=False)
+    judgement = judged(big_source, brokers, topic, entries)
+    assert judgement.holds, judgement.problems
+    assert judgement.positions > 0
+    said = [e.reason or "" for e in entries]
+    if case in ("repeated chunk", "reordered and repeated batch", "workers in the wrong order"):
+        assert any("not exact: the plan read" in why for why in said), said  # the proof's word, not the strategy's
+
+
+def test_a_header_that_lies_at_the_resume_point_is_counted_among_the_records_read_twice(
+    big_source: Source, target: KafkaCluster, brokers: Brokers
+) -> None:
+    """With every check on: the record at the resume point says it is source record 457 but is the copy of
+    248, which the groups at 252..455 processed; the strategy's bound left it out (at most 3 read twice where
+    4 are). The proof counts a record whose header lies before one the group processed as possibly read
+    twice."""
+    entries, _, topic = plan_layout(big_source, target, _order_cases()[LYING], whole_when_cheaper=False)
+    judgement = judged(big_source, brokers, topic, entries)
+    assert judgement.holds, judgement.problems
+    at_252 = next(e for e in entries if e.source_offset == 252)
+    assert (at_252.target_offset, at_252.exact, at_252.max_duplicates) == (248, False, 4), at_252

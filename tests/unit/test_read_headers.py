@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.translate.read_headers import ReadHeaders
 
@@ -53,3 +55,90 @@ def test_the_next_round_lets_the_answers_of_the_last_go() -> None:
     _watched(reads, first)
     reads.latest({TP("orders", 1): (second, reads.add(TP("orders", 1), second.records))})
     assert reads.sources(TOPIC, first) is None
+
+
+# What the proof asks of the records read (translate/proof.py's order and read-twice rules).
+
+NONE, MARKER = -1, -2
+"""A record without the header, and an offset that holds no record (a transaction marker), in the lists below."""
+
+
+def _read(values: list[int], start: int = 0, spans: list[tuple[int, int]] | None = None) -> ReadHeaders:
+    """Headers read at offsets ``start``, ``start + 1``, ...: a number, ``NONE`` or ``MARKER``."""
+    reads = ReadHeaders(HEADER)
+    records = [
+        FetchedRecord(start + i, 0, b"k", b"v%d" % i, () if v == NONE else ((HEADER, b"%d" % v),))
+        for i, v in enumerate(values)
+        if v != MARKER
+    ]
+    markers = [start + i for i, v in enumerate(values) if v == MARKER]
+    for span in spans or [(start, start + len(values))]:
+        reads.add(
+            TOPIC,
+            [r for r in records if span[0] <= r.offset < span[1]],
+            [m for m in markers if span[0] <= m < span[1]],
+            span,
+        )
+    return reads
+
+
+def _truth(values: list[int], at: int, c: int, keyed: bool) -> tuple[int, int] | None:
+    """``twice``'s (seen, possible), record by record, as the rule is worded: below c after ``at``; and those,
+    the records without the header before the last with one, and each lone record at or past c between two
+    below it (the one before may lie before ``at``; none before counts as below)."""
+    after = values[at:]
+    below = [i for i, v in enumerate(after) if 0 <= v < c]
+    if not below:
+        return None
+    last_keyed = max(i for i, v in enumerate(after) if v >= 0)
+    unkeyed = sum(1 for v in after[: last_keyed + 1] if v == NONE) if keyed else 0
+    lone = 0
+    for i, v in enumerate(after):
+        earlier = [u for u in values[: at + i] if u >= 0]
+        later = [u for u in after[i + 1 :] if u >= 0]
+        if v >= c and (not earlier or earlier[-1] < c) and later and later[0] < c:
+            lone += 1
+    return len(below), len(below) + unkeyed + lone
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.one_of(st.integers(0, 40), st.just(NONE), st.just(MARKER)), min_size=1, max_size=30),
+    st.integers(0, 31),
+    st.integers(0, 41),
+    st.booleans(),
+)
+def test_what_was_read_twice_is_counted_alike_in_order_or_not(
+    values: list[int], at: int, c: int, ordered: bool
+) -> None:
+    """The fast count of a partition whose headers only grow (at C speed) and the record-by-record count agree
+    with the rule; a partition whose headers fall back is counted record by record."""
+    if ordered:
+        grown = [v + i for i, v in enumerate(sorted(v for v in values if v >= 0))]  # strictly growing
+        values = [grown.pop(0) if v >= 0 else v for v in values]
+    reads = _read(values)
+    twice = reads.twice(TOPIC, at, c)
+    truth = _truth(values, at, c, keyed=any(v >= 0 for v in values))
+    assert (None if twice is None else (twice.seen, twice.possible)) == truth
+    if twice is not None:
+        assert 0 <= twice.first[1] < c and twice.first[0] >= at
+
+
+def test_the_first_fall_is_a_header_not_above_every_one_before_it() -> None:
+    assert _read([0, 1, NONE, MARKER, 2, 5]).fall(TOPIC) is None
+    fall = _read([0, 1, NONE, 7, MARKER, 3, 2]).fall(TOPIC)
+    assert fall is not None and (fall.offset, fall.source, fall.above) == (5, 3, 7)
+    repeated = _read([4, 5, 5]).fall(TOPIC)
+    assert repeated is not None and repeated.offset == 2
+
+
+def test_covered_is_what_the_answers_spanned_not_only_their_records() -> None:
+    """A compacted gap inside an answer's span was read (nothing there); a gap between answers was not."""
+    reads = ReadHeaders(HEADER)
+    reads.add(TOPIC, [FetchedRecord(0, 0, b"k", b"v", ((HEADER, b"0"),))], [], (0, 10))
+    reads.add(TOPIC, [FetchedRecord(12, 0, b"k", b"v", ((HEADER, b"12"),))], [], (12, 20))
+    assert reads.covered(TOPIC, 0, 10) and reads.covered(TOPIC, 3, 8) and reads.covered(TOPIC, 12, 20)
+    assert not reads.covered(TOPIC, 0, 11) and not reads.covered(TOPIC, 9, 13)
+    reads.add(TOPIC, [FetchedRecord(10, 0, b"k", b"v", ((HEADER, b"10"),)), FetchedRecord(11, 0, b"k", b"v", ())])
+    assert reads.covered(TOPIC, 0, 20)
+    assert not reads.covered(TP("orders", 1), 0, 1) and reads.covered(TP("orders", 1), 5, 5)

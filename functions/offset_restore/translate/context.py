@@ -165,7 +165,8 @@ class Context:
             answers = dict(fetch(positions, until, limits, wait))
             parsed: dict[TP, tuple[PartitionFetch, list[int | None] | None]] = {}
             for tp, answer in answers.items():
-                sources = headers.add(tp, answer.records, skipped_offsets(answer))
+                span = (answer.fetch_offset, answer.read_to)
+                sources = headers.add(tp, answer.records, skipped_offsets(answer), span)
                 source = watched.get(tp.topic) if shapes is not None else None
                 if shapes is not None and source is not None and answer.records:
                     shapes.check_headers(source, tp, answer.records)

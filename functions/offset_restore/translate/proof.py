@@ -1,7 +1,7 @@
 """The check every answer passes, whatever strategy made it (docs/translation.md, "One proof").
 
 A strategy's answer says where a group resumes on the target; this module accepts it only on evidence it
-checks itself, knowing nothing of how the strategy found it. What it checks today:
+checks itself, knowing nothing of how the strategy found it. What it checks:
 
 - **An end needs positive evidence.** A resume point past the target's last record says the group
   processed every record the target holds. It is accepted only where the target's last records are
@@ -23,6 +23,15 @@ checks itself, knowing nothing of how the strategy found it. What it checks toda
   as the header strategy does: the copy of a record the group processed (its header lies) is passed over;
   any other holds the answer (``pending``): it would skip that record, and records the plan did not read
   before it may be skipped too, so no earlier point is proven.
+
+- **Nothing before an answer rests on order the reads contradict.** Where what the plan read of a
+  partition falls back before the resume point (a header not above one read before it) and the plan did
+  not read every offset before it, the answer is held: a record the group had not processed may lie
+  where nothing was read.
+- **What an answer reads twice is what the plan read after it.** A record read at or after the resume
+  point whose header is below the group's position was processed: an answer claiming fewer read twice
+  (or ``exact``) loses the claim, and its bound counts them and the records there that may be such copies
+  (``read_headers.Twice``) where the plan read everything after it; otherwise it is not bounded.
 
 A partition whose log is empty (or holds only transaction markers) has nothing before the end to skip.
 """
@@ -94,7 +103,8 @@ def prove(
     ``answered_by``: the strategy that answered each position, for the reason."""
     by = answered_by or {}
     proving = _Proving(decisions, positions, bounds, seen, header, by)
-    changed = _skipping(proving) + _past_the_origin_floor(proving) + _exact_ends(proving)
+    changed = _skipping(proving) + _order_before(proving) + _past_the_origin_floor(proving)
+    changed += _read_twice(proving) + _exact_ends(proving)
     for key, decision in decisions.items():
         pos = positions.get(key)
         if pos is None or decision.status != "mapped" or decision.target_offset is None:
@@ -160,6 +170,67 @@ def _skipping(proving: _Proving) -> int:
             decisions[key] = _held(decisions[key], why, by.get(key))
             held += 1
     return held
+
+
+def _order_before(proving: _Proving) -> int:
+    """Hold every answer before which the plan's reads of its partition fall back (a header not above one
+    read before it), unless the plan read every offset before it: a restore not written in order there may
+    have put a record the group had not processed anywhere the plan did not read, so the records before
+    the answer are not proven processed. Returns how many it held."""
+    decisions, positions, seen, header, by = proving.unpacked()
+    held = 0
+    for key, decision in decisions.items():
+        pos = positions.get(key)
+        if pos is None or decision.status != "mapped" or decision.target_offset is None:
+            continue
+        fall, log = seen.headers.fall(pos.target), proving.bounds.get(pos.target)
+        if fall is None or log is None or fall.offset >= decision.target_offset:
+            continue
+        if seen.headers.covered(pos.target, log.start, decision.target_offset):
+            continue  # read whole up to it: nothing before it the plan did not see (``_skipping``)
+        why = (
+            f"the records the plan read of {pos.target} before this answer are not in order (target record "
+            f"{fall.offset} carries {header} = {fall.source}, after one carrying {fall.above}), and it did not read "
+            "every record before it: one the group had not processed may lie where it did not read. Plan again with "
+            "--order-check full (the partition read whole)"
+        )
+        decisions[key] = _held(decision, why, by.get(key))
+        held += 1
+    return held
+
+
+def _read_twice(proving: _Proving) -> int:
+    """Take ``exact`` from every answer, and raise its bound of records read twice, where the plan read at or
+    after its resume point records the group processed (headers below its position) beyond what it claims.
+    The bound counts, besides those, the records there that may be such copies (``Twice.possible``) and
+    stands only where the plan read every record after the resume point; otherwise it is not bounded.
+    Returns how many answers changed."""
+    decisions, positions, seen, header, _ = proving.unpacked()
+    changed = 0
+    for key, decision in decisions.items():
+        pos = positions.get(key)
+        resume = decision.target_offset
+        if pos is None or decision.status != "mapped" or resume is None:
+            continue
+        claimed = 0 if decision.exact else decision.max_duplicates
+        if claimed is None:
+            continue  # already "not bounded"
+        twice = seen.headers.twice(pos.target, resume, pos.committed)
+        if twice is None or claimed >= twice.possible:
+            continue
+        log = proving.bounds.get(pos.target)
+        whole = log is not None and seen.headers.covered(pos.target, resume, log.end)
+        offset, value = twice.first
+        said = (
+            f"not exact: the plan read {twice.seen:,} record(s) at or after it the group processed (target record "
+            f"{offset} carries {header} = {value})"
+        )
+        said += f"; at most {twice.possible:,} read twice" if whole else "; how many are read twice is not bounded"
+        reason = f"{decision.reason}; {said}" if decision.reason else said
+        bound = twice.possible if whole else None
+        decisions[key] = replace(decision, exact=False, max_duplicates=bound, reason=reason)
+        changed += 1
+    return changed
 
 
 def _past_the_origin_floor(proving: _Proving) -> int:

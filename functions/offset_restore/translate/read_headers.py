@@ -18,7 +18,7 @@ from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 
-__all__ = ["Ends", "Met", "ReadHeaders", "skipped_offsets"]
+__all__ = ["Ends", "Fall", "Met", "ReadHeaders", "Twice", "skipped_offsets"]
 
 _NO_HEADER = -1
 """A record read that carries no offset header (or one that is no number)."""
@@ -50,6 +50,29 @@ class Ends:
     nothing_before: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class Fall:
+    """The first record read whose offset header is not above every header read before it (a restore
+    not written in order there): its offset, its header, and the highest header before it."""
+
+    offset: int
+    source: int
+    above: int
+
+
+@dataclass(frozen=True, slots=True)
+class Twice:
+    """What the plan read at or after a resume point of records the group processed: ``seen`` records carry
+    a header below its position (the first of them ``first``, as (offset, header)); ``possible`` adds the
+    records there that may be such copies too: those without the header in a partition whose records carry
+    it, and a lone record whose header is at or past the position between two below it (a header that lies
+    on the copy of a processed record, as a stray's would: it is not proven unprocessed)."""
+
+    seen: int
+    possible: int
+    first: tuple[int, int]
+
+
 class _Partition:
     def __init__(self) -> None:
         self.offsets: array[int] = array("q")
@@ -60,6 +83,12 @@ class _Partition:
         """Whether any record read carries the offset header."""
         self.prints: dict[int, str] = {}
         """The fingerprint of each record read without the header, by offset."""
+        self.spans: list[tuple[int, int]] = []
+        """The offset ranges the reads covered whole (records, markers, aborted and compacted-away offsets)."""
+        self._fall: tuple[int, Fall | None] | None = None
+        """The first fall and the entry count it was found at (recomputed after more reads)."""
+        self._merged: tuple[int, list[tuple[int, int]]] | None = None
+        """``spans`` merged into runs, and the span count they were merged at."""
 
     def index(self) -> None:
         if len(self.highest) == len(self.offsets):
@@ -70,6 +99,74 @@ class _Partition:
             self.offsets = array("q", sorted(pairs))
             self.values = array("q", map(pairs.__getitem__, self.offsets))
         self.highest = array("q", itertools.accumulate(self.values, max))
+
+    def fall(self) -> Fall | None:
+        """The first entry whose header is not above the running maximum before it; at C speed (a dense
+        plan's proof asks it of every partition it read)."""
+        self.index()
+        if self._fall is not None and self._fall[0] == len(self.offsets):
+            return self._fall[1]
+        later = itertools.islice(self.values, 1, None)
+        falls = list(map(operator.le, later, self.highest))  # header <= the highest before it (or none)
+        found: Fall | None = None
+        at = -1
+        while found is None:
+            try:
+                at = falls.index(True, at + 1)
+            except ValueError:
+                break
+            if self.values[at + 1] >= 0:  # a record without the header, or a marker, is no fall
+                found = Fall(self.offsets[at + 1], self.values[at + 1], self.highest[at])
+        self._fall = (len(self.offsets), found)
+        return found
+
+    def covered(self, start: int, end: int) -> bool:
+        """Whether the reads covered every offset of ``[start, end)``."""
+        if self._merged is None or self._merged[0] != len(self.spans):
+            merged: list[tuple[int, int]] = []
+            for first, past in sorted(self.spans):
+                if merged and first <= merged[-1][1]:
+                    merged[-1] = (merged[-1][0], max(merged[-1][1], past))
+                else:
+                    merged.append((first, past))
+            self._merged = (len(self.spans), merged)
+        runs = self._merged[1]
+        at = bisect.bisect_right(runs, (start, float("inf"))) - 1
+        return end <= start or (at >= 0 and runs[at][0] <= start and runs[at][1] >= end)
+
+    def twice(self, resume: int, c: int) -> Twice | None:
+        """``Twice`` of the entries at or after offset ``resume`` (None: none read carries a header below
+        ``c``)."""
+        self.index()
+        at = bisect.bisect_left(self.offsets, resume)
+        if self.fall() is None:  # headers only grow: those below c come first, at C speed
+            below = self.values[at : bisect.bisect_left(self.highest, c, lo=at)]
+            seen = len(below) - below.count(_NO_HEADER) - below.count(_SKIPPED)
+            if not seen:
+                return None
+            last = self.values.index(self.highest[-1])  # the last record with the header
+            unkeyed = self.values[at : last + 1].count(_NO_HEADER) if self.keyed else 0
+            first = next((o, v) for o, v in zip(self.offsets[at:], below, strict=False) if v >= 0)
+            return Twice(seen, seen + unkeyed, first)
+        return self._counted(at, c)
+
+    def _counted(self, at: int, c: int) -> Twice | None:
+        """``twice`` record by record, for a partition whose headers fall back somewhere."""
+        seen, possible, unkeyed = 0, 0, 0
+        first: tuple[int, int] | None = None
+        before = next((v for v in reversed(self.values[:at]) if v >= 0), -1)
+        below, lone = before < c, False  # the last header was below c (or none); the last record is a lone one
+        for offset, value in zip(self.offsets[at:], self.values[at:], strict=True):
+            if 0 <= value < c:
+                seen, possible, unkeyed = seen + 1, possible + 1 + unkeyed + lone, 0
+                below, lone = True, False
+                first = first or (offset, value)
+            elif value >= c:
+                possible, unkeyed = possible + unkeyed, 0
+                below, lone = False, below
+            elif value == _NO_HEADER and self.keyed:
+                unkeyed += 1  # inside the restore when a record with the header follows
+        return Twice(seen, possible, first) if first is not None else None
 
 
 class ReadHeaders:
@@ -83,13 +180,18 @@ class ReadHeaders:
         """The answers of the latest round and their records' offset headers. The answer itself is held, so
         ``sources`` tells it by identity: no other answer can take its place while it is held."""
 
-    def add(self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = ()) -> list[int | None] | None:
-        """Keep what one answer read of ``tp``: its records, and ``skipped``, the offsets it held that
-        carry no record a consumer reads (``skipped_offsets``). Returns each record's offset header (None:
-        none); None when one holds no offset (the strategy that reads it words the refusal)."""
+    def add(
+        self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = (), span: tuple[int, int] | None = None
+    ) -> list[int | None] | None:
+        """Keep what one answer read of ``tp``: its records, ``skipped``, the offsets it held that carry no
+        record a consumer reads (``skipped_offsets``), and ``span``, the offsets it covered whole (None: only
+        its records' own). Returns each record's offset header (None: none); None when one holds no offset
+        (the strategy that reads it words the refusal)."""
         part = self._parts.get(tp)
         if part is None:
             part = self._parts[tp] = _Partition()
+        if span is not None and span[1] > span[0]:
+            part.spans.append(span)
         name = self.header
         for offset in skipped:
             part.offsets.append(offset)
@@ -105,6 +207,8 @@ class ReadHeaders:
                     break
             part.offsets.append(record.offset)
             part.values.append(number)
+            if span is None:
+                part.spans.append((record.offset, record.offset + 1))
             if number == _NO_HEADER:
                 sources.append(None)
                 part.prints[record.offset] = fingerprint(record.key, record.value, record.headers, exclude_header=name)
@@ -139,6 +243,22 @@ class ReadHeaders:
             if part.values[i] >= c:
                 found.append((part.offsets[i], part.values[i]))
         return found
+
+    def fall(self, tp: TP) -> Fall | None:
+        """The first record read of ``tp`` whose header falls back (None: the headers read only grow)."""
+        part = self._parts.get(tp)
+        return part.fall() if part is not None else None
+
+    def covered(self, tp: TP, start: int, end: int) -> bool:
+        """Whether the plan's reads of ``tp`` covered every offset of ``[start, end)``."""
+        part = self._parts.get(tp)
+        return end <= start or (part is not None and part.covered(start, end))
+
+    def twice(self, tp: TP, resume: int, c: int) -> Twice | None:
+        """What the plan read at or after ``resume`` of records a group at source offset ``c`` processed
+        (``Twice``; None: no record read there carries a header below ``c``)."""
+        part = self._parts.get(tp)
+        return part.twice(resume, c) if part is not None else None
 
     def prints(self, tp: TP) -> Mapping[int, str]:
         """The fingerprints of the records read of ``tp`` without the offset header, by offset."""
