@@ -206,6 +206,20 @@ def test_what_the_full_read_answers_on_a_repeated_chunk(
     assert judged(source_groups, brokers, topic, entries).holds
 
 
+def test_a_header_below_the_position_on_a_record_the_group_had_not_processed_is_not_counted_twice(
+    source_groups: Source, target: KafkaCluster, brokers: Brokers
+) -> None:
+    """Record 20 says it is source record 17. The group at 19 resumes at 19 and then reads it: by its header
+    a record it processed, read again. The strategy knows it by the snapshot's evidence for record 20 and
+    answers exact; the proof reads it again, compares its content with the same evidence — source record
+    20, which the group had not processed — and lets the answer stand exact."""
+    layout = [*copy(range(20)), Slot(20, 17), *copy(range(21, N))]
+    entries, _, topic = plan_layout(source_groups, target, layout)
+    at_19 = next(e for e in entries if e.source_offset == 19)
+    assert (at_19.target_offset, at_19.exact, at_19.max_duplicates) == (19, True, 0), at_19.reason
+    assert judged(source_groups, brokers, topic, entries).holds
+
+
 @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
 @given(seed=st.integers(0, 2**32 - 1))
 def test_random_disorder_never_skips(source_groups: Source, brokers: Brokers, seed: int) -> None:

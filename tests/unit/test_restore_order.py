@@ -633,7 +633,7 @@ def test_the_whole_partition_answers_match_the_record_by_record_ones(
     if every_record_keyed:
         keys = [40 if key == NO_KEY else key for key in keys]
     offsets = [start]
-    for gap in gaps:
+    for gap in gaps[: len(keys) - 1]:  # one offset a key: the log and the slow count see the same records
         offsets.append(offsets[-1] + gap)
     log = PartitionLog()
     for offset, key in zip(offsets, keys, strict=False):

@@ -45,7 +45,7 @@ from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
-from offset_restore.translate.read_headers import Met, ReadHeaders
+from offset_restore.translate.read_headers import Met, ReadHeaders, Twice
 
 __all__ = ["Seen", "TargetTail", "prove"]
 
@@ -202,35 +202,67 @@ def _order_before(proving: _Proving) -> int:
 def _read_twice(proving: _Proving) -> int:
     """Take ``exact`` from every answer, and raise its bound of records read twice, where the plan read at or
     after its resume point records the group processed (headers below its position) beyond what it claims.
-    The bound counts, besides those, the records there that may be such copies (``Twice.possible``) and
-    stands only where the plan read every record after the resume point; otherwise it is not bounded.
-    Returns how many answers changed."""
-    decisions, positions, seen, header, _ = proving.unpacked()
-    changed = 0
+    The bound counts, besides those, the records there that may be such copies (``read_headers.Twice``) and
+    stands only where the plan read every record after the resume point; otherwise it is not bounded. A
+    record whose content is the snapshot's record of the group's position or past it is not counted: its
+    header lies (read again, up to 16 an answer); where every one is such a record, nothing processed was
+    read there. Returns how many answers changed."""
+    decisions, positions, seen, _, _ = proving.unpacked()
+    found: dict[PositionKey, Twice] = {}
     for key, decision in decisions.items():
         pos = positions.get(key)
-        resume = decision.target_offset
-        if pos is None or decision.status != "mapped" or resume is None:
+        if pos is None or decision.status != "mapped" or decision.target_offset is None:
             continue
         claimed = 0 if decision.exact else decision.max_duplicates
-        if claimed is None:
-            continue  # already "not bounded"
-        twice = seen.headers.twice(pos.target, resume, pos.committed)
-        if twice is None or claimed >= twice.possible:
-            continue
-        log = proving.bounds.get(pos.target)
-        whole = log is not None and seen.headers.covered(pos.target, resume, log.end)
-        offset, value = twice.first
-        said = (
-            f"not exact: the plan read {twice.seen:,} record(s) at or after it the group processed (target record "
-            f"{offset} carries {header} = {value})"
-        )
-        said += f"; at most {twice.possible:,} read twice" if whole else "; how many are read twice is not bounded"
-        reason = f"{decision.reason}; {said}" if decision.reason else said
-        bound = twice.possible if whole else None
-        decisions[key] = replace(decision, exact=False, max_duplicates=bound, reason=reason)
-        changed += 1
+        twice = None if claimed is None else seen.headers.twice(pos.target, decision.target_offset, pos.committed)
+        if twice is not None and claimed is not None and claimed < twice.possible:
+            found[key] = twice
+    if not found:
+        return 0
+    wanted: dict[TP, set[int]] = {}
+    for key, twice in found.items():
+        wanted.setdefault(positions[key].target, set()).update(o for o, _ in twice.below)
+    records, evidence = seen.records_at(wanted), _Prints(positions)
+    changed = 0
+    for key, twice in found.items():
+        decision, pos = decisions[key], positions[key]
+        liars = _unprocessed_copies(pos, twice, records, evidence, proving.header)
+        if liars < twice.seen and (0 if decision.exact else decision.max_duplicates or 0) < twice.possible - liars:
+            decisions[key] = _more_twice(decision, pos, twice, liars, proving)
+            changed += 1
     return changed
+
+
+def _unprocessed_copies(
+    pos: Position, twice: Twice, records: Mapping[tuple[TP, int], FetchedRecord], evidence: _Prints, header: str
+) -> int:
+    """How many of ``twice.below`` are, by content, copies of records the group had not processed."""
+    back = evidence.back(pos.source)
+    liars = 0
+    for offset, _ in twice.below:
+        record = records.get((pos.target, offset))
+        printed = (
+            None if record is None else fingerprint(record.key, record.value, record.headers, exclude_header=header)
+        )
+        source = None if printed is None else back.get(printed)
+        liars += source is not None and source >= pos.committed
+    return liars
+
+
+def _more_twice(decision: Decision, pos: Position, twice: Twice, liars: int, proving: _Proving) -> Decision:
+    """``decision`` not exact, bounded by what the plan read after it where it read everything there."""
+    log = proving.bounds.get(pos.target)
+    assert decision.target_offset is not None
+    whole = log is not None and proving.seen.headers.covered(pos.target, decision.target_offset, log.end)
+    possible = twice.possible - liars
+    offset, value = twice.first
+    said = (
+        f"not exact: the plan read {twice.seen - liars:,} record(s) at or after it the group processed (target "
+        f"record {offset} carries {proving.header} = {value})"
+    )
+    said += f"; at most {possible:,} read twice" if whole else "; how many are read twice is not bounded"
+    reason = f"{decision.reason}; {said}" if decision.reason else said
+    return replace(decision, exact=False, max_duplicates=possible if whole else None, reason=reason)
 
 
 def _past_the_origin_floor(proving: _Proving) -> int:

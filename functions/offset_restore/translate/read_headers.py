@@ -24,6 +24,8 @@ _NO_HEADER = -1
 """A record read that carries no offset header (or one that is no number)."""
 _SKIPPED = -2
 """An offset that holds no record a consumer reads: a transaction marker, or an aborted record."""
+BELOW = 16
+"""Records below a position read after a resume point that ``Twice`` names, for the proof to compare."""
 WALK = 1024
 """Offsets walked from a resume point to the record on either side before that record is called not read."""
 
@@ -71,6 +73,9 @@ class Twice:
     seen: int
     possible: int
     first: tuple[int, int]
+    below: tuple[tuple[int, int], ...] = ()
+    """The first few of the ``seen`` records, as (offset, header): the proof compares their content with the
+    snapshot's evidence (a header may lie the other way too)."""
 
 
 class _Partition:
@@ -146,27 +151,30 @@ class _Partition:
                 return None
             last = self.values.index(self.highest[-1])  # the last record with the header
             unkeyed = self.values[at : last + 1].count(_NO_HEADER) if self.keyed else 0
-            first = next((o, v) for o, v in zip(self.offsets[at:], below, strict=False) if v >= 0)
-            return Twice(seen, seen + unkeyed, first)
+            found = tuple(
+                itertools.islice(((o, v) for o, v in zip(self.offsets[at:], below, strict=False) if v >= 0), BELOW)
+            )
+            return Twice(seen, seen + unkeyed, found[0], found)
         return self._counted(at, c)
 
     def _counted(self, at: int, c: int) -> Twice | None:
         """``twice`` record by record, for a partition whose headers fall back somewhere."""
         seen, possible, unkeyed = 0, 0, 0
-        first: tuple[int, int] | None = None
+        found: list[tuple[int, int]] = []
         before = next((v for v in reversed(self.values[:at]) if v >= 0), -1)
         below, lone = before < c, False  # the last header was below c (or none); the last record is a lone one
         for offset, value in zip(self.offsets[at:], self.values[at:], strict=True):
             if 0 <= value < c:
                 seen, possible, unkeyed = seen + 1, possible + 1 + unkeyed + lone, 0
                 below, lone = True, False
-                first = first or (offset, value)
+                if len(found) < BELOW:
+                    found.append((offset, value))
             elif value >= c:
                 possible, unkeyed = possible + unkeyed, 0
                 below, lone = False, below
             elif value == _NO_HEADER and self.keyed:
                 unkeyed += 1  # inside the restore when a record with the header follows
-        return Twice(seen, possible, first) if first is not None else None
+        return Twice(seen, possible, found[0], tuple(found)) if found else None
 
 
 class ReadHeaders:
