@@ -123,7 +123,7 @@ def test_what_was_read_twice_is_counted_alike_in_order_or_not(
     if twice is not None:
         assert 0 <= twice.first[1] < c and twice.first[0] >= at
         assert twice.below[0] == twice.first and len(twice.below) == min(twice.seen, 16)
-        assert all(0 <= v < c for _, v in twice.below)
+        assert all(0 <= v < c for _, v in twice.below) and all(v >= c for _, v in twice.lone)
 
 
 def test_the_first_fall_is_a_header_not_above_every_one_before_it() -> None:

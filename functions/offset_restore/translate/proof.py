@@ -221,48 +221,59 @@ def _read_twice(proving: _Proving) -> int:
         return 0
     wanted: dict[TP, set[int]] = {}
     for key, twice in found.items():
-        wanted.setdefault(positions[key].target, set()).update(o for o, _ in twice.below)
+        wanted.setdefault(positions[key].target, set()).update(o for o, _ in (*twice.below, *twice.lone))
     records, evidence = seen.records_at(wanted), _Prints(positions)
     changed = 0
     for key, twice in found.items():
         decision, pos = decisions[key], positions[key]
-        liars = _unprocessed_copies(pos, twice, records, evidence, proving.header)
-        if liars < twice.seen and (0 if decision.exact else decision.max_duplicates or 0) < twice.possible - liars:
-            decisions[key] = _more_twice(decision, pos, twice, liars, proving)
+        lying_below = _unprocessed_copies(pos, twice.below, records, evidence, proving.header)
+        if lying_below >= twice.seen:
+            continue  # every record read below the position is a later one's copy: nothing processed was read
+        possible = (
+            twice.possible - lying_below - _unprocessed_copies(pos, twice.lone, records, evidence, proving.header)
+        )
+        if (0 if decision.exact else decision.max_duplicates or 0) < possible:
+            decisions[key] = _more_twice(
+                decision, pos, replace(twice, seen=twice.seen - lying_below, possible=possible), proving
+            )
             changed += 1
     return changed
 
 
 def _unprocessed_copies(
-    pos: Position, twice: Twice, records: Mapping[tuple[TP, int], FetchedRecord], evidence: _Prints, header: str
+    pos: Position,
+    read: tuple[tuple[int, int], ...],
+    records: Mapping[tuple[TP, int], FetchedRecord],
+    evidence: _Prints,
+    header: str,
 ) -> int:
-    """How many of ``twice.below`` are, by content, copies of records the group had not processed."""
+    """How many of the records ``read`` (offset, header) are, by content, copies of records the group had not
+    processed: their headers lie."""
     back = evidence.back(pos.source)
-    liars = 0
-    for offset, _ in twice.below:
+    lying = 0
+    for offset, _ in read:
         record = records.get((pos.target, offset))
         printed = (
             None if record is None else fingerprint(record.key, record.value, record.headers, exclude_header=header)
         )
         source = None if printed is None else back.get(printed)
-        liars += source is not None and source >= pos.committed
-    return liars
+        lying += source is not None and source >= pos.committed
+    return lying
 
 
-def _more_twice(decision: Decision, pos: Position, twice: Twice, liars: int, proving: _Proving) -> Decision:
+def _more_twice(decision: Decision, pos: Position, twice: Twice, proving: _Proving) -> Decision:
     """``decision`` not exact, bounded by what the plan read after it where it read everything there."""
     log = proving.bounds.get(pos.target)
     assert decision.target_offset is not None
     whole = log is not None and proving.seen.headers.covered(pos.target, decision.target_offset, log.end)
-    possible = twice.possible - liars
     offset, value = twice.first
     said = (
-        f"not exact: the plan read {twice.seen - liars:,} record(s) at or after it the group processed (target "
+        f"not exact: the plan read {twice.seen:,} record(s) at or after it the group processed (target "
         f"record {offset} carries {proving.header} = {value})"
     )
-    said += f"; at most {possible:,} read twice" if whole else "; how many are read twice is not bounded"
+    said += f"; at most {twice.possible:,} read twice" if whole else "; how many are read twice is not bounded"
     reason = f"{decision.reason}; {said}" if decision.reason else said
-    return replace(decision, exact=False, max_duplicates=possible if whole else None, reason=reason)
+    return replace(decision, exact=False, max_duplicates=twice.possible if whole else None, reason=reason)
 
 
 def _past_the_origin_floor(proving: _Proving) -> int:

@@ -76,6 +76,8 @@ class Twice:
     below: tuple[tuple[int, int], ...] = ()
     """The first few of the ``seen`` records, as (offset, header): the proof compares their content with the
     snapshot's evidence (a header may lie the other way too)."""
+    lone: tuple[tuple[int, int], ...] = ()
+    """The first few of the lone records ``possible`` counts, as (offset, header), for the same comparison."""
 
 
 class _Partition:
@@ -161,20 +163,23 @@ class _Partition:
         """``twice`` record by record, for a partition whose headers fall back somewhere."""
         seen, possible, unkeyed = 0, 0, 0
         found: list[tuple[int, int]] = []
+        lonely: list[tuple[int, int]] = []
         before = next((v for v in reversed(self.values[:at]) if v >= 0), -1)
-        below, lone = before < c, False  # the last header was below c (or none); the last record is a lone one
+        below, lone = before < c, None  # the last header was below c (or none); the last record, if lone
         for offset, value in zip(self.offsets[at:], self.values[at:], strict=True):
             if 0 <= value < c:
-                seen, possible, unkeyed = seen + 1, possible + 1 + unkeyed + lone, 0
-                below, lone = True, False
+                seen, possible, unkeyed = seen + 1, possible + 1 + unkeyed + (lone is not None), 0
+                if lone is not None and len(lonely) < BELOW:
+                    lonely.append(lone)
+                below, lone = True, None
                 if len(found) < BELOW:
                     found.append((offset, value))
             elif value >= c:
                 possible, unkeyed = possible + unkeyed, 0
-                below, lone = False, below
+                below, lone = False, (offset, value) if below else None
             elif value == _NO_HEADER and self.keyed:
                 unkeyed += 1  # inside the restore when a record with the header follows
-        return Twice(seen, possible, found[0], tuple(found)) if found else None
+        return Twice(seen, possible, found[0], tuple(found), tuple(lonely)) if found else None
 
 
 class ReadHeaders:
