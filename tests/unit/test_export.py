@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from offset_restore.errors import BadInputError
 from offset_restore.snapshot.export import parse_export
 
 
 def test_both_shapes_and_quoted_names_are_read() -> None:
-    many = parse_export('g1,orders,0,15\n"g,2",orders,1,7\n\n', group=None, source="e.csv")
+    many = parse_export(io.StringIO('g1,orders,0,15\n"g,2",orders,1,7\n\n'), group=None, source="e.csv")
     assert [(c.group, c.topic, c.partition, c.offset) for c in many] == [
         ("g1", "orders", 0, 15),
         ("g,2", "orders", 1, 7),
     ]
-    one = parse_export("orders,2,40\n", group="g9", source="e.csv")
+    one = parse_export(io.StringIO("orders,2,40\n"), group="g9", source="e.csv")
     assert [(c.group, c.topic, c.partition, c.offset) for c in one] == [("g9", "orders", 2, 40)]
 
 
@@ -38,4 +40,4 @@ def test_both_shapes_and_quoted_names_are_read() -> None:
 )
 def test_anything_else_is_refused_with_the_line_named(text: str, group: str | None, message: str) -> None:
     with pytest.raises(BadInputError, match=message):
-        parse_export(text, group=group, source="e.csv")
+        parse_export(io.StringIO(text), group=group, source="e.csv")

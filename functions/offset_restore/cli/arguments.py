@@ -262,7 +262,9 @@ def connection_settings(args: argparse.Namespace, err: TextIO | None = None) -> 
     """The options over the ``--command-config`` file (its unused keys named on ``err``)."""
     values: dict[str, Any] = {}
     if args.command_config:
-        properties = read_client_properties(args.command_config)
+        properties = read_client_properties(
+            args.command_config, getattr(args, "command_config_option", "--command-config")
+        )
         values.update(properties.values)
         values.update(tls_files.materialize(properties))  # a PKCS12 or inline keystore as PEM files
         for warning in properties.warnings:
@@ -437,6 +439,7 @@ def source_connection_settings(args: argparse.Namespace, err: TextIO | None = No
                 **source,
                 "bootstrap_servers": args.source_bootstrap_servers,
                 "command_config": args.source_command_config,
+                "command_config_option": "--source-command-config",
             }
         ),
         err,

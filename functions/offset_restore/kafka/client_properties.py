@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from offset_restore.errors import BadInputError
+from offset_restore.files import read_bounded
 from offset_restore.kafka.connection import MskIamIdentity
 
 __all__ = ["ClientProperties", "Store", "parse_properties", "read_client_properties"]
@@ -79,22 +80,16 @@ MAX_PROPERTIES_BYTES = 1024 * 1024
 would otherwise be read until memory runs out)."""
 
 
-def read_client_properties(path: str) -> ClientProperties:
-    try:
-        with open(path, encoding="latin-1") as handle:  # java.util.Properties' own encoding
-            text = handle.read(MAX_PROPERTIES_BYTES + 1)
-    except OSError as error:
-        raise BadInputError(f"--command-config {path}: {error.strerror or error}") from None
-    if len(text) > MAX_PROPERTIES_BYTES:
-        raise BadInputError(
-            f"--command-config {path}: larger than {MAX_PROPERTIES_BYTES:,} bytes: not a client configuration"
-        )
+def read_client_properties(path: str, option: str = "--command-config") -> ClientProperties:
+    """The properties file at ``path``, which ``option`` named (every refusal names the option given)."""
+    data = read_bounded(path, limit=MAX_PROPERTIES_BYTES, what=option, kind="a client configuration")
+    text = data.decode("latin-1")  # java.util.Properties' own encoding
     if "\x00" in text:
-        raise BadInputError(f"--command-config {path}: holds NUL bytes: a binary file, not a client configuration")
-    return client_properties(parse_properties(text, path), path)
+        raise BadInputError(f"{option} {path}: holds NUL bytes: a binary file, not a client configuration")
+    return client_properties(parse_properties(text, f"{option} {path}"), path, option)
 
 
-def parse_properties(text: str, path: str = "properties") -> dict[str, str]:
+def parse_properties(text: str, where: str = "properties") -> dict[str, str]:
     """``java.util.Properties``' format: ``key=value``, ``key: value`` or ``key value``; ``#`` and ``!``
     comments; a line ending in an odd number of backslashes continues; the usual escapes."""
     found: dict[str, str] = {}
@@ -108,23 +103,23 @@ def parse_properties(text: str, path: str = "properties") -> dict[str, str]:
             logical += line[:-1]
             continue
         logical += line
-        key, value = _split(logical, path, number)
+        key, value = _split(logical, where, number)
         found[key] = value
         logical = ""
     if logical:
-        key, value = _split(logical, path, len(text.splitlines()))
+        key, value = _split(logical, where, len(text.splitlines()))
         found[key] = value
     return found
 
 
-def _split(line: str, path: str, number: int) -> tuple[str, str]:
+def _split(line: str, where: str, number: int) -> tuple[str, str]:
     match = re.match(r"((?:[^\\=:\s]|\\.)*)\s*[=:\s]?\s*(.*)$", line, re.DOTALL)
     assert match is not None  # the pattern matches every string
     try:
         return _unescape(match.group(1)), _unescape(match.group(2))
     except ValueError:
         raise BadInputError(
-            f"--command-config {path}: line {number}: a malformed \\uxxxx escape (four hexadecimal digits "
+            f"{where}: line {number}: a malformed \\uxxxx escape (four hexadecimal digits "
             "after \\u, as Java's Properties requires)"
         ) from None
 
@@ -141,10 +136,10 @@ def _unescape(text: str) -> str:
     return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", one, text)
 
 
-def client_properties(props: dict[str, str], path: str) -> ClientProperties:
+def client_properties(props: dict[str, str], path: str, option: str = "--command-config") -> ClientProperties:
     """Map the properties onto the connection settings; refuse what cannot work, name what is unused."""
     result = ClientProperties()
-    where = f"--command-config {path}"
+    where = f"{option} {path}"
     for key, why in _UNSUPPORTED.items():
         if props.get(key):
             raise BadInputError(f"{where}: {key}: {why}")

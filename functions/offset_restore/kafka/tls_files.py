@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offset_restore.errors import BadInputError
+from offset_restore.files import read_bounded
 
 if TYPE_CHECKING:
     from offset_restore.kafka.client_properties import ClientProperties, Store
@@ -63,7 +64,7 @@ def materialize(properties: ClientProperties) -> dict[str, Any]:
 def _keystore(store: Store) -> tuple[str, str]:
     if store.kind == "PEM":
         return store.text or "", store.key or ""
-    key, certificate, chain = _pkcs12(store)
+    key, certificate, chain = _pkcs12(store, "ssl.keystore.location")
     if key is None or certificate is None:
         raise BadInputError(
             f"ssl.keystore.location {store.location}: the PKCS12 file holds no private key and certificate"
@@ -78,7 +79,7 @@ def _keystore(store: Store) -> tuple[str, str]:
 def _truststore(store: Store) -> str:
     if store.kind == "PEM":
         return store.text or ""
-    _, certificate, chain = _pkcs12(store)
+    _, certificate, chain = _pkcs12(store, "ssl.truststore.location")
     from cryptography.hazmat.primitives import serialization
 
     found = [c for c in (certificate, *chain) if c is not None]
@@ -87,21 +88,23 @@ def _truststore(store: Store) -> str:
     return "".join(c.public_bytes(serialization.Encoding.PEM).decode() for c in found)
 
 
-def _pkcs12(store: Store) -> tuple[Any, Any, list[Any]]:
+MAX_STORE_BYTES = 1024 * 1024
+"""The largest PKCS12 file read: a keystore holds a key and a few certificates, some kilobytes; a truststore
+of every public CA is some hundreds. Past it (``/dev/zero`` by mistake) the file is refused, not read on."""
+
+
+def _pkcs12(store: Store, what: str) -> tuple[Any, Any, list[Any]]:
     """A PKCS12 file's key, certificate and further certificates; a wrong password or a file that is not
-    PKCS12 named in one line."""
+    PKCS12 named in one line (``what``: the property that names it)."""
     from cryptography.hazmat.primitives.serialization import pkcs12
 
-    try:
-        data = Path(store.location or "").read_bytes()
-    except OSError as error:
-        raise BadInputError(f"{store.location}: {error.strerror or error}") from None
+    data = read_bounded(store.location or "", limit=MAX_STORE_BYTES, what=what, kind="a PKCS12 file")
     password = store.password.encode() if store.password else None
     try:
         key, certificate, chain = pkcs12.load_key_and_certificates(data, password)
     except ValueError:
         raise BadInputError(
-            f"{store.location}: not a PKCS12 file, or its password (ssl.keystore.password / ssl.truststore.password) "
+            f"{what} {store.location}: not a PKCS12 file, or its password ({what.replace('location', 'password')}) "
             "does not open it"
         ) from None
     return key, certificate, list(chain)

@@ -15,7 +15,7 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
 from offset_restore.kafka.rounds import fetch_from
-from offset_restore.snapshot.export import parse_export
+from offset_restore.snapshot.export import read_export
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.health import GroupLag, LagTally
 from offset_restore.snapshot.live import (
@@ -165,11 +165,7 @@ def run_snapshot_from_export(
         raise BadInputError("--from-export needs --cluster: the name of the cluster the export was taken from")
     _check_before_reading(store, options)
     started, created_at = time.perf_counter(), datetime.now(UTC)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise BadInputError(f"--from-export {path}: {error}") from None
-    commits = parse_export(text, group=group, source=path)
+    commits = read_export(path, group=group)
     manifest, groups = snapshot_from_commits(
         commits, group_filter=options.group_filter(), topic_filter=options.topic_filter(), cluster=options.cluster,
         snapshot_id=options.snapshot_id, created_at=created_at, as_of=None, source="export",

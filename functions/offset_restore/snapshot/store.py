@@ -18,6 +18,7 @@ from datetime import datetime
 from pydantic import ValidationError
 
 from offset_restore.errors import AlreadyExistsError, BadInputError, SnapshotExistsError, SnapshotNotFoundError
+from offset_restore.files import gzip_lines
 from offset_restore.snapshot.live import Snapshot, SnapshotStream
 from offset_restore.snapshot.model import GroupSnapshot, ItemsFile, SnapshotManifest
 from offset_restore.stores.storage import BlobStore
@@ -26,6 +27,10 @@ from offset_restore.validation import describe
 __all__ = ["MANIFEST", "SnapshotRepository", "StoredGroups"]
 
 MANIFEST = "manifest.json"
+MAX_GROUP_LINE = 256 * 1024 * 1024
+"""The longest line of an items file: one group's document, its positions and their evidence, about a
+kilobyte a partition, so a group of over 200,000 partitions (more than a cluster holds) fits; past it the
+file is not one this tool wrote, and reading on would only fill memory."""
 ROOT = "snapshots"
 
 
@@ -151,17 +156,15 @@ class SnapshotRepository:
             data = self.store.get(f"{folder}{item.name}")
             if hashlib.sha256(data).hexdigest() != item.sha256:
                 raise BadInputError(f"snapshot items file {where} does not match its manifest (sha256)")
-            try:
-                lines = gzip.decompress(data).splitlines()
-            except (OSError, EOFError) as error:
-                raise BadInputError(f"snapshot items file {where} is not gzip: {error}") from None
-            if len(lines) != item.groups:
-                raise BadInputError(f"{where} holds {len(lines)} groups, the manifest says {item.groups}")
+            number = 0
+            lines = gzip_lines(data, limit=MAX_GROUP_LINE, count=item.groups, what=f"snapshot items file {where}")
             for number, line in enumerate(lines, start=1):
                 try:
                     yield GroupSnapshot.model_validate(json.loads(line))
                 except (ValueError, ValidationError) as error:
                     raise BadInputError(f"{where} line {number} is invalid: {describe(error)}") from None
+            if number != item.groups:
+                raise BadInputError(f"{where} holds {number} groups, the manifest says {item.groups}")
 
     def load(self, manifest_key: str, manifest: SnapshotManifest) -> Snapshot:
         return Snapshot(manifest=manifest, groups=list(self.groups(manifest_key, manifest)))
