@@ -222,7 +222,7 @@ def test_a_group_ahead_on_the_target_is_a_decision_made_by_name(
     status, out, _ = s.apply()
     assert status == 3 and "2 partitions not rewound" in out
     assert f"ahead: {ahead} skips 50 offsets on the target unless rewound" in out
-    assert f"ahead: {also} skips 25 offsets" in out and f"--allow-rewind '{ahead}|{also}' --execute" in out
+    assert f"ahead: {also} skips 25 offsets" in out and f"--allow-rewind='{ahead}|{also}' --execute" in out
     assert s.offsets("ahead") == {0: 70, 1: 20} and s.offsets("also") == {0: 45}
     entry = next(e for e in s.plan().entries if e.partition == 0 and e.group == ahead)
     assert entry.status == "skipped" and "the group is at 70 on the target" in (entry.reason or "")

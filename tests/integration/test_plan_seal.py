@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from offset_restore.apply.seal import PlanKey
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 
@@ -151,6 +152,9 @@ def test_a_plan_is_sealed_whole_from_the_moment_it_is_made(
     assert s.offsets("a") == {} and s.offsets("b") == {}
     made.write_text(pristine)
     other_key = tmp_path / "other.key"
+    status, _, err = s.apply("--plan-key", str(other_key))  # a key path that does not exist: not made there
+    assert status == 2 and "cannot read the plan key" in err and not other_key.exists(), err
+    PlanKey.load(other_key, create=True)
     status, _, err = s.apply("--plan-key", str(other_key))
     assert status == 2 and "sealed with another key" in err and "--plan-key" in err, err
     status, out, err = s.apply()

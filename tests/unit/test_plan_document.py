@@ -131,3 +131,16 @@ def test_an_entry_of_a_re_partitioned_topic_writes_its_target_partition() -> Non
     e = entry(1).model_copy(update={"target_partition": 3})
     assert Plan.csv_line(e) == "g-1,dr.orders,3,91"
     assert e.target.partition == 3 and entry(1).target.partition == 1
+
+
+def test_groups_a_spreadsheet_would_run_as_formulas_are_written_as_names_and_counted() -> None:
+    """kafka-consumer-groups reads ``=cmd`` as the group's name, so the line stays as it is (any quote or
+    prefix would be part of the name to it); the plan counts and names such groups, and the CLI says not to
+    open the CSV in a spreadsheet."""
+    names = ["=1+2", "+sum", "-dash", "@at", "plain", "a=b"]
+    with PlanDocument(csv=True) as document:
+        for number, name in enumerate(names):
+            document.add(entry(number).model_copy(update={"group": name}))
+        lines = document.csv_file().read().decode().splitlines()
+    assert [line.split(",")[0] for line in lines] == names
+    assert (document.csv_formulas, document.csv_formula_count) == (names[:3], 4)

@@ -16,3 +16,12 @@ def test_in_a_line_every_control_character_is_shown_a_newline_too() -> None:
     name, and would start a line of its own (a forged "groups written" line, or a line overwritten)."""
     assert printable_line("skipped: g\nFAILED: x\tz\r\x1b[2J") == "skipped: g\\nFAILED: x\\tz\\r\\x1b[2J"
     assert printable_line("naïve ✓ 名前") == "naïve ✓ 名前"
+
+
+def test_line_separators_and_direction_overrides_are_shown_too() -> None:
+    """U+2028 and U+2029 end a line in many log viewers and editors; the bidirectional overrides and isolates
+    reorder what follows them (a group id could make "skipped" read as "written")."""
+    hostile = "g\u2028FAILED\u2029x\u202edenetirw\u2066y\u2069"
+    shown = "g\\u2028FAILED\\u2029x\\u202edenetirw\\u2066y\\u2069"
+    assert printable(hostile) == shown and printable_line(hostile) == shown
+    assert printable("\u200dzero-width joiner is text") == "\u200dzero-width joiner is text"

@@ -264,7 +264,7 @@ def _ahead_lines(args: argparse.Namespace, report: ApplyReport) -> list[str]:
         return []
     names = sorted(report.ahead)
     lines = [f"  ahead: {g} skips {report.ahead[g]:,} offsets on the target unless rewound" for g in names[:20]]
-    option = rewind_option(names) if len(names) <= 20 else "--allow-rewind '.*'"
+    option = rewind_option(names) if len(names) <= 20 else "--allow-rewind='.*'"
     return [*lines, f"  to rewind them: {_same_command(args, option)}"]
 
 

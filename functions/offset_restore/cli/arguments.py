@@ -8,11 +8,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO, TypeAlias
+from typing import Any, NoReturn, TextIO, TypeAlias
 
 from pydantic import ValidationError
 
@@ -24,7 +25,13 @@ from offset_restore.errors import BadInputError
 from offset_restore.kafka import tls_files
 from offset_restore.kafka.client_properties import read_client_properties
 from offset_restore.kafka.connection import ConnectionSettings, password_from_env
-from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern, pattern_for
+from offset_restore.snapshot.filters import (
+    DEFAULT_EXCLUDE_GROUPS,
+    MAX_PATTERN_LENGTH,
+    NameFilter,
+    compile_pattern,
+    pattern_for,
+)
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.model import parse_time
 from offset_restore.terminal import printable, printable_line
@@ -115,9 +122,11 @@ def add_plan_key(parser: argparse.ArgumentParser, *, trust: bool = True) -> None
 
 
 def sealing(args: argparse.Namespace, *, create: bool) -> Sealing:
-    """The CLI's ``Sealing`` for a plan file: always on; ``create`` for a run that may record offsets."""
+    """The CLI's ``Sealing`` for a plan file: always on; ``create`` for a run that may record offsets, made
+    only at the default path: a ``--plan-key`` given is the key that sealed the plan, and one that does not
+    exist is refused (by ``PlanKey.load``) without a key made there."""
     path = Path(args.plan_key) if args.plan_key else None
-    return Sealing(enabled=True, key_path=path, create=create, trust=args.trust_previous_offsets)
+    return Sealing(enabled=True, key_path=path, create=create and path is None, trust=args.trust_previous_offsets)
 
 
 def rewind_groups(args: argparse.Namespace) -> NameFilter | None:
@@ -153,7 +162,14 @@ def add_group_choice(parser: argparse.ArgumentParser, what: str, note: str = "")
 
 
 def chosen_groups(args: argparse.Namespace, option: str = "groups") -> NameFilter | None:
-    """``add_group_choice``'s groups as a filter, or None for every group; a bad regex refused by name."""
+    """``add_group_choice``'s groups as a filter, or None for every group; a bad regex refused by name (the
+    names ``--group`` gave, by that option)."""
+    names = getattr(args, "group_names", None)
+    if names and len(args.groups) > MAX_PATTERN_LENGTH:
+        raise BadInputError(
+            f"--group: the {len(names)} name(s) given make a pattern of {len(args.groups):,} characters; at most "
+            f"{MAX_PATTERN_LENGTH:,} (choose them with --groups REGEX instead)"
+        )
     return None if args.groups is None else NameFilter.parse(args.groups, None, option)
 
 
@@ -367,6 +383,14 @@ class StrictParser(argparse.ArgumentParser):
             hints = [hint for hint in (self._did_you_mean(name, parsed) for name in named) if hint]
             self.error(f"unrecognized arguments: {options} (values are not shown){''.join(hints)}")
         return parsed
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's refusal, and for an option left without its value the form that gives a value beginning
+        with ``-`` (a group id may: ``--group=-x``)."""
+        missing = re.fullmatch(r"argument (--[\w-]+)(?:/[^:]*)?: expected one argument", message)
+        if missing:
+            message += f" (a value that begins with '-' is given as {missing.group(1)}=VALUE)"
+        super().error(message)
 
     def _did_you_mean(self, typed: str, parsed: argparse.Namespace) -> str:
         """The closest option of this command (or of the subcommand chosen) to one it does not know."""

@@ -264,6 +264,15 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[st
             f"  left out of the CSV: {result.csv_left_out_count:,} groups held whole, as apply holds them: {named}"
             + (f", and {more:,} more" if more > 0 else "")
         )
+    if result.csv_formula_count:
+        named = ", ".join(result.csv_formulas) + (
+            ", ..." if result.csv_formula_count > len(result.csv_formulas) else ""
+        )
+        lines.append(
+            f"  in the CSV: {result.csv_formula_count:,} groups whose id or topic begins with =, +, - or @ ({named}): "
+            "kafka-consumer-groups reads them as names, a spreadsheet would run them as formulas; do not open the "
+            "CSV in one"
+        )
     if result.csv_unmapped_topics:
         topics = ", ".join(f"{topic} ({count:,})" for topic, count in result.csv_unmapped_topics.items())
         lines.append(

@@ -377,6 +377,18 @@ def _offset_off_anchor(e: PlanEntry) -> str | None:
 CSV_UNSAFE = frozenset(',\n\r"')
 
 
+SPREADSHEET_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+"""What a cell begins with that a spreadsheet opening a CSV runs as a formula."""
+
+
+def spreadsheet_formula(line: str) -> bool:
+    """Whether a ``--from-file`` line's group or topic begins as a spreadsheet formula does. Nothing can be
+    done to it that kafka-consumer-groups would still read as the same name (a quote or a leading ``'`` is
+    part of the name to its reader), so the plan says so instead."""
+    group, topic = line.split(",")[:2]  # neither holds a comma (``csv_unsafe``)
+    return group.startswith(SPREADSHEET_FORMULA) or topic.startswith(SPREADSHEET_FORMULA)
+
+
 def csv_unsafe(name: str) -> str | None:
     """Why a group id or topic cannot go into a ``--from-file`` CSV safely (None when it can).
 

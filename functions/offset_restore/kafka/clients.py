@@ -25,6 +25,7 @@ from offset_restore.kafka.failures import (
     within,
 )
 from offset_restore.kafka.reachability import PROBE_TIMEOUT_S, refuse_if_nothing_listens
+from offset_restore.kafka.tls_check import check_tls_files
 
 __all__ = ["Clients"]
 
@@ -41,6 +42,7 @@ class Clients:
         kafka-python only logs (a wrong password, an untrusted certificate) is added to its timeout."""
         settings = self.settings
         msk_iam.client_config(settings)  # an unusable AWS identity is one line before any broker is connected to
+        check_tls_files(settings)  # so is an unusable TLS file
         refuse_if_nothing_listens(settings.bootstrap_servers, min(PROBE_TIMEOUT_S, settings.connect_timeout_s))
         with connection_errors() as lost:
             return self._connect_or_explain(lost)

@@ -46,9 +46,10 @@ def pattern_for(names: Iterable[str]) -> str:
 
 
 def rewind_option(names: Iterable[str]) -> str:
-    """``--allow-rewind PATTERN`` for ``names``, quoted for a POSIX shell (a group id may hold quotes,
-    ``;``, ``$(...)`` or a newline, all legal in Kafka): safe to paste."""
-    return f"--allow-rewind {shlex.quote(pattern_for(names))}"
+    """``--allow-rewind=PATTERN`` for ``names``, quoted for a POSIX shell (a group id may hold quotes,
+    ``;``, ``$(...)`` or a newline, all legal in Kafka), joined to its option so a pattern beginning with
+    ``-`` is not taken for another option: safe to paste."""
+    return f"--allow-rewind={shlex.quote(pattern_for(names))}"
 
 
 def compile_pattern(pattern: str | None, option: str) -> Pattern | None:

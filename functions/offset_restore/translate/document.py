@@ -15,7 +15,7 @@ from typing import IO
 
 from pydantic import BaseModel
 
-from offset_restore.formats.plan import Plan, PlanEntry, SummaryTally
+from offset_restore.formats.plan import Plan, PlanEntry, SummaryTally, spreadsheet_formula
 
 __all__ = ["PROBLEMS_KEPT", "PlanDocument", "ProblemKind"]
 
@@ -56,6 +56,9 @@ class PlanDocument:
         self.csv_left_out: list[str] = []
         """Groups the CSV leaves out because an entry holds them (the first ``GROUPS_NAMED * 10``)."""
         self.csv_left_out_count = 0
+        self.csv_formulas: list[str] = []
+        """Groups whose lines begin a cell as a spreadsheet formula does (the first ``GROUPS_NAMED``)."""
+        self.csv_formula_count = 0
         self.csv_unmapped_topics: dict[str, int] = {}
         """Target topics whose partitions have no line although their groups' other lines are there (the
         topic is not on the target, or no strategy placed it): as apply, which writes the rest."""
@@ -104,6 +107,10 @@ class PlanDocument:
                 self.csv_left_out.append(name)
         else:
             self._csv.writelines(line.encode() + b"\n" for line in lines)
+            if any(map(spreadsheet_formula, lines)):
+                self.csv_formula_count += 1
+                if len(self.csv_formulas) < GROUPS_NAMED:
+                    self.csv_formulas.append(name or "")
         self._group = (None, False, [])
 
     def _count_problem(self, entry: PlanEntry) -> None:

@@ -178,13 +178,14 @@ def _order_before(proving: _Proving) -> int:
     have put a record the group had not processed anywhere the plan did not read, so the records before
     the answer are not proven processed. Returns how many it held."""
     decisions, positions, seen, header, by = proving.unpacked()
+    falls = {tp: fall for tp in proving.bounds if (fall := seen.headers.fall(tp)) is not None}
     held = 0
-    for key, decision in decisions.items():
+    for key, decision in decisions.items() if falls else ():
         pos = positions.get(key)
-        if pos is None or decision.status != "mapped" or decision.target_offset is None:
+        if pos is None or pos.target not in falls or decision.status != "mapped" or decision.target_offset is None:
             continue
-        fall, log = seen.headers.fall(pos.target), proving.bounds.get(pos.target)
-        if fall is None or log is None or fall.offset >= decision.target_offset:
+        fall, log = falls[pos.target], proving.bounds[pos.target]
+        if fall.offset >= decision.target_offset:
             continue
         if seen.headers.covered(pos.target, log.start, decision.target_offset):
             continue  # read whole up to it: nothing before it the plan did not see (``_skipping``)

@@ -144,9 +144,9 @@ class _Partition:
     def twice(self, resume: int, c: int) -> Twice | None:
         """``Twice`` of the entries at or after offset ``resume`` (None: none read carries a header below
         ``c``)."""
-        self.index()
+        fall = self.fall()  # indexed
         at = bisect.bisect_left(self.offsets, resume)
-        if self.fall() is None:  # headers only grow: those below c come first, at C speed
+        if fall is None:  # headers only grow: those below c come first, at C speed
             below = self.values[at : bisect.bisect_left(self.highest, c, lo=at)]
             seen = len(below) - below.count(_NO_HEADER) - below.count(_SKIPPED)
             if not seen:

@@ -207,6 +207,10 @@ class PlanResult(BaseModel):
     csv_left_out: list[str] = []
     """The first groups ``--csv`` leaves out because an entry holds them (as apply would)."""
     csv_left_out_count: int = 0
+    csv_formulas: list[str] = []
+    """The first groups whose CSV lines a spreadsheet would run as formulas (an id or topic beginning with
+    ``=``, ``+``, ``-`` or ``@``); kafka-consumer-groups reads them as names."""
+    csv_formula_count: int = 0
     csv_unmapped_topics: dict[str, int] = {}
     """Target topics whose group-partitions are not in the CSV while the rest of their groups are (as
     apply writes them), with how many: unmapped (missing on the target, or placed by no strategy)."""
@@ -298,6 +302,8 @@ def run_plan(
         reshaped=plan.reshaped,
         csv_left_out=document.csv_left_out,
         csv_left_out_count=document.csv_left_out_count,
+        csv_formulas=document.csv_formulas,
+        csv_formula_count=document.csv_formula_count,
         csv_unmapped_topics=dict(sorted(document.csv_unmapped_topics.items())) if csv_path else {},
         fresher_from_mm2=len(done.fresher),
         created_at=plan.created_at,

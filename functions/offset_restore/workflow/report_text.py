@@ -42,7 +42,7 @@ ADVICE = {
     "target and carries the restore's offset header, or give a topic_map; otherwise reset them by hand.",
     "skipped": "Ahead: the group's consumers started on the target and are past the mapped offset, so they skip "
     'the records between. Rewind it ("allow_rewind": "GROUP" in a run of the same restore_id, or apply '
-    "--allow-rewind 'GROUP') if they must read them, or "
+    "--allow-rewind='GROUP') if they must read them, or "
     "accept the skip.",
     "failed": "The broker refused part of the group's commit. Check the target cluster and run again; the "
     "previous offsets are kept in the table for a rollback.",
@@ -96,7 +96,7 @@ NEXT = {
     "active": "stop its consumers on the target, then run again with the same restore_id",
     "not_written": "deal with the reason shown, then run again with the same restore_id",
     "ahead": 'its consumers started on the target and skip records: rewind it ("allow_rewind": "GROUP", or '
-    "apply --allow-rewind 'GROUP'), or accept the skip",
+    "apply --allow-rewind='GROUP'), or accept the skip",
     "unanswered": "apply again with the same restore_id: it reads the target first and finishes the commit",
     "rolled_back": "it is back at the offsets it held before the apply (or on its way: run the rollback again "
     "if it did not finish); apply again to write the plan's offsets",
