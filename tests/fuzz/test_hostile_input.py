@@ -243,6 +243,31 @@ def test_snapshot_documents(tmp_path: Path) -> None:
     fuzz("snapshot documents", cases, check)
 
 
+def test_snapshot_items_streams(tmp_path: Path) -> None:
+    """Any bytes as an items file whose manifest checksum and group count an attacker made match (gzip or
+    not, truncated, lines of any length): its groups, or one line naming the file; never a traceback."""
+    folder = tmp_path / "snaps"
+    line = json.dumps(GROUP_LINE).encode()
+    pieces = st.sampled_from([line, b"\n", b"{}", b"\x00", line[:20]]) | st.binary(max_size=16)
+
+    def check(case: tuple[bytes, bool, int, int]) -> None:
+        content, compressed, cut, count = case
+        data = gzip.compress(content) if compressed else content
+        data = data[: len(data) - cut] if cut < len(data) else data
+        _write_snapshot(folder, None, b"", "groups-00000.jsonl.gz")
+        snap = folder / "snapshots" / "src" / "2026" / "11" / "29" / "snap-1"
+        (snap / "groups-00000.jsonl.gz").write_bytes(data)
+        manifest = json.loads((snap / "manifest.json").read_text())
+        manifest["items"][0].update(sha256=hashlib.sha256(data).hexdigest(), groups=count)
+        (snap / "manifest.json").write_text(json.dumps(manifest))
+        repository = SnapshotRepository(open_location(str(folder)))
+        key, found = repository.latest()
+        named_or_valid(lambda: list(repository.groups(key, found)))
+
+    contents = st.lists(pieces, max_size=6).map(b"".join)
+    fuzz("snapshot items streams", st.tuples(contents, st.booleans(), st.integers(0, 8), st.integers(0, 4)), check)
+
+
 # -- record contents: offset headers and __consumer_offsets records ----------------------------
 
 
@@ -267,6 +292,65 @@ def test_client_properties_files(tmp_path_factory: pytest.TempPathFactory) -> No
         max_size=12,
     ).map(b"".join)
     fuzz("client properties files", lines, check)
+
+
+def test_export_files(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Any bytes as a --from-export file: commits, or one line naming the file (and the line); never a
+    traceback (quotes never closed, NUL bytes, text that is not UTF-8, odd column counts)."""
+    from offset_restore.errors import BadInputError
+    from offset_restore.snapshot.export import read_export
+
+    path = tmp_path_factory.mktemp("export") / "offsets.csv"
+
+    def check(case: tuple[bytes, bool]) -> None:
+        content, one_group = case
+        path.write_bytes(content)
+        try:
+            commits = read_export(str(path), group="g" if one_group else None)
+        except BadInputError as refused:
+            assert str(refused).startswith(f"--from-export {path}") and "\n" not in str(refused)
+            return
+        assert commits and all(c.partition >= 0 and c.offset >= 0 and c.group and c.topic for c in commits)
+
+    fields = st.sampled_from([b"g", b"orders", b"0", b"17", b'"', b'"a,b"', b"-1", b" 5", b"\x00", b"\xff"])
+    lines = st.lists(st.lists(fields | st.binary(max_size=6), min_size=1, max_size=5).map(b",".join), max_size=5)
+    fuzz("export files", st.tuples(lines.map(b"\n".join), st.booleans()), check)
+
+
+def test_tls_files(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Any bytes as a PEM CA file, certificate or key, or as a PKCS12 keystore: accepted, or one line naming
+    the file; never a traceback, never a prompt for a password."""
+    from offset_restore.errors import BadInputError
+    from offset_restore.kafka.client_properties import ClientProperties, Store
+    from offset_restore.kafka.connection import ConnectionSettings
+    from offset_restore.kafka.tls_check import check_tls_files
+    from offset_restore.kafka.tls_files import materialize
+
+    folder = tmp_path_factory.mktemp("tls")
+    pem = folder / "file.pem"
+    pieces = st.sampled_from(
+        [b"-----BEGIN CERTIFICATE-----\n", b"-----END CERTIFICATE-----\n", b"-----BEGIN PRIVATE KEY-----\n",
+         b"-----END PRIVATE KEY-----\n", b"-----BEGIN ENCRYPTED PRIVATE KEY-----\n", b"MIIB\n", b"\n"]
+    ) | st.binary(max_size=20)  # fmt: skip
+
+    def check(case: tuple[bytes, str]) -> None:
+        content, role = case
+        pem.write_bytes(content)
+        try:
+            if role == "pkcs12":
+                materialize(ClientProperties(keystore=Store("PKCS12", location=str(pem), password="changeit")))
+            else:
+                settings = ConnectionSettings(bootstrap_servers="h:1", security_protocol="SSL")
+                field = "ssl_cafile" if role == "ca" else "ssl_certfile"
+                check_tls_files(settings.model_copy(update={field: str(pem)}))
+        except BadInputError as refused:
+            assert str(pem) in str(refused) and "\n" not in str(refused)
+
+    fuzz(
+        "TLS files",
+        st.tuples(st.lists(pieces, max_size=8).map(b"".join), st.sampled_from(["ca", "pair", "pkcs12"])),
+        check,
+    )
 
 
 def test_offset_header_values() -> None:

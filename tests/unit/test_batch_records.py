@@ -90,16 +90,20 @@ def test_until_stops_after_the_first_record_at_or_past_it() -> None:
     assert [r.offset for r in found] == [1_002, 1_003, 1_004, 1_005] and stopped
 
 
-@pytest.mark.parametrize("damage", ["length", "headers"])
+@pytest.mark.parametrize("damage", ["length", "shorter", "headers", "no headers", "more records", "fewer records"])
 def test_a_record_whose_length_lies_is_refused_though_its_crc_matches(damage: str) -> None:
     """A batch whose CRC-32C matches its bytes (written that way, not damaged on the way) but whose record
-    lies about its length or its header count: one line naming the batch, never a record read wrong."""
+    lies about its length or its header count, or whose header lies about its record count: one line naming
+    the batch, never a record read wrong (an offset header read as absent would move a group)."""
     data = bytearray(batch([(b"key", b"value", [("h", b"x")], 0), (b"k2", b"v2", [], 1)]))
     at = 61  # the first record's length varint, right after the batch header
-    if damage == "length":
-        data[at] += 2  # two bytes longer than it holds
+    headers = at + 1 + 1 + 1 + 1 + 1 + 3 + 1 + 5  # the first record's header count
+    if damage in ("length", "shorter"):
+        data[at] += 2 if damage == "length" else -2  # a byte longer or shorter than it holds
+    elif damage in ("headers", "no headers"):
+        data[headers] = 0x7E if damage == "headers" else 0  # 63 headers, or none (it has one)
     else:
-        data[at + 1 + 1 + 1 + 1 + 1 + 3 + 1 + 5] = 0x7E  # its header count: 63 (it has one)
+        data[57:61] = (3 if damage == "more records" else 1).to_bytes(4, "big")  # the batch's record count
     with pytest.raises(UnreadableBatchError, match=r"the record batch at offset 1000 cannot be read .*corrupt"):
         ours(sealed(data), 0)
 

@@ -34,11 +34,12 @@ def check_tls_files(settings: ConnectionSettings) -> None:
         return
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     if settings.ssl_cafile:
-        text = _text(settings.ssl_cafile, CA)
+        if "-----BEGIN CERTIFICATE-----" not in _text(settings.ssl_cafile, CA):  # read within its bound first
+            raise BadInputError(f"{CA} {settings.ssl_cafile}: holds no PEM certificate")
         try:
-            context.load_verify_locations(cadata=text)
-        except (ssl.SSLError, ValueError):
-            raise BadInputError(f"{CA} {settings.ssl_cafile}: holds no PEM certificate") from None
+            context.load_verify_locations(cafile=settings.ssl_cafile)
+        except (ssl.SSLError, ValueError, OSError) as error:
+            raise BadInputError(f"{CA} {settings.ssl_cafile}: not usable PEM ({_reason(error)})") from None
     if settings.ssl_certfile:
         _check_pair(context, settings)
 
@@ -63,16 +64,21 @@ def _check_pair(context: ssl.SSLContext, settings: ConnectionSettings) -> None:
             f"{KEY} {keyfile}: the key is encrypted and no password was given (--ssl-key-password-env, or "
             "ssl.key.password)"
         ) from None
-    except ssl.SSLError as error:
+    except (ssl.SSLError, ValueError, OSError) as error:
         raise BadInputError(_why(error, certfile, keyfile, password is not None)) from None
 
 
-def _why(error: ssl.SSLError, certfile: str, keyfile: str, password: bool) -> str:
+def _why(error: Exception, certfile: str, keyfile: str, password: bool) -> str:
     if "KEY_VALUES_MISMATCH" in str(error):
         return f"{KEY} {keyfile} is not the key of {CERTIFICATE} {certfile}"
     if password:
-        return f"{KEY} {keyfile}: not a usable PEM key, or the password given does not open it ({error.reason})"
-    return f"{CERTIFICATE} {certfile} or its key {keyfile}: not usable PEM ({error.reason})"
+        return f"{KEY} {keyfile}: not a usable PEM key, or the password given does not open it ({_reason(error)})"
+    return f"{CERTIFICATE} {certfile} or its key {keyfile}: not usable PEM ({_reason(error)})"
+
+
+def _reason(error: Exception) -> str:
+    said = getattr(error, "reason", None) or getattr(error, "strerror", None) or str(error)
+    return " ".join(str(said).split())
 
 
 def _text(path: str, what: str) -> str:
