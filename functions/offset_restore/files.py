@@ -17,7 +17,10 @@ from typing import IO
 
 from offset_restore.errors import BadInputError
 
-__all__ = ["gzip_lines", "lines_of", "read_bounded"]
+__all__ = ["gzip_lines", "lines_of", "read_bounded", "read_upto"]
+
+CHUNK = 1024 * 1024
+"""What one read asks of a file: a read of the whole bound at once would allocate the bound whatever the file holds."""
 
 
 def read_bounded(path: str | Path, *, limit: int, what: str, kind: str) -> bytes:
@@ -25,12 +28,22 @@ def read_bounded(path: str | Path, *, limit: int, what: str, kind: str) -> bytes
     it (``--command-config``, ``ssl.keystore.location``) and ``kind`` says what it should be."""
     try:
         with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
+            data = read_upto(handle, limit + 1)
     except OSError as error:
         raise BadInputError(f"{what} {path}: {error.strerror or error}") from None
     if len(data) > limit:
         raise BadInputError(f"{what} {path}: larger than {limit:,} bytes: not {kind}")
     return data
+
+
+def read_upto(handle: IO[bytes], size: int) -> bytes:
+    """Up to ``size`` bytes of ``handle``, read a chunk at a time: memory grows with what the file holds."""
+    chunks: list[bytes] = []
+    left = size
+    while left > 0 and (chunk := handle.read(min(CHUNK, left))):
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
 
 
 def lines_of(handle: IO[str], *, limit: int, what: str) -> Iterator[str]:

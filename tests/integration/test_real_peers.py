@@ -16,6 +16,7 @@ from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP
+from offset_restore.snapshot.filters import pattern_for
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
@@ -46,10 +47,13 @@ def test_kafka_consumer_groups_from_file_puts_every_group_where_the_plan_does(
 ) -> None:
     """Groups at the start, in the middle, caught up and absent from a partition; the target a
     restore that lost the first 7 records of each partition. ``--reset-offsets --from-file plan.csv
-    --execute`` must commit exactly the plan's mapped offsets (what ``apply`` writes) and nothing else."""
+    --execute`` must commit exactly the plan's mapped offsets (what ``apply`` writes) and nothing else —
+    three of the groups named as a spreadsheet formula begins (``=``, ``@``, ``+``): the tool reads them as
+    the names they are, which is why the CSV carries them unchanged (and the plan says not to open it in a
+    spreadsheet)."""
     assert isinstance(brokers.target, ApacheBroker)
     topic, records = on_both(source, target, "peer", 3, 40)
-    groups = [unique("peer-g") for _ in range(4)]
+    groups = [unique("=peer-g"), unique("@peer-g"), unique("+peer-g"), unique("peer-g")]
     placed = [{0: 3, 1: 20, 2: 39}, {0: 40, 1: 40, 2: 40}, {0: 10, 2: 25}, {1: 7}]
     for group, offsets in zip(groups, placed, strict=True):
         commit(source, group, {TP(topic, p): o for p, o in offsets.items()})
@@ -57,7 +61,7 @@ def test_kafka_consumer_groups_from_file_puts_every_group_where_the_plan_does(
         restore(target, topic, p, records[p], keep=lambda r: r.offset >= 7)
     snaps, plan, csv = tmp_path / "snaps", tmp_path / "plan.json", tmp_path / "plan.csv"
     status, out, err = run_cli(
-        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", "|".join(groups),
+        "snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", pattern_for(groups),
         "--output", str(snaps),
     )  # fmt: skip
     assert status == 0, out + err
@@ -66,6 +70,7 @@ def test_kafka_consumer_groups_from_file_puts_every_group_where_the_plan_does(
         "--output", str(plan), "--csv", str(csv),
     )  # fmt: skip
     assert status == 0, out + err
+    assert "in the CSV: 3 groups whose id or topic begins with =, +, - or @" in out + err, out + err
     planned = {
         (e.group, TP(e.target_topic, e.partition)): e.target_offset
         for e in Plan.model_validate_json(plan.read_text()).entries

@@ -20,7 +20,7 @@ from offset_restore.kafka.tls_files import materialize
 from offset_restore.snapshot import store as snapshot_store
 from offset_restore.snapshot.export import read_export
 from offset_restore.snapshot.store import SnapshotRepository
-from offset_restore.stores.storage import LocalStore
+from offset_restore.stores.storage import LocalStore, open_location
 
 from tests.unit.test_snapshot_store import make
 
@@ -153,3 +153,24 @@ def test_the_source_command_config_is_named_as_given(tmp_path: Path) -> None:
     assert status == 2, err
     assert "--source-command-config /dev/zero: larger than" in err, err
     assert not (tmp_path / "snaps").exists() and not (tmp_path / "plan.json").exists()
+
+
+def test_an_execution_input_past_what_step_functions_takes_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    arn = "arn:aws:states:eu-west-1:123456789012:stateMachine:offset-restore"
+    status, _, err = run("start", "--state-machine", arn, "--input", "/dev/zero")
+    assert status == 2 and "--input /dev/zero: larger than 262,144 bytes: not an execution input" in err, err
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_manifest_past_its_bound_is_refused_having_read_no_further(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3: object, where: str
+) -> None:
+    """A manifest planted larger than any this tool writes (the bound lowered to 1 KiB for the test): refused
+    naming it, the S3 object asked for with a ranged GET of the bound and a byte."""
+    monkeypatch.setattr(snapshot_store, "MAX_MANIFEST_BYTES", 1024)
+    location = str(tmp_path) if where == "local" else "s3://snapshots/prefix"
+    store = open_location(location)
+    store.put("snapshots/prod/2026/11/20/s1/manifest.json", b"{" + b" " * 4096 + b"}", "application/json")
+    with pytest.raises(BadInputError, match=r"manifest\.json is larger than 1,024 bytes, more than this tool writes"):
+        SnapshotRepository(store).latest("prod")

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TextIO
 
 from offset_restore.cli.arguments import ALL_OF_IT, Commands, add_group_choice, restore_complete, write_result
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
+from offset_restore.files import read_bounded
 from offset_restore.workflow.executions import follow, run_ending, start_run
 
 __all__ = ["register", "run"]
@@ -57,13 +57,18 @@ def execution_name(restore_id: str | None, now: datetime | None = None) -> str |
     return f"{restore_id[: 80 - len(stamp) - 1]}-{stamp}"
 
 
+MAX_INPUT_BYTES = 256 * 1024
+"""The largest execution input Step Functions accepts (256 KiB); a larger file could not start a run."""
+
+
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     from_stack(args, {"state_machine": "StateMachineArn"})
     run_input: dict[str, object] = {}
     if args.input:
+        data = read_bounded(args.input, limit=MAX_INPUT_BYTES, what="--input", kind="an execution input")
         try:
-            loaded = json.loads(Path(args.input).read_text())
-        except (OSError, ValueError) as error:
+            loaded = json.loads(data)
+        except ValueError as error:
             raise BadInputError(f"--input {args.input}: {error}") from None
         if not isinstance(loaded, dict):
             raise BadInputError(f"--input {args.input} must hold a JSON object")

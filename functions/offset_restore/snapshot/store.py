@@ -27,6 +27,12 @@ from offset_restore.validation import describe
 __all__ = ["MANIFEST", "SnapshotRepository", "StoredGroups"]
 
 MANIFEST = "manifest.json"
+MAX_MANIFEST_BYTES = 64 * 1024 * 1024
+"""The largest manifest read: it names each items file (5,000 groups each) and each topic; ten million groups
+take a few megabytes."""
+MAX_ITEMS_BYTES = 1024 * 1024 * 1024
+"""The largest items file read (compressed): 5,000 groups, each under ``MAX_GROUP_LINE`` decompressed, take
+far less; one planted larger is refused before it fills memory."""
 MAX_GROUP_LINE = 256 * 1024 * 1024
 """The longest line of an items file: one group's document, its positions and their evidence, about a
 kilobyte a partition, so a group of over 200,000 partitions (more than a cluster holds) fits; past it the
@@ -86,7 +92,7 @@ class SnapshotRepository:
         return sorted(found, key=lambda item: (item[1].created_at, item[1].snapshot_id))
 
     def manifest(self, key: str) -> SnapshotManifest:
-        raw = self.store.get(key)
+        raw = self.store.get(key, limit=MAX_MANIFEST_BYTES)
         try:
             return SnapshotManifest.model_validate_json(raw)
         except ValidationError as error:
@@ -153,7 +159,7 @@ class SnapshotRepository:
         folder = manifest_key.rsplit("/", 1)[0] + "/" if "/" in manifest_key else ""
         for item in manifest.items:
             where = f"{self.store.description}/{folder}{item.name}"
-            data = self.store.get(f"{folder}{item.name}")
+            data = self.store.get(f"{folder}{item.name}", limit=MAX_ITEMS_BYTES)
             if hashlib.sha256(data).hexdigest() != item.sha256:
                 raise BadInputError(f"snapshot items file {where} does not match its manifest (sha256)")
             number = 0

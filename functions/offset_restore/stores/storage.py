@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from offset_restore.errors import AlreadyExistsError, BadInputError, StorageError
+from offset_restore.files import read_upto
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -28,7 +29,7 @@ class BlobStore(Protocol):
     def put(self, key: str, data: bytes, content_type: str = ...) -> None: ...
     def put_file(self, key: str, data: IO[bytes], content_type: str = ...) -> None: ...
     def create_file(self, key: str, data: IO[bytes], content_type: str = ...) -> None: ...
-    def get(self, key: str) -> bytes: ...
+    def get(self, key: str, limit: int | None = None) -> bytes: ...
     def exists(self, key: str) -> bool: ...
     def list(self, prefix: str) -> list[str]: ...
 
@@ -83,10 +84,13 @@ class LocalStore:
         except OSError as error:
             raise StorageError(f"cannot write {path}: {error.strerror}") from None
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        """The file's bytes; past ``limit`` bytes refused, having read no further."""
         path = self._path(key)
         try:
-            return path.read_bytes()
+            with path.open("rb") as handle:
+                data = handle.read() if limit is None else read_upto(handle, limit + 1)
+            return _within(data, limit, str(path))
         except FileNotFoundError:
             raise StorageError(f"{path} does not exist") from None
         except OSError as error:
@@ -175,13 +179,19 @@ class S3Store:
         except BotoCoreError as error:
             raise self._fail("write", key, error) from None
 
-    def get(self, key: str) -> bytes:
+    def get(self, key: str, limit: int | None = None) -> bytes:
+        """The object's bytes; past ``limit`` bytes refused, having asked for no more (a ranged GET)."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        bucket, name = self.bucket, self._key(key)
         try:
-            return self.client.get_object(Bucket=self.bucket, Key=self._key(key))["Body"].read()
+            if limit is None:
+                data = self.client.get_object(Bucket=bucket, Key=name)["Body"].read()
+            else:
+                data = self.client.get_object(Bucket=bucket, Key=name, Range=f"bytes=0-{limit}")["Body"].read()
         except (ClientError, BotoCoreError) as error:
             raise self._fail("read", key, error) from None
+        return _within(data, limit, f"s3://{self.bucket}/{self._key(key)}")
 
     def exists(self, key: str) -> bool:
         return key in self.list(key)
@@ -260,3 +270,9 @@ def open_location(location: str, s3_client: S3Client | None = None) -> BlobStore
     if "://" in location:
         raise BadInputError(f"unsupported location {location!r}: use a folder or s3://bucket/prefix")
     return LocalStore(Path(location).expanduser())
+
+
+def _within(data: bytes, limit: int | None, where: str) -> bytes:
+    if limit is not None and len(data) > limit:
+        raise BadInputError(f"{where} is larger than {limit:,} bytes, more than this tool writes there: not read on")
+    return data
