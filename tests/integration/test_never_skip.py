@@ -57,18 +57,24 @@ class Source:
         return {record_key(0, r.offset): r.offset for r in self.records}
 
 
+def committed_source(brokers: Brokers, name: str, records: int, at: range) -> Source:
+    """One source partition of ``records`` records and a group committed at each offset of ``at``,
+    snapshotted with 3 evidence records."""
+    with KafkaCluster(brokers.source_settings) as source:
+        topic = unique(name)
+        source.create_topics({topic: 1})
+        produced = produce(source, topic, 0, records)
+        names = [unique(f"{name}-c{c}") for c in at]
+        for c, group in zip(at, names, strict=True):
+            commit(source, group, {TP(topic, 0): c})
+        snap = take_snapshot(source, SnapshotOptions(groups="|".join(names), evidence_records=3))
+    return Source(topic, produced, snap.groups)
+
+
 @pytest.fixture(scope="module")
 def source_groups(brokers: Brokers) -> Source:
     """One source partition of 60 records and a group committed at each of 0..60, snapshotted."""
-    with KafkaCluster(brokers.source_settings) as source:
-        topic = unique("order")
-        source.create_topics({topic: 1})
-        records = produce(source, topic, 0, N)
-        names = [unique(f"order-c{c}") for c in range(N + 1)]
-        for c, name in enumerate(names):
-            commit(source, name, {TP(topic, 0): c})
-        snap = take_snapshot(source, SnapshotOptions(groups="|".join(names), evidence_records=3))
-    return Source(topic, records, snap.groups)
+    return committed_source(brokers, "order", N, range(N + 1))
 
 
 def plan_layout(

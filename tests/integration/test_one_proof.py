@@ -14,13 +14,12 @@ import pytest
 from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.header_reads import HeaderReads
 
 from tests.disorder import Slot, copy, layouts, random_layout
 from tests.helpers import Brokers, Produced, commit, produce, restore, unique
 from tests.integration.test_apply import run
-from tests.integration.test_never_skip import Source, judged, plan_layout
+from tests.integration.test_never_skip import Source, committed_source, judged, plan_layout
 
 RESTORED_AT = 1_760_000_000_000
 """When the DR's restore ran: the copies it wrote carry this time, not the primary's."""
@@ -338,16 +337,7 @@ BIG = 600
 @pytest.fixture(scope="module")
 def big_source(brokers: Brokers) -> Source:
     """600 records on one source partition and a group at every 7th offset (86 groups), snapshotted."""
-    with KafkaCluster(brokers.source_settings) as source:
-        topic = unique("proof-order")
-        source.create_topics({topic: 1})
-        records = produce(source, topic, 0, BIG)
-        at = range(0, BIG + 1, 7)
-        names = [unique(f"proof-order-c{c}") for c in at]
-        for c, name in zip(at, names, strict=True):
-            commit(source, name, {TP(topic, 0): c})
-        snap = take_snapshot(source, SnapshotOptions(groups="|".join(names), evidence_records=3))
-    return Source(topic, records, snap.groups)
+    return committed_source(brokers, "proof-order", BIG, range(0, BIG + 1, 7))
 
 
 LYING = "a header that lies at the resume point"

@@ -172,7 +172,10 @@ class Context:
                     shapes.check_headers(source, tp, answer.records)
                     shapes.check_contents(source, tp, answer.records, headers.prints(tp))
                 if answer.earlier is not None:
-                    answers[tp] = replace(answer, earlier=_kept(tp, answer.earlier, headers, shapes, source))
+                    taken = _kept(tp, answer.earlier, headers, shapes, source)
+                    if shapes is not None and source is not None and answer.earlier_from >= 0:
+                        taken = _checked_now(taken, answer.earlier_from)
+                    answers[tp] = replace(answer, earlier=taken)
                 parsed[tp] = (answers[tp], sources)
             headers.latest(parsed)
             return answers
@@ -232,6 +235,18 @@ class Context:
         merged = s.rounds_per_partition.setdefault(strategy, {})
         for tp, n in per_partition.items():
             merged[tp] = merged.get(tp, 0) + n
+
+
+def _checked_now(taken: Callable[[int], list[FetchedRecord]], start: int) -> Callable[[int], list[FetchedRecord]]:
+    """The records of an answer's first batch before its fetch offset, taken (so checked) now, not when a
+    reader asks for them: a record of another source partition the broker sent there is seen whatever the
+    search reads next (a block re-routed just before a window went unseen when no reader took them)."""
+    held = taken(start)
+
+    def from_(first: int) -> list[FetchedRecord]:
+        return [record for record in held if record.offset >= first]
+
+    return from_
 
 
 def _kept(
