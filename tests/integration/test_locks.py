@@ -62,7 +62,7 @@ def test_unlock_shows_the_holder_then_breaks_only_that_one(table: str) -> None:
         return status, out.getvalue(), err.getvalue()
 
     status, out, _ = unlock()
-    assert status == 3 and "locked by cli:host:123" in out and "--owner 'cli:host:123'" in out
+    assert status == 3 and "locked by cli:host:123" in out and "--owner=cli:host:123" in out
     status, _, err = unlock("--owner", "cli:other:1")
     assert status == 2 and "held by cli:host:123, not cli:other:1" in err
     status, out, _ = unlock("--owner", "cli:host:123")
@@ -122,7 +122,7 @@ def test_unlock_by_stack_reads_the_deployed_table_and_target(table: str) -> None
         return main(["unlock", *argv], out, err), out.getvalue(), err.getvalue()
 
     status, out, _ = unlock("--stack", "prod")
-    assert status == 3 and "prod-dr is locked by arn:exec:1" in out and "unlock --stack prod --owner" in out
+    assert status == 3 and "prod-dr is locked by arn:exec:1" in out and "unlock --stack=prod --owner=" in out
     status, _, err = unlock("--stack", "missing")
     assert status == 2 and "stack offset-restore-missing" in err and "does not exist" in err
     status, _, err = unlock("--stack", "old")
@@ -210,7 +210,7 @@ def test_two_names_for_one_cluster_are_one_lock_and_the_name_finds_it(table: str
         out, err = io.StringIO(), io.StringIO()
         assert main(["unlock", "--lock-table", table, *how], out, err) == 3, err.getvalue()
         assert "id-7" in out.getvalue() and "locked by run-1" in out.getvalue()
-        assert "--cluster-id 'id-7' --owner 'run-1'" in out.getvalue()
+        assert "--cluster-id=id-7 --owner=run-1" in out.getvalue()
     found.renew(now=1_020)
     found.release()
     assert first.holder() is None

@@ -21,6 +21,7 @@ from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.run import SnapshotResult, run_snapshot, run_snapshot_from_export
 from offset_restore.snapshot.summary import snapshot_summary
 from offset_restore.stores.storage import open_location
+from offset_restore.terminal import printable_line
 
 __all__ = ["empty_reason", "register", "run"]
 
@@ -105,7 +106,7 @@ def _finish(args: argparse.Namespace, out: TextIO, err: TextIO, result: Snapshot
     write_result(args, out, err, result.model_dump_json(indent=2), snapshot_summary(result))
     if result.counts.groups:
         return 0
-    err.write(f"offset-restore snapshot: {empty_reason(result)}\n")
+    err.write(f"offset-restore snapshot: {printable_line(empty_reason(result))}\n")
     return 3
 
 

@@ -9,6 +9,7 @@ from typing import TextIO
 from offset_restore.cli.arguments import Commands
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
+from offset_restore.terminal import printable_line
 
 __all__ = ["register", "run"]
 
@@ -33,10 +34,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         )
         return 0
     if not found:
-        out.write(f"no complete snapshots in {repository.store.description}\n")
+        out.write(printable_line(f"no complete snapshots in {repository.store.description}") + "\n")
     for key, manifest in found:
-        out.write(
+        line = (
             f"{manifest.created_at:%Y-%m-%dT%H:%M:%SZ}  {manifest.snapshot_id}  cluster={manifest.cluster}  "
-            f"groups={manifest.counts.groups:,}  group-partitions={manifest.counts.group_partitions:,}  {key}\n"
+            f"groups={manifest.counts.groups:,}  group-partitions={manifest.counts.group_partitions:,}  {key}"
         )
+        out.write(printable_line(line) + "\n")  # a manifest's names are as its writer left them
     return 0

@@ -43,10 +43,11 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         out.write(json.dumps(status, indent=2) + "\n")
         return needs
     s = status["summary"]
-    out.write(
+    said = (
         f"Restore {args.restore_id}: {s['entries']:,} group-partitions in {s['groups']:,} groups; "
-        f"{s['mapped']:,} mapped ({s['exact']:,} exact); statuses {status['statuses']}\n"
+        f"{s['mapped']:,} mapped ({s['exact']:,} exact); statuses {status['statuses']}"
     )
+    out.write(printable_line(said) + "\n")
     if status["attention"]:
         out.write(f"needs attention: {printable_line(', '.join(status['attention'][:20]))}\n")
     return needs

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from datetime import UTC, datetime
 from typing import Any, TextIO
 
@@ -10,6 +11,7 @@ from offset_restore.apply.locks import TargetLock
 from offset_restore.cli.arguments import Commands
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
+from offset_restore.terminal import printable_line
 
 __all__ = ["register", "run"]
 
@@ -51,22 +53,27 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     lock = _lock(args, aws_client(args, "dynamodb"))
     held = lock.holder()
     if held is None:
-        out.write(f"target cluster {lock.label} is not locked\n")
+        out.write(printable_line(f"target cluster {lock.label} is not locked") + "\n")
         return 0
     owner, until = held
     shown = datetime.fromtimestamp(until, UTC).isoformat()
     if args.owner is None:
         where = (
-            f"--stack {args.stack}" if args.stack else f"--lock-table {args.lock_table} --cluster-id '{lock.cluster}'"
+            f"--stack={shlex.quote(args.stack)}"
+            if args.stack
+            else f"--lock-table={shlex.quote(args.lock_table)} --cluster-id={shlex.quote(lock.cluster)}"
         )
         out.write(
-            f"target cluster {lock.label} is locked by {owner} until {shown}; if that run is dead, "
-            f"break it with: offset-restore unlock {where} --owner '{owner}'\n"
+            printable_line(
+                f"target cluster {lock.label} is locked by {owner} until {shown}; if that run is dead, "
+                f"break it with: offset-restore unlock {where} --owner={shlex.quote(owner)}"
+            )
+            + "\n"
         )
         return 3
     if owner != args.owner or not lock.break_lock(args.owner):
         raise BadInputError(f"the lock of {lock.label} is held by {owner}, not {args.owner}: not broken")
-    out.write(f"broke the lock of target cluster {lock.label} held by {owner} (until {shown})\n")
+    out.write(printable_line(f"broke the lock of target cluster {lock.label} held by {owner} (until {shown})") + "\n")
     return 0
 
 
