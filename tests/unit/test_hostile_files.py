@@ -174,3 +174,17 @@ def test_a_manifest_past_its_bound_is_refused_having_read_no_further(
     store.put("snapshots/prod/2026/11/20/s1/manifest.json", b"{" + b" " * 4096 + b"}", "application/json")
     with pytest.raises(BadInputError, match=r"manifest\.json is larger than 1,024 bytes, more than this tool writes"):
         SnapshotRepository(store).latest("prod")
+
+
+def test_a_refused_argument_is_one_line_that_says_how_to_give_a_value_beginning_with_a_dash(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--group -x``: argparse takes ``-x`` for an option; the refusal is one line (no usage block), says
+    ``--group=-x`` gives it, and shows a control character the argument held as an escape."""
+    status, _, _ = run("snapshot", "--group", "-x", "--output", "/nonexistent/snaps")
+    err = capsys.readouterr().err  # argparse writes to the process's stderr
+    assert status == 2 and err.count("\n") == 1, err
+    assert "argument --group: expected one argument (a value that begins with '-' is given as --group=VALUE)" in err
+    status, _, _ = run("snapshot", "--grops\x1b[2J", "g", "--output", "/nonexistent/snaps")
+    err = capsys.readouterr().err
+    assert status == 2 and err.count("\n") == 1 and "\x1b" not in err and "--grops\\x1b[2J" in err, err

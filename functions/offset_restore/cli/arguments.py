@@ -385,12 +385,12 @@ class StrictParser(argparse.ArgumentParser):
         return parsed
 
     def error(self, message: str) -> NoReturn:
-        """argparse's refusal, and for an option left without its value the form that gives a value beginning
-        with ``-`` (a group id may: ``--group=-x``)."""
+        """argparse's refusal in one line, without the usage (``--help`` shows it), and for an option left
+        without its value the form that gives a value beginning with ``-`` (a group id may: ``--group=-x``)."""
         missing = re.fullmatch(r"argument (--[\w-]+)(?:/[^:]*)?: expected one argument", message)
         if missing:
             message += f" (a value that begins with '-' is given as {missing.group(1)}=VALUE)"
-        super().error(message)
+        self.exit(2, f"{self.prog}: error: {printable_line(message)} ({self.prog} --help lists the options)\n")
 
     def _did_you_mean(self, typed: str, parsed: argparse.Namespace) -> str:
         """The closest option of this command (or of the subcommand chosen) to one it does not know."""
