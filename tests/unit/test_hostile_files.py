@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from offset_restore.apply import run as apply_run
 from offset_restore.cli.main import main
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.client_properties import ClientProperties, Store
@@ -188,3 +189,15 @@ def test_a_refused_argument_is_one_line_that_says_how_to_give_a_value_beginning_
     status, _, _ = run("snapshot", "--grops\x1b[2J", "g", "--output", "/nonexistent/snaps")
     err = capsys.readouterr().err
     assert status == 2 and err.count("\n") == 1 and "\x1b" not in err and "--grops\\x1b[2J" in err, err
+
+
+@pytest.mark.parametrize("where", ["local", "s3"])
+def test_a_plan_past_its_bound_is_refused_having_read_no_further(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, s3: object, where: str
+) -> None:
+    """The bound lowered to 1 KiB for the test: a larger plan is refused by name, read no further."""
+    monkeypatch.setattr(apply_run, "MAX_PLAN_BYTES", 1024)
+    location = f"{tmp_path}/plan.json" if where == "local" else "s3://snapshots/plans/plan.json"
+    open_location(location.rsplit("/", 1)[0]).put("plan.json", b"{" + b" " * 4096 + b"}", "application/json")
+    with pytest.raises(BadInputError, match=r"plan\.json is larger than 1,024 bytes"):
+        apply_run.PlanFile(location).load()

@@ -46,6 +46,11 @@ __all__ = ["PlanFile", "Sealing", "rollback_workflow_run", "run_apply", "run_rol
 log = logging.getLogger(__name__)
 
 
+MAX_PLAN_BYTES = 2 * 1024 * 1024 * 1024
+"""The largest plan read: about two million group-partitions (a kilobyte each); a file larger than this is
+no plan this tool wrote, and reading it whole would only fill memory."""
+
+
 class PlanFile:
     """A plan document at a location, read and saved back in place (atomically for local files).
 
@@ -66,7 +71,7 @@ class PlanFile:
     def load(self) -> Plan:
         if not self.store.exists(self.key):
             raise BadInputError(f"no plan at {self.location}")
-        data, version = read_versioned(self.store, self.key)
+        data, version = read_versioned(self.store, self.key, MAX_PLAN_BYTES)
         try:
             plan = Plan.model_validate_json(data)
         except ValidationError as error:

@@ -196,14 +196,20 @@ class S3Store:
     def exists(self, key: str) -> bool:
         return key in self.list(key)
 
-    def get_versioned(self, key: str) -> tuple[bytes, str]:
+    def get_versioned(self, key: str, limit: int | None = None) -> tuple[bytes, str]:
+        """The object's bytes and its ETag (a ranged GET's is the whole object's); past ``limit`` refused."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        bucket, name = self.bucket, self._key(key)
         try:
-            answer = self.client.get_object(Bucket=self.bucket, Key=self._key(key))
-            return answer["Body"].read(), answer["ETag"]
+            if limit is None:
+                answer = self.client.get_object(Bucket=bucket, Key=name)
+            else:
+                answer = self.client.get_object(Bucket=bucket, Key=name, Range=f"bytes=0-{limit}")
+            data = answer["Body"].read()
         except (ClientError, BotoCoreError) as error:
             raise self._fail("read", key, error) from None
+        return _within(data, limit, f"s3://{self.bucket}/{name}"), answer["ETag"]
 
     def put_if_match(self, key: str, data: bytes, content_type: str, etag: str) -> str | None:
         from botocore.exceptions import BotoCoreError, ClientError
@@ -234,11 +240,12 @@ class S3Store:
         return sorted(keys)
 
 
-def read_versioned(store: BlobStore, key: str) -> tuple[bytes, str]:
-    """A document and its version: S3's ETag, or elsewhere the SHA-256 of its bytes."""
+def read_versioned(store: BlobStore, key: str, limit: int | None = None) -> tuple[bytes, str]:
+    """A document and its version: S3's ETag, or elsewhere the SHA-256 of its bytes; past ``limit`` bytes
+    refused, having read no further."""
     if isinstance(store, S3Store):
-        return store.get_versioned(key)
-    data = store.get(key)
+        return store.get_versioned(key, limit)
+    data = store.get(key, limit)
     return data, hashlib.sha256(data).hexdigest()
 
 
