@@ -174,7 +174,8 @@ class Context:
                 if answer.earlier is not None:
                     taken = _kept(tp, answer.earlier, headers, shapes, source)
                     if shapes is not None and source is not None and answer.earlier_from >= 0:
-                        taken = _checked_now(taken, answer.earlier_from)
+                        # from the log's start: a batch keeps records DeleteRecords moved the start past
+                        taken = _checked_now(taken, max(answer.earlier_from, answer.log_start_offset))
                     answers[tp] = replace(answer, earlier=taken)
                 parsed[tp] = (answers[tp], sources)
             headers.latest(parsed)
