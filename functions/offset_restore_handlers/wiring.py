@@ -48,7 +48,7 @@ MEMORY_MB: dict[str, int] = {
 """Each function's memory. The functions whose work grows with the restore get a whole vCPU: their
 work is CPU in Python (decoding records, building documents), and at 1,024 or 512 MB it ran 1.7x or
 3.5x longer — the deployed estimate at 120,000 group-partitions (docs/benchmarks.md) went from 178 s
-to under 60 s with these and the Maps' widths. Their peak memory stays far below (issue 8's bound of
+to under 60 s with these and the Maps' widths. Their peak memory stays far below (the scale bound of
 512 MB holds); the setting buys CPU, and a shorter run costs about the same GB-seconds."""
 
 

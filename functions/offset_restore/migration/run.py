@@ -1,6 +1,6 @@
 """One migration for the CLI (``offset-restore migrate``): the source is up, so every group moves exactly.
 
-The order is what makes it exact (issue 35): (1) wait until the groups are empty on the source, so their
+The order is what makes it exact: (1) wait until the groups are empty on the source, so their
 committed offsets are final; (2) take the snapshot then, so it holds those final positions and the records
 around them; (3) plan until every entry is proven exact — until then the replica or the restore has not
 brought the records at some committed position, and the plan is made again after a pause (bounded);

@@ -1,7 +1,7 @@
 """The source side of a migration: which groups move, and the wait until their consumers stopped there.
 
 A group whose consumers still run on the source keeps committing: a snapshot of it is out of date the
-moment it is taken, so a migration moves only groups that are empty on the source (issue 35). One that
+moment it is taken, so a migration moves only groups that are empty on the source. One that
 never stops is waited for, then named: the migration fails with nothing written, or (``commit_empty``)
 moves the others and leaves it where it is.
 """

@@ -1,4 +1,4 @@
-"""The last restored record below a group that read past it (a failback's snapshot, issue 35).
+"""The last restored record below a group that read past it (a failback's snapshot).
 
 A cluster a restore wrote — the DR cluster after a failover — holds the restore's records, each with its
 offset on the cluster it came from in the offset header, and after them the records produced on it since

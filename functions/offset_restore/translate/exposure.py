@@ -1,4 +1,4 @@
-"""What a plan is exact relative to, and what it cannot see (issue 34): an entry is exact as of the
+"""What a plan is exact relative to, and what it cannot see: an entry is exact as of the
 snapshot's positions (time T), or of a newer MirrorMaker 2 checkpoint; a group that kept consuming on
 the source after T will read again on the target what it processed since. The estimate of that:
 its commit rate between the snapshot before and this one (the snapshot history) times the time from T
