@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, AnyStr
 
 from offset_restore.errors import BadInputError
 
@@ -48,11 +49,11 @@ def read_upto(handle: IO[bytes], size: int) -> bytes:
 
 def lines_of(handle: IO[str], *, limit: int, what: str) -> Iterator[str]:
     """The lines of a text file, each refused past ``limit`` characters (a line is read no further)."""
-    for number in range(1, 2**63):
+    for number in itertools.count(1):
         line = handle.readline(limit + 1)
         if not line:
             return
-        if len(line) > limit and not (len(line) == limit + 1 and line.endswith("\n")):
+        if _past(line, limit, "\n"):
             raise BadInputError(f"{what} line {number} is longer than {limit:,} characters")
         yield line
 
@@ -66,10 +67,15 @@ def gzip_lines(data: bytes, *, limit: int, count: int, what: str) -> Iterator[by
     try:
         while line := stream.readline(limit + 1):
             number += 1
-            if len(line) > limit and not (len(line) == limit + 1 and line.endswith(b"\n")):
+            if _past(line, limit, b"\n"):
                 raise BadInputError(f"{what} line {number} is longer than {limit:,} bytes")
             if number > count:
                 raise BadInputError(f"{what} holds more than the {count:,} lines its manifest says")
             yield line
     except (OSError, EOFError, zlib.error) as error:
         raise BadInputError(f"{what} is not gzip: {error}") from None
+
+
+def _past(line: AnyStr, limit: int, newline: AnyStr) -> bool:
+    """Whether a line read ``readline(limit + 1)`` runs past ``limit``: its line break may be the one more."""
+    return len(line) > limit and not (len(line) == limit + 1 and line.endswith(newline))

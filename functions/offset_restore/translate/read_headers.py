@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 
 __all__ = ["Ends", "Fall", "Met", "ReadHeaders", "Twice", "skipped_offsets"]
@@ -154,7 +154,9 @@ class _Partition:
             last = self.values.index(self.highest[-1])  # the last record with the header
             unkeyed = self.values[at : last + 1].count(_NO_HEADER) if self.keyed else 0
             found = tuple(
-                itertools.islice(((o, v) for o, v in zip(self.offsets[at:], below, strict=False) if v >= 0), BELOW)
+                itertools.islice(
+                    ((o, v) for o, v in zip(self.offsets[at : at + len(below)], below, strict=True) if v >= 0), BELOW
+                )
             )
             return Twice(seen, seen + unkeyed, found[0], found)
         return self._counted(at, c)
@@ -224,7 +226,7 @@ class ReadHeaders:
                 part.spans.append((record.offset, record.offset + 1))
             if number == _NO_HEADER:
                 sources.append(None)
-                part.prints[record.offset] = fingerprint(record.key, record.value, record.headers, exclude_header=name)
+                part.prints[record.offset] = record_fingerprint(record, name)
             else:
                 sources.append(number)
                 part.keyed = True
