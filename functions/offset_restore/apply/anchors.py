@@ -14,7 +14,7 @@ from offset_restore.apply.model import ApplyTarget
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionIdentity
 from offset_restore.kafka.rounds import FetchRounds, Served, Unserved, fetch_from
-from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
+from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 
 __all__ = ["ReadRecords", "changed_since_plan", "checked_offsets", "records_at", "verify_problem"]
@@ -77,7 +77,7 @@ def verify_problem(
         if record is None:
             return "no record is there"
         # The restore's offset header is not part of the source record the fingerprint was taken of.
-        printed = fingerprint(record.key, record.value, record.headers, exclude_header=header or DEFAULT_OFFSET_HEADER)
+        printed = record_fingerprint(record, header or DEFAULT_OFFSET_HEADER)
         if printed != entry.expected_fingerprint:
             return f"another record is there (record {entry.target_offset} is not the snapshot's record the plan found)"
     if entry.anchor_offset is not None:

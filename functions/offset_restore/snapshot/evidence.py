@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence
 
@@ -75,7 +75,7 @@ def collect_evidence(
             RecordEvidence(
                 offset=r.offset,
                 timestamp=r.timestamp,
-                fingerprint=fingerprint(r.key, r.value, r.headers, exclude_header=offset_header),
+                fingerprint=record_fingerprint(r, offset_header),
                 origin_offset=int_header(r, offset_header) if offset_header else None,
             )
             for r in answer.records

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from typing import Protocol
 
 __all__ = ["DEFAULT_OFFSET_HEADER", "DEFAULT_PARTITION_HEADER", "fingerprint"]
 
@@ -22,6 +23,17 @@ DEFAULT_PARTITION_HEADER = "x-source-partition"
 """The header a restore adds with the source partition; like the offset header, a restore adds it, so
 it is left out of every fingerprint (on the source as on the target)."""
 _NULL = b"\xff\xff\xff\xff"
+
+
+class Record(Protocol):
+    """What a fingerprint reads of a record (``FetchedRecord`` has it)."""
+
+    @property
+    def key(self) -> bytes | None: ...
+    @property
+    def value(self) -> bytes | None: ...
+    @property
+    def headers(self) -> Iterable[tuple[str, bytes | None]]: ...
 
 
 def fingerprint(
@@ -48,3 +60,8 @@ def fingerprint(
         field(name.encode("utf-8"))
         field(data)
     return digest.hexdigest()[:32]
+
+
+def record_fingerprint(record: Record, exclude_header: str | None = DEFAULT_OFFSET_HEADER) -> str:
+    """``fingerprint`` of a record read (its key, value and headers, the offset header left out)."""
+    return fingerprint(record.key, record.value, record.headers, exclude_header=exclude_header)

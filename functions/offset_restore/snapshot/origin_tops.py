@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.kafka.rounds import Failed, Fetch, FetchRounds, Served, Unserved
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence
 
@@ -99,6 +99,6 @@ def top_evidence(record: FetchedRecord, header: str) -> RecordEvidence:
     return RecordEvidence(
         offset=record.offset,
         timestamp=record.timestamp,
-        fingerprint=fingerprint(record.key, record.value, record.headers, exclude_header=header),
+        fingerprint=record_fingerprint(record, header),
         origin_offset=int_header(record, header),
     )

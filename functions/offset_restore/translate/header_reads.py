@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
 from offset_restore.kafka.model import TP, AbortedBatch, FetchedRecord, PartitionFetch
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import fingerprint, record_fingerprint
 from offset_restore.translate.positions import Position
 from offset_restore.translate.restore_order import ObservedPartition
 from offset_restore.translate.search import KeyOf
@@ -182,7 +182,7 @@ class HeaderReads:
             evidence = self.evidence[tp] = evidence_prints(self.positions.get(tp, ()))
         if not evidence:
             return
-        printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.header)
+        printed = record_fingerprint(record, self.header)
         self.prints[tp][record.offset] = printed
         sources = evidence.get(printed)
         if sources is not None:

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
 from offset_restore.translate.read_headers import Met, ReadHeaders, Twice
@@ -254,9 +254,7 @@ def _unprocessed_copies(
     lying = 0
     for offset, _ in read:
         record = records.get((pos.target, offset))
-        printed = (
-            None if record is None else fingerprint(record.key, record.value, record.headers, exclude_header=header)
-        )
+        printed = None if record is None else record_fingerprint(record, header)
         source = None if printed is None else back.get(printed)
         lying += source is not None and source >= pos.committed
     return lying
@@ -303,7 +301,7 @@ def _past_the_origin_floor(proving: _Proving) -> int:
         printed = seen.headers.prints(pos.target).get(at)
         record = records.get((pos.target, at))
         if printed is None and record is not None:
-            printed = fingerprint(record.key, record.value, record.headers, exclude_header=header)
+            printed = record_fingerprint(record, header)
         if printed != evidence.fingerprint:
             continue  # the target is not the cluster the origin offsets are of (or nothing shows it is)
         if resume <= floor:  # not past it: read again, counted
@@ -498,7 +496,7 @@ class _ReadAround:
                 continue
             source = int_header(record, self._header)
             if source is not None or not self._keyed:
-                printed = fingerprint(record.key, record.value, record.headers, exclude_header=self._header)
+                printed = record_fingerprint(record, self._header)
                 return Met(offset, source, printed)
         return None
 
@@ -556,7 +554,7 @@ def _first_unprocessed(
         record = records.get((pos.target, offset))
         if record is None:
             return offset, value  # not read again: not proven a copy of a processed record
-        source = back.get(fingerprint(record.key, record.value, record.headers, exclude_header=header))
+        source = back.get(record_fingerprint(record, header))
         if source is None or source >= pos.committed:
             return offset, value
     return past[CHECKED_RECORDS] if len(past) > CHECKED_RECORDS else None
@@ -625,7 +623,7 @@ def _unprocessed(
 def _copy_of_processed(pos: Position, record: FetchedRecord, header: str) -> bool:
     """Whether ``record`` is the copy of a record the group processed: a record the snapshot read before
     its position (or the source's last restored one below it), and not its next record."""
-    printed = fingerprint(record.key, record.value, record.headers, exclude_header=header)
+    printed = record_fingerprint(record, header)
     same = (printed, record.timestamp)
     if pos.next is not None and (pos.next.fingerprint, pos.next.timestamp) == same:
         return False  # the group's next record, or one it cannot be told from

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
-from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, fingerprint
+from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import PartitionSnapshot
 from offset_restore.translate.never_restored import never_restored
@@ -163,7 +163,7 @@ class Shapes:
             return self._elsewhere(tp, record, source_partition)
         if record.key is None or not prints:
             return None  # unkeyed records may repeat across partitions: their content proves nothing
-        printed = fingerprint(record.key, record.value, record.headers, exclude_header=self.offset_header)
+        printed = record_fingerprint(record, self.offset_header)
         seen = prints.get(printed)
         claimed = int_header(record, self.offset_header)
         if seen is None or seen[0] == tp.partition or (claimed is not None and claimed != seen[1]):

@@ -11,7 +11,7 @@ from typing import cast
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.kafka.rounds import AtEnd, Failed, Served, read_forward
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.context import Context
 from offset_restore.translate.fingerprint_counts import Found, doubts
 from offset_restore.translate.header_reads import evidence_prints
@@ -76,7 +76,7 @@ def by_fingerprint(undecided: dict[PositionKey, Position], ctx: Context) -> dict
             cache = printed[pos.target]
             for r in window:
                 if r.offset not in cache:
-                    cache[r.offset] = fingerprint(r.key, r.value, r.headers, exclude_header=ctx.options.offset_header)
+                    cache[r.offset] = record_fingerprint(r, ctx.options.offset_header)
         prints = window if isinstance(window, str) else [printed[pos.target][r.offset] for r in window]
         outcome[key] = _match(pos, window, prints, ctx.bounds[pos.target].start)
     moved = _doubted(outcome, undecided, printed)

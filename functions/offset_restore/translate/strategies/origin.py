@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.snapshot.fingerprint import fingerprint
+from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
 
@@ -235,7 +235,7 @@ def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRec
                 f"target offset {offset} holds no record (compacted away, or a transaction marker): the source's "
                 f"record {evidence.offset}, which carries {header} = {offset}, cannot be checked"
             )
-        if fingerprint(record.key, record.value, record.headers, exclude_header=header) != evidence.fingerprint:
+        if record_fingerprint(record, header) != evidence.fingerprint:
             return (
                 f"the source's record {evidence.offset} carries {header} = {offset}, but target offset {offset} holds "
                 "another record (its content differs): the header does not describe this target"
