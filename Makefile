@@ -85,7 +85,7 @@ bench: $(STAMP)
 # Side by side with the real tools, on Apache Kafka 4.1 (Java 17+ and Maven): MirrorMaker 2's offset sync
 # (offset.lag.max 100 and 0), offset-restore on MM2's replica and on a restore copy, kafka-consumer-groups
 # applying offset-restore's CSV; every group-partition against its final source offset
-# (bench/results/compare.md and compare.svg, in the README); then a migration (the source up: MM2's sync,
+# (bench/results/compare.md and compare.svg, in docs/peers.md); then a migration (the source up: MM2's sync,
 # offset-restore migrate and the workflow's mode migrate, live groups included) and a failback to the
 # primary (bench/results/migration.md).
 compare: $(STAMP)

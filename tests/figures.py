@@ -1,4 +1,4 @@
-"""Figures for the README's reliability table: tests append what they tried and how it ended.
+"""Figures for docs/reliability.md's tables: tests append what they tried and how it ended.
 
 Recorded only when ``OFFSET_RESTORE_FIGURES`` names a file (``python -m bench.reliability`` sets
 it); a plain test run records nothing. Each line is a JSON object with a ``kind``.

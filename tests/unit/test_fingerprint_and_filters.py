@@ -8,7 +8,7 @@ from offset_restore.snapshot.fingerprint import fingerprint
 
 
 def test_published_vector() -> None:
-    """The README's worked example; any tool that follows the definition gets this value."""
+    """docs/cli.md's worked example; any tool that follows the definition gets this value."""
     assert fingerprint(b"order-42", b'{"amount":10}', [("trace", b"abc")]) == "b963a9caeb102ea0c7cc87fb7b919325"
 
 
