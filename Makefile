@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade pip setuptools
 	$(PY) -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 

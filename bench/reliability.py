@@ -81,9 +81,9 @@ def tables(records: list[dict[str, Any]], audited: dict[str, int]) -> str:
     security = [f"{r['check']} | {r['found']} | {r.get('note', '')}" for r in kind["security"]]
     if audited:
         security.append(
-            f"dependencies with known vulnerabilities (pip-audit) | {audited['vulnerable']} | {audited['audited']} of "
-            f"{audited['packages']} packages audited; {audited['not_audited']} could not be (the vulnerability "
-            "service is unreachable from this network)"
+            f"dependencies with known vulnerabilities (`make audit`) | {audited['vulnerable']} | {audited['packages']} "
+            f"pins: {audited['fully_audited']} fully audited, {audited['partly_audited']} partly (older than their "
+            f"latest release), {audited['not_audited']} not audited"
         )
     lines = _table(
         "Network faults (a TCP proxy between us and the broker)",
