@@ -3,7 +3,7 @@
     python -m bench.bytes_bench --broker apache              # both shapes, Apache Kafka 4.1
     python -m bench.bytes_bench --shape sparse --records 200000
 
-Shapes (issue 18), written by kafka-python's producer in its default 16 KB batches (the Java
+Two shapes, written by kafka-python's producer in its default 16 KB batches (the Java
 client's default too), 100-byte values, no compression:
 - sparse: 20 partitions x 100,000 records; 5 groups commit on every partition (100 group-partitions);
 - dense: 200 partitions x 5,000 records; 400 groups commit on every partition (80,000).
@@ -14,8 +14,8 @@ offset = source offset - loss): a wrong entry fails the run.
 
 Counted at the client, per phase: seconds, bytes of record batches received
 (``KafkaCluster.fetched_bytes``) and Fetch requests. A "batch" is the size of one record batch as the
-broker returns it (measured, not assumed), so "batches per position" compares with the floor the
-issue names: one batch holds the position, one more the evidence before it.
+broker returns it (measured, not assumed), so "batches per position" compares with the floor of
+two batches: one batch holds the position, one more the evidence before it.
 
 Baseline in the same run, on the same target: a one-pass header scan (every partition read once, in
 order, each committed position settled on the way): the best honest alternative that needs no

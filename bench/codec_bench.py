@@ -1,4 +1,4 @@
-"""Compressed topics end to end (issue 32): snapshot, plan and apply on a topic of each codec, beside the
+"""Compressed topics end to end: snapshot, plan and apply on a topic of each codec, beside the
 same data uncompressed and a one-pass scan of the same target.
 
     python -m bench.codec_bench                          # lz4 beside none (the smoke row of make bench)
@@ -9,8 +9,8 @@ compress as real payloads do), written by kafka-python's producer with that code
 20 groups at random positions on every partition; the restore on the target with the same codec,
 each record with ``x-source-offset``, the backup's first 1% lost. Every plan entry must be the truth
 (target offset = source offset - loss) and exact; apply must verify every partition. Counted at the
-client: seconds, record-batch bytes received, Fetch requests. The performance issue owns the full
-compressed shapes (1 MB batches, dense partitions); this is the smoke test that every codec runs at
+client: seconds, record-batch bytes received, Fetch requests. ``bench.user_shapes`` measures the
+full compressed shapes (1 MB batches, dense partitions); this is the smoke test that every codec runs at
 the speed of the uncompressed path.
 """
 

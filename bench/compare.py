@@ -1,4 +1,4 @@
-"""Side by side with the real alternatives (issue 19): MirrorMaker 2 and kafka-consumer-groups, from
+"""Side by side with the real alternatives: MirrorMaker 2 and kafka-consumer-groups, from
 Apache Kafka 4.1.1's own jars, on the same data as offset-restore. ``make compare`` runs it.
 
     python -m bench.compare                       # 4 partitions x 100,000 records

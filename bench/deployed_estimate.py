@@ -1,7 +1,7 @@
-"""The deployed workflow's length, estimated from a local run (issue 18, "estimated honestly").
+"""The deployed workflow's length, estimated from a local run, every assumption stated.
 
 A local run of the workflow measures moto as much as the handlers: moto runs in each handler's thread
-and its DynamoDB Query alone took most of the 900 s at 120,000 group-partitions. The estimate keeps
+and its DynamoDB Query alone took most of the 1,480 s at 120,000 group-partitions. The estimate keeps
 what a deployment would keep and replaces what it would not:
 
 1. **The handlers' own time**, measured: each invocation's duration less the time spent inside AWS
@@ -62,7 +62,7 @@ what a deployment would keep and replaces what it would not:
    invocations do. The run's count (``transitions``: every state entered in the execution's history,
    plus the distributed Map's child executions) holds each iteration's; ``Estimate.path_transitions``
    takes them out (iterations = the Map's invocations, each entering its processor's states once)
-   and puts one round's back per round. At 120,000 group-partitions: 15 of the 94.
+   and puts one round's back per round. At 120,000 group-partitions: 18 of the 122.
 
 [lambda-memory]: https://docs.aws.amazon.com/lambda/latest/dg/configuration-memory.html
 [dynamodb]: https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/Introduction.html
@@ -110,7 +110,7 @@ rule starts the state machine): an assumption; neither service publishes a deliv
 AFTER_LAST_COMMIT = 2
 """The states after the last commit is verified: the report (ReportApply) and the lock's release."""
 TARGET_S = 30.0
-"""Issue 40: a 120,000 group-partition failover, alarm to last commit verified, under 30 s."""
+"""The failover target: 120,000 group-partitions from the alarm to the last commit verified in under 30 s."""
 
 CLIENT_CPU_S: dict[str, float] = {
     "dynamodb.Query": 0.0243,  # a full 1 MB page: 2,092 mappings at 11.6 us (items read raw, stores/raw_items.py)
@@ -182,7 +182,7 @@ class Estimate:
     collections_s: float = 0.0
     """Full garbage collections the handlers' threads ran here, left out of their own time (``gc_seconds``)."""
     errors_recorded: bool = False
-    """The run saved each invocation's error (runs before issue 40's third session did not)."""
+    """The run saved each invocation's error (older saved runs did not)."""
     failed: defaultdict[str, Counter[str]] = field(default_factory=lambda: defaultdict(Counter))
     """Per function, the errors of invocations that failed (each retried by the state machine, charged as run)."""
 

@@ -1,4 +1,4 @@
-"""A migration and a failback, side by side (issue 35): every group-partition judged against its true
+"""A migration and a failback, side by side: every group-partition judged against its true
 next record, on Apache Kafka 4.1.1 brokers and the real MirrorMaker 2.
 
     python -m bench.migration_compare                  # 2 partitions x 20,000 records

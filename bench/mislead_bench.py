@@ -1,4 +1,4 @@
-"""Headers that mislead and replicas copied twice (issue 29): what each plan answers, and what the
+"""Headers that mislead and replicas copied twice: what each plan answers, and what the
 new checks cost on a restore that is tidy.
 
     python -m bench.mislead_bench --before d668adf        # the cases, before and now (local broker)
@@ -9,7 +9,7 @@ answers a fetch with the batches asked for, where the local broker sends far mor
 judged against the truth the benchmark wrote (which source record each target record copies,
 whatever its header says: ``tests/disorder.py``):
 
-1. **The cases of issue 29**, 60 source records and a group at each of 0..60 (61 positions): the
+1. **The misleading cases**, 60 source records and a group at each of 0..60 (61 positions): the
    restore's first records without the header; one wrong header at a committed record (saying an
    earlier offset, a later one the snapshot read, a later one it did not); replicas without headers
    where a region was copied twice close after a match or far after it, batches reordered, workers
@@ -240,7 +240,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     before = measure_before(args.before, args) if args.before else None
     lines = [
-        f"# Headers that mislead, replicas copied twice (issue 29): {platform.machine()}, Python "
+        f"# Headers that mislead, replicas copied twice: {platform.machine()}, Python "
         f"{platform.python_version()}, {'Apache Kafka 4.1' if args.broker == 'apache' else 'local broker'}",
         "",
         f"Command: `python -m bench.mislead_bench {' '.join(argv if argv is not None else sys.argv[1:])}`. "

@@ -6,7 +6,7 @@
 One fresh local target broker. Two parts, both judged against the truth the benchmark wrote (the
 layout of every target partition: which source offset each record carries):
 
-1. **The untidy restores of issue 13** (``tests/disorder.py``: a stray header, a repeated chunk, a
+1. **Untidy restores** (``tests/disorder.py``: a stray header, a repeated chunk, a
    reordered and repeated batch, interleaved workers, records without the header, workers in the
    wrong order; 60 source records, 61 committed positions each) and two clock-skew cases under the
    timestamp strategy. Per case: the search as it was before this check (every answer called exact;
@@ -379,7 +379,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"Order benchmark: {platform.machine()}, Python {platform.python_version()}, local broker "
         f"(Tansu); partitions of {args.records:,} records in part 2.",
         "",
-        *table("1. The untidy restores of issue 13 (61 committed positions each)", first, with_bytes=False),
+        *table("1. Untidy restores (61 committed positions each)", first, with_bytes=False),
         *table(f"2. Bytes on partitions of {args.records:,} records", second, with_bytes=True),
     ]
     report = "\n".join(lines)

@@ -1,6 +1,6 @@
 """Peak memory of ``offset-restore plan`` (the CLI, in its own process) as the restore grows:
 
-    python -m bench.plan_memory --groups 20000      # 240,000 group-partitions (issue 18's target size)
+    python -m bench.plan_memory --groups 20000      # 240,000 group-partitions (the largest target size)
     python -m bench.plan_memory --groups 2000 --broker local
 
 The snapshot is written straight to a folder (3 evidence records per position, as the scheduled

@@ -2,11 +2,11 @@
 published alternatives run on the same data. ``make bench`` runs it at the default size.
 
     python -m bench.scale                   # 2,000 groups x 12 partitions over 204 partitions (~5 min)
-    python -m bench.scale --scale 10000     # 120,000 group-partitions over 1,008 partitions
+    python -m bench.scale --scale 10000     # 120,000 group-partitions over 996 partitions
     python -m bench.scale --scale 20000     # the largest: 240,000 group-partitions over 2,004 partitions
 
 Scenario (two fresh local brokers, moto for AWS): topics of 12 partitions, one topic per ten groups'
-worth of partitions (the ratio of the issue's largest estate). Each source partition holds
+worth of partitions (the ratio of the largest estate measured). Each source partition holds
 ``--records`` records, keyed ``<partition>:<offset>`` (a key on one partition only, as a producer's
 partitioner leaves keys; the same key on two partitions would say the restore moved records between
 them, ``translate/reshaped.py``); the target holds the restored copy: from a random shift on (retention), with

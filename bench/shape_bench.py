@@ -1,4 +1,4 @@
-"""What telling and mapping a topic whose shape changed costs (issue 30), beside a one-pass scan.
+"""What telling and mapping a topic whose shape changed costs, beside a one-pass scan.
 
     python -m bench.shape_bench                       # Apache Kafka 4.1, 100,000 records a partition
     python -m bench.shape_bench --records 20000 --broker local

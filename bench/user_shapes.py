@@ -3,7 +3,7 @@
     python -m bench.user_shapes --broker apache                  # every shape, full size
     python -m bench.user_shapes --shapes holed,dense --records 20000 --diagnose --profile
 
-Shapes (the issue's), written by kafka-python's producer (one request in flight, in order):
+Shapes (the logs users have), written by kafka-python's producer (one request in flight, in order):
 - holed: 20 partitions x 200,000 records, 16 KB batches, 100-byte values; the restore misses every 7th
   record (source offsets 6, 13, 20, ...: what compaction, filtering and transaction markers leave); 5 groups;
 - dense: 200 partitions x 5,000 records, 16 KB batches, 100-byte values, the restore whole; 400 groups;
@@ -27,8 +27,8 @@ ratios are against (``operator_scan``): one consumer reading one partition at a 
 ``kafka.KafkaConsumer`` (no group, enable_auto_commit False, max_poll_records 5000,
 max_partition_fetch_bytes 1 MB), every target partition assign()ed and seek_to_beginning()ed, read once
 from the start, each committed position settled by the first record whose ``x-source-offset`` is >= it;
-a partition is paused once all its positions are settled (or its end is reached). And ONE PASS, what the
-issue bounds every phase by on the local broker: each target partition read once, start to end, by the
+a partition is paused once all its positions are settled (or its end is reached). And ONE PASS, the bound
+set on every phase on the local broker: each target partition read once, start to end, by the
 project's own fetch rounds (``one_pass``); the scan, stopping early, reads less.
 
 Counted three ways, per phase:
@@ -565,7 +565,7 @@ def operator_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, committed_o
 
 def one_pass(cluster: KafkaCluster, tps: list[TP]) -> int:
     """ONE PASS: every target partition read once, from its log start to its end, in the project's own
-    fetch rounds at 1 MB a partition — what the issue bounds each phase by on the local broker (the scan
+    fetch rounds at 1 MB a partition — the bound set on each phase on the local broker (the scan
     stops a partition once its positions are settled: less than one pass). Returns the records read."""
     bounds = cluster.log_bounds(tps)
     ends = {tp: b.end for tp, b in bounds.items()}
