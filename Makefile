@@ -66,7 +66,8 @@ demo: $(STAMP)
 # and of hundreds of groups (dense) beside a one-pass scan, and the CLI plan's peak memory at 240,000
 # group-partitions (always that size: it is the target's), an lz4 topic beside the same data
 # uncompressed (the codecs' smoke row), the shapes users have (holed, dense, 1 MB gzip/lz4/zstd batches)
-# beside the plain kafka-python consumer scan; BROKER=apache measures on Apache Kafka 4.1. SCALE=20000 for
+# beside the operator's kafka-python consumer scan; BROKER=apache measures on Apache Kafka 4.1, and the last
+# two (make compare) always run on Apache Kafka (Java 17+ and Maven), whatever BROKER says. SCALE=20000 for
 # the largest size (groups of 12 partitions); the focused benchmarks (bench.snapshot_bench,
 # bench.plan_bench, bench.apply_bench, bench.order_bench, bench.mislead_bench, bench.shape_bench,
 # bench.codec_bench with every codec) run on their own.
