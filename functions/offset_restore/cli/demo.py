@@ -25,7 +25,8 @@ def register(commands: Commands) -> None:
         "--output",
         default="demo-output",
         metavar="LOCATION",
-        help="where the reports are written (default: %(default)s)",
+        help="the folder the reports are written to (default: %(default)s); emptied first if an earlier demo "
+        "wrote it, refused if it holds other files",
     )
     demo.add_argument(
         "--seed", type=int, default=7, metavar="N", help="seed of the lags, keys and losses (default: %(default)s)"

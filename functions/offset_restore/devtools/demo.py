@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from offset_restore.devtools.brokers import started
 from offset_restore.devtools.local_aws import BUCKET, local_workflow
+from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster, group_member
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
@@ -50,6 +51,10 @@ __all__ = ["run_demo"]
 TOPICS = {"orders": 6, "payments": 3, "audit": 2}
 RENAMED = {"orders": "dr.orders"}
 RECORDS_PER_PARTITION = 200
+MARKER = ".offset-restore-demo"
+"""The file a demo leaves in its output folder: the next demo may clear a folder holding it, and no other."""
+RUNS = ("1-plan", "2-apply", "3-rewind", "4-rollback")
+"""The folders a demo writes its reports to: a folder holding only these is a demo's from before the mark."""
 RETENTION_LOST = 20  # the backup of "orders" starts at source offset 20
 STILL_RESTORING = TP("payments", 0)
 """The partition whose restore is still running when the operator plans: its last records come later."""
@@ -229,6 +234,25 @@ class _Scene:
             self.out.write(f"  do not start {group} yet: {why['held_by'].replace('_', ' ')} -> {why['next']}\n")
 
 
+def clear_output(location: Path) -> None:
+    """Empty the demo's output folder, and leave the mark that lets the next demo empty it again.
+
+    A folder a demo did not write (``--output .``, a home folder given by mistake) is refused with nothing
+    deleted: the demo's reports are not worth anyone's files.
+    """
+    if location.exists() and not location.is_dir():
+        raise BadInputError(f"--output {location} is a file, not a folder: give a new or empty folder")
+    if location.is_dir() and any(location.iterdir()):
+        if not (location / MARKER).is_file() and not all(p.name in RUNS for p in location.iterdir()):
+            raise BadInputError(
+                f"--output {location} holds files no demo wrote (no {MARKER} in it): give a new or empty folder; "
+                "nothing was deleted"
+            )
+        shutil.rmtree(location)
+    location.mkdir(parents=True, exist_ok=True)
+    (location / MARKER).write_text("written by offset-restore demo: the next demo empties this folder\n")
+
+
 def run_demo(
     *,
     groups: int,
@@ -241,8 +265,7 @@ def run_demo(
 ) -> int:
     rng = random.Random(seed)
     location = Path(output)
-    if location.exists():
-        shutil.rmtree(location)
+    clear_output(location)
     if broker == "apache":
         out.write("starting two Apache Kafka 4.1 brokers (the jars are fetched by Maven on first use)\n")
     with started(broker, "demo-source", "demo-target") as (source_broker, target_broker):
@@ -287,7 +310,7 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     if scene.run({"mode": "plan", "pending_retries": 0}, "demo-plan")["status"] != "SUCCEEDED":
         return Counter()
     scene.glance(scene.report())
-    _save_reports(scene, location / "1-plan")
+    _save_reports(scene, location / RUNS[0])
     with KafkaCluster(source) as src, KafkaCluster(target) as tgt:
         _finish_restore(src, tgt)
     out.write(f"\nthe restore of {STILL_RESTORING} finishes\n")
@@ -297,22 +320,22 @@ def _incident(scene: _Scene, rng: random.Random, hold_s: float, location: Path) 
     if scene.run({"mode": "apply", "wait": wait}, "demo-apply", hold=release)["status"] != "SUCCEEDED":
         return Counter()
     scene.glance(scene.report())
-    _save_reports(scene, location / "2-apply")
+    _save_reports(scene, location / RUNS[1])
     scope = pattern_for([ahead])
     out.write(f'\n3. the operator decides: {ahead} must reread what it skipped ("allow_rewind": {json.dumps(scope)})\n')
     if scene.run({"mode": "apply", "allow_rewind": scope}, "demo-rewind")["status"] != "SUCCEEDED":
         return Counter()
     report = scene.report()
     scene.glance(report)
-    _save_reports(scene, location / "3-rewind")
+    _save_reports(scene, location / RUNS[2])
     proof = _prove_all(scene, report)
     entries = [PlanEntry.model_validate(e) for e in report["entries"]]
     if not _roll_back_one(scene, sorted(report["safe_to_start"])[-1], entries):
         proof["WRONG: the rollback did not put back the offsets held before the apply"] += 1
     scene.glance(scene.report())
-    _save_reports(scene, location / "4-rollback")
+    _save_reports(scene, location / RUNS[3])
     out.write(f"reports, one folder per run as the workflow wrote them (report.html, .md, .json): {location}/\n")
-    for run in ("1-plan", "2-apply", "3-rewind", "4-rollback"):
+    for run in RUNS:
         out.write(f"  {location / run / 'report.html'}\n")
     return proof
 
