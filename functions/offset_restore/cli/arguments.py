@@ -116,8 +116,8 @@ def add_plan_key(parser: argparse.ArgumentParser, *, trust: bool = True) -> None
     parser.add_argument(
         "--trust-previous-offsets",
         action="store_true",
-        help="use the plan's previous offsets without their seals (a plan from before sealing, or a lost key; check "
-        "them first): the end-of-log check still applies",
+        help="use the plan's previous offsets without their seals (a plan written without them, or a lost key; "
+        "check them first): the end-of-log check still applies",
     )
 
 
@@ -236,7 +236,7 @@ def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) ->
         choices=["AWS_MSK_IAM", "SCRAM-SHA-512", "PLAIN"],
         help="with SASL_SSL; AWS_MSK_IAM signs with the default AWS credentials",
     )
-    group.add_argument("--sasl-username")
+    group.add_argument("--sasl-username", help="with SCRAM-SHA-512 or PLAIN (default: the --command-config file's)")
     group.add_argument(
         "--sasl-password-env", metavar="NAME", help="name of the environment variable holding the SASL password"
     )

@@ -14,8 +14,13 @@ __all__ = ["register", "run"]
 
 
 def register(commands: Commands) -> None:
-    report = commands.add_parser("report", help="download a run's report (HTML, Markdown, JSON)")
-    report.add_argument("--restore-id", required=True, metavar="ID")
+    report = commands.add_parser(
+        "report",
+        help="download a run's report (HTML, Markdown, JSON)",
+        description="Download a deployed run's report (report.html, report.md, report.json) from the "
+        "deployment's bucket. Writes only the files.",
+    )
+    report.add_argument("--restore-id", required=True, metavar="ID", help="the run's restore id")
     add_deployment(report, "the deployed environment (offset-restore-ENV): its bucket from the stack's outputs")
     report.add_argument("--bucket", metavar="BUCKET", help="the deployment's bucket (or --stack)")
     report.add_argument("--output", default=".", metavar="FOLDER", help="where to put the files (default: .)")

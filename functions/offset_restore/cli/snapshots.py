@@ -15,7 +15,12 @@ __all__ = ["register", "run"]
 
 
 def register(commands: Commands) -> None:
-    listing = commands.add_parser("snapshots", help="list the complete snapshots in a location")
+    listing = commands.add_parser(
+        "snapshots",
+        help="list the complete snapshots in a location",
+        description="List the complete snapshots in a folder or s3://bucket/prefix, oldest first, with their "
+        "time, id, cluster and counts. Reads only.",
+    )
     listing.add_argument("--location", required=True, metavar="LOCATION", help="folder or s3://bucket/prefix")
     listing.add_argument("--cluster", metavar="NAME", help="only this cluster's snapshots")
     listing.add_argument("--json", action="store_true", help="print one JSON document on stdout")

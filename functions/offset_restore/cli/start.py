@@ -17,7 +17,12 @@ __all__ = ["register", "run"]
 
 
 def register(commands: Commands) -> None:
-    start = commands.add_parser("start", help="start a run of a deployed state machine and follow it until it ends")
+    start = commands.add_parser(
+        "start",
+        help="start a run of a deployed state machine and follow it until it ends",
+        description="Start a run of the deployed workflow (plan, apply, rollback or migrate) and follow it "
+        "until it ends, printing its progress; the exit status says how the run ended.",
+    )
     add_deployment(start, "the deployed environment (offset-restore-ENV): its state machine from the stack's outputs")
     start.add_argument("--state-machine", metavar="ARN", help="the deployed workflow (or --stack)")
     start.add_argument("--input", metavar="FILE", help="the execution input (JSON file); options below override")

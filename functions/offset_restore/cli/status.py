@@ -18,8 +18,13 @@ __all__ = ["register", "run"]
 
 
 def register(commands: Commands) -> None:
-    status = commands.add_parser("status", help="a run's mappings: counts per status and what needs attention")
-    status.add_argument("--restore-id", required=True, metavar="ID")
+    status = commands.add_parser(
+        "status",
+        help="a run's mappings: counts per status and what needs attention",
+        description="Show a deployed run's mappings: how many are in each status, what needs attention, and "
+        "whether it waits for an approval. Reads the deployment's table; writes nothing.",
+    )
+    status.add_argument("--restore-id", required=True, metavar="ID", help="the run's restore id")
     add_deployment(status, "the deployed environment (offset-restore-ENV): its table from the stack's outputs")
     status.add_argument("--table", metavar="TABLE", help="the deployment's DynamoDB table (or --stack)")
     status.add_argument("--json", action="store_true", help="print one JSON document on stdout")

@@ -33,8 +33,8 @@ def register(commands: Commands) -> None:
     unlock.add_argument(
         "--target-cluster",
         metavar="NAME",
-        help="the target cluster's name: the lock of the cluster id last locked under it (and one an earlier "
-        "version took under the name)",
+        help="the target cluster's name: the lock of the cluster id last locked under it (and a lock "
+        "keyed by the name itself)",
     )
     unlock.add_argument(
         "--cluster-id", metavar="ID", help="the target cluster's id as its brokers report it (the lock's key)"
