@@ -306,7 +306,7 @@ def test_export_files(tmp_path_factory: pytest.TempPathFactory) -> None:
         content, one_group = case
         path.write_bytes(content)
         try:
-            commits = read_export(str(path), group="g" if one_group else None)
+            commits = read_export(str(path), group="g" if one_group else None).commits
         except BadInputError as refused:
             assert str(refused).startswith(f"--from-export {path}") and "\n" not in str(refused)
             return

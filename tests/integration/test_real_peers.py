@@ -1,12 +1,16 @@
-"""Side by side with the real tools (issue 19): Apache Kafka's own ``kafka-consumer-groups``
+"""Side by side with the real tools: Apache Kafka's own ``kafka-consumer-groups``
 (``ConsumerGroupCommand`` from Maven Central's kafka-tools 4.1.1 jar, run with ``java`` as the script
 runs it) reading the CSV ``offset-restore plan --csv`` writes."""
 
 from __future__ import annotations
 
+import json
+import os
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import boto3
 import pytest
@@ -24,7 +28,7 @@ from offset_restore.translate.mm2 import FRESHER_MARGIN_MS
 from offset_restore.translate.run import translate_work_item
 from offset_restore.workflow.steps import RunInput, prepare_work
 
-from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
+from tests.helpers import TEST_BROKER, Brokers, Produced, active_member, commit, produce, restore, unique
 from tests.integration.test_apply import run as run_cli
 
 pytestmark = pytest.mark.skipif(TEST_BROKER != "apache", reason="runs Apache Kafka's own tools")
@@ -276,3 +280,70 @@ def test_a_kafka_consumer_groups_export_is_a_snapshot_the_plan_places_exactly(
         status, out, err = run_cli("snapshot", *refused, "--output", str(empty))
         assert status == 2 and message in err, (refused, out, err)
         assert not empty.exists() or not any(empty.iterdir()), "a refusal writes nothing"
+
+
+def test_the_export_of_a_busy_cluster_names_what_it_left_out_and_describe_holds_every_group(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A group with a member is left out of the real ``--reset-offsets ... --export`` (the tool prints an
+    ``Error:`` line among the offsets): the snapshot holds the others and names it. The real ``--describe``
+    output holds it too, and its plan equals a live snapshot's. The offsets' age is the file's, not the run's."""
+    apache = brokers.source
+    assert isinstance(apache, ApacheBroker)
+    topic, records = on_both(source, target, "busy-export", 2, 30)
+    idle, busy = unique("idle g"), unique("busy-g")
+    commit(source, idle, {TP(topic, 0): 12, TP(topic, 1): 30})
+    commit(source, busy, {TP(topic, 0): 5})
+    for p in range(2):
+        restore(target, topic, p, records[p], keep=lambda r: r.offset >= 4)
+    selected = ["--group", idle, "--group", busy]
+
+    def saved(name: str, *args: str) -> Path:
+        answer = java_tool(
+            CONSUMER_GROUP_COMMAND, ["--bootstrap-server", apache.bootstrap_servers, *selected, *args],
+            log4j=apache.log4j,
+        )  # fmt: skip
+        assert answer.returncode == 0, answer.stdout + answer.stderr
+        path = tmp_path / name
+        path.write_text(answer.stdout + answer.stderr)  # as `> file 2>&1` saves it
+        return path
+
+    with active_member(brokers.source.bootstrap_servers, busy, topic):
+        exported = saved("offsets.csv", "--all-topics", "--reset-offsets", "--to-current", "--dry-run", "--export")
+        described = saved("groups.txt", "--describe")
+    assert "Error: Assignments can only be reset" in exported.read_text()
+    eighteen_minutes_ago = time.time() - 18 * 60
+    os.utime(described, (eighteen_minutes_ago, eighteen_minutes_ago))
+
+    def plan_of(*snapshot_args: str) -> tuple[dict[tuple[str, int], int | None], dict[str, Any], str]:
+        snaps, plan = tmp_path / unique("snaps"), tmp_path / f"{unique('plan')}.json"
+        status, out, err = run_cli("snapshot", *snapshot_args, "--output", str(snaps))
+        assert status == 0, out + err
+        manifest = json.loads(next(snaps.rglob("manifest.json")).read_text())
+        status, out, err = run_cli(
+            "plan", "--snapshot", str(snaps), "--bootstrap-servers", brokers.target.bootstrap_servers,
+            "--output", str(plan),
+        )  # fmt: skip
+        assert status == 0, out + err
+        entries = Plan.model_validate_json(plan.read_text()).entries
+        return {(e.group, e.partition): e.target_offset for e in entries}, manifest, out
+
+    from_csv, manifest, _ = plan_of("--from-export", str(exported), "--cluster", "gone")
+    assert from_csv == {(idle, 0): 8, (idle, 1): 26}
+    assert any(
+        f"left out 1 group(s), not in this snapshot: {busy} (Stable: it has members)" in n for n in manifest["notes"]
+    )
+
+    from_describe, manifest, out = plan_of("--from-export", str(described), "--cluster", "gone")
+    live, _, _ = plan_of("--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", f"{idle}|{busy}")
+    assert from_describe == live == {(idle, 0): 8, (idle, 1): 26, (busy, 0): 1}
+    assert datetime.fromisoformat(manifest["as_of"]).timestamp() == pytest.approx(eighteen_minutes_ago, abs=1)
+    assert "offsets as of 18 min before this run" in out, out
+
+    told, manifest, _ = plan_of("--from-export", str(described), "--cluster", "gone", "--as-of", "2026-01-02T03:04:05Z")
+    assert told == live and manifest["as_of"].startswith("2026-01-02T03:04:05")
+    status, out, err = run_cli(
+        "snapshot", "--from-export", str(described), "--cluster", "gone", "--as-of", "2999-01-01T00:00:00Z",
+        "--output", str(tmp_path / "future"),
+    )  # fmt: skip
+    assert status == 2 and "is in the future" in err and not (tmp_path / "future").exists()

@@ -100,7 +100,7 @@ def test_an_unreachable_cluster_fails_within_the_timeout_and_writes_nothing(tmp_
         (["--topics", "*"], "invalid --topics regex '*'"),
         (["--snapshot-id", "../escape"], "snapshot id '../escape' must be"),
         (["--cluster", "a/b"], "cluster name 'a/b' must be"),
-        (["--as-of", "2026-11-01T00:00:00Z"], "--as-of goes with --from-offsets-topic"),
+        (["--as-of", "2026-11-01T00:00:00Z"], "--as-of goes with --from-offsets-topic or --from-export"),
         (["--sasl-mechanism", "PLAIN"], "needs --security-protocol SASL_SSL"),
         (
             [

@@ -45,7 +45,7 @@ OTHER_TOOLS: dict[str, frozenset[str]] = {
     "kafka-consumer-groups": frozenset(
         {
             "--bootstrap-server", "--command-config", "--group", "--all-groups", "--all-topics", "--reset-offsets",
-            "--to-current", "--dry-run", "--execute", "--export", "--from-file",
+            "--to-current", "--dry-run", "--execute", "--export", "--from-file", "--describe",
         }
     ),
     # The AWS CLI, in the example that writes a restore-progress checkpoint.

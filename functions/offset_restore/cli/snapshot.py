@@ -64,12 +64,14 @@ def register(commands: Commands) -> None:
         "--as-of",
         type=iso_time,
         metavar="TIME",
-        help="with --from-offsets-topic: the last commits at or before TIME (ISO-8601)",
+        help="with --from-offsets-topic: the last commits at or before TIME (ISO-8601); with --from-export: when "
+        "the export was taken (default: the file's modification time)",
     )
     snap.add_argument(
         "--from-export",
         metavar="FILE",
-        help="read positions from a kafka-consumer-groups --export file instead (no cluster is read: leave out "
+        help="read positions from a file of kafka-consumer-groups --describe (recommended: it holds groups with "
+        "members too) or --reset-offsets ... --export output instead (no cluster is read: leave out "
         "--bootstrap-servers, give --cluster)",
     )
     snap.add_argument(
@@ -86,7 +88,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     options = selection(args, cluster=args.cluster, snapshot_id=args.snapshot_id, origin_search=args.origin_search)
     store = open_location(args.output)
     if args.from_export:
-        result = run_snapshot_from_export(args.from_export, store, options, group=args.export_group)
+        result = run_snapshot_from_export(args.from_export, store, options, group=args.export_group, as_of=args.as_of)
         return _finish(args, out, err, result)
     connection = connection_settings(args)
     progress = ProgressLine(err)
@@ -126,8 +128,8 @@ def empty_reason(result: SnapshotResult) -> str:
 
 def _check_sources(args: argparse.Namespace) -> None:
     """One source of positions: the cluster (live or a restored __consumer_offsets), or an export."""
-    if args.as_of and not args.from_offsets_topic:
-        raise BadInputError("--as-of goes with --from-offsets-topic")
+    if args.as_of and not (args.from_offsets_topic or args.from_export):
+        raise BadInputError("--as-of goes with --from-offsets-topic or --from-export")
     if args.export_group and not args.from_export:
         raise BadInputError("--export-group goes with --from-export")
     if args.from_export and (args.bootstrap_servers or args.from_offsets_topic):

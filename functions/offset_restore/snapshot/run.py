@@ -157,31 +157,57 @@ def _result(
 
 
 def run_snapshot_from_export(
-    path: str, store: BlobStore, options: SnapshotOptions, *, group: str | None = None
+    path: str, store: BlobStore, options: SnapshotOptions, *, group: str | None = None, as_of: datetime | None = None
 ) -> SnapshotResult:
-    """A snapshot of the positions in a ``kafka-consumer-groups --export`` file (snapshot/export.py):
-    no cluster is asked (the source may be gone), so there is no evidence, and ``--cluster`` names it."""
+    """A snapshot of the positions in a ``kafka-consumer-groups`` file (snapshot/export.py): no cluster is
+    asked (the source may be gone), so there is no evidence, and ``--cluster`` names it. Its positions are as
+    of ``as_of``, else the file's modification time: a plan's age of the offsets is the file's, not this run's."""
     if not options.cluster:
         raise BadInputError("--from-export needs --cluster: the name of the cluster the export was taken from")
     _check_before_reading(store, options)
     started, created_at = time.perf_counter(), datetime.now(UTC)
-    commits = read_export(path, group=group)
+    positions_at, said_when = _export_time(path, as_of, created_at)
+    export = read_export(path, group=group)
     manifest, groups = snapshot_from_commits(
-        commits, group_filter=options.group_filter(), topic_filter=options.topic_filter(), cluster=options.cluster,
-        snapshot_id=options.snapshot_id, created_at=created_at, as_of=None, source="export",
+        export.commits, group_filter=options.group_filter(), topic_filter=options.topic_filter(),
+        cluster=options.cluster, snapshot_id=options.snapshot_id, created_at=created_at, as_of=positions_at,
+        source="export",
     )  # fmt: skip
-    note = (
-        f"from {Path(path).name}, a kafka-consumer-groups export: no evidence (the header, checkpoint and mm2 "
-        "strategies place it)"
-    )
+    form = "--describe output" if export.described else "an --export file"
+    notes = [
+        f"from {Path(path).name}, kafka-consumer-groups {form} of {said_when}: no evidence (the header, "
+        "checkpoint and mm2 strategies place it)"
+    ]
+    if export.left_out:
+        notes.append(
+            f"kafka-consumer-groups left out {len(export.left_out)} group(s), not in this snapshot: "
+            + ", ".join(export.left_out[:20])
+            + (f" and {len(export.left_out) - 20} more" if len(export.left_out) > 20 else "")
+            + " (its --describe output holds groups with members too)"
+        )
     manifest = manifest.model_copy(
-        update={"counts": count_groups(groups), "filters": options.filters(), "notes": [note]}
+        update={"counts": count_groups(groups), "filters": options.filters(), "notes": notes}
     )
     snapshot, tally = Snapshot(manifest=manifest, groups=groups), LagTally()
     _check_snapshot(options, snapshot, f"export {Path(path).name}", tally)
     manifest_key = SnapshotRepository(store).write(snapshot)
     result = _result(manifest, manifest_key, store, started, {}, {})
     return result.model_copy(update={"top_lag": tally.top()})
+
+
+def _export_time(path: str, as_of: datetime | None, now: datetime) -> tuple[datetime, str]:
+    """When an export's positions were read, and how that is known: ``--as-of``, else the file's modification
+    time (a copy that lost it shows the copy's time: give ``--as-of``); never later than now."""
+    if as_of is not None:
+        if as_of > now:
+            raise BadInputError(f"--as-of {as_of:%Y-%m-%dT%H:%M:%SZ} is in the future: give when the export was taken")
+        return as_of, f"{as_of:%Y-%m-%dT%H:%M:%SZ} (--as-of)"
+    try:
+        modified = datetime.fromtimestamp(Path(path).stat().st_mtime, UTC)
+    except OSError as error:
+        raise BadInputError(f"--from-export {path}: {error.strerror or error}") from None
+    modified = min(modified, now)
+    return modified, f"{modified:%Y-%m-%dT%H:%M:%SZ} (the file's modification time; --as-of gives another)"
 
 
 def _from_offsets_topic(
