@@ -38,6 +38,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             timeout_s=request.timeout_seconds,
             fail_on_timeout=request.on_wait_timeout == "fail",
             index=settings.restore_folder(request.restore_id, boto3.client("s3")),
+            remove_static=request.remove_static_members,
+            static_removed=request.static_removed,
         )
     metrics.add_metric(name="GroupsStillActive", unit=MetricUnit.Count, value=len(result.active))
     return result.output()

@@ -113,6 +113,9 @@ class CheckRequest(ApplyRequest):
     started_at: float | None = None
     timeout_seconds: float = Field(default=900, ge=0)
     on_wait_timeout: str = "fail"
+    remove_static_members: bool = False
+    static_removed: list[str] = Field(default_factory=list, max_length=10_000)
+    """The static members earlier polls removed (``group: group.instance.id``): each is removed once."""
     owner: str | None = None
     """The execution holding the target's lock: each poll renews it (a run may wait for hours)."""
     interval_seconds: float = Field(default=15, ge=0)

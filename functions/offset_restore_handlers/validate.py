@@ -31,7 +31,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     return {
         **run.model_dump(mode="json"),
         "summary": {"retries_left": run.pending_retries},
-        "check": {"started_at": None},
+        "check": {"started_at": None, "static_removed": []},
         "source_check": {"started_at": None},
         "started_at": time.time(),
     }

@@ -100,3 +100,18 @@ def test_a_migration_says_how_long_it_waited_for_the_source_and_for_whom() -> No
         ("translate", 0.9),
     ]
     assert phases[1].waited_for == ["payments"]
+
+
+def test_the_static_members_a_wait_removed_are_in_its_phase() -> None:
+    removed = ["billing: pod-1", "billing: pod-2"]
+    history = [
+        entered("CheckEmpty", 0),
+        exited("CheckEmpty", 0.2, {"check": {"active": ["billing"], "static_removed": removed}}),
+        entered("WaitForEmpty", 0.3),
+        entered("CheckEmpty", 1.3),
+        exited("CheckEmpty", 1.4, {"check": {"active": [], "static_removed": removed}}),
+        entered("Commit", 1.5),
+    ]
+    wait = phases_of(history, until=T0 + timedelta(seconds=2))[0]
+    assert wait.static_removed == removed
+    assert wait.label() == "waiting for groups 1.5 s (billing); static members removed: billing: pod-1, billing: pod-2"

@@ -41,6 +41,9 @@ class ApplyTarget(Source, Protocol):
         before_attempt: Callable[[], float | None] | None = None,
     ) -> dict[str, dict[TP, str | None]]: ...
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
+    def remove_static_members(
+        self, group_id: str, instance_ids: Sequence[str], reason: str
+    ) -> dict[str, str | None]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
     def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]: ...
 
@@ -79,6 +82,9 @@ class ApplyOptions:
     rewind_groups: NameFilter | None = None
     """Only these may (``--allow-rewind GROUP_REGEX``): a decision the operator makes per group."""
     dry_run: bool = False
+    remove_static_members: bool = False
+    """``--remove-static-members``: a waited-for group's static members are removed (each once, recorded),
+    instead of waiting until the session timeout they joined with ends after their consumers stop."""
     exact_only: bool = False
     """A migration's: a group with an entry not proven exact is not written (named), the others are."""
     groups: NameFilter | None = None
@@ -159,6 +165,9 @@ class ApplyReport:
     waited_s: float = 0.0
     waited_for: list[str] = field(default_factory=list)
     """Each group that had members while the run waited, with them (``waiting.who``)."""
+    static_removed: list[str] = field(default_factory=list)
+    """``--remove-static-members``: each static member removed, as ``group: group.instance.id`` (and the
+    broker's error, if it refused)."""
     timings: dict[str, float] = field(default_factory=dict)
     polls: int = 0
     journal_corrections: list[str] = field(default_factory=list)

@@ -22,7 +22,13 @@ from offset_restore.apply.commit_index import (
 from offset_restore.apply.fit import check_entries_fit
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress, RewindScope, rewind_options
 from offset_restore.apply.rollback import RollbackTarget, rollback_plan
-from offset_restore.apply.waiting import WaitTimeoutError, active_groups
+from offset_restore.apply.waiting import (
+    WaitTimeoutError,
+    active_groups,
+    remove_static_members,
+    static_hint,
+    still_active,
+)
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry
 from offset_restore.snapshot.filters import NameFilter
@@ -33,6 +39,10 @@ __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "rollba
 
 
 NAMES_IN_OUTPUT = 20
+STATIC_REMOVED_KEPT = 500
+"""Static members removed that the state carries from poll to poll (each removed once): a few hundred
+names stay far inside Step Functions' 256 KB state; past them a member may be removed once more."""
+WORKFLOW_STATIC_OPTION = '"remove_static_members": true in the input'
 """Group names a step returns per list; the counts are whole. A state's payload is limited to 256 KB
 and a large estate has tens of thousands of groups: the full lists live in DynamoDB and the report."""
 
@@ -49,6 +59,9 @@ class EmptyCheck(BaseModel):
     started_at: float | None = None
     """When the wait began (epoch seconds): the workflow passes it back on every poll."""
     timed_out: bool = False
+    static_removed: list[str] = []
+    """Every static member the wait removed so far (``remove_static_members``): passed back on every poll, so
+    each is removed once, and reported."""
 
     @property
     def all_empty(self) -> bool:
@@ -64,6 +77,7 @@ class EmptyCheck(BaseModel):
             "started_at": self.started_at,
             "timed_out": self.timed_out,
             "all_empty": self.all_empty,
+            "static_removed": self.static_removed[:STATIC_REMOVED_KEPT],
         }
 
 
@@ -136,10 +150,13 @@ def check_empty(
     fail_on_timeout: bool = False,
     now: float | None = None,
     index: BlobStore | None = None,
+    remove_static: bool = False,
+    static_removed: Sequence[str] = (),
 ) -> EmptyCheck:
     """Which groups are still active. With a wait start and timeout, also whether the wait is over;
-    ``fail_on_timeout`` raises ``WaitTimeoutError`` then, naming the active groups. With the
-    restore's commit ``index`` the groups come from it, not from every mapping in the table."""
+    ``fail_on_timeout`` raises ``WaitTimeoutError`` then, naming the active groups and their members. With the
+    restore's commit ``index`` the groups come from it, not from every mapping in the table. ``remove_static``:
+    the static members of active groups are removed, each once (``static_removed`` lists the earlier polls')."""
     now = time.time() if now is None else now
     started_at = now if started_at is None else started_at
     if index is not None:
@@ -148,12 +165,16 @@ def check_empty(
     else:
         writable, waiting = writable_and_waiting(mappings.iter_entries(restore_id))
     infos = target.describe_groups(writable) if writable else {}
-    active = list(active_groups(writable, infos))
+    found = active_groups(writable, infos)
+    removed = list(static_removed)
+    if remove_static:
+        remove_static_members(target, found, removed)
+    active = list(found)
     timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s
     if timed_out and fail_on_timeout:
         raise WaitTimeoutError(
-            f"{len(active)} groups still have members after {timeout_s:g} s: {', '.join(active[:10])}; "
-            "nothing was written"
+            f"{len(active)} groups still have members after {timeout_s:g} s: {still_active(found, limit=10)}; "
+            f"nothing was written{static_hint(found, WORKFLOW_STATIC_OPTION)}"
         )
     return EmptyCheck(
         empty=[g for g in writable if g not in active],
@@ -161,6 +182,7 @@ def check_empty(
         waiting=waiting,
         started_at=started_at,
         timed_out=timed_out,
+        static_removed=removed,
     )
 
 

@@ -22,7 +22,10 @@ __all__ = [
     "members_text",
     "poll_until",
     "poll_until_empty",
+    "releasing_static_members",
+    "remove_static_members",
     "skip_active",
+    "static_hint",
     "still_active",
     "wait_for_empty",
     "wait_until_empty",
@@ -48,9 +51,12 @@ def wait_for_empty(
     clock: Callable[[], float],
 ) -> dict[str, GroupInfo]:
     """Poll until every group is writable or the timeout passes; returns the last descriptions."""
+    describe: Callable[[Sequence[str]], dict[str, GroupInfo]] = target.describe_groups
+    if options.remove_static_members and not options.dry_run:
+        describe = releasing_static_members(target, report)
     waited = poll_until_empty(
         groups,
-        target.describe_groups,
+        describe,
         Polling(options.wait_timeout_s, options.poll_interval_s, "waiting for groups to be empty"),
         progress,
         sleep,
@@ -85,12 +91,61 @@ WHO_LIMIT = 3
 """Members named per group (then "and N more"): enough to find the pods, short enough for one line."""
 
 
+STATIC_REASON = "offset-restore --remove-static-members"
+"""What the broker is told (LeaveGroup v5+) and logs about why the members left."""
+
+
+def remove_static_members(target: ApplyTarget, active: Mapping[str, GroupInfo], removed: list[str]) -> list[str]:
+    """Remove the static members of the ``active`` groups that ``removed`` (``group: group.instance.id``, earlier
+    removals) does not hold yet, each once: one whose consumer still runs joins again and is then waited for
+    as any member. Returns the new removals, each with the broker's error if it refused."""
+    new: list[str] = []
+    for group, info in sorted(active.items()):
+        fresh = [i for i in info.static_members if f"{group}: {i}" not in removed]
+        if fresh:
+            answers = target.remove_static_members(group, fresh, STATIC_REASON)
+            new += [f"{group}: {i}" + (f" (refused: {answers[i]})" if answers.get(i) else "") for i in fresh]
+            removed += [f"{group}: {i}" for i in fresh]
+    return new
+
+
+def releasing_static_members(
+    target: ApplyTarget, report: ApplyReport
+) -> Callable[[Sequence[str]], dict[str, GroupInfo]]:
+    """``describe_groups`` that also removes the static members of each active group it sees (each once),
+    recording each removal in the report: the operator asked for it, and the report says it was done."""
+    removed: list[str] = []
+
+    def describe(groups: Sequence[str]) -> dict[str, GroupInfo]:
+        infos = target.describe_groups(groups)
+        report.static_removed += remove_static_members(target, active_groups(groups, infos), removed)
+        return infos
+
+    return describe
+
+
 def members_text(info: GroupInfo) -> str:
-    """A group's state and its members' client ids and hosts: what tells an operator which consumer to stop."""
+    """A group's state and its members' client ids and hosts: what tells an operator which consumer to stop.
+    Static members are named with what keeps them: a stopped consumer's static member stays in the group
+    until its session timeout ends, which is the wait an operator otherwise cannot explain."""
     shown = ", ".join(info.clients[:WHO_LIMIT])
     if len(info.clients) > WHO_LIMIT:
         shown += f" and {len(info.clients) - WHO_LIMIT:,} more"
-    return f"{info.state}, {info.members} members" + (f": {shown}" if shown else "")
+    text = f"{info.state}, {info.members} members" + (f": {shown}" if shown else "")
+    if info.static_members:
+        named = ", ".join(info.static_members[:WHO_LIMIT])
+        more = f" and {len(info.static_members) - WHO_LIMIT:,} more" if len(info.static_members) > WHO_LIMIT else ""
+        text += (
+            f"; static, group.instance.id {named}{more}: kept after their consumers stop until the session "
+            "timeout they joined with ends (45 s by default)"
+        )
+    return text
+
+
+def static_hint(active: Mapping[str, GroupInfo], option: str = "--remove-static-members") -> str:
+    """The way to end a wait on static members sooner (the CLI's option, or the workflow's input), when an
+    active group has any."""
+    return f"; {option} removes static members" if any(i.static_members for i in active.values()) else ""
 
 
 def who(info: GroupInfo) -> str:
@@ -183,6 +238,6 @@ def wait_until_empty(
         names = still_active(active, limit=10)
         raise WaitTimeoutError(
             f"{len(active)} groups still have members after {options.wait_timeout_s:g} s: {names}; "
-            "nothing was written (stop their consumers, or use --on-wait-timeout commit_empty)"
+            f"nothing was written (stop their consumers, or use --on-wait-timeout commit_empty{static_hint(active)})"
         )
     return skip_active(groups, active, report)

@@ -20,6 +20,7 @@ from offset_restore.cli.arguments import (
     add_execute,
     add_group_choice,
     add_plan_key,
+    add_remove_static_members,
     add_unfenced,
     chosen_groups,
     connection_settings,
@@ -77,6 +78,7 @@ def register(commands: Commands) -> None:
     )
     add_group_choice(apply, "the plan's groups to write", "the others are neither waited for nor written")
     add_execute(apply)
+    add_remove_static_members(apply)
     add_plan_key(apply)
     apply.add_argument("--target-cluster", metavar="NAME", help="the target's name if the plan used --target-cluster")
     add_unfenced(apply)
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rewind_groups=rewind_groups(args),
         dry_run=preview,
         groups=chosen_groups(args),
+        remove_static_members=args.remove_static_members,
     )
     plan_file = PlanFile(args.plan)
     connection = connection_settings(args, err)
@@ -191,6 +194,7 @@ def report_parts(
     lines += [f"  waited            {report.waited_s:.1f} s ({report.polls} polls){_waited_for(report)}"]
     lines += _not_chosen(report)
     lines += [f"  skipped: {g}: {reason}" for g, reason in sorted(report.groups_skipped.items())[:20]]
+    lines += _listed("static member removed", report.static_removed)
     lines += _listed("from the journal", report.journal_corrections)
     lines += _listed("left alone", report.left_alone)
     lines += _ahead_lines(args, report)
@@ -210,6 +214,7 @@ def report_parts(
         "verify_failed": report.verify_failed,
         "left_alone": report.left_alone,
         "journal_corrections": report.journal_corrections,
+        "static_removed": report.static_removed,
     }
     return document, lines
 

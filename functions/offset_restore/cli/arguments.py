@@ -46,6 +46,7 @@ __all__ = [
     "add_connection",
     "add_group_choice",
     "add_plan_key",
+    "add_remove_static_members",
     "add_selection",
     "add_source_connection",
     "chosen_groups",
@@ -87,6 +88,18 @@ def add_execute(parser: argparse.ArgumentParser) -> None:
         "--execute", action="store_true", help="write (without it: a preview of every change; nothing is written)"
     )
     parser.add_argument("--dry-run", action="store_true", help="a preview, said explicitly (the default)")
+
+
+def add_remove_static_members(parser: argparse.ArgumentParser) -> None:
+    """The explicit end of a wait on static members (never implicit: a static member may be a consumer that
+    still runs, and removing it makes its group rebalance)."""
+    parser.add_argument(
+        "--remove-static-members",
+        action="store_true",
+        help="remove the static members (group.instance.id) of each group waited for on the target, each once, "
+        "instead of waiting until their session timeout ends after their consumers stop; each removal is "
+        "printed and recorded (a consumer that still runs joins again and is waited for)",
+    )
 
 
 def previewing(args: argparse.Namespace) -> bool:

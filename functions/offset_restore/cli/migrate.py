@@ -19,6 +19,7 @@ from offset_restore.cli.arguments import (
     add_connection,
     add_execute,
     add_plan_key,
+    add_remove_static_members,
     add_selection,
     add_source_connection,
     add_unfenced,
@@ -103,6 +104,7 @@ def register(commands: Commands) -> None:
     add_allow_rewind(migrate, "also move back the groups matching GROUP_REGEX that are past the mapped offset on the "
                      "target (as apply's)")  # fmt: skip
     add_execute(migrate)
+    add_remove_static_members(migrate)
     add_plan_key(migrate)
     add_unfenced(migrate)
     migrate.add_argument("--lock-table", metavar="TABLE", help="DynamoDB table for the single-writer lock (as apply's)")
@@ -127,6 +129,7 @@ def _migration(args: argparse.Namespace, preview: bool) -> Migration:
                 on_wait_timeout=args.on_wait_timeout,
                 rewind_groups=rewind_groups(args),
                 dry_run=preview,
+                remove_static_members=args.remove_static_members,
             ),
             catch_up_timeout_s=args.catch_up_timeout,
             restore_id=args.restore_id,

@@ -20,6 +20,7 @@ from offset_restore.cli.arguments import (
     add_execute,
     add_group_choice,
     add_plan_key,
+    add_remove_static_members,
     add_unfenced,
     chosen_groups,
     connection_settings,
@@ -84,6 +85,7 @@ def register(commands: Commands) -> None:
         "wrote (their consumers ran on the target); without it such groups are left alone and reported",
     )
     add_execute(rollback)
+    add_remove_static_members(rollback)
     add_plan_key(rollback)
     rollback.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     rollback.set_defaults(run=run)
@@ -100,6 +102,7 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         rewind_groups=rewind_groups(args),
         dry_run=preview,
         groups=chosen_groups(args),
+        remove_static_members=args.remove_static_members,
     )
     progress = ProgressLine(err)
     try:

@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import kafka.errors as kafka_errors
 from kafka import KafkaConsumer
 
 from offset_restore.kafka import internals, protocol
@@ -63,6 +64,17 @@ class Groups(Coordinators):
 
     def _supports(self, api_key: int) -> bool:
         return internals.api_supported(self._admin, api_key)
+
+    def remove_static_members(self, group_id: str, instance_ids: Sequence[str], reason: str) -> dict[str, str | None]:
+        """Remove static members from a group by their ``group.instance.id`` (LeaveGroup v3+, as Kafka's
+        RemoveMembersFromConsumerGroup does); per instance id the error name or None. A member whose consumer
+        still runs joins again at its next heartbeat."""
+        members = protocol.remove_static_members_request(instance_ids, reason)
+        answer = self._call("removing static members", self._admin.remove_group_members, group_id, members)
+        return {
+            instance_id: (None if error is kafka_errors.NoError else error.__name__)
+            for instance_id, error in answer.items()
+        }
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
         """Delete groups (their committed offsets); per group the error name or None."""

@@ -152,6 +152,9 @@ class GroupInfo:
     clients: tuple[str, ...] = ()
     """Each member as ``client-id from host`` (as the broker reports them): what tells an operator in
     an incident which consumer, on which machine or pod, still holds the group."""
+    static_members: tuple[str, ...] = ()
+    """The ``group.instance.id`` of each static member: one the broker keeps in the group after its
+    consumer stops, until the session timeout it joined with ends (an explicit removal ends it sooner)."""
 
 
 @dataclass(frozen=True, slots=True)

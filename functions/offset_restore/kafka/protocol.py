@@ -16,6 +16,7 @@ from functools import partial
 from typing import Any
 
 import kafka.errors as kafka_errors
+from kafka.admin import MemberToRemove
 from kafka.protocol.admin import DescribeGroupsRequest
 from kafka.protocol.consumer import FetchRequest, OffsetCommitRequest, OffsetFetchRequest
 from kafka.protocol.metadata import MetadataRequest
@@ -178,9 +179,20 @@ def described_groups(response: Any, protocol: str) -> list[GroupInfo]:
             clients=tuple(
                 f"{m.client_id or '(no client id)'} from {m.client_host or '(unknown host)'}" for m in group.members
             ),
+            static_members=tuple(sorted(filter(None, (_instance_id(m) for m in group.members)))),
         )
         for group in response.groups
     ]
+
+
+def _instance_id(member: Any) -> str | None:
+    """A member's ``group.instance.id``: DescribeGroups (v4+) and ConsumerGroupDescribe name it differently."""
+    return getattr(member, "group_instance_id", None) or getattr(member, "instance_id", None)
+
+
+def remove_static_members_request(instance_ids: Sequence[str], reason: str) -> list[Any]:
+    """The members LeaveGroup (v3+, as RemoveMembersFromConsumerGroup sends it) removes: by instance id alone."""
+    return [MemberToRemove(group_instance_id=instance_id, reason=reason) for instance_id in instance_ids]
 
 
 def committed_offsets(tag: str | None, response: Any) -> dict[str, dict[TP, CommittedOffset]]:

@@ -47,7 +47,13 @@ def _document(report: Report) -> dict[str, Any]:
         "snapshot_age": age.phrase if age else None,
         "timings": _timings(report.timings),
         "timeline": [
-            {"phase": p.name, "start_s": p.start_s, "seconds": p.seconds, "waited_for": p.waited_for}
+            {
+                "phase": p.name,
+                "start_s": p.start_s,
+                "seconds": p.seconds,
+                "waited_for": p.waited_for,
+                "static_removed": p.static_removed,
+            }
             for p in report.timeline
         ],
         "approval": report.approval,

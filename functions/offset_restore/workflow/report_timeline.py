@@ -64,10 +64,13 @@ class Phase:
     seconds: float = 0.0
     waited_for: list[str] = field(default_factory=list)
     """Groups still active at the polls of a wait (the first few)."""
+    static_removed: list[str] = field(default_factory=list)
+    """Static members the wait removed (``remove_static_members``), as ``group: group.instance.id``."""
 
     def label(self) -> str:
         said = f"{self.name} {self.seconds:.1f} s"
-        return said + (f" ({', '.join(self.waited_for)})" if self.waited_for else "")
+        said += f" ({', '.join(self.waited_for)})" if self.waited_for else ""
+        return said + (f"; static members removed: {', '.join(self.static_removed)}" if self.static_removed else "")
 
 
 def phases_of(events: Iterable[Mapping[str, Any]], until: datetime | None = None) -> list[Phase]:
@@ -97,12 +100,14 @@ def phases_of(events: Iterable[Mapping[str, Any]], until: datetime | None = None
 
 def _note_active(phase: Phase, output: Any, result: str, names: str) -> None:
     try:
-        active = json.loads(output).get(result, {}).get(names, [])
+        polled = json.loads(output).get(result, {})
+        active, removed = polled.get(names, []), polled.get("static_removed", [])
     except (TypeError, ValueError, AttributeError):
         return
     for group in active:
         if group not in phase.waited_for and len(phase.waited_for) < NAMED:
             phase.waited_for.append(str(group))
+    phase.static_removed = [str(r) for r in removed] if isinstance(removed, list) else phase.static_removed
 
 
 def _time(value: Any) -> datetime | None:

@@ -79,6 +79,10 @@ class RunInput(PlanSettings):
     translates until every entry is exact and applies (migration/steps.py)."""
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
+    remove_static_members: StrictBool = False
+    """Remove the static members (``group.instance.id``) of each group the wait on the target sees active, each
+    once and recorded, instead of waiting until the session timeout they joined with ends (as the CLI's
+    ``--remove-static-members``): never implicit, as a static member may be a consumer that still runs."""
     allow_rewind: StrictBool | str = False
     """Move back groups already past the mapped offset on the target: every group (true), none (false), or
     the groups this regex matches whole (as the CLI's ``--allow-rewind GROUP_REGEX``) — a decision made per
