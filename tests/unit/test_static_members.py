@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offset_restore.apply.waiting import members_text, remove_static_members, static_hint
+from offset_restore.errors import ClusterError
 from offset_restore.kafka.model import GroupInfo
 
 
@@ -18,6 +19,8 @@ class Target:
 
     def remove_static_members(self, group: str, ids: Sequence[str], reason: str) -> dict[str, str | None]:
         assert reason == "offset-restore --remove-static-members"
+        if group == "kip848":
+            raise ClusterError("removing static members failed: UnsupportedVersionError")
         self.asked.append((group, tuple(ids)))
         return {i: ("UnknownMemberIdError" if i in self.refuse else None) for i in ids}
 
@@ -50,3 +53,8 @@ def test_each_static_member_is_removed_once_and_a_refusal_is_said() -> None:
     rejoined = {"orders": group("orders", "pod-1", "pod-9")}  # pod-1 still runs and joined again; pod-9 is new
     assert remove_static_members(target, rejoined, removed) == ["orders: pod-9"]  # type: ignore[arg-type]
     assert target.asked[-1] == ("orders", ("pod-9",))
+
+
+def test_a_group_that_refuses_the_request_is_said_and_waited_out() -> None:
+    said = remove_static_members(Target(), {"kip848": group("kip848", "pod-1")}, [])  # type: ignore[arg-type]
+    assert said == ["kip848: pod-1 (refused: removing static members failed: UnsupportedVersionError)"]

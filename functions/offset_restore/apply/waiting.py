@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TypeVar
 
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress
-from offset_restore.errors import OffsetRestoreError
+from offset_restore.errors import ClusterError, ClusterUnreachableError, OffsetRestoreError
 from offset_restore.kafka.model import GroupInfo
 
 __all__ = [
@@ -103,10 +103,21 @@ def remove_static_members(target: ApplyTarget, active: Mapping[str, GroupInfo], 
     for group, info in sorted(active.items()):
         fresh = [i for i in info.static_members if f"{group}: {i}" not in removed]
         if fresh:
-            answers = target.remove_static_members(group, fresh, STATIC_REASON)
+            answers = _removal(target, group, fresh)
             new += [f"{group}: {i}" + (f" (refused: {answers[i]})" if answers.get(i) else "") for i in fresh]
             removed += [f"{group}: {i}" for i in fresh]
     return new
+
+
+def _removal(target: ApplyTarget, group: str, instance_ids: list[str]) -> dict[str, str | None]:
+    """The broker's answer per member; a refusal of the whole request (a group kind that takes no LeaveGroup)
+    is each member's, said and waited out, not the end of the run. An unreachable broker still ends it."""
+    try:
+        return target.remove_static_members(group, instance_ids, STATIC_REASON)
+    except ClusterUnreachableError:
+        raise
+    except ClusterError as error:
+        return dict.fromkeys(instance_ids, str(error))
 
 
 def releasing_static_members(
