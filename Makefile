@@ -6,7 +6,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: install test lint typecheck audit lock kafka browser unit demo bench compare figures clean
+.PHONY: install test checks lint typecheck audit lock kafka browser unit demo bench compare figures clean
 
 $(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -35,9 +35,10 @@ lock: $(STAMP)
 	$(VENV)/bin/uv pip compile pyproject.toml --python-version 3.12 --python-platform x86_64-manylinux_2_28 \
 	  --only-binary :all: --generate-hashes --quiet $(UPGRADE) --output-file infra/lambda-requirements.lock
 
-# Apache Kafka 4.1's own jars from Maven Central (cached in ~/.cache/offset-restore and ~/.m2): the
-# broker the integration, end-to-end and reliability tests run on (OFFSET_RESTORE_TEST_BROKER=tansu
-# runs them on the zero-dependency local broker instead).
+# Apache Kafka's own jars from Maven Central (cached in ~/.cache/offset-restore and ~/.m2): 4.1, the broker
+# the integration, end-to-end and reliability tests run on, and 3.9 and 4.4, which the promise-bearing tests
+# (tests/integration/test_kafka_versions.py) run on as well (OFFSET_RESTORE_TEST_BROKER=tansu runs the suite
+# on the zero-dependency local broker instead).
 kafka: $(STAMP)
 	$(PY) -m offset_restore.devtools.apache_broker
 
@@ -50,7 +51,11 @@ browser:
 # The suite in TEST_WORKERS processes, a test file to each (its module fixtures kept in one process); each
 # process starts its own brokers. TEST_WORKERS=0 runs it in this process alone.
 TEST_WORKERS ?= 2
-test: lint typecheck audit kafka browser
+# The checks and the downloads before the suite, side by side (most of them wait on the network).
+checks: lint typecheck audit kafka browser
+
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j4 --output-sync=target checks
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 unit: $(STAMP)

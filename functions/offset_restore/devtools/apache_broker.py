@@ -40,9 +40,14 @@ from offset_restore.devtools.processes import end_process
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.connection import ConnectionSettings
 
-__all__ = ["ApacheBroker", "java_tool", "kafka_classpath"]
+__all__ = ["DEFAULT_VERSION", "VERSIONS", "ApacheBroker", "java_tool", "kafka_classpath"]
 
 POM = Path(__file__).with_name("apache_kafka.pom.xml")
+DEFAULT_VERSION = "4.1.1"
+"""The version the whole suite, the demo and the benchmarks run on (with MirrorMaker 2 and the tools)."""
+VERSIONS = ("3.9.1", DEFAULT_VERSION, "4.4.0")
+"""The versions the promise-bearing tests run on: the last 3.x line (still common on managed services), the
+default, and the newest Maven Central serves here."""
 HEAP = ("-Xms64m", "-Xmx384m")
 JVM = ("-XX:+UseSerialGC", "-Djava.awt.headless=true")
 LOG4J = """name=quiet
@@ -56,6 +61,13 @@ rootLogger.appenderRef.stderr.ref=STDERR
 logger.started.name=kafka.server.KafkaRaftServer
 logger.started.level=INFO
 """
+LOG4J_1 = """log4j.rootLogger=WARN, stderr
+log4j.appender.stderr=org.apache.log4j.ConsoleAppender
+log4j.appender.stderr.Target=System.err
+log4j.appender.stderr.layout=org.apache.log4j.PatternLayout
+log4j.appender.stderr.layout.ConversionPattern=[%d] %p %m (%c)%n
+"""
+"""Kafka 3.x logs through reload4j, which reads this format (``-Dlog4j.configuration``); 4.x reads LOG4J."""
 SCRAM_USER, SCRAM_PASSWORD = "offset-restore", "throw-away-test-secret"
 SASL_SSL = """sasl.enabled.mechanisms=SCRAM-SHA-512
 listener.name.client.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
@@ -126,17 +138,18 @@ def _check_java() -> None:
         raise OffsetRestoreError(f"Apache Kafka 4 needs Java 17 or newer; `java -version` says: {text.strip()}")
 
 
-def kafka_classpath() -> str:
-    """``<folder>/*`` holding Apache Kafka's jars, collected by Maven on first use."""
+def kafka_classpath(version: str = DEFAULT_VERSION) -> str:
+    """``<folder>/*`` holding Apache Kafka ``version``'s jars, collected by Maven on first use."""
     _check_java()
-    digest = hashlib.sha256(POM.read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(POM.read_bytes() + version.encode()).hexdigest()[:12]
     lib = _cache_root() / digest / "lib"
     if not (lib / ".complete").exists():
         _require("mvn", "-v", "Maven to fetch its jars from Maven Central (e.g. apt-get install maven)")
         lib.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix="lib-", dir=lib.parent))
+        only = [] if version == DEFAULT_VERSION else [f"-Dkafka.version={version}", "-Dbroker.only"]
         command = [
-            "mvn", "-q", "-B", "-f", str(POM),
+            "mvn", "-q", "-B", "-f", str(POM), *only,
             "org.apache.maven.plugins:maven-dependency-plugin:3.8.1:copy-dependencies",
             "-DincludeScope=runtime", f"-DoutputDirectory={partial}",
         ]  # fmt: skip
@@ -152,11 +165,17 @@ def kafka_classpath() -> str:
 
 
 def java_tool(
-    main_class: str, args: Sequence[str], *, log4j: Path, timeout_s: float = 120, heap: str = "-Xmx256m"
+    main_class: str,
+    args: Sequence[str],
+    *,
+    log4j: Path,
+    timeout_s: float = 120,
+    heap: str = "-Xmx256m",
+    version: str = DEFAULT_VERSION,
 ) -> subprocess.CompletedProcess[str]:
     """Run one of Kafka's command-line tools (StorageTool, ConsumerGroupCommand, the console consumer)
     as its script would, and return what it printed."""
-    command = ["java", heap, *JVM, f"-Dlog4j2.configurationFile={log4j}", "-cp", kafka_classpath(), main_class]
+    command = ["java", heap, *JVM, *_logging(log4j), "-cp", kafka_classpath(version), main_class]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=timeout_s, check=False)
 
 
@@ -204,6 +223,11 @@ def _client_certificate(folder: Path) -> None:
             "-out", "client.p12", "-passout", f"pass:{CLIENT_PKCS12_PASSWORD}")  # fmt: skip
 
 
+def _logging(log4j: Path) -> list[str]:
+    """Both logging systems' settings: Kafka 4 reads the log4j2 file, Kafka 3 the reload4j one beside it."""
+    return [f"-Dlog4j2.configurationFile={log4j}", f"-Dlog4j.configuration=file:{log4j.with_suffix('.v1.properties')}"]
+
+
 def _cluster_id() -> str:
     """Kafka's ``Uuid.toString()`` shape (22 URL-safe base64 characters), never starting with '-'."""
     while True:
@@ -219,6 +243,8 @@ class ApacheBroker:
 
     name: str
     config: Mapping[str, str] = field(default_factory=dict)
+    version: str = DEFAULT_VERSION
+    """The Apache Kafka version the broker runs (``VERSIONS``), from its own jars."""
     protocol: str = "PLAINTEXT"
     """The client listener's: ``PLAINTEXT``; ``SASL_SSL`` (SCRAM-SHA-512, as MSK offers it) with a
     throw-away CA and a user added at format time; or ``SSL`` with client authentication required (mutual
@@ -273,13 +299,14 @@ class ApacheBroker:
 
     def launch(self) -> ApacheBroker:
         """Format storage and start the JVM; :meth:`wait_ready` waits for it (two brokers start together)."""
-        classpath = kafka_classpath()
+        classpath = kafka_classpath(self.version)
         # Three ports none of which is a port already given (5 picked: at most 2 can be among those).
         port, controller, internal = [p for p in free_ports(5) if p not in (self.port, self.controller_port)][:3]
         self.port, self.controller_port = self.port or port, self.controller_port or controller
         self.cluster_id = self.cluster_id or _cluster_id()
         self.folder = Path(tempfile.mkdtemp(prefix=f"kafka-{self.name}-"))
         self.log4j.write_text(LOG4J)
+        self.log4j.with_suffix(".v1.properties").write_text(LOG4J_1)
         properties = self.folder / "server.properties"
         text = SERVER.format(
             controller=self.controller_port,
@@ -303,10 +330,11 @@ class ApacheBroker:
             "kafka.tools.StorageTool",
             ["format", "--standalone", "-t", self.cluster_id, "-c", str(properties), *extra_format],
             log4j=self.log4j,
+            version=self.version,
         )
         if formatted.returncode != 0:
             raise OffsetRestoreError(f"formatting Kafka storage for {self.name} failed:\n{formatted.stderr}")
-        command = ["java", *HEAP, *JVM, f"-Dlog4j2.configurationFile={self.log4j}", "-cp", classpath]
+        command = ["java", *HEAP, *JVM, *_logging(self.log4j), "-cp", classpath]
         with self.log_file.open("wb") as log:
             self.process = subprocess.Popen(
                 [*command, "kafka.Kafka", str(properties)], stdout=log, stderr=log, start_new_session=True
@@ -368,5 +396,6 @@ class ApacheBroker:
         self.stop()
 
 
-if __name__ == "__main__":  # `make kafka`: fetch the jars now, and say where they are
-    print(kafka_classpath())
+if __name__ == "__main__":  # `make kafka`: fetch every version's jars now, and say where they are
+    for each in VERSIONS:
+        print(f"Apache Kafka {each}: {kafka_classpath(each)}")

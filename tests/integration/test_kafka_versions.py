@@ -1,0 +1,67 @@
+"""The two promises on every Apache Kafka version users run, each from its own jars: the last 3.x line (still
+common on managed services) and the newest Maven Central serves, beside the version the whole suite runs on.
+
+The tests are the suite's own promise-bearing ones, collected here a second time: this module's ``brokers``
+fixture overrides the session's, so ``source``, ``target`` and every fixture built on them meet a source and a
+target of the version in the test's id. What they prove: a snapshot, a plan on every untidy restore layout
+that skips nothing, apply and its wait, rollback that puts the previous offsets back and rewinds nothing, the
+fence against a second writer, and static members named and removed on request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+
+import pytest
+from offset_restore.devtools.apache_broker import DEFAULT_VERSION, VERSIONS, ApacheBroker
+from offset_restore.devtools.brokers import start_all
+
+from tests.helpers import TEST_BROKER, Brokers
+
+# Collected again below, against this module's brokers (their names are what pytest collects).
+from tests.integration.test_apply import (  # noqa: F401
+    scene,
+    test_a_group_ahead_on_the_target_is_a_decision_made_by_name,
+    test_an_active_group_blocks_only_itself_and_a_rerun_commits_it,
+    test_apply_commits_verifies_and_a_second_apply_changes_nothing,
+    test_rollback_never_rewinds_consumers_that_ran_on_the_target,
+    test_rollback_removes_only_what_apply_created,
+)
+from tests.integration.test_fence import (  # noqa: F401
+    test_a_fenced_writer_deletes_nothing,
+    test_a_writer_fenced_in_the_middle_of_its_transaction_leaves_nothing,
+    test_an_apply_paused_before_its_write_while_another_writer_takes_the_fence_writes_nothing,
+    test_two_writers_taking_the_fence_at_once_never_both_write,
+)
+from tests.integration.test_never_skip import (  # noqa: F401
+    source_groups,
+    test_no_position_skips_a_record_whatever_the_order,
+)
+from tests.integration.test_snapshot_cli import group_on_source, test_snapshot_to_a_folder_then_list_it  # noqa: F401
+from tests.integration.test_static_members import (  # noqa: F401
+    test_a_stopped_static_member_is_named_and_removed_only_when_asked,
+)
+
+pytestmark = pytest.mark.skipif(TEST_BROKER != "apache", reason="runs Apache Kafka's own jars of each version")
+
+OTHER_VERSIONS = [version for version in VERSIONS if version != DEFAULT_VERSION]
+
+
+@pytest.fixture(scope="module", params=OTHER_VERSIONS)
+def brokers(request: pytest.FixtureRequest) -> Iterator[Brokers]:
+    """A source and a target of one version (the test's id names it), for the module's tests of that version."""
+    with ExitStack() as stack:
+        source, target = ApacheBroker("source", version=request.param), ApacheBroker("target", version=request.param)
+        start_all([source, target], stack)
+        yield Brokers(source=source, target=target)
+
+
+def test_each_version_runs_its_own_jars(brokers: Brokers) -> None:
+    """What the brokers run is the version in the test's id, not the default's jars under another name: the
+    cluster's first metadata record carries its version's metadata.version."""
+    for broker in (brokers.source, brokers.target):
+        assert isinstance(broker, ApacheBroker) and broker.version != DEFAULT_VERSION
+        major_minor = ".".join(broker.version.split(".")[:2])
+        log = broker.log_file.read_text(errors="replace")
+        assert f"metadata.version {major_minor}-IV" in log, log[-2000:]
