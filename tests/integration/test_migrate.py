@@ -257,3 +257,27 @@ def test_a_group_started_again_on_the_source_after_the_final_snapshot_is_not_mov
     held = [e for e in plan.entries if e.group in (inside, near)]
     assert held and all(e.status == "mapped" and e.outcome == "not_written" for e in held)
     assert all("started again on the source" in (e.reason or "") for e in held)
+
+
+def test_a_topic_whose_shape_changed_is_not_waited_for(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """The target holds the topic in 2 partitions where the source has 4, its records without the partition
+    header: no plan maps the group, however long the migration waits. It stops after its first plan, says
+    so apart from "not caught up", and writes nothing — with a catch-up timeout of two minutes."""
+    topic, group = unique("reshaped"), unique("move-reshaped")
+    source.create_topics({topic: 4})
+    target.create_topics({topic: 2})
+    for q in range(4):
+        records = produce(source, topic, q, 20)
+        restore(target, topic, q % 2, records, header=None)
+    commit(source, group, {TP(topic, q): 7 for q in range(4)})
+    status, out, err = run(
+        "migrate", "--source-bootstrap-servers", brokers.source.bootstrap_servers,
+        "--bootstrap-servers", brokers.target.bootstrap_servers, "--snapshots", str(tmp_path / "snapshots"),
+        "--plan", str(tmp_path / "plan.json"), "--groups", group, "--poll-interval", "0.3",
+        "--catch-up-timeout", "120", "--execute",
+    )  # fmt: skip
+    assert status == 3, out + err
+    assert "not exact after 1 plans" in out and "CANNOT BE MAPPED  4 of them" in out, out
+    assert target.committed_offsets([group]) == {group: {}}

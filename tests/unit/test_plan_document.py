@@ -144,3 +144,24 @@ def test_groups_a_spreadsheet_would_run_as_formulas_are_written_as_names_and_cou
         lines = document.csv_file().read().decode().splitlines()
     assert [line.split(",")[0] for line in lines] == names
     assert (document.csv_formulas, document.csv_formula_count) == (names[:3], 4)
+
+
+def test_a_migration_waits_for_entries_a_later_plan_may_prove_not_for_held_ones() -> None:
+    """Held entries (a topic whose shape changed, nothing maps it) are counted apart: a migration does not
+    wait for them; pending entries and mapped ones without proof it waits for."""
+
+    def made(partition: int, **fields: object) -> PlanEntry:
+        values: dict[str, object] = {"group": "g", "topic": "t", "partition": partition, "target_topic": "t"}
+        return PlanEntry.model_validate({**values, "source_offset": 5, **fields})
+
+    summary = PlanSummary.of(
+        [
+            made(0, status="mapped", target_offset=3, exact=True),
+            made(1, status="mapped", target_offset=3, exact=False),
+            made(2, status="pending"),
+            made(3, status="unmapped", holds_group=True),
+            made(4, status="unmapped", holds_group=True),
+            made(5, status="unmapped"),  # a topic missing on the target: a replica may still create it
+        ]
+    )
+    assert (summary.exact, summary.held, summary.awaiting_catch_up) == (1, 2, 3)

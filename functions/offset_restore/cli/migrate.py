@@ -36,6 +36,7 @@ from offset_restore.cli.arguments import (
 from offset_restore.cli.plan import plan_summary
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
+from offset_restore.formats.plan import PlanSummary
 from offset_restore.migration.run import Migration, MigrationResult, not_proven, run_migration
 from offset_restore.migration.source import STARTED_AGAIN, active_phrase
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanOptions
@@ -205,9 +206,21 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
         lines += [
             f"  NOT CAUGHT UP     {not_proven(s):,} of {s.entries:,} group-partitions not exact after {result.plans} "
             f"plans ({result.caught_up_s:.1f} s of {catch_up_timeout_s:g}); " + _not_caught_up_outcome(result),
+            *_never_mapped(s),
             *plan_summary(result.plan)[1:],
         ]
     return lines
+
+
+def _never_mapped(s: PlanSummary) -> list[str]:
+    """Entries no later plan maps, not waited for: said apart from those the target may still bring."""
+    if not s.held:
+        return []
+    return [
+        f"  CANNOT BE MAPPED  {s.held:,} of them are of a topic whose shape changed on the target, which no record "
+        "maps (no partition header): not waited for, as a later plan reads the same topic; keep those groups on "
+        "the source, or give the target the topic with the source's partitions (the reasons are below)"
+    ]
 
 
 def started_again(result: MigrationResult) -> dict[str, str]:

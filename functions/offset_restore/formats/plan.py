@@ -211,6 +211,9 @@ class PlanSummary(BaseModel):
     exact: int = 0
     pending: int = 0
     unmapped: int = 0
+    held: int = 0
+    """Unmapped entries that hold their group: a topic whose shape changed that nothing the target holds maps
+    (no partition header). A later plan of the same target reads the same shape, so nothing waits for them."""
     by_method: dict[str, int] = Field(default_factory=dict)
     max_duplicates_total: int = 0
     entries_without_bound: int = 0
@@ -226,6 +229,12 @@ class PlanSummary(BaseModel):
     entries_exposure_unknown: int = 0
     """Entries without an estimate: of groups no earlier snapshot gives a rate for (or a plan made
     before the estimate existed)."""
+
+    @property
+    def awaiting_catch_up(self) -> int:
+        """A migration's entries a later plan may still prove exact: all not exact but those ``held`` (one
+        rule for the CLI's ``migrate`` and the workflow's mode migrate)."""
+        return self.entries - self.exact - self.held
 
     @classmethod
     def of(cls, entries: Iterable[PlanEntry]) -> PlanSummary:
@@ -255,6 +264,7 @@ class SummaryTally:
         n["exposure_total"] += e.exposure or 0
         n["never_restored_total"] += e.never_restored or 0
         n["entries_exposure_unknown"] += e.exposure is None
+        n["held"] += e.status == "unmapped" and e.holds_group
         # Mapped means a target offset was found, whatever apply did with it since.
         if e.status not in ("pending", "unmapped") and e.target_offset is not None:
             n["mapped"] += 1
@@ -273,6 +283,7 @@ class SummaryTally:
             exact=n["exact"],
             pending=self.statuses["pending"],
             unmapped=self.statuses["unmapped"],
+            held=n["held"],
             by_method=dict(sorted(self.methods.items())),
             max_duplicates_total=n["max_duplicates_total"],
             entries_without_bound=n["entries_without_bound"],

@@ -157,8 +157,9 @@ def _plan_until_proven(
     connect: Callable[[ConnectionSettings], KafkaCluster],
 ) -> tuple[PlanResult, int, float]:
     """Plan, and while some entry is not exact and the catch-up timeout has not passed, pause and plan
-    again (a preview plans once). The attempts are written to a scratch folder (a plan file is never
-    overwritten) and the last one to ``destination``."""
+    again (a preview plans once); entries no later plan can map (``PlanSummary.held``) are not waited for.
+    The attempts are written to a scratch folder (a plan file is never overwritten) and the last one to
+    ``destination``."""
     timeout = 0.0 if migration.apply.dry_run else migration.catch_up_timeout_s
     polling = Polling(timeout, migration.apply.poll_interval_s, "waiting for the target to hold every group's records")
     with tempfile.TemporaryDirectory(prefix="offset-restore-migrate-") as scratch:
@@ -172,7 +173,7 @@ def _plan_until_proven(
             show(polling.what, result.summary.exact, result.summary.entries)
             return result
 
-        result, plans, waited = poll_until(attempt, lambda r: not not_proven(r.summary), polling, sleep, clock)
+        result, plans, waited = poll_until(attempt, lambda r: not r.summary.awaiting_catch_up, polling, sleep, clock)
         store, key = destination
         with open(attempts[-1][0], "rb") as content:
             create_plan(store, key, content, f"{store.description}/{key}")

@@ -329,7 +329,7 @@ def summarize(
         batches = builder.write(index)
     else:
         batches = (len(builder.candidates()) + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
-    waiting = summary.entries - summary.exact if until_exact else summary.pending
+    waiting = summary.awaiting_catch_up if until_exact else summary.pending
     return Summary(
         summary=summary,
         pending=waiting,
