@@ -196,7 +196,9 @@ def test_a_dense_partition_read_whole_takes_its_tail_from_the_sample_and_stays_e
     assert stats.fetch_rounds.get("header (whole partitions)", 0) > 0 and not stats.out_of_order, stats
     if broker == "local":  # the proof's own reads (records it compares with the evidence) apart
         read -= stats.bytes_read.get("proof", 0)
-        assert read <= one_pass, f"the plan read {read} bytes, one pass {one_pass}"
+        # Within 1% of one pass: what this guards against is every window read twice (1.03x). How the local
+        # broker cuts its answers still varies with load (1.0015x once, in a suite of three processes).
+        assert read <= one_pass * 1.01, f"the plan read {read} bytes, one pass {one_pass}"
 
 
 def _restore_written_twice(cluster: KafkaCluster) -> tuple[TP, dict[str, int]]:
