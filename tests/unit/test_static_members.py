@@ -45,13 +45,13 @@ def test_the_hint_appears_only_where_a_group_has_static_members() -> None:
 
 def test_each_static_member_is_removed_once_and_a_refusal_is_said() -> None:
     target = Target(refuse=["pod-2"])
-    removed: list[str] = []
     active = {"orders": group("orders", "pod-1", "pod-2"), "plain": group("plain")}
-    first = remove_static_members(target, active, removed)  # type: ignore[arg-type]
+    first = remove_static_members(target, active, [])  # type: ignore[arg-type]
     assert first == ["orders: pod-1", "orders: pod-2 (refused: UnknownMemberIdError)"]
     assert target.asked == [("orders", ("pod-1", "pod-2"))]
-    rejoined = {"orders": group("orders", "pod-1", "pod-9")}  # pod-1 still runs and joined again; pod-9 is new
-    assert remove_static_members(target, rejoined, removed) == ["orders: pod-9"]  # type: ignore[arg-type]
+    # pod-1 still runs and joined again, pod-2 was refused and is still there, pod-9 is new: only pod-9 is asked.
+    rejoined = {"orders": group("orders", "pod-1", "pod-2", "pod-9")}
+    assert remove_static_members(target, rejoined, first) == ["orders: pod-9"]  # type: ignore[arg-type]
     assert target.asked[-1] == ("orders", ("pod-9",))
 
 

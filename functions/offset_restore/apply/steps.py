@@ -39,12 +39,13 @@ __all__ = ["CommitResult", "EmptyCheck", "check_empty", "commit_groups", "rollba
 
 
 NAMES_IN_OUTPUT = 20
+"""Group names a step returns per list; the counts are whole. A state's payload is limited to 256 KB
+and a large estate has tens of thousands of groups: the full lists live in DynamoDB and the report."""
 STATIC_REMOVED_KEPT = 500
 """Static members removed that the state carries from poll to poll (each removed once): a few hundred
 names stay far inside Step Functions' 256 KB state; past them a member may be removed once more."""
 WORKFLOW_STATIC_OPTION = '"remove_static_members": true in the input'
-"""Group names a step returns per list; the counts are whole. A state's payload is limited to 256 KB
-and a large estate has tens of thousands of groups: the full lists live in DynamoDB and the report."""
+"""How a timed-out wait names the workflow's way to end a wait on static members (the CLI names its option)."""
 
 
 def _first(names: Sequence[str]) -> list[str]:
@@ -166,9 +167,7 @@ def check_empty(
         writable, waiting = writable_and_waiting(mappings.iter_entries(restore_id))
     infos = target.describe_groups(writable) if writable else {}
     found = active_groups(writable, infos)
-    removed = list(static_removed)
-    if remove_static:
-        remove_static_members(target, found, removed)
+    removed = [*static_removed, *(remove_static_members(target, found, static_removed) if remove_static else ())]
     active = list(found)
     timed_out = bool(active) and timeout_s is not None and now - started_at >= timeout_s
     if timed_out and fail_on_timeout:

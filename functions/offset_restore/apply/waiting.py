@@ -95,17 +95,21 @@ STATIC_REASON = "offset-restore --remove-static-members"
 """What the broker is told (LeaveGroup v5+) and logs about why the members left."""
 
 
-def remove_static_members(target: ApplyTarget, active: Mapping[str, GroupInfo], removed: list[str]) -> list[str]:
-    """Remove the static members of the ``active`` groups that ``removed`` (``group: group.instance.id``, earlier
-    removals) does not hold yet, each once: one whose consumer still runs joins again and is then waited for
-    as any member. Returns the new removals, each with the broker's error if it refused."""
+REFUSED = " (refused: "
+"""How a removal the broker refused is recorded after its ``group: group.instance.id``."""
+
+
+def remove_static_members(target: ApplyTarget, active: Mapping[str, GroupInfo], done: Sequence[str]) -> list[str]:
+    """Remove the static members of the ``active`` groups not in ``done`` (the removals recorded so far, as
+    this returns them), each once: one whose consumer still runs joins again and is then waited for as any
+    member. Returns the new removals, ``group: group.instance.id``, each with the broker's error if it refused."""
+    seen = {line.split(REFUSED)[0] for line in done}
     new: list[str] = []
     for group, info in sorted(active.items()):
-        fresh = [i for i in info.static_members if f"{group}: {i}" not in removed]
+        fresh = [i for i in info.static_members if f"{group}: {i}" not in seen]
         if fresh:
             answers = _removal(target, group, fresh)
-            new += [f"{group}: {i}" + (f" (refused: {answers[i]})" if answers.get(i) else "") for i in fresh]
-            removed += [f"{group}: {i}" for i in fresh]
+            new += [f"{group}: {i}" + (f"{REFUSED}{answers[i]})" if answers.get(i) else "") for i in fresh]
     return new
 
 
@@ -125,11 +129,10 @@ def releasing_static_members(
 ) -> Callable[[Sequence[str]], dict[str, GroupInfo]]:
     """``describe_groups`` that also removes the static members of each active group it sees (each once),
     recording each removal in the report: the operator asked for it, and the report says it was done."""
-    removed: list[str] = []
 
     def describe(groups: Sequence[str]) -> dict[str, GroupInfo]:
         infos = target.describe_groups(groups)
-        report.static_removed += remove_static_members(target, active_groups(groups, infos), removed)
+        report.static_removed += remove_static_members(target, active_groups(groups, infos), report.static_removed)
         return infos
 
     return describe
