@@ -7,6 +7,7 @@ import io
 
 import pytest
 from offset_restore.errors import BadInputError
+from offset_restore.snapshot import export as export_module
 from offset_restore.snapshot.export import Export, parse_export
 
 
@@ -116,3 +117,10 @@ def test_a_group_named_like_the_tools_errors_is_a_group_inside_a_table() -> None
 def test_anything_else_is_refused_with_the_line_named(text: str, group: str | None, message: str) -> None:
     with pytest.raises(BadInputError, match=message):
         parse_export(io.StringIO(text), group=group, source="e.csv")
+
+
+@pytest.mark.parametrize("text", [EXPORTED, DESCRIBED], ids=["csv", "describe"])
+def test_either_form_past_the_line_bound_is_refused(text: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(export_module, "MAX_LINES", 3)
+    with pytest.raises(BadInputError, match="holds more than 3 lines: not an export"):
+        parse_export(io.StringIO(text), group=None, source="e.csv")

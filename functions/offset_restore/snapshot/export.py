@@ -27,12 +27,15 @@ import itertools
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from offset_restore.errors import BadInputError
 from offset_restore.files import lines_of
 from offset_restore.snapshot.offsets_topic import OffsetCommit
 
 __all__ = ["Export", "parse_export", "read_export"]
+
+T = TypeVar("T")
 
 
 MAX_LINE = 64 * 1024
@@ -121,9 +124,7 @@ def _tool_line(line: str, *, in_table: bool = False) -> str | None:
 
 def _read_csv(lines: Iterable[str], group: str | None, source: str, found: Export) -> None:
     seen: set[tuple[str, str, int]] = set()
-    for number, row in enumerate(_rows(lines, source), start=1):
-        if number > MAX_LINES:
-            raise BadInputError(f"{source} holds more than {MAX_LINES:,} lines: not an export")
+    for number, row in _numbered(_rows(lines, source), source):
         if not row or row == [""]:
             continue  # the tool begins and ends its output with an empty line
         if any("\x00" in value for value in row):
@@ -139,9 +140,7 @@ def _read_described(lines: Iterable[str], source: str, found: Export) -> None:
     end a table: the tool's stderr, redirected into the file, may cut one anywhere with its own blank lines."""
     seen: set[tuple[str, str, int]] = set()
     columns: tuple[int, int, int] | None = None
-    for number, raw in enumerate(lines, start=1):
-        if number > MAX_LINES:
-            raise BadInputError(f"{source} holds more than {MAX_LINES:,} lines: not an export")
+    for number, raw in _numbered(lines, source):
         line = raw.rstrip("\r\n")
         if "\x00" in line:
             raise BadInputError(f"{source} line {number} holds NUL bytes: a binary file, not an export")
@@ -183,6 +182,14 @@ def _add(found: Export, seen: set[tuple[str, str, int]], commit: OffsetCommit, w
         raise BadInputError(f"{where}: {commit.group} {commit.topic}/{commit.partition} twice")
     seen.add(key)
     found.commits.append(commit)
+
+
+def _numbered(items: Iterable[T], source: str) -> Iterator[tuple[int, T]]:
+    """Each line (or CSV row) with its number from 1, refused past ``MAX_LINES``: both forms' one bound."""
+    for number, item in enumerate(items, start=1):
+        if number > MAX_LINES:
+            raise BadInputError(f"{source} holds more than {MAX_LINES:,} lines: not an export")
+        yield number, item
 
 
 def _rows(lines: Iterable[str], source: str) -> Iterator[list[str]]:
