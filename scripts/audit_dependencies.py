@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name as canonical
 from packaging.version import InvalidVersion, Version
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,11 +70,6 @@ class Finding:
     advisories: tuple[str, ...] = ()
     note: str = ""
     latest: str = ""  # the project's latest release, where the registry was asked
-
-
-def canonical(name: str) -> str:
-    """PEP 503's normalized name: the registry's URL for a project and the key that merges two spellings."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def named(advisories: Iterable[dict[str, Any]]) -> tuple[str, ...]:
