@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from offset_restore.snapshot.fingerprint import fingerprint
-from offset_restore.translate.positions import Evidence, pack_evidence, unpack_evidence
+from offset_restore.translate.positions import Evidence, last_evidence, pack_evidence, unpack_evidence
 
 STANDARD = [Evidence(7 + i, 1_700_000_000_000 + i, fingerprint(str(i).encode(), b"v")) for i in range(3)]
 
@@ -24,6 +24,7 @@ def test_standard_fingerprints_are_packed_32_bytes_a_record_and_come_back_equal(
         Evidence(1, 2, STANDARD[0].fingerprint + "00"),  # longer than 128 bits: would be cut
         Evidence(1, 2, "not-hex"),
         Evidence(1, 2, ""),
+        Evidence(1, 2, STANDARD[0].fingerprint[:16] + " " + STANDARD[0].fingerprint[16:31]),  # hex parsing skips spaces
         Evidence(2**63, 2, STANDARD[0].fingerprint),  # beyond a signed 64-bit offset
         Evidence(1, -(2**63) - 1, STANDARD[0].fingerprint),
     ],
@@ -31,3 +32,17 @@ def test_standard_fingerprints_are_packed_32_bytes_a_record_and_come_back_equal(
 def test_anything_else_is_kept_as_it_is(odd: Evidence) -> None:
     records = [STANDARD[0], odd]
     assert unpack_evidence(pack_evidence(records)) == tuple(records)
+
+
+def test_lengths_are_checked_a_fingerprint_at_a_time() -> None:
+    """31 and 33 hex digits make 64 together: packed, they would come back as two of 32."""
+    short, long = STANDARD[0].fingerprint[:31], STANDARD[1].fingerprint + "a"
+    records = [Evidence(1, 2, short), Evidence(3, 4, long)]
+    assert unpack_evidence(pack_evidence(records)) == tuple(records)
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_the_last_record_alone_is_the_last_of_all(count: int) -> None:
+    records = STANDARD[:count]
+    for packed in (pack_evidence(records), tuple(records)):
+        assert last_evidence(packed) == (unpack_evidence(packed)[-1] if count else None)

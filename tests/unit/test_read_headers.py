@@ -8,6 +8,7 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.read_headers import ReadHeaders
 
 TOPIC = TP("orders", 0)
@@ -144,3 +145,19 @@ def test_covered_is_what_the_answers_spanned_not_only_their_records() -> None:
     reads.add(TOPIC, [FetchedRecord(10, 0, b"k", b"v", ((HEADER, b"10"),)), FetchedRecord(11, 0, b"k", b"v", ())])
     assert reads.covered(TOPIC, 0, 20)
     assert not reads.covered(TP("orders", 1), 0, 1) and reads.covered(TP("orders", 1), 5, 5)
+
+
+_DIGITS = st.text(alphabet="0123456789", min_size=0, max_size=21).map(str.encode)
+
+
+@given(st.one_of(_DIGITS, st.binary(max_size=21), st.integers(0, 2**64 - 1).map(lambda n: n.to_bytes(8, "big"))))
+@settings(max_examples=400, deadline=None)
+def test_every_header_value_is_read_as_the_one_parser_reads_it(value: bytes) -> None:
+    """The watcher reads decimal text itself (a million records a dense plan): it must agree with
+    ``parse_offset_header`` on every value, and refuse what that refuses."""
+    try:
+        expected: int | None = parse_offset_header(value)
+    except ValueError:
+        expected = None
+    got = ReadHeaders(HEADER).add(TOPIC, _answer([(HEADER, value)]).records)
+    assert got == (None if expected is None else [expected])

@@ -218,7 +218,7 @@ def _reshaped_topics(
         widest[pos.source.topic] = max(widest.get(pos.source.topic, 0), pos.source.partition + 1)
     shapes.compare_counts(onto, source_partitions, topics, widest)
     for pos in positions.values():
-        for evidence in (pos.next, *pos.before[-1:]):
+        for evidence in (pos.next, pos.last_before):
             if evidence is not None:
                 shapes.add_evidence(pos.source.topic, pos.source.partition, evidence.offset, evidence.fingerprint)
     back = {name: topic for topic, name in onto.items()}

@@ -329,8 +329,9 @@ def _read_again(decision: Decision, again: int, floor: int) -> Decision:
 def _origin_mark(pos: Position) -> tuple[int, Evidence] | None:
     """A record the group processed and its origin offset: where the target, if it is the origin cluster,
     holds that record."""
-    if pos.last_origin is not None and pos.packed_before:
-        return pos.last_origin, pos.before[-1]
+    last = pos.last_before
+    if pos.last_origin is not None and last is not None:
+        return pos.last_origin, last
     if pos.top_origin is not None and pos.top is not None:
         return pos.top_origin, pos.top
     return None

@@ -217,8 +217,11 @@ class ReadHeaders:
             number = _NO_HEADER
             for header, value in record.headers:
                 if header == name:
-                    number = _number(value)
-                    malformed = malformed or (number == _NO_HEADER and value is not None)
+                    if value is not None and len(value) < 19 and value.isdigit():
+                        number = int(value)  # decimal text, as ``parse_offset_header`` reads it, without two calls
+                    else:
+                        number = _number(value)
+                        malformed = malformed or (number == _NO_HEADER and value is not None)
                     break
             part.offsets.append(record.offset)
             part.values.append(number)

@@ -19,7 +19,8 @@ MAX_COUNT_ROUNDS = 50
 def _wanted_timestamp(pos: Position) -> int | None:
     if pos.next is not None:
         return pos.next.timestamp
-    return pos.before[-1].timestamp if pos.before else None
+    last = pos.last_before
+    return last.timestamp if last is not None else None
 
 
 def by_timestamp(undecided: dict[PositionKey, Position], ctx: Context) -> dict[PositionKey, Decision | str]:
