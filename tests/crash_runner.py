@@ -54,7 +54,7 @@ def main(argv: Sequence[str]) -> int:
         if at_save == (saves, "after"):
             die()
 
-    def before_commit(batch: Sequence[str]) -> None:
+    def before_commit() -> None:
         nonlocal batches
         batches += 1
         if step == "after-first-batch" and batches == 2:
@@ -64,7 +64,7 @@ def main(argv: Sequence[str]) -> int:
     with plan_file.locked(), KafkaCluster(ConnectionSettings(bootstrap_servers=servers)) as target:
         plan = plan_file.load()
         if command == "apply":
-            apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), save, before_commit=before_commit)
+            apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), save, before_write=before_commit)
         else:
             rollback_plan(plan, target, save)
     return 0  # reached only when the step named never came

@@ -511,11 +511,11 @@ def test_a_group_that_moves_on_during_apply_is_not_rewound(
     s = scene({"a": {0: 50, 1: 5}, "b": {0: 60}})
     moving, steady = s.groups["a"], s.groups["b"]
 
-    def consumer_commits(batch: Sequence[str]) -> None:
+    def consumer_commits() -> None:
         commit(target, moving, {TP(s.topic, 0): 80})
 
     plan = s.plan()
-    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None, before_commit=consumer_commits)
+    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None, before_write=consumer_commits)
     assert moving in report.groups_skipped and "moved on since apply read it" in report.groups_skipped[moving]
     assert f"{s.topic}/0 was none, now 80" in report.groups_skipped[moving]
     assert s.offsets("a") == {0: 80} and report.groups_committed == [steady]
@@ -649,11 +649,11 @@ def test_rollback_leaves_alone_what_an_interrupted_apply_never_wrote(
     def save(plan: Plan) -> None:
         s.plan_path.write_text(sealed(plan).model_dump_json())  # as the CLI's apply saves it
 
-    def killed(batch: Sequence[str]) -> None:
+    def killed() -> None:
         raise KeyboardInterrupt  # after the previous offsets were saved, before the first commit
 
     with pytest.raises(KeyboardInterrupt):
-        apply_plan(s.plan(), target, ApplyOptions(wait_timeout_s=0), save, before_commit=killed)
+        apply_plan(s.plan(), target, ApplyOptions(wait_timeout_s=0), save, before_write=killed)
     (entry,) = [e for e in s.plan().entries if e.group == s.groups["a"]]
     assert (entry.previous_recorded, entry.previous_target_offset, s.offsets("a")) == (True, 7, {0: 7})
     commit(target, s.groups["a"], {tp: 80})  # its consumers ran on the target
@@ -946,7 +946,7 @@ def test_a_topic_created_again_between_the_check_and_the_verification_is_read_ag
     plan = s.plan()
     done: list[bool] = []
 
-    def restore_again(groups: Sequence[str]) -> None:
+    def restore_again() -> None:
         if done:
             return
         done.append(True)
@@ -972,7 +972,7 @@ def test_a_topic_created_again_between_the_check_and_the_verification_is_read_ag
                         raise
                     time.sleep(0.2)
 
-    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None, before_commit=restore_again)
+    report = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None, before_write=restore_again)
     assert done and report.groups_committed == [s.groups["a"]]
     [failed] = report.verify_failed
     assert "another record is there" in failed or re.search(r"carries source offset 1\d{3}, the plan read", failed)

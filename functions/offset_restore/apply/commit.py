@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 
 from offset_restore.apply.anchors import ReadRecords, changed_since_plan
 from offset_restore.apply.fit import check_entries_fit
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress, WriteCheck
 from offset_restore.apply.verification import verify_groups
 from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
@@ -59,15 +59,16 @@ def apply_plan(
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-    before_commit: Callable[[Sequence[str]], float | None] | None = None,
+    before_write: WriteCheck | None = None,
     hold: Hold | None = None,
     journal: JournalHook | None = None,
 ) -> ApplyReport:
     """Write the plan's mapped offsets; updates ``plan`` in place and saves it at each safe point.
     ``hold``: a last look right before each write, naming the groups not to write now and why (a
     migration's look at the source). ``journal``: told of every previous offset this run records or
-    gives up, after the save that records it and before the first write (apply/journal.py)."""
-    run = _ApplyRun(plan, target, options, save, progress or (lambda phase, done, total: None), before_commit)
+    gives up, after the save that records it and before the first write (apply/journal.py). ``before_write``:
+    this run's right to write (``WriteCheck``), asked before each batch's re-checks and before each write."""
+    run = _ApplyRun(plan, target, options, save, progress or (lambda phase, done, total: None), before_write)
     run.hold, run.journal = hold, journal
     groups = run.choose()
     lap = _Laps(run.report.timings)
@@ -117,7 +118,7 @@ class _ApplyRun:
     options: ApplyOptions
     save: Callable[[Plan], None]
     show: Progress
-    before_commit: Callable[[Sequence[str]], float | None] | None
+    before_write: WriteCheck | None
     report: ApplyReport = field(default_factory=ApplyReport)
     writable: dict[str, list[PlanEntry]] = field(default_factory=dict)
     """Per group, the entries this run writes."""
@@ -278,8 +279,8 @@ class _ApplyRun:
     def commit_batch(self, batch: list[str]) -> None:
         """Re-check that each group is still empty and that its offsets are still those read at the
         start (a consumer may commit without joining the group), then one OffsetCommit per group."""
-        if self.before_commit is not None:
-            self.before_commit(batch)
+        if self.before_write is not None:
+            self.before_write()
         states = self.target.describe_groups(batch)
         ready = [g for g in batch if not states.get(g) or states[g].state in WRITABLE_STATES]
         for group in batch:
@@ -297,12 +298,11 @@ class _ApplyRun:
                 self.report.skip(group, "not_written", why)
             ready = [g for g in ready if g not in held]
         answers: Mapping[str, dict[TP, str | None]] = {}
-        fence = self.before_commit
         try:
             # The fence once more right before the write (the reads above take time: a pause there must
             # not let a run write after its lock's lease), and before every retry of it.
             answers = self.target.alter_offsets_many(
-                {g: self.commits[g] for g in ready}, before_attempt=(lambda: fence(ready)) if fence else None
+                {g: self.commits[g] for g in ready}, before_attempt=self.before_write
             )
         except CommitInterruptedError as error:
             answers = error.answered

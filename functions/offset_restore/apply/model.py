@@ -28,6 +28,13 @@ __all__ = [
 ]
 
 
+WriteCheck = Callable[[], float | None]
+"""This run's right to write, asked before each write and each retry of it: raises when the run may no longer
+write (its lock lost, its lease too short), else the seconds a write sent now may take (None: unbounded).
+Made once by whoever holds the lock (the CLI's ``still_ours``, the workflow's lease) and passed down
+unchanged, to the cluster's ``before_attempt`` too: every write of every path asks the same check."""
+
+
 class ApplyTarget(Source, Protocol):
     @property
     def cluster_id(self) -> str: ...
@@ -38,7 +45,7 @@ class ApplyTarget(Source, Protocol):
         self,
         offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
         *,
-        before_attempt: Callable[[], float | None] | None = None,
+        before_attempt: WriteCheck | None = None,
     ) -> dict[str, dict[TP, str | None]]: ...
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
     def remove_static_members(

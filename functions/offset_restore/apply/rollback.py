@@ -25,7 +25,7 @@ from typing import Protocol
 
 from offset_restore.apply.commit import maybe_written
 from offset_restore.apply.fit import check_same_topics
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress
+from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress, WriteCheck
 from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import Plan, PlanEntry
@@ -58,7 +58,7 @@ def rollback_plan(
     save: Callable[[Plan], None],
     *,
     wait: ApplyOptions | None = None,
-    before_write: Callable[[], float | None] = lambda: None,
+    before_write: WriteCheck = lambda: None,
     progress: Progress | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
@@ -210,7 +210,7 @@ def _execute(
     undo: Mapping[str, _Undo],
     target: RollbackTarget,
     report: ApplyReport,
-    before_write: Callable[[], float | None] = lambda: None,
+    before_write: WriteCheck = lambda: None,
 ) -> None:
     """The previous offsets put back, each attempt fenced by the lock (and bounded by its lease's deadline)."""
     restores = {g: w.restore for g, w in undo.items() if w.restore}

@@ -18,7 +18,7 @@ from offset_restore.apply.commit import Hold, apply_plan
 from offset_restore.apply.fit import check_plan_fits
 from offset_restore.apply.journal import Journal
 from offset_restore.apply.locks import Lease, LockLostError, TargetLock
-from offset_restore.apply.model import ApplyOptions, ApplyReport
+from offset_restore.apply.model import ApplyOptions, ApplyReport, WriteCheck
 from offset_restore.apply.rollback import rollback_plan
 from offset_restore.apply.seal import (
     PlanKey,
@@ -146,7 +146,7 @@ def _keyed(lock: TargetLock | None, target: KafkaCluster) -> TargetLock | None:
 
 
 @contextmanager
-def _locked(lock: TargetLock | None) -> Iterator[Callable[[], float | None]]:
+def _locked(lock: TargetLock | None) -> Iterator[WriteCheck]:
     """Hold the target's lock for the block, renewed by a heartbeat every third of its expiry; yields
     a check to call before each write, which raises LockLostError once the lock is no longer ours."""
     if lock is None:
@@ -304,7 +304,7 @@ def run_apply(
             options,
             sealing.saver(plan_file),
             progress=progress,
-            before_commit=lambda _: still_ours(),
+            before_write=still_ours,
             hold=hold,
             journal=lambda entries: journal.append(plan, entries),
         )

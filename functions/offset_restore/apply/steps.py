@@ -5,7 +5,7 @@ from the previous offsets its commits saved there."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +20,15 @@ from offset_restore.apply.commit_index import (
     writable_and_waiting,
 )
 from offset_restore.apply.fit import check_entries_fit
-from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, Progress, RewindScope, rewind_options
+from offset_restore.apply.model import (
+    ApplyOptions,
+    ApplyReport,
+    ApplyTarget,
+    Progress,
+    RewindScope,
+    WriteCheck,
+    rewind_options,
+)
 from offset_restore.apply.rollback import RollbackTarget, rollback_plan
 from offset_restore.apply.waiting import (
     WaitTimeoutError,
@@ -207,7 +215,7 @@ def commit_groups(
     allow_rewind: RewindScope,
     index: BlobStore | None = None,
     offset_header: str | None = None,
-    before_write: Callable[[], float | None] | None = None,
+    before_write: WriteCheck | None = None,
     hold: Mapping[str, str] | None = None,
 ) -> CommitResult:
     """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
@@ -231,10 +239,9 @@ def commit_groups(
     plan = _plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
     check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)  # apply_plan checks revived ones
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
-    fence = (lambda _groups: before_write()) if before_write else None
     held = (lambda batch: {g: hold[g] for g in batch if g in hold}) if hold else None
     report = apply_plan(
-        plan, target, options, lambda p: mappings.save(restore_id, p.entries), before_commit=fence, hold=held
+        plan, target, options, lambda p: mappings.save(restore_id, p.entries), before_write=before_write, hold=held
     )
     return step_result(report)
 
@@ -247,7 +254,7 @@ def rollback_run(
     groups: NameFilter | None = None,
     *,
     cluster_id: str | None = None,
-    before_write: Callable[[], float | None] = lambda: None,
+    before_write: WriteCheck = lambda: None,
     progress: Progress | None = None,
 ) -> tuple[Plan, ApplyReport]:
     """Roll back what a workflow run committed (or the ``groups`` of it): the previous offsets its
