@@ -42,7 +42,7 @@ from offset_restore.devtools.brokers import started as started_brokers
 from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
+from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot

@@ -65,6 +65,7 @@ from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
 from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.mappings import MappingStore
@@ -276,7 +277,7 @@ def placement(replica: ApacheBroker, partitions: int) -> dict[int, Placed]:
     with KafkaCluster(replica.settings()) as cluster:
         for p in range(partitions):
             tp = TP(TOPIC, p)
-            records = [r for r in cluster.read_partition(tp) if r.key]
+            records = [r for r in read_partition(cluster, tp) if r.key]
             sources = [int(r.key.split(b":")[1]) for r in records if r.key]
             if any(b <= a for a, b in itertools.pairwise(sources)):
                 raise SystemExit(f"{replica.name} {TOPIC}/{p} holds records out of source order: no single truth")

@@ -37,7 +37,7 @@ from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
-from offset_restore.kafka.rounds import fetch_from
+from offset_restore.reading.rounds import fetch_from
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence

@@ -37,7 +37,7 @@ from typing import Any
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
-from offset_restore.kafka.rounds import read_whole
+from offset_restore.reading.whole import read_whole
 from offset_restore.snapshot.live import Snapshot, SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.positions import TranslateStats

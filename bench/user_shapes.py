@@ -83,7 +83,7 @@ from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.kafka import batch_records, protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
+from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, fetch_from, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate import translation as translation_module

@@ -18,6 +18,7 @@ from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
+from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
@@ -478,7 +479,7 @@ def compacted_topic(servers: str, cluster: KafkaCluster, topic: str, timeout_s: 
         time.sleep(0.3)  # past segment.ms: the next append rolls a new segment
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        offsets = [r.offset for r in cluster.read_partition(TP(topic, 0))]
+        offsets = [r.offset for r in read_partition(cluster, TP(topic, 0))]
         if len(offsets) < 61:
             return offsets
         time.sleep(0.5)
@@ -499,7 +500,7 @@ def test_gaps_left_by_real_compaction_resume_at_the_next_record_kept(
     commit(source, inside, {TP(topic, 0): gaps[0]})
     commit(source, caught_up, {TP(topic, 0): kept[-1] + 1})
     produced = [
-        Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in source.read_partition(TP(topic, 0))
+        Produced(r.offset, r.key or b"", r.value or b"", (), r.timestamp) for r in read_partition(source, TP(topic, 0))
     ]
     restored = {"header": (f"dr.{topic}", "int64"), "fingerprint": (f"mm2.{topic}", None)}
     for name, header in restored.values():

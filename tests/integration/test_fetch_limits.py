@@ -15,7 +15,8 @@ from offset_restore.apply.anchors import records_at
 from offset_restore.devtools.brokers import started
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
-from offset_restore.kafka.rounds import POINT_READ_BYTES
+from offset_restore.reading.rounds import POINT_READ_BYTES
+from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
@@ -56,7 +57,7 @@ def test_the_local_broker_is_seen_ignoring_limits_and_then_asked_one_batch_a_par
         for tp, (size, batch, offsets) in later.items():
             assert size == batch <= 2 * POINT_READ_BYTES, f"{tp} at {at}: {size} bytes, its batch {batch}"
             assert offsets[0] == at and offsets == list(range(at, offsets[-1] + 1))  # the batch holding it
-    assert all(local.read_partition(tp)[-1].offset == RECORDS - 1 for tp in tps)  # reads of ranges go on
+    assert all(read_partition(local, tp)[-1].offset == RECORDS - 1 for tp in tps)  # reads of ranges go on
 
 
 def test_apache_kafka_is_never_taken_for_a_broker_that_ignores_limits(target: KafkaCluster) -> None:
@@ -81,7 +82,7 @@ def test_anchors_close_together_are_read_in_a_few_runs_at_the_bytes_of_one_pass(
     _point_reads(cluster, tps, 100)  # on the local broker: its first over-read, seen, out of the count
     assert bool(cluster.limit_ignoring) == (broker == "local")  # from here each partition alone there
     before = cluster.fetched_bytes
-    cluster.read_partition(tps[1])
+    read_partition(cluster, tps[1])
     one_pass = cluster.fetched_bytes - before
     rounds: list[int] = []
     real = cluster.fetch
@@ -187,7 +188,7 @@ def test_a_dense_partition_read_whole_takes_its_tail_from_the_sample_and_stays_e
         entries, stats = translate(snapshot.groups, fresh, PlanOptions())
         read = fresh.fetched_bytes
         for tp in tps:
-            fresh.read_partition(tp)
+            read_partition(fresh, tp)
         one_pass = fresh.fetched_bytes - read
     assert len(entries) == 2 * len(groups)
     wrong = [(e.group, e.partition, e.source_offset, e.target_offset, e.exact) for e in entries
@@ -232,7 +233,7 @@ def test_a_partition_read_whole_after_its_search_takes_the_search_windows_it_hol
     with KafkaCluster(cluster.settings) as fresh:
         entries, stats = translate(snapshot.groups, fresh, PlanOptions())
         read = fresh.fetched_bytes
-        fresh.read_partition(tp)
+        read_partition(fresh, tp)
         one_pass = fresh.fetched_bytes - read
     full, _ = translate(snapshot.groups, cluster, PlanOptions(order_check="full"))
     assert stats.fetch_rounds.get("header", 0) > 0 and stats.fetch_rounds.get("header (whole partitions)", 0) > 0
@@ -304,7 +305,7 @@ def test_a_transactional_restore_read_whole_after_its_search_reads_each_batch_on
         entries, stats = translate(snapshot.groups, fresh, PlanOptions())
         read = fresh.fetched_bytes
         for tp in tps:
-            fresh.read_partition(tp)
+            read_partition(fresh, tp)
         one_pass = fresh.fetched_bytes - read
     full, _ = translate(snapshot.groups, cluster, PlanOptions(order_check="full"))
     answers = sorted((e.group, e.target_offset, e.exact) for e in entries)

@@ -10,7 +10,8 @@ import pytest
 from offset_restore.errors import ClusterError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
+from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
+from offset_restore.reading.whole import read_partition
 
 from tests.helpers import broker_kind, unique
 
@@ -51,7 +52,7 @@ def test_every_record_is_read_when_rounds_leave_partitions_empty_below_their_end
         # Apache Kafka gives a whole batch past the limit only to the first partition of a request:
         # the rule was needed here, not just tested.
         assert empty_below_end, "no round left a partition empty below its end"
-    assert [r.key for r in source.read_partition(tps[3])] == keys[tps[3]]
+    assert [r.key for r in read_partition(source, tps[3])] == keys[tps[3]]
 
 
 def test_the_tail_sample_reaches_the_log_end_when_its_batch_begins_far_before_it(target: KafkaCluster) -> None:
@@ -60,7 +61,7 @@ def test_the_tail_sample_reaches_the_log_end_when_its_batch_begins_far_before_it
     the end, and a restore declared complete was said to have stopped there (a test failed one run in
     three). It reads on to the end the plan began with."""
     from offset_restore.kafka.model import LogBounds
-    from offset_restore.kafka.rounds import fetch_from
+    from offset_restore.reading.rounds import fetch_from
     from offset_restore.translate.reshaped import sample_reads
 
     topic = unique("tail-sample")
@@ -96,9 +97,9 @@ def test_fetches_ask_the_cluster_metadata_once_and_again_after_an_answer_failed(
         assert fresh.fetch({later: 0})[later].error == "UnknownTopicOrPartitionError"
         source.create_topics({later.topic: 1})
         source.produce(later.topic, 0, [(b"k", b"v", [], None)])
-        assert [r.key for r in fresh.read_partition(later)] == [b"k"]  # the new topic's leader found
+        assert [r.key for r in read_partition(fresh, later)] == [b"k"]  # the new topic's leader found
         assert fresh._known_leaders is not None
         fresh._known_leaders[tps[0]] = 4_242  # a leader no broker is any more
         with pytest.raises(ClusterError, match="4242"):
             fresh.fetch({tps[0]: 0})
-        assert [r.offset for r in fresh.read_partition(tps[0])] == list(range(300))  # asked again, read on
+        assert [r.offset for r in read_partition(fresh, tps[0])] == list(range(300))  # asked again, read on

@@ -18,8 +18,8 @@ from offset_restore.devtools.apache_broker import ApacheBroker, java_tool
 from offset_restore.devtools.mirror_maker import Flow, MirrorMaker
 from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import TP
+from offset_restore.reading.whole import read_checkpoints, read_partition
 from offset_restore.snapshot.filters import pattern_for
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.mappings import MappingStore
@@ -109,7 +109,7 @@ def replica() -> Iterator[ApacheBroker]:
 def next_record_on(cluster: KafkaCluster, topic: str, partition: int, source_offset: int) -> int:
     """The truth: the target offset of the copy of the source record at ``source_offset`` (``produce``
     writes ``value <topic>/<p>/<offset>``), or the log end when the group had read everything."""
-    records = cluster.read_partition(TP(topic, partition))
+    records = read_partition(cluster, TP(topic, partition))
     wanted = f"value {topic}/{partition}/{source_offset}".encode()
     return next((r.offset for r in records if r.value == wanted), records[-1].offset + 1)
 

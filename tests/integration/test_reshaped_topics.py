@@ -16,7 +16,7 @@ import pytest
 from offset_restore.cli.main import main
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
-from offset_restore.kafka.rounds import read_whole
+from offset_restore.reading.whole import read_whole
 
 from tests.helpers import Brokers, Produced, commit, produce, unique
 

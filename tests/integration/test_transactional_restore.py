@@ -12,6 +12,7 @@ from typing import Any
 from kafka import KafkaProducer
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, AbortedBatch, CommittedOffset, PartitionFetch
+from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
@@ -137,7 +138,7 @@ def test_aborted_transactions_are_read_as_holes_not_the_partition_whole(
     aborted: set[AbortedBatch] = set()
     entries, whole, stats = planned(brokers, source, target, aborted)
     rounds = stats.fetch_rounds
-    records = target.read_partition(TP(entries[0].target_topic, 0))
+    records = read_partition(target, TP(entries[0].target_topic, 0))
     by_source = {int.from_bytes(dict(r.headers)[DEFAULT_OFFSET_HEADER] or b"", "big"): r.offset for r in records}
     assert len(records) == RECORDS  # read_committed: the aborted copies are never read
     assert [(e.source_offset, e.target_offset, e.exact) for e in entries] == [

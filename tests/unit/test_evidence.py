@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import MAX_UNSERVED_ROUNDS
+from offset_restore.reading.rounds import MAX_UNSERVED_ROUNDS
 from offset_restore.snapshot.evidence import collect_evidence
 from offset_restore.snapshot.fingerprint import fingerprint
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.kafka.rounds import (
+from offset_restore.reading.rounds import (
     MAX_PARTITION_BYTES,
     MAX_UNSERVED_ROUNDS,
     ONE_BATCH,

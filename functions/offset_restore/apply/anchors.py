@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from offset_restore.apply.model import ApplyTarget
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionIdentity
-from offset_restore.kafka.rounds import FetchRounds, Served, Unserved, fetch_from
+from offset_restore.reading.rounds import FetchRounds, Served, Unserved, fetch_from
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 

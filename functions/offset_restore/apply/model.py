@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import Outcome
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity
-from offset_restore.kafka.rounds import Source
+from offset_restore.reading.rounds import Source
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
 
 __all__ = [

@@ -31,6 +31,7 @@ from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster, group_member
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
+from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.filters import pattern_for
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
 from offset_restore.snapshot.live import SnapshotOptions
@@ -115,7 +116,7 @@ def _restore(source: KafkaCluster, target: KafkaCluster, rng: random.Random) -> 
     target.create_topics({RENAMED.get(topic, topic): count for topic, count in TOPICS.items()})
     for topic, partitions in TOPICS.items():
         for partition in range(partitions):
-            records = source.read_partition(TP(topic, partition))
+            records = read_partition(source, TP(topic, partition))
             if topic == "orders":  # backup taken after retention removed the oldest; a few records lost
                 last = records[-1].offset  # a lost last record would look like a restore still running
                 records = [
@@ -127,7 +128,7 @@ def _restore(source: KafkaCluster, target: KafkaCluster, rng: random.Random) -> 
 
 
 def _finish_restore(source: KafkaCluster, target: KafkaCluster) -> None:
-    records = source.read_partition(STILL_RESTORING)
+    records = read_partition(source, STILL_RESTORING)
     _copy(
         target, STILL_RESTORING.topic, STILL_RESTORING.partition, [r for r in records if r.offset >= RESTORED_AT_PLAN]
     )
@@ -171,7 +172,7 @@ def _prove(
     outcome: Counter[str] = Counter()
     records: dict[TP, dict[int, FetchedRecord]] = {}
     for tp in {e.target for e in entries}:
-        records[tp] = {r.offset: r for r in target.read_partition(tp)}
+        records[tp] = {r.offset: r for r in read_partition(target, tp)}
     committed = target.committed_offsets(sorted({e.group for e in entries}))
     for e in entries:
         now = committed.get(e.group, {}).get(e.target)

@@ -19,13 +19,10 @@ import contextlib
 import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Protocol
 
-from offset_restore.errors import ClusterError
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.kafka.rounds import Source, read_whole
+from offset_restore.kafka.model import TP, FetchedRecord
 
-__all__ = ["CHECKPOINTS_SUFFIX", "MirrorCheckpoint", "decode_checkpoint", "latest_checkpoints", "read_checkpoints"]
+__all__ = ["CHECKPOINTS_SUFFIX", "MirrorCheckpoint", "decode_checkpoint", "latest_checkpoints"]
 
 CHECKPOINTS_SUFFIX = ".checkpoints.internal"
 _INT16, _INT32, _INT64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
@@ -92,21 +89,3 @@ def latest_checkpoints(records: Iterable[FetchedRecord], topic: str) -> Iterator
             raise ValueError(f"{topic} offset {record.offset} is not a MirrorMaker 2 checkpoint: {error}") from None
         latest[(checkpoint.group, checkpoint.tp)] = checkpoint
     return (c for c in latest.values() if c.downstream >= 0 and c.upstream >= 0)
-
-
-class _Readable(Source, Protocol):
-    def topic_partitions(self) -> dict[str, int]: ...
-    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
-
-
-def read_checkpoints(cluster: _Readable, topic: str) -> list[MirrorCheckpoint]:
-    """Every group-partition's last checkpoint in ``topic``, read whole (one record per group-partition
-    and move: small beside the data MM2 replicates); a failed read is an error."""
-    partitions = [TP(topic, p) for p in range(cluster.topic_partitions().get(topic, 0))]
-    starts = {tp: bounds.start for tp, bounds in cluster.log_bounds(partitions).items()}
-    records, failed = read_whole(cluster, starts)
-    if failed:
-        raise ClusterError(
-            "; ".join(f"reading {tp.topic}/{tp.partition} failed: {f.reason}" for tp, f in failed.items())
-        )
-    return list(latest_checkpoints((r for tp in partitions for r in records[tp]), topic))

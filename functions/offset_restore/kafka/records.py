@@ -10,10 +10,7 @@ from collections.abc import Iterable, Sequence
 
 from kafka import KafkaProducer
 
-from offset_restore.errors import ClusterError
-from offset_restore.kafka.model import TP, FetchedRecord
 from offset_restore.kafka.offsets import Offsets
-from offset_restore.kafka.rounds import read_whole
 
 __all__ = ["ProducedRecord", "Records"]
 
@@ -22,18 +19,10 @@ ProducedRecord = tuple[bytes | None, bytes | None, Sequence[tuple[str, bytes]], 
 
 
 class Records(Offsets):
-    """Mixin of ``KafkaCluster``: reading a whole partition and producing. The producer is opened
+    """Mixin of ``KafkaCluster``: producing. The producer is opened
     on first use and closed by ``KafkaCluster.close``."""
 
     _producer: KafkaProducer | None
-
-    def read_partition(self, tp: TP) -> list[FetchedRecord]:
-        """Every record of one partition, from its log start to its high watermark: for the demo and
-        tests (a restore reads what a position needs, never this); a failed fetch is an error."""
-        records, failed = read_whole(self, {tp: self.log_bounds([tp])[tp].start})
-        if failed:
-            raise ClusterError(f"reading {tp.topic}/{tp.partition} failed: {failed[tp].reason}")
-        return records[tp]
 
     def produce(self, topic: str, partition: int, records: Iterable[ProducedRecord]) -> int:
         """Append records to one partition and wait until all are acknowledged; returns the count.

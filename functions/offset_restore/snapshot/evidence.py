@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from offset_restore.kafka.model import TP, LogBounds
-from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
+from offset_restore.reading.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence

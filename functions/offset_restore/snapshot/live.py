@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity, topic_ids
-from offset_restore.kafka.rounds import Source, fetch_from
+from offset_restore.reading.rounds import Source, fetch_from
 from offset_restore.snapshot.evidence import Evidence, EvidenceStats, collect_evidence
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
+from offset_restore.reading.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, SnapshotManifest, new_snapshot_id
 

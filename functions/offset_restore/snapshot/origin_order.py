@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.kafka.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
+from offset_restore.reading.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.origin_tops import OriginTop, top_evidence
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
-from offset_restore.kafka.rounds import Failed, Fetch, FetchRounds, Served, Unserved
+from offset_restore.reading.rounds import Failed, Fetch, FetchRounds, Served, Unserved
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence

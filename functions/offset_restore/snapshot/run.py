@@ -14,7 +14,7 @@ from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
-from offset_restore.kafka.rounds import fetch_from
+from offset_restore.reading.rounds import fetch_from
 from offset_restore.snapshot.export import read_export
 from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.health import GroupLag, LagTally

@@ -8,18 +8,15 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
-from offset_restore.kafka.rounds import (
-    ALONE_FROM,
-    POINT_READ_BYTES,
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.reading.learned import Learned
+from offset_restore.reading.rounds import (
     AtEnd,
     Fetch,
     FetchRounds,
     Served,
     Source,
     fetch_from,
-    point_read,
-    rank,
     read_forward,
 )
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -68,22 +65,12 @@ class Context:
     """What the shape check's sample read at each target partition's end, for the proof (translate/proof.py)."""
     tail_sampled: set[TP] = field(default_factory=set)
     """The target partitions the shape check's sample read (``tail_tops`` names those with the header)."""
-    limits: dict[TP, int] = field(default_factory=dict)
-    """Each partition's byte limit that a point read needed (its batches larger than 16 KB: 1 MB producer
-    batches, compressed), as earlier rounds of this plan learned it: every later read asks that much from
-    its first round, instead of learning it again through empty answers (a partial batch each)."""
-    batch_bytes: dict[TP, int] = field(default_factory=dict)
-    """The largest batch a ``ONE_BATCH`` read of each partition brought (``FetchRounds.batch_bytes``)."""
-    largest_batch: dict[TP, int] = field(default_factory=dict)
-    """The largest whole batch earlier reads of this plan saw of each partition: later point reads
-    are fitted to it from their first round (``FetchRounds._fitted``: lz4 batches of 6 KB)."""
+    learned: Learned = field(default_factory=Learned)
+    """What this plan's reads learned of each partition's batches and limits (``reading/learned.py``)."""
     unkeyed_windows: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
     """Windows read of partitions where no record carried the header (a replica written without it):
     the tail sample's and the header search's. The time search and the fingerprint scan start from
     them, not asking again (the header search's were 1 MB of a header-less replica's 7.7)."""
-    uncut: set[TP] = field(default_factory=set)
-    """The partitions whose broker sent answers uncut (``FetchRounds.uncut``), as earlier reads saw:
-    a later read stops short of records it holds from its first round."""
     tails: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
     """The shape check's samples (those of the partitions the header strategy will probe first, then
     others, up to ``plan.MAX_KEPT_TAIL_RECORDS``): each partition's last records, which a whole read
@@ -115,15 +102,7 @@ class Context:
     def rounds(self, partition_max_bytes: int | None = None) -> FetchRounds:
         """Fetch rounds on the target, reading up to the log ends the plan began with, each partition at
         least at the limit it was learned to need."""
-        first = partition_max_bytes or POINT_READ_BYTES
-        return FetchRounds(
-            self.fetch(),
-            ends={tp: b.end for tp, b in self.bounds.items()},
-            partition_bytes=first,
-            limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
-            largest_batch=dict(self.largest_batch),
-            uncut=set(self.uncut),
-        )
+        return self.learned.rounds(self.fetch(), {tp: b.end for tp, b in self.bounds.items()}, partition_max_bytes)
 
     def records_at(
         self, wanted: Mapping[TP, set[int]], phase: str
@@ -183,19 +162,6 @@ class Context:
 
         return watching
 
-    def learn(
-        self, limits: Mapping[TP, int], batch_bytes: Mapping[TP, int], largest: Mapping[TP, int] | None = None
-    ) -> None:
-        """Keep the limits point reads grew to (``FetchRounds.limits`` of rounds without a larger first
-        limit, or of a search), the batch sizes their ``ONE_BATCH`` reads measured, and the largest
-        whole batch each partition's answers held."""
-        for tp, limit in limits.items():
-            self.limits[tp] = max(self.limits.get(tp, 0), limit, key=rank)
-        for tp, size in batch_bytes.items():
-            self.batch_bytes[tp] = max(self.batch_bytes.get(tp, 0), size)
-        for tp, size in (largest or {}).items():
-            self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), size)
-
     def keep_unkeyed(self, tp: TP, windows: list[PartitionFetch]) -> None:
         """Keep a partition's windows for the strategies after the header's (``unkeyed_windows``), as
         far as ``MAX_KEPT_RECORDS`` allows, and put their timestamps in the time search's index (all
@@ -216,17 +182,6 @@ class Context:
         stamps = [KeyedRecord(r.offset, r.timestamp) for r in answer.records]
         index.add_window(answer.fetch_offset, answer.read_to, stamps)
         return answer
-
-    def point_bytes(self, tp: TP) -> int:
-        """What one point read of ``tp`` costs: a batch, as far as this plan has measured (a partition
-        read ``ONE_BATCH`` for batches over 64 KB costs its largest batch, 256 KB until one was read;
-        one of small batches is read a batch at a time, ``FetchRounds._fitted``, and costs its largest)."""
-        limit = self.limits.get(tp)
-        if limit == ONE_BATCH:
-            return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
-        if not limit and point_read(self.largest_batch.get(tp, 0)) == ONE_BATCH:
-            return self.largest_batch[tp]
-        return max(POINT_READ_BYTES, limit or 0)
 
     def record(self, strategy: str, rounds: int, fetches: int, records: int, per_partition: Mapping[TP, int]) -> None:
         s = self.stats

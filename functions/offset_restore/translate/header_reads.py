@@ -206,7 +206,7 @@ class HeaderReads:
             self.kept_records += len(answer.records)
 
     def kept_windows(self, tp: TP) -> list[PartitionFetch]:
-        """The windows kept of ``tp`` (taken): a whole read's chain (``translate/held_windows.py``)."""
+        """The windows kept of ``tp`` (taken): a whole read's chain (``reading/held.py``)."""
         kept = self.kept.pop(tp, [])
         self.kept_records -= sum(len(answer.records) for answer in kept)
         return kept

@@ -268,8 +268,7 @@ def _samples(
     ``ctx.tails`` for a whole read, those the header strategy will probe first (``_kept_tails``)."""
     rounds = ctx.rounds()
     read = sample_reads(rounds, ctx.bounds)
-    ctx.learn(rounds.limits, rounds.batch_bytes, rounds.largest_batch)
-    ctx.uncut.update(rounds.uncut)
+    ctx.learned.learn(rounds.limits, rounds.batch_bytes, rounds.largest_batch, rounds.uncut)
     ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.stats.bytes_read["shape (samples)"] = rounds.bytes
     ctx.tails = _kept_tails(read, _probed_later(positions, ctx))

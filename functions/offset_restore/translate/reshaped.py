@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
+from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import PartitionSnapshot

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, Failed, Fetch, FetchRounds, Served, Unserved
+from offset_restore.reading.rounds import AtEnd, Failed, Fetch, FetchRounds, Served, Unserved
 
 __all__ = [
     "KeyedRecord",

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import cast
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, Failed, Served, read_forward
+from offset_restore.reading.rounds import AtEnd, Failed, Served, read_forward
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.context import Context
 from offset_restore.translate.fingerprint_counts import Found, doubts

@@ -12,10 +12,10 @@ from functools import partial
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.reading.held import replaying
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
-from offset_restore.translate.held_windows import replaying
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import PartitionLog
@@ -95,15 +95,15 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
             index_window(tp, answer, indexes[tp], key_of, observe)
         fetch = replaying(ctx.fetch(), ctx.tails)  # the samples' last records, not read again
         results, stats = search_first_at_least(
-            wanted, ctx.bounds, key_of, fetch, indexes=indexes, observe=observe, limits=ctx.limits,
-            batches=ctx.largest_batch,
+            wanted, ctx.bounds, key_of, fetch, indexes=indexes, observe=observe, limits=ctx.learned.limits,
+            batches=ctx.learned.largest_batch,
             barren=ctx.tail_sampled - ctx.tail_tops.keys(),  # no header among their last records either
             abandon=reads.fallen,  # headers already out of order: read whole below, searched no further
         )  # fmt: skip
         ctx.record("header", stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         for tp in windows.keys() - reads.keyed:
             ctx.keep_unkeyed(tp, windows[tp])
-        ctx.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
+        ctx.learned.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
         merged = {tp: observed.merged() for tp, observed in reads.observed.items()}
         disordered = {tp: problem for tp, read in merged.items() if (problem := disorder_in(*read))}
         suspect.update(read_overcounted_gaps(disordered, reads, ctx))  # aborted transactions read, not the whole

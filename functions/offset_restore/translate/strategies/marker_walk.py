@@ -26,7 +26,7 @@ from collections.abc import Collection
 
 from offset_restore.errors import OffsetRestoreError
 from offset_restore.kafka.model import TP
-from offset_restore.kafka.rounds import FetchRounds, Served
+from offset_restore.reading.rounds import FetchRounds, Served
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
 from offset_restore.translate.restore_order import first_unread

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from offset_restore.errors import BadInputError
-from offset_restore.kafka.mirror_checkpoints import read_checkpoints
 from offset_restore.kafka.model import LogBounds
+from offset_restore.reading.whole import read_checkpoints
 from offset_restore.translate.context import Context, TargetCluster
 from offset_restore.translate.mm2 import Floor, MirrorCheckpoints, choose_topic, within_log
 from offset_restore.translate.options import PlanOptions

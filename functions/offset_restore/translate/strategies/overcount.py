@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from offset_restore.kafka.model import ONE_BATCH, TP, LogBounds, PartitionFetch
-from offset_restore.kafka.rounds import POINT_READ_BYTES, Served, Unserved
+from offset_restore.reading.rounds import POINT_READ_BYTES, Served, Unserved
 from offset_restore.translate.aborted_spans import outside, proven_spans, unread_starts
 from offset_restore.translate.context import Context
 from offset_restore.translate.header_reads import HeaderReads
@@ -96,7 +96,7 @@ def read_overcounted_gaps(tps: Mapping[TP, str], reads: HeaderReads, ctx: Contex
                 del problems[tp]
             else:
                 problems[tp] = problem
-    ctx.learn({}, rounds.batch_bytes)
+    ctx.learned.learn({}, rounds.batch_bytes)
     ctx.record("header (gaps)", rounds.rounds, rounds.fetches, rounds.records, {})
     return problems
 

@@ -53,10 +53,10 @@ def search_time(
             ctx.fetch(),
             indexes=ctx.timestamp_indexes,
             observe=observe,
-            limits=ctx.limits,
-            batches=ctx.largest_batch,
+            limits=ctx.learned.limits,
+            batches=ctx.learned.largest_batch,
         )
-        ctx.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
+        ctx.learned.learn(stats.limits, stats.batch_bytes, stats.largest_batch)
         ctx.record(strategy, stats.rounds, stats.fetches, stats.records_read, stats.rounds_per_partition)
         seen = {tp: _skew(ctx.timestamp_indexes[tp]) for tp in {tp for tp, _ in stamps.values()}}
         if all(seen[tp] <= skews.get(tp, 0) for tp in seen):

@@ -5,7 +5,7 @@ producer's clock was further off."""
 from __future__ import annotations
 
 from offset_restore.kafka.model import TP
-from offset_restore.kafka.rounds import AtEnd, Failed, Served
+from offset_restore.reading.rounds import AtEnd, Failed, Served
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.search import SearchResult

@@ -11,12 +11,12 @@ from functools import partial
 
 from offset_restore.formats.plan import Method
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.kafka.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.packing import packed
+from offset_restore.reading.held import HeldChain
+from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.translate.context import Context
 from offset_restore.translate.evidence_placement import Placement, place_by_evidence
 from offset_restore.translate.header_reads import MAX_HELD_RECORDS, HeaderReads
-from offset_restore.translate.held_windows import HeldChain
 from offset_restore.translate.positions import Decision, Position, PositionKey
 from offset_restore.translate.restore_order import disorder_in
 from offset_restore.translate.resume_points import NO_KEY, PartitionLog, Resume, resume_points
@@ -60,7 +60,7 @@ def cheaper_whole(
     rounds = ctx.rounds()
     rounds.fit = False  # a 16 KB probe over small batches measures several, and a whole read begins with them
     answers = _probed(rounds, probes)
-    ctx.uncut.update(rounds.uncut)
+    ctx.learned.uncut.update(rounds.uncut)
     ctx.record("header (probes)", rounds.rounds, rounds.fetches, rounds.records, {})
     cheaper: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
@@ -68,7 +68,7 @@ def cheaper_whole(
     for tp, answer in answers.items():
         b = ctx.bounds[tp]
         whole = (b.end - b.start) * _bytes_per_offset(answer, probes[tp])
-        searched = len(distinct[tp]) * ctx.point_bytes(tp)  # a batch a position: 1 MB batches cost 1 MB each
+        searched = len(distinct[tp]) * ctx.learned.point_bytes(tp)  # a batch a position: 1 MB batches cost 1 MB each
         if whole <= min(searched, MAX_WHOLE_READ_BYTES):
             cheaper[tp] = (
                 f"read whole: about {whole / 1e6:,.1f} MB, less than a window for each of its "
@@ -95,7 +95,7 @@ def probe_starts(distinct: Mapping[TP, set[int]], ctx: Context) -> dict[TP, int]
     probes: dict[TP, int] = {}
     for tp, offsets in distinct.items():
         b = ctx.bounds.get(tp)  # None: the partition is not on the target
-        if b and b.end > b.start and len(offsets) * ctx.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
+        if b and b.end > b.start and len(offsets) * ctx.learned.point_bytes(tp) >= (b.end - b.start) * MIN_RECORD_BYTES:
             probes[tp] = b.start  # a batch boundary: the answer's bytes are those of the offsets it covers
     return probes
 

@@ -1,11 +1,11 @@
-"""The chain of answers a whole read takes instead of reading them again (translate/held_windows.py)."""
+"""The chain of answers a whole read takes instead of reading them again (reading/held.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from offset_restore.kafka.model import TP, AbortedBatch, FetchedRecord, PartitionFetch
-from offset_restore.translate.held_windows import HeldChain, after, replaying
+from offset_restore.reading.held import HeldChain, after, replaying
 
 
 def _answer(start: int, end: int, *, skip: set[int] | frozenset[int] = frozenset(), size: int = 100) -> PartitionFetch:

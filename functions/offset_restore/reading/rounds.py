@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from offset_restore.kafka.model import ONE_BATCH, POINT_READ_BYTES, TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import ONE_BATCH, POINT_READ_BYTES, TP, PartitionFetch
 
 __all__ = [
     "ALONE_FROM",
@@ -59,7 +59,6 @@ __all__ = [
     "point_read",
     "rank",
     "read_forward",
-    "read_whole",
 ]
 
 Fetch = Callable[[Mapping[TP, int], Mapping[TP, int] | None, Mapping[TP, int], int | None], Mapping[TP, PartitionFetch]]
@@ -420,20 +419,3 @@ def read_forward(
         if after_round is not None:
             after_round()
     return failed
-
-
-def read_whole(source: Source, start: Mapping[TP, int]) -> tuple[dict[TP, list[FetchedRecord]], dict[TP, Failed]]:
-    """Every record of each partition from ``start`` to its high watermark, in shared rounds of 1 MB
-    a partition (a fetch reads one segment at a time: a round per segment), and the partitions that
-    failed. For small topics read whole (MirrorMaker 2's checkpoints) and the demo's proof; a restore
-    reads what a position needs, never this."""
-    records: dict[TP, list[FetchedRecord]] = {tp: [] for tp in start}
-
-    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
-        if isinstance(outcome, AtEnd):
-            return None
-        records[tp].extend(outcome.answer.records)
-        return outcome.answer.read_to
-
-    failed = read_forward(FetchRounds(fetch_from(source), partition_bytes=1 << 20), start, take)
-    return records, failed

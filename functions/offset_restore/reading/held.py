@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
-from offset_restore.kafka.rounds import Fetch
+from offset_restore.reading.rounds import Fetch
 
 __all__ = ["HeldChain", "after", "replayed", "replaying"]
 

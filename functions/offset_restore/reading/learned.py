@@ -1,0 +1,72 @@
+"""What the reads of one plan learned of each partition's batches and limits, kept in one place so every
+later read starts from it (``Learned.rounds``) and every estimate of a read's cost asks it
+(``Learned.point_bytes``): one answer to "what does a point read of this partition cost"."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from offset_restore.kafka.model import ONE_BATCH, TP
+from offset_restore.reading.rounds import ALONE_FROM, POINT_READ_BYTES, Fetch, FetchRounds, point_read, rank
+
+__all__ = ["Learned"]
+
+
+@dataclass
+class Learned:
+    limits: dict[TP, int] = field(default_factory=dict)
+    """Each partition's byte limit that a point read needed (its batches larger than 16 KB: 1 MB producer
+    batches, compressed): every later read asks that much from its first round, instead of learning it
+    again through empty answers (a partial batch each)."""
+    batch_bytes: dict[TP, int] = field(default_factory=dict)
+    """The largest batch a ``ONE_BATCH`` read of each partition brought (``FetchRounds.batch_bytes``)."""
+    largest_batch: dict[TP, int] = field(default_factory=dict)
+    """The largest whole batch earlier reads saw of each partition: later point reads are fitted to it
+    from their first round (``FetchRounds._fitted``: lz4 batches of 6 KB)."""
+    uncut: set[TP] = field(default_factory=set)
+    """The partitions whose broker sent answers uncut (``FetchRounds.uncut``): a later read stops short of
+    records it holds from its first round."""
+
+    def rounds(self, fetch: Fetch, ends: Mapping[TP, int], partition_max_bytes: int | None = None) -> FetchRounds:
+        """Fetch rounds through ``fetch``, reading up to ``ends``, each partition at least at the limit it
+        was learned to need."""
+        first = partition_max_bytes or POINT_READ_BYTES
+        return FetchRounds(
+            fetch,
+            ends=ends,
+            partition_bytes=first,
+            limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
+            largest_batch=dict(self.largest_batch),
+            uncut=set(self.uncut),
+        )
+
+    def learn(
+        self,
+        limits: Mapping[TP, int],
+        batch_bytes: Mapping[TP, int],
+        largest: Mapping[TP, int] | None = None,
+        uncut: Iterable[TP] = (),
+    ) -> None:
+        """Keep the limits point reads grew to (``FetchRounds.limits`` of rounds without a larger first
+        limit, or of a search), the batch sizes their ``ONE_BATCH`` reads measured, the largest whole
+        batch each partition's answers held, and the partitions answered uncut."""
+        for tp, limit in limits.items():
+            held = self.limits.get(tp)  # not 0 for none: 0 is ONE_BATCH, which ranks above 64 KB
+            self.limits[tp] = limit if held is None else max(held, limit, key=rank)
+        for tp, size in batch_bytes.items():
+            self.batch_bytes[tp] = max(self.batch_bytes.get(tp, 0), size)
+        for tp, size in (largest or {}).items():
+            self.largest_batch[tp] = max(self.largest_batch.get(tp, 0), size)
+        self.uncut.update(uncut)
+
+    def point_bytes(self, tp: TP) -> int:
+        """What one point read of ``tp`` costs: a batch, as far as the reads have measured (a partition
+        read ``ONE_BATCH`` for batches over 64 KB costs its largest batch, 256 KB until one was read;
+        one of small batches is read a batch at a time, ``FetchRounds._fitted``, and costs its largest)."""
+        limit = self.limits.get(tp)
+        if limit == ONE_BATCH:
+            return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
+        if not limit and point_read(self.largest_batch.get(tp, 0)) == ONE_BATCH:
+            return self.largest_batch[tp]
+        return max(POINT_READ_BYTES, limit or 0)

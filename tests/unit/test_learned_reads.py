@@ -1,0 +1,42 @@
+"""What one plan's reads learned of each partition (reading/learned.py): kept at its largest, handed to every
+later read, and the one answer to what a point read costs."""
+
+from __future__ import annotations
+
+from offset_restore.kafka.model import ONE_BATCH, TP
+from offset_restore.reading.learned import Learned
+from offset_restore.reading.rounds import ALONE_FROM, POINT_READ_BYTES
+
+A, B, C = TP("t", 0), TP("t", 1), TP("t", 2)
+
+
+def _no_fetch(*_: object) -> dict[TP, object]:
+    raise AssertionError("nothing is fetched")
+
+
+def test_a_limit_is_kept_at_the_one_it_grew_to_last() -> None:
+    learned = Learned()
+    learned.learn({A: ALONE_FROM, B: 4 * POINT_READ_BYTES}, {})
+    learned.learn({A: ONE_BATCH, B: POINT_READ_BYTES}, {A: 300_000}, {C: 5_000}, uncut=[C])
+    assert learned.limits == {A: ONE_BATCH, B: 4 * POINT_READ_BYTES}  # ONE_BATCH comes after ALONE_FROM
+    assert (learned.batch_bytes, learned.largest_batch, learned.uncut) == ({A: 300_000}, {C: 5_000}, {C})
+
+
+def test_later_rounds_start_from_what_was_learned_never_below_their_own_first_limit() -> None:
+    learned = Learned(limits={A: ONE_BATCH, B: 2 * POINT_READ_BYTES}, largest_batch={C: 5_000}, uncut={C})
+    rounds = learned.rounds(_no_fetch, {A: 10}, partition_max_bytes=1 << 20)
+    assert rounds.limits == {A: 1 << 20, B: 1 << 20} and rounds.partition_bytes == 1 << 20  # a run beats a batch alone
+    assert learned.rounds(_no_fetch, {}).limits == {A: ONE_BATCH, B: 2 * POINT_READ_BYTES}
+    assert rounds.largest_batch == {C: 5_000} and rounds.uncut == {C}
+    rounds.largest_batch[A] = 1  # the rounds' own copies: what they measure is learned only when handed back
+    assert A not in learned.largest_batch
+
+
+def test_a_point_read_costs_a_batch_as_far_as_measured() -> None:
+    learned = Learned(limits={A: ONE_BATCH, B: 4 * POINT_READ_BYTES}, batch_bytes={}, largest_batch={C: 5_000})
+    assert learned.point_bytes(A) == 4 * ALONE_FROM  # read alone for its size, no batch measured yet
+    learned.learn({}, {A: 1 << 20})
+    assert learned.point_bytes(A) == 1 << 20
+    assert learned.point_bytes(B) == 4 * POINT_READ_BYTES
+    assert learned.point_bytes(C) == 5_000  # small batches: read one at a time
+    assert learned.point_bytes(TP("t", 9)) == POINT_READ_BYTES
