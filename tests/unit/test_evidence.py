@@ -11,42 +11,17 @@ from offset_restore.reading.rounds import MAX_UNSERVED_ROUNDS
 from offset_restore.snapshot.evidence import collect_evidence
 from offset_restore.snapshot.fingerprint import fingerprint
 
+from tests.fake_log import FakeLog
 
-class FakeLog:
-    """Partitions with gappy offsets; each fetch returns at most ``per_fetch`` records per partition."""
 
-    def __init__(self, logs: dict[TP, list[int]], per_fetch: int, hw: dict[TP, int]) -> None:
-        self.logs, self.per_fetch, self.hw = logs, per_fetch, hw
-        self.rounds = 0
-        self.positions_seen: list[dict[TP, int]] = []
+def record(tp: TP, offset: int) -> FetchedRecord:
+    return FetchedRecord(offset, 1000 + offset, f"k{offset}".encode(), f"{tp}:{offset}".encode(), ())
 
-    def record(self, tp: TP, offset: int) -> FetchedRecord:
-        return FetchedRecord(offset, 1000 + offset, f"k{offset}".encode(), f"{tp}:{offset}".encode(), ())
 
-    def __call__(
-        self,
-        positions: Mapping[TP, int],
-        until: Mapping[TP, int] | None,
-        limits: Mapping[TP, int],
-        wait_ms: int | None = None,
-    ) -> Mapping[TP, PartitionFetch]:
-        self.rounds += 1
-        self.positions_seen.append(dict(positions))
-        out = {}
-        for tp, position in positions.items():
-            records = []
-            for offset in self.logs[tp]:
-                if offset < position:
-                    continue
-                records.append(self.record(tp, offset))
-                if len(records) >= self.per_fetch or (until is not None and offset >= until[tp]):
-                    break
-            # Past the last data record only control batches remain: the broker moves the position on.
-            moved = records[-1].offset + 1 if records else (self.hw[tp] if position > self.logs[tp][-1] else -1)
-            out[tp] = PartitionFetch(
-                position, records, high_watermark=self.hw[tp], log_start_offset=self.logs[tp][0], next_offset=moved
-            )
-        return out
+def fake_log(logs: dict[TP, list[int]], per_fetch: int, hw: dict[TP, int]) -> FakeLog:
+    """Partitions with gappy offsets and a high watermark past the last record (a transaction marker)."""
+    records = {tp: [record(tp, o) for o in offsets] for tp, offsets in logs.items()}
+    return FakeLog(records, per_fetch=per_fetch, high_watermarks=hw)
 
 
 def expected(log: list[int], c: int, n: int, start: int, end: int) -> tuple[int | None, list[int]]:
@@ -69,7 +44,7 @@ def test_evidence_matches_brute_force(seed: int) -> None:
         logs[tp], bounds[tp], hw[tp] = log, LogBounds(log[0], end), end
         wanted[tp] = {rng.randint(max(0, log[0] - 5), end + 5) for _ in range(rng.randint(1, 20))}
     n = rng.randint(1, 4)
-    fetch = FakeLog(logs, per_fetch=rng.randint(1, 40), hw=hw)
+    fetch = fake_log(logs, per_fetch=rng.randint(1, 40), hw=hw)
     result, stats = collect_evidence(wanted, bounds, n, fetch, offset_header=None)
     for tp, offsets in wanted.items():
         for c in offsets:
@@ -79,15 +54,15 @@ def test_evidence_matches_brute_force(seed: int) -> None:
             assert [e.offset for e in evidence.before] == before, (tp, c)
             assert evidence.complete
             if evidence.next:
-                record = fetch.record(tp, evidence.next.offset)
-                assert evidence.next.fingerprint == fingerprint(record.key, record.value, record.headers)
+                held = record(tp, evidence.next.offset)
+                assert evidence.next.fingerprint == fingerprint(held.key, held.value, held.headers)
     assert stats.incomplete == 0
 
 
 def test_each_round_fetches_every_partition_once_and_jumps_over_distant_windows() -> None:
     tp0, tp1 = TP("t", 0), TP("t", 1)
     logs = {tp0: list(range(10_000)), tp1: list(range(10_000))}
-    fetch = FakeLog(logs, per_fetch=500, hw={tp0: 10_000, tp1: 10_000})
+    fetch = fake_log(logs, per_fetch=500, hw={tp0: 10_000, tp1: 10_000})
     bounds = {tp0: LogBounds(0, 10_000), tp1: LogBounds(0, 10_000)}
     result, stats = collect_evidence({tp0: {5, 9000}, tp1: {7000}}, bounds, 3, fetch, offset_header=None)
     assert stats.rounds == 2

@@ -3,14 +3,14 @@ later read, and the one answer to what a point read costs."""
 
 from __future__ import annotations
 
-from offset_restore.kafka.model import ONE_BATCH, TP
+from offset_restore.kafka.model import ONE_BATCH, TP, PartitionFetch
 from offset_restore.reading.learned import Learned
 from offset_restore.reading.rounds import ALONE_FROM, POINT_READ_BYTES
 
 A, B, C = TP("t", 0), TP("t", 1), TP("t", 2)
 
 
-def _no_fetch(*_: object) -> dict[TP, object]:
+def _no_fetch(*_: object) -> dict[TP, PartitionFetch]:
     raise AssertionError("nothing is fetched")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import bisect
 import math
 import random
 import statistics
@@ -12,101 +11,13 @@ import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.translate.search import MAX_BARREN_ROUNDS, KeyedRecord, PartitionIndex, search_first_at_least
 
-
-class Log:
-    """Target partitions: offset -> source offset (None: a record without the header)."""
-
-    def __init__(self, logs: dict[TP, list[tuple[int, int | None]]], per_fetch: int) -> None:
-        self.logs = logs
-        self.per_fetch = per_fetch
-        self.rounds = 0
-
-    def bounds(self, tp: TP) -> LogBounds:
-        log = self.logs[tp]
-        return LogBounds(log[0][0], log[-1][0] + 1) if log else LogBounds(0, 0)
-
-    def __call__(
-        self,
-        positions: Mapping[TP, int],
-        until: Mapping[TP, int] | None = None,
-        limits: Mapping[TP, int] | None = None,
-        wait_ms: int | None = None,
-    ) -> Mapping[TP, PartitionFetch]:
-        self.rounds += 1
-        out = {}
-        for tp, position in positions.items():
-            log = self.logs[tp]
-            at = bisect.bisect_left(log, position, key=lambda entry: entry[0])
-            records = [
-                FetchedRecord(o, 0, None, b"v", (("x-source-offset", str(h).encode()),) if h is not None else ())
-                for o, h in log[at : at + self.per_fetch]
-            ]
-            end = self.bounds(tp).end
-            out[tp] = PartitionFetch(
-                position,
-                records,
-                high_watermark=end,
-                log_start_offset=self.bounds(tp).start,
-                next_offset=records[-1].offset + 1 if records else max(position, end),
-            )
-        return out
+from tests.fake_log import FakeLog
 
 
-class BatchedLog(Log):
-    """A broker's answers: the batch holding the position comes whole (its records before the position
-    decoded only when asked, ``PartitionFetch.earlier``), then the next batches, ``per_fetch`` records
-    in all at least. A batch is ``batch`` records of the log in a row; ``deleted_below`` is a log start
-    inside a batch (DeleteRecords): the broker still sends the batch from its base."""
-
-    def __init__(self, logs: dict[TP, list[tuple[int, int | None]]], per_fetch: int, batch: int) -> None:
-        super().__init__(logs, per_fetch)
-        self.batch = batch
-        self.deleted_below: dict[TP, int] = {}
-        self.sent: list[tuple[TP, int]] = []  # (partition, index of the batch) for every batch sent
-
-    def bounds(self, tp: TP) -> LogBounds:
-        whole = super().bounds(tp)
-        return LogBounds(max(whole.start, self.deleted_below.get(tp, whole.start)), whole.end)
-
-    def __call__(
-        self,
-        positions: Mapping[TP, int],
-        until: Mapping[TP, int] | None = None,
-        limits: Mapping[TP, int] | None = None,
-        wait_ms: int | None = None,
-    ) -> Mapping[TP, PartitionFetch]:
-        out = dict(super().__call__(positions, until, limits))
-        for tp, answer in out.items():
-            if positions[tp] < self.deleted_below.get(tp, 0):
-                out[tp] = PartitionFetch(
-                    positions[tp], error="OffsetOutOfRangeError", log_start_offset=self.bounds(tp).start
-                )
-                continue
-            log = self.logs[tp]
-            at = bisect.bisect_left(log, positions[tp], key=lambda entry: entry[0])
-            if at >= len(log):
-                continue
-            first, last = at // self.batch, (at + max(1, len(answer.records)) - 1) // self.batch
-            self.sent += [(tp, b) for b in range(first, last + 1)]
-            head = first * self.batch
-            until_batch_end = (last + 1) * self.batch
-            rows = log[at:until_batch_end]
-            records = [_record(o, h) for o, h in rows]
-            earlier = [_record(o, h) for o, h in log[head:at]]
-
-            def before(start: int, earlier: list[FetchedRecord] = earlier) -> list[FetchedRecord]:
-                return [r for r in earlier if r.offset >= start]
-
-            out[tp] = PartitionFetch(
-                answer.fetch_offset,
-                records,
-                high_watermark=answer.high_watermark,
-                log_start_offset=self.bounds(tp).start,
-                next_offset=records[-1].offset + 1,
-                earlier_from=log[head][0] if head < at else -1,
-                earlier=before if head < at else None,
-            )
-        return out
+def fake_log(logs: dict[TP, list[tuple[int, int | None]]], per_fetch: int, batch: int = 1) -> FakeLog:
+    """Target partitions: offset -> source offset (None: a record without the header), ``per_fetch``
+    records an answer at least, in batches of ``batch`` records (the one holding the position whole)."""
+    return FakeLog({tp: [_record(o, h) for o, h in log] for tp, log in logs.items()}, batch=batch, per_fetch=per_fetch)
 
 
 def _record(offset: int, source: int | None) -> FetchedRecord:
@@ -153,7 +64,7 @@ def test_matches_brute_force(seed: int, batched: bool) -> None:
     rng = random.Random(seed)
     logs = {TP("t", p): make_log(rng) for p in range(rng.randint(1, 5))}
     per_fetch = rng.choice([1, 3, 50, 500])
-    fake = BatchedLog(logs, per_fetch, batch=rng.choice([1, 7, 200, 2000])) if batched else Log(logs, per_fetch)
+    fake = fake_log(logs, per_fetch, batch=rng.choice([1, 7, 200, 2000]) if batched else 1)
     wanted = {}
     for tp, log in logs.items():
         keys = [h for _, h in log if h is not None] or [0]
@@ -186,7 +97,7 @@ def test_a_good_guess_settles_most_partitions_in_one_round() -> None:
         logs[tp] = log
         c = rng.randint(150, 2000)
         wanted[tp] = (tp, c, c - 100 + shift % 3)  # a guess a few records off
-    fake = Log(logs, per_fetch=200)
+    fake = fake_log(logs, per_fetch=200)
     results, stats = search_first_at_least(wanted, {tp: fake.bounds(tp) for tp in logs}, key_of, fake)
     assert all(r.complete for r in results.values())
     assert statistics.median(stats.rounds_per_partition.values()) <= 2
@@ -195,7 +106,7 @@ def test_a_good_guess_settles_most_partitions_in_one_round() -> None:
 def test_without_a_guess_interpolation_needs_few_rounds() -> None:
     tp = TP("t", 0)
     log: list[tuple[int, int | None]] = [(o, 5_000 + 3 * o) for o in range(1_000_000)]
-    fake = Log({tp: log}, per_fetch=100)
+    fake = fake_log({tp: log}, per_fetch=100)
     results, stats = search_first_at_least(
         {"j": (tp, 5_000 + 3 * 777_777 + 1, None)}, {tp: fake.bounds(tp)}, key_of, fake
     )
@@ -223,7 +134,7 @@ def test_many_searches_in_large_batches_read_each_batch_once() -> None:
     the records of a batch before the position asked for are kept, not asked for again."""
     tp = TP("t", 0)
     log: list[tuple[int, int | None]] = [(o, o) for o in range(100_000)]
-    fake = BatchedLog({tp: log}, per_fetch=1, batch=5_000)
+    fake = fake_log({tp: log}, per_fetch=1, batch=5_000)
     rng = random.Random(7)
     indexes: dict[TP, PartitionIndex] = {}  # shared, as the header strategy shares them between its searches
     for _ in range(2):  # e.g. the committed offsets, then the records before them
@@ -241,7 +152,7 @@ def test_the_records_of_a_batch_below_the_log_start_are_not_read() -> None:
     """DeleteRecords moved the log start inside a batch: the broker still sends the batch from its
     base, but its records below the start are gone and answer no search."""
     tp = TP("t", 0)
-    fake = BatchedLog({tp: [(o, o) for o in range(1_000)]}, per_fetch=1, batch=100)
+    fake = fake_log({tp: [(o, o) for o in range(1_000)]}, per_fetch=1, batch=100)
     fake.deleted_below[tp] = 50
     results, _ = search_first_at_least({"j": (tp, 10, 60)}, {tp: fake.bounds(tp)}, key_of, fake)
     assert results["j"].found is not None and results["j"].found.offset == 50
@@ -260,7 +171,7 @@ def test_a_partition_without_the_key_is_given_up_after_a_few_windows_when_the_ca
         replica: [(o, None) for o in range(100_000)],
         prefixed: [(o, None) for o in range(2_000)] + [(o, o - 2_000) for o in range(2_000, 10_000)],
     }
-    fake = Log(logs, per_fetch=100)
+    fake = fake_log(logs, per_fetch=100)
     wanted = {"r": (replica, 500, 500), "p": (prefixed, 500, 0)}
     results, stats = search_first_at_least(wanted, {tp: fake.bounds(tp) for tp in logs}, key_of, fake, barren={replica})
     assert not results["r"].complete and "no record with the key" in (results["r"].reason or "")
