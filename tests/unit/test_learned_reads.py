@@ -8,17 +8,20 @@ from offset_restore.reading.learned import Learned
 from offset_restore.reading.rounds import ALONE_FROM, POINT_READ_BYTES
 
 A, B, C = TP("t", 0), TP("t", 1), TP("t", 2)
+MAX_GROWN = 4 << 20
+"""A limit grown for batches of megabytes (4x at a time)."""
 
 
 def _no_fetch(*_: object) -> dict[TP, PartitionFetch]:
     raise AssertionError("nothing is fetched")
 
 
-def test_a_limit_is_kept_at_the_one_it_grew_to_last() -> None:
+def test_a_limit_is_kept_at_the_one_it_grew_to_last_and_at_least_one_batch_alone() -> None:
     learned = Learned()
-    learned.learn({A: ALONE_FROM, B: 4 * POINT_READ_BYTES}, {})
-    learned.learn({A: ONE_BATCH, B: POINT_READ_BYTES}, {A: 300_000}, {C: 5_000}, uncut=[C])
-    assert learned.limits == {A: ONE_BATCH, B: 4 * POINT_READ_BYTES}  # ONE_BATCH comes after ALONE_FROM
+    learned.learn({A: ALONE_FROM, B: MAX_GROWN}, {})
+    assert learned.limits == {A: ONE_BATCH, B: MAX_GROWN}  # a limit that grew: a batch at a time, or more
+    learned.learn({A: 4 * ALONE_FROM, B: POINT_READ_BYTES}, {A: 300_000}, {C: 5_000}, uncut=[C])
+    assert learned.limits == {A: 4 * ALONE_FROM, B: MAX_GROWN}  # 256 KB comes after ONE_BATCH
     assert (learned.batch_bytes, learned.largest_batch, learned.uncut) == ({A: 300_000}, {C: 5_000}, {C})
 
 

@@ -50,10 +50,15 @@ class Learned:
     ) -> None:
         """Keep the limits point reads grew to (``FetchRounds.limits`` of rounds without a larger first
         limit, or of a search), the batch sizes their ``ONE_BATCH`` reads measured, the largest whole
-        batch each partition's answers held, and the partitions answered uncut."""
+        batch each partition's answers held, and the partitions answered uncut.
+
+        A partition whose limit had to grow is read ``ONE_BATCH`` from then on unless it grew past that
+        (``rank``): its batches are over 16 KB, and a grown 64 KB limit that served once may have served
+        only because its partition came first in the request (the one Apache Kafka sends an oversized
+        batch whole). On 1 MB gzip batches, keeping 64 KB instead read 20% fewer bytes in twice the
+        requests and took a quarter longer."""
         for tp, limit in limits.items():
-            held = self.limits.get(tp)  # not 0 for none: 0 is ONE_BATCH, which ranks above 64 KB
-            self.limits[tp] = limit if held is None else max(held, limit, key=rank)
+            self.limits[tp] = max(self.limits.get(tp, ONE_BATCH), limit, key=rank)
         for tp, size in batch_bytes.items():
             self.batch_bytes[tp] = max(self.batch_bytes.get(tp, 0), size)
         for tp, size in (largest or {}).items():
