@@ -187,3 +187,26 @@ def test_shares_are_packed_in_order_and_an_oversized_item_stands_alone() -> None
     assert list(packed([], lambda n: n, 6)) == []
     stream = packed(iter(range(1, 100)), lambda n: 1, 2)
     assert next(stream) == [1, 2]  # given as soon as full: the input may be endless
+
+
+def test_each_listed_group_has_its_kind_on_every_broker() -> None:
+    """ListGroups v5 (Kafka 4.0 on) names each group's type; older brokers list only classic groups, their
+    protocol type ``consumer`` or empty; a share or streams protocol type names its kind without v5."""
+    listed = [
+        {"group_id": "a", "protocol_type": "consumer", "group_state": "Stable", "group_type": "classic"},
+        {"group_id": "b", "protocol_type": "consumer", "group_state": "Stable", "group_type": "Consumer"},
+        {"group_id": "q", "protocol_type": "share", "group_state": "Empty", "group_type": "share"},
+        {"group_id": "s", "protocol_type": "streams", "group_state": "Empty", "group_type": "streams"},
+        {"group_id": "old", "protocol_type": "consumer"},
+        {"group_id": "older", "protocol_type": ""},
+        {"group_id": "q2", "protocol_type": "share"},
+    ]
+    assert protocol.group_kinds(listed) == {
+        "a": "classic",
+        "b": "consumer",
+        "q": "share",
+        "s": "streams",
+        "old": "classic",
+        "older": "classic",
+        "q2": "share",
+    }

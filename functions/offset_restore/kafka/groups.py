@@ -15,7 +15,7 @@ from kafka import KafkaConsumer
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.coordinators import Coordinators
-from offset_restore.kafka.model import GroupInfo
+from offset_restore.kafka.model import SHARE_GROUP, GroupInfo
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["Groups", "group_member"]
@@ -25,8 +25,12 @@ class Groups(Coordinators):
     """Mixin of ``KafkaCluster``: consumer groups."""
 
     def list_group_ids(self) -> list[str]:
-        groups = self._call("listing consumer groups", self._admin.list_groups)
-        return sorted({group["group_id"] for group in groups})
+        """The groups whose positions are committed offsets: every kind but share groups."""
+        return sorted(g for g, kind in self.list_groups().items() if kind != SHARE_GROUP)
+
+    def list_groups(self) -> dict[str, str]:
+        """Every group the brokers know, with its kind (``protocol.group_kinds``)."""
+        return protocol.group_kinds(self._call("listing groups", self._admin.list_groups))
 
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
         """State and member count per group, in batched DescribeGroups requests.

@@ -9,6 +9,7 @@ from typing import NamedTuple
 __all__ = [
     "ONE_BATCH",
     "POINT_READ_BYTES",
+    "SHARE_GROUP",
     "TP",
     "AbortedBatch",
     "CommittedOffset",
@@ -140,6 +141,11 @@ class PartitionIdentity:
 def topic_ids(identities: Mapping[TP, PartitionIdentity]) -> dict[str, str]:
     """Each topic's id, from its partitions' identities."""
     return {tp.topic: identity.topic_id for tp, identity in identities.items()}
+
+
+SHARE_GROUP = "share"
+"""The kind of a share group (KIP-932, a queue): its position is a start offset per share-partition, not a
+committed offset; OffsetFetch and OffsetCommit know nothing of it."""
 
 
 @dataclass(frozen=True, slots=True)

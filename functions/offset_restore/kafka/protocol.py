@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -27,6 +27,7 @@ from offset_restore.kafka.batch_records import LOG_OVERHEAD, abort_marker, batch
 from offset_restore.kafka.model import (
     ONE_BATCH,
     POINT_READ_BYTES,
+    SHARE_GROUP,
     TP,
     AbortedBatch,
     CommittedOffset,
@@ -56,6 +57,7 @@ __all__ = [
     "error_name",
     "fetch_requests",
     "first_batch_bytes",
+    "group_kinds",
     "init_producer_id_request",
     "metadata_request",
     "offset_commit_request",
@@ -163,6 +165,20 @@ def describe_groups_request(batch: Sequence[str]) -> Any:
 def consumer_group_describe_request(batch: Sequence[str]) -> Any:
     """ConsumerGroupDescribe (KIP-848), for groups of the new consumer protocol."""
     return ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False)
+
+
+def group_kinds(listed: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """Each listed group's kind (ListGroups' answers, as kafka-python gives them): its ``group_type``
+    (ListGroups v5, Kafka 4.0 on: ``classic``, ``consumer``, ``share``, ``streams``), else what its protocol
+    type says (``share``, ``streams``), else ``classic``: before Kafka 4.0 every group is one."""
+    kinds: dict[str, str] = {}
+    for group in listed:
+        kind = group.get("group_type") or ""
+        if not kind:
+            protocol_type = group.get("protocol_type") or ""
+            kind = protocol_type if protocol_type in (SHARE_GROUP, "streams") else "classic"
+        kinds[group["group_id"]] = kind.lower()
+    return kinds
 
 
 def described_groups(response: Any, protocol: str) -> list[GroupInfo]:
