@@ -5,7 +5,9 @@ The tests are the suite's own promise-bearing ones, collected here a second time
 fixture overrides the session's, so ``source``, ``target`` and every fixture built on them meet a source and a
 target of the version in the test's id. What they prove: a snapshot, a plan on every untidy restore layout
 that skips nothing, apply and its wait, rollback that puts the previous offsets back and rewinds nothing, the
-fence against a second writer, and static members named and removed on request.
+fence against a second writer, and static members named and removed on request. And the group kinds each
+version lists: share groups (queues, on by default from Kafka 4.2) are never carried as consumer groups and
+are named where left out; Kafka 3.9 lists every group as a classic one.
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
-from offset_restore.devtools.apache_broker import DEFAULT_VERSION, VERSIONS, ApacheBroker
+from offset_restore.devtools.apache_broker import DEFAULT_VERSION, VERSIONS, ApacheBroker, java_tool
 from offset_restore.devtools.brokers import start_all
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 
-from tests.helpers import TEST_BROKER, Brokers
+from tests.helpers import TEST_BROKER, Brokers, unique
 
 # Collected again below, against this module's brokers (their names are what pytest collects).
 from tests.integration.test_apply import (  # noqa: F401
@@ -65,3 +70,48 @@ def test_each_version_runs_its_own_jars(brokers: Brokers) -> None:
         major_minor = ".".join(broker.version.split(".")[:2])
         log = broker.log_file.read_text(errors="replace")
         assert f"metadata.version {major_minor}-IV" in log, log[-2000:]
+
+
+def share_group(broker: ApacheBroker, topic: str, group: str) -> None:
+    """A share group made as its users make one: Kafka's console share consumer joins it (and leaves)."""
+    done = java_tool(
+        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
+        ["--bootstrap-server", broker.bootstrap_servers, "--topic", topic, "--group", group, "--timeout-ms", "4000"],
+        log4j=broker.log4j,
+        version=broker.version,
+        timeout_s=90,
+    )
+    assert "Processed a total of" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+def test_a_share_group_is_named_and_left_out_and_the_consumer_groups_beside_it_are_carried(
+    brokers: Brokers, source: KafkaCluster
+) -> None:
+    """On 4.4 a share group made by Kafka's console share consumer is listed as one, left out of the snapshot
+    and named in its notes with what to do instead, and the consumer group beside it is carried; a filter
+    that leaves it out leaves no note. Kafka 3.9 has no share groups: every group it lists is classic."""
+    topic, queue, consumers = unique("orders"), unique("queue"), unique("billing")
+    source.create_topics({topic: 2})
+    for p in range(2):
+        source.produce(topic, p, [(b"k", f"v{i}".encode(), [], None) for i in range(30)])
+    failed = source.alter_offsets_many({consumers: {TP(topic, 0): CommittedOffset(12, None)}})
+    assert not any(failed[consumers].values()), failed
+    assert isinstance(brokers.source, ApacheBroker)
+    shares = not brokers.source.version.startswith("3.")
+    if shares:
+        share_group(brokers.source, topic, queue)
+        assert source.list_groups()[queue] == "share"
+    else:
+        assert set(source.list_groups().values()) == {"classic"}
+    assert queue not in source.list_group_ids() and consumers in source.list_group_ids()
+
+    snapshot = take_snapshot(source, SnapshotOptions(groups=f"{queue}|{consumers}", evidence_records=0))
+    assert [g.group for g in snapshot.groups] == [consumers]
+    assert [(p.topic, p.partition, p.committed_offset) for p in snapshot.groups[0].partitions] == [(topic, 0, 12)]
+    named = [n for n in snapshot.manifest.notes if queue in n]
+    assert len(named) == shares
+    if shares:
+        assert named[0].startswith(f"share group {queue}: not carried")
+        assert "kafka-share-groups --reset-offsets" in named[0]
+        filtered = take_snapshot(source, SnapshotOptions(groups=consumers, evidence_records=0))
+        assert not any(queue in n for n in filtered.manifest.notes)
