@@ -37,7 +37,7 @@ from offset_restore.cli.plan import plan_summary
 from offset_restore.cli.progress import ProgressLine
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanSummary
-from offset_restore.migration.run import Migration, MigrationResult, not_proven, run_migration
+from offset_restore.migration.run import Migration, MigrationResult, run_migration
 from offset_restore.migration.source import STARTED_AGAIN, active_phrase
 from offset_restore.translate.options import PLAN_DEFAULTS, PlanOptions
 from offset_restore.translate.run import parse_strategies, parse_topic_map
@@ -204,7 +204,7 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
         )
     else:
         lines += [
-            f"  NOT CAUGHT UP     {not_proven(s):,} of {s.entries:,} group-partitions not exact after {result.plans} "
+            f"  NOT CAUGHT UP     {s.not_exact:,} of {s.entries:,} group-partitions not exact after {result.plans} "
             f"plans ({result.caught_up_s:.1f} s of {catch_up_timeout_s:g}); " + _not_caught_up_outcome(result),
             *_never_mapped(s),
             *plan_summary(result.plan)[1:],

@@ -231,10 +231,15 @@ class PlanSummary(BaseModel):
     before the estimate existed)."""
 
     @property
+    def not_exact(self) -> int:
+        """Entries not yet exact: pending, unmapped, or mapped without proof (the target lacks a record)."""
+        return self.entries - self.exact
+
+    @property
     def awaiting_catch_up(self) -> int:
         """A migration's entries a later plan may still prove exact: all not exact but those ``held`` (one
         rule for the CLI's ``migrate`` and the workflow's mode migrate)."""
-        return self.entries - self.exact - self.held
+        return self.not_exact - self.held
 
     @classmethod
     def of(cls, entries: Iterable[PlanEntry]) -> PlanSummary:

@@ -15,7 +15,7 @@ from kafka import KafkaConsumer
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.coordinators import Coordinators
-from offset_restore.kafka.model import SHARE_GROUP, GroupInfo
+from offset_restore.kafka.model import GroupInfo, committed_groups
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
 
 __all__ = ["Groups", "group_member"]
@@ -26,7 +26,7 @@ class Groups(Coordinators):
 
     def list_group_ids(self) -> list[str]:
         """The groups whose positions are committed offsets: every kind but share groups."""
-        return sorted(g for g, kind in self.list_groups().items() if kind != SHARE_GROUP)
+        return committed_groups(self.list_groups())
 
     def list_groups(self) -> dict[str, str]:
         """Every group the brokers know, with its kind (``protocol.group_kinds``)."""

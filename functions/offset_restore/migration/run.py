@@ -24,7 +24,7 @@ from offset_restore.apply.locks import TargetLock
 from offset_restore.apply.model import ApplyOptions, ApplyReport, Progress
 from offset_restore.apply.run import PlanFile, Sealing, run_apply
 from offset_restore.apply.waiting import Polling, poll_until
-from offset_restore.formats.plan import Plan, PlanSummary
+from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
@@ -41,7 +41,7 @@ from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import PlanResult, SnapshotChoice, create_plan, new_plan_location, run_plan
 
-__all__ = ["Migration", "MigrationResult", "not_proven", "run_migration"]
+__all__ = ["Migration", "MigrationResult", "run_migration"]
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,7 @@ class MigrationResult:
 
     @property
     def caught_up(self) -> bool:
-        return not_proven(self.plan.summary) == 0
-
-
-def not_proven(summary: PlanSummary) -> int:
-    """Entries not yet exact: pending, unmapped, or mapped without proof (the target lacks a record)."""
-    return summary.entries - summary.exact
+        return self.plan.summary.not_exact == 0
 
 
 def run_migration(

@@ -22,6 +22,7 @@ from offset_restore.kafka.model import (
     GroupInfo,
     LogBounds,
     PartitionIdentity,
+    committed_groups,
     topic_ids,
 )
 from offset_restore.reading.rounds import Source, fetch_from
@@ -200,7 +201,7 @@ def stream_snapshot(
         clock = time.perf_counter()
 
     kinds = cluster.list_groups()
-    listed = sorted(g for g, kind in kinds.items() if kind != SHARE_GROUP)
+    listed = committed_groups(kinds)
     group_ids = [g for g in listed if group_filter(g)]
     share_groups = sorted(g for g, kind in kinds.items() if kind == SHARE_GROUP and group_filter(g))
     del kinds
