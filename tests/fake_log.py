@@ -28,7 +28,7 @@ from typing import Literal
 
 from offset_restore.kafka.model import ONE_BATCH, POINT_READ_BYTES, TP, FetchedRecord, LogBounds, PartitionFetch
 
-__all__ = ["FakeLog"]
+__all__ = ["Broker", "FakeLog"]
 
 Broker = Literal["apache", "uncut", "unlimited"]
 

@@ -24,6 +24,8 @@ from offset_restore.reading.rounds import (
     read_forward,
 )
 
+from tests.fake_log import Broker, FakeLog
+
 A, B = TP("t", 0), TP("t", 1)
 
 
@@ -530,3 +532,34 @@ def test_a_read_up_to_held_records_is_priced_by_full_batches_and_ends_before_the
     assert read(10_001, 14_001) == (int(140.0 * 4_000 * (1 - STOP_MARGIN)), 13_901)  # the margin: a batch short
     assert read(13_901, 14_001) == (ONE_BATCH, 14_001)
     assert fetch.sent == 14_000 * 140 + 201
+
+
+@pytest.mark.parametrize("broker", ["apache", "uncut", "unlimited"])
+@pytest.mark.parametrize("record_bytes", [200, 100], ids=["20 KB batches", "10 KB batches"])
+def test_every_record_is_read_once_whatever_the_broker_does_with_limits(broker: Broker, record_bytes: int) -> None:
+    """Two partitions of 10 batches over the shared fake log's brokers. Apache Kafka sends a batch larger than
+    the limit (20 KB over a 16 KB point read) only to a request's first partition: the other is asked again
+    first, and the two take turns, a round each batch. Batches under ``SMALL_BATCH`` are read one at a time
+    (``ONE_BATCH``) once an answer showed them. The local broker sends whole batches up to the limit; one that
+    ignores limits sends the rest at once. Every record is read, in order, and no byte twice."""
+    records = {tp: [FetchedRecord(o, 0, None, b"v", ()) for o in range(1_000)] for tp in (A, B)}
+    log = FakeLog(records, batch=100, record_bytes=record_bytes, broker=broker)
+    rounds = FetchRounds(log)
+    seen: dict[TP, list[int]] = {A: [], B: []}
+
+    def take(tp: TP, outcome: Served | AtEnd) -> int | None:
+        if isinstance(outcome, AtEnd):
+            return None
+        seen[tp] += [r.offset for r in outcome.answer.records]
+        return outcome.answer.read_to
+
+    assert read_forward(rounds, {A: 0, B: 0}, take) == {}
+    assert seen == {A: list(range(1_000)), B: list(range(1_000))}
+    assert log.sent_bytes == 2 * 1_000 * record_bytes
+    asked = {limit for limits in log.limits_seen for limit in limits.values()}
+    if broker == "unlimited":
+        assert rounds.rounds == 1
+    elif broker == "apache" and record_bytes == 200:
+        assert rounds.rounds == 20 and asked == {POINT_READ_BYTES}
+    elif record_bytes == 100:
+        assert ONE_BATCH in asked
