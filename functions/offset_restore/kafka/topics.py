@@ -8,12 +8,14 @@ each partition's request to them, from the last answer while it names every part
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import NewTopic
 
+from offset_restore.errors import ClusterError
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.calls import Calls
 from offset_restore.kafka.model import TP, PartitionIdentity
@@ -74,9 +76,20 @@ class Topics(Calls):
         return {tp: i for tp, i in protocol.partition_identities(self._metadata()).items() if tp in wanted}
 
     def create_topics(self, partitions_by_topic: Mapping[str, int]) -> None:
+        """Create the topics and return once the broker answering metadata names every new partition
+        with a leader. The controller acknowledges a topic before the brokers' metadata caches hold
+        it; a commit sent in between is refused with UNKNOWN_TOPIC_OR_PARTITION."""
         new = [NewTopic(name, count, 1) for name, count in partitions_by_topic.items()]
-        if new:
-            self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms, retry=False)
+        if not new:
+            return
+        self._call("creating topics", self._admin.create_topics, new, timeout_ms=self._request_ms, retry=False)
+        wanted = [TP(name, p) for name, count in partitions_by_topic.items() for p in range(count)]
+        deadline = time.monotonic() + self._request_ms / 1000
+        while not all(self._leaders()[1].get(tp, -1) >= 0 for tp in wanted):
+            if time.monotonic() > deadline:
+                named = ", ".join(sorted(partitions_by_topic))
+                raise ClusterError(f"creating topics on {self.settings.bootstrap_servers}: no leader yet for {named}")
+            time.sleep(0.05)
 
     def delete_records(self, before: Mapping[TP, int]) -> None:
         """Move each partition's log start to the offset given (a retention loss, for tests and the
