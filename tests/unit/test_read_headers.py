@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.headers import parse_offset_header
@@ -161,3 +161,89 @@ def test_every_header_value_is_read_as_the_one_parser_reads_it(value: bytes) -> 
         expected = None
     got = ReadHeaders(HEADER).add(TOPIC, _answer([(HEADER, value)]).records)
     assert got == (None if expected is None else [expected])
+
+
+_HEADER_LISTS = st.lists(
+    st.lists(
+        st.tuples(
+            st.sampled_from([HEADER, "other"]),
+            st.one_of(
+                st.none(),
+                _DIGITS,
+                st.sampled_from([b"12", b"007", b"1" * 19, b"9" * 19, b" 3", b"+4", b"5_0", b"12345678"]),
+                st.integers(0, 2**64 - 1).map(lambda n: n.to_bytes(8, "big")),
+                st.integers(0, 2**20).map(lambda n: n.to_bytes(8, "big")),
+            ),
+        ),
+        max_size=3,
+    ),
+    min_size=1,
+    max_size=8,
+)
+
+
+_BINARY = st.one_of(
+    st.integers(0, 2**64 - 1), st.integers(0, 2**20), st.sampled_from([2**56 - 1, 2**56, 0x3132333435363738])
+).map(lambda n: n.to_bytes(8, "big"))
+"""8 bytes, big-endian: offsets, values past the largest offset read so, and the digits "12345678" (text)."""
+
+
+@given(_HEADER_LISTS, st.sampled_from(["mixed", "decimal", "binary"]), st.lists(_BINARY, min_size=8, max_size=8))
+@example([[("other", b"1"), (HEADER, b"5")], [(HEADER, b"9"), (HEADER, b"4")]], "mixed", [b"\0" * 8] * 8)
+@example([[(HEADER, b"5")], [("other", b"7")]], "mixed", [b"\0" * 8] * 8)
+@example([[(HEADER, b"1" * 18)], [(HEADER, b"9" * 19)]], "mixed", [b"\0" * 8] * 8)
+@settings(max_examples=600, deadline=None)
+def test_an_answer_is_read_as_each_record_alone_would_be(
+    headers: list[list[tuple[str, bytes | None]]], shape: str, binary: list[bytes]
+) -> None:
+    """The watcher reads a whole answer at once when every record carries the header first at one place, in
+    one encoding (the common case, a million records a dense plan): what it gives and keeps equals the rule
+    record by record, the first header of the name read by ``parse_offset_header``, and the answer refused if
+    one holds no offset."""
+    if shape != "mixed":  # the shapes the answer-at-once path takes: the header at one place in every record
+        before = [("other", b"x")] * (len(headers[0]) > 1)
+        values = binary if shape == "binary" else [b"%d" % (7 * i) for i in range(8)]
+        headers = [[*before, (HEADER, values[i])] for i in range(len(headers))]
+    expected: list[int | None] | None = []
+    for record in headers:
+        value = next((v for k, v in record if k == HEADER), None)
+        try:
+            number = parse_offset_header(value)
+        except ValueError:
+            expected = None
+            break
+        assert expected is not None
+        expected.append(number)
+    reads = ReadHeaders(HEADER)
+    got = reads.add(TOPIC, _answer(*headers).records)
+    assert got == expected
+    numbered = [(10 + i, n) for i, n in enumerate(expected or []) if n is not None]
+    if expected is not None:
+        assert reads.past(TOPIC, 0, 100, 100) == numbered and reads.keyed(TOPIC) == bool(numbered)
+
+
+@given(
+    st.lists(st.one_of(st.integers(0, 40), st.just(NONE), st.just(MARKER)), min_size=1, max_size=30),
+    st.integers(0, 31),
+    st.lists(st.tuples(st.integers(0, 30), st.integers(1, 8)), max_size=3),
+)
+@settings(max_examples=300, deadline=None)
+def test_the_headers_around_a_resume_point_are_the_ends_read_there(
+    values: list[int], resume: int, cuts: list[tuple[int, int]]
+) -> None:
+    """The proof's quick look at both ends names what ``ends`` finds when both neighbours of the resume point
+    were read and carry the header, and nothing otherwise (gaps where the reads did not reach)."""
+    spans = [(0, len(values))]
+    for first, length in cuts:  # read in pieces, some offsets not read
+        spans = [(a, min(b, first)) for a, b in spans if a < first] + [(first + length, len(values))]
+    reads = _read(values, spans=[s for s in spans if s[0] < s[1]] or [(0, 0)])
+    around = reads.headers_around(TOPIC, resume)
+    ends = reads.ends(TOPIC, resume, 0)
+    both = (
+        ends.at is not None
+        and ends.before is not None
+        and (ends.at.offset, ends.before.offset) == (resume, resume - 1)
+        and ends.at.source is not None
+        and ends.before.source is not None
+    )
+    assert around == ((ends.at.source, ends.before.source) if both else None)  # type: ignore[union-attr]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -9,6 +10,8 @@ from typing import NamedTuple
 __all__ = [
     "ONE_BATCH",
     "POINT_READ_BYTES",
+    "RECORD_OFFSET",
+    "RECORD_TIMESTAMP",
     "SHARE_GROUP",
     "TP",
     "AbortedBatch",
@@ -40,6 +43,10 @@ class FetchedRecord(NamedTuple):
     key: bytes | None
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
+
+
+RECORD_OFFSET, RECORD_TIMESTAMP = operator.itemgetter(0), operator.itemgetter(1)
+"""A ``FetchedRecord``'s offset and timestamp, for ``map`` over a whole answer at C speed."""
 
 
 class AbortedBatch(NamedTuple):

@@ -17,7 +17,7 @@ from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import cast
 
-from offset_restore.kafka.model import TP, AbortedBatch, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, AbortedBatch, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint, record_fingerprint
 from offset_restore.translate.positions import Position
 from offset_restore.translate.restore_order import ObservedPartition
@@ -127,9 +127,11 @@ class HeaderReads:
             keys = self.keys(tp, answer)
         if tp not in self.keyed and any(key is not None for key in keys):
             self.keyed.add(tp)
-        rows = []
-        for record, key in zip(answer.records, keys, strict=True):
-            rows.append((record.offset, key, record.timestamp))
+        records = answer.records
+        rows = list(zip(map(RECORD_OFFSET, records), keys, map(RECORD_TIMESTAMP, records), strict=True))
+        if None not in keys and wanted.isdisjoint(keys):
+            return rows  # every record has the header and none is one the evidence names (the common case)
+        for record, key in zip(records, keys, strict=True):
             if key is None:
                 self._header_less(tp, record, whole)
             elif key in wanted:

@@ -357,6 +357,9 @@ def _exact_ends(proving: _Proving) -> int:
         log = bounds.get(pos.target)
         if log is None or _resumes_at_end(pos, resume, log, seen.tail):
             continue  # an end: proven by the end rules
+        around = seen.headers.headers_around(pos.target, resume) if resume > log.start else None
+        if around is not None and around[0] >= pos.committed > around[1]:
+            continue  # both ends proven by their offset headers (``_by_header``): the common case, at its speed
         found = seen.headers.ends(pos.target, resume, log.start)
         before = (True, "") if found.nothing_before else _judged(found.before, pos, evidence, at=False)
         verdicts[key] = (_judged(found.at, pos, evidence, at=True), before)

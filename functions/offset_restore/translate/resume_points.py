@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from array import array
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -140,16 +141,13 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
     A partition without any restored record has no answer (an empty dict).
     """
     low, keys = log.carried()
-    keyed = [i for i in range(len(keys)) if keys[i] != NO_KEY]
-    if not keyed:
+    unkeyed = keys.count(NO_KEY)
+    if unkeyed == len(keys):
         return {}
-    first, last = keyed[0], keyed[-1]
-    running: list[int] = []
-    top = NO_KEY
-    for key in keys:
-        top = max(top, key)
-        running.append(top)
-    unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY]
+    first = next(i for i, key in enumerate(keys) if key != NO_KEY)
+    last = len(keys) - 1 - next(i for i, key in enumerate(reversed(keys)) if key != NO_KEY)
+    running = list(itertools.accumulate(keys, max))  # keys are NO_KEY or more: the running maximum
+    unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY] if unkeyed else []
     starts: dict[int, tuple[int, bool, bool]] = {}  # c -> (index, beyond, pulled back)
     for c in set(wanted):
         at = bisect.bisect_left(running, c)
@@ -174,8 +172,8 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
 
 def _increasing(keys: array) -> bool:
     """Whether the source offsets the records carry only grow (records without one left aside)."""
-    carried = [k for k in keys if k != NO_KEY]
-    return all(a < b for a, b in itertools.pairwise(carried))
+    carried = [k for k in keys if k != NO_KEY] if NO_KEY in keys else keys
+    return all(map(operator.lt, carried, itertools.islice(carried, 1, None)))  # at C speed
 
 
 def _duplicates(keys: array, unknown: list[int], starts: dict[int, int]) -> dict[int, int]:
