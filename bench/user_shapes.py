@@ -59,6 +59,7 @@ import platform
 import pstats
 import random
 import re
+import statistics
 import sys
 import time
 from collections import Counter, defaultdict
@@ -391,6 +392,9 @@ class Cost:
     """Bytes of Fetch responses, at the proxy."""
     client: int
     """Record-batch bytes counted by the client (fetched_bytes, or the consumer's parsed bytes)."""
+    cpu: float = 0.0
+    """CPU seconds of the benchmark's process (every thread: the client's I/O thread too; not the brokers' or
+    the proxy's): what the code measured spends, less moved by other work on a shared machine than the wall."""
     batches: int = 0
     """Record batches the client parsed (``MemoryRecords.next_batch``: ours and the consumer's)."""
     note: str = ""
@@ -430,16 +434,16 @@ def measured(proxy: Proxied, index: int, client: Callable[[], int], work: Callab
     down0, fetches0, fdown0 = proxy.counter(index)
     client0, batches0 = client(), PARSED_BATCHES[0]
     gc.freeze()
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     try:
         result = work()
     finally:
-        seconds = time.perf_counter() - started
+        seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
         gc.unfreeze()
     time.sleep(0.05)  # the proxy's last bytes counted
     down1, fetches1, fdown1 = proxy.counter(index)
     cost = Cost(seconds, down1 - down0, fetches1 - fetches0, fdown1 - fdown0, client() - client0)
-    cost.batches = PARSED_BATCHES[0] - batches0
+    cost.batches, cost.cpu = PARSED_BATCHES[0] - batches0, cpu
     return result, cost
 
 
@@ -863,6 +867,13 @@ def run_shape(
 
     scan, scan_cost = scanned("scan", plain_consumer_scan)
     _, fast_cost = scanned("operator scan", operator_scan)
+    plans, scans = [plan_cost], [fast_cost]
+    for _ in range(args.repeat - 1):  # the plan and the scan it is compared with, turn about; medians kept
+        plans.append(measured(proxy, 1, lambda: 0, lambda: translate(snapshot.groups, target, PlanOptions()))[1])
+        print(f"{shape.name}: plan {plans[-1].seconds:.1f} s", file=sys.stderr)
+        scans.append(scanned("operator scan", operator_scan)[1])
+    for cost, runs in ((plan_cost, plans), (fast_cost, scans)):
+        cost.seconds, cost.cpu = statistics.median(c.seconds for c in runs), statistics.median(c.cpu for c in runs)
     passed, pass_cost = measured(proxy, 1, lambda: target.fetched_bytes, lambda: one_pass(target, sorted(wanted)))
     pass_cost.note = f"{passed:,} records"
 
@@ -930,9 +941,11 @@ def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -
         f"# The shapes users have, beside the operator's consumer scan ({kind}, {platform.machine()}, "
         f"Python {platform.python_version()}, {datetime.now(UTC):%Y-%m-%d})",
         "",
-        f"Command: `{command}` ({total_s / 60:.1f} min in all, writing included). MB down and Fetch requests are "
-        "counted at a TCP proxy in front of each broker (every byte the broker sent down in the phase; the same "
-        "counter for every phase and for the scan). Client: record-batch bytes the client counted "
+        f"Command: `{command}` ({total_s / 60:.1f} min in all, writing included). With `--repeat N` the plan's "
+        "and the operator scan's times are medians of N runs taken turn about. Client CPU: CPU seconds of the "
+        "benchmark's process in the phase (every thread; not the brokers' or the proxy's). MB down and Fetch "
+        "requests are counted at a TCP proxy in front of each broker (every byte the broker sent down in the "
+        "phase; the same counter for every phase and for the scan). Client: record-batch bytes the client counted "
         "(`KafkaCluster.fetched_bytes` for ours; for the consumer the batch bytes it parsed, summed at "
         "`FetchResponseMetricAggregator.record`, what its fetch metrics are fed by). "
         "Snapshot reads the source, the others the target (its bytes beside the target's, the same data). "
@@ -945,9 +958,9 @@ def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -
         "position is settled); the plain scan reads every partition at once and drops what it prefetched for "
         "partitions it paused.",
         "",
-        "| shape | phase | wall | MB down | Fetch requests | MB client | per position: ms, KB down, batches "
-        "| time vs scan | bytes vs scan | Fetch bytes vs one pass | notes |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| shape | phase | wall | client CPU | MB down | Fetch requests | MB client | per position: ms, KB down, "
+        "batches | time vs scan | CPU vs scan | bytes vs scan | Fetch bytes vs one pass | notes |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     last = ""
     for r in rows:
@@ -956,9 +969,9 @@ def table(rows: list[dict[str, Any]], kind: str, command: str, total_s: float) -
         shape = r["shape"] if r["shape"] != last else ""
         last = r["shape"]
         lines.append(
-            f"| {shape} | {r['phase']} | {c.seconds:.2f} s | {c.down / 1e6:,.1f} | {c.fetches:,} | "
+            f"| {shape} | {r['phase']} | {c.seconds:.2f} s | {c.cpu:.2f} s | {c.down / 1e6:,.1f} | {c.fetches:,} | "
             f"{c.client / 1e6:,.1f} | {_per_position(c, r['positions'])} | "
-            f"{c.seconds / s.seconds:.2f}x | {c.down / max(1, s.down):.3f}x | "
+            f"{c.seconds / s.seconds:.2f}x | {c.cpu / max(1e-9, s.cpu):.2f}x | {c.down / max(1, s.down):.3f}x | "
             f"{c.fetch_down / max(1, r['pass'].fetch_down):.3f}x | {c.note} |"
         )
     return lines
@@ -976,6 +989,13 @@ def main(argv: list[str] | None = None) -> int:
         help="measure each phase's peak memory alone in a fresh process on the 1 MB-batch shapes (default: on)",
     )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="plan each shape again under cProfile")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="measure the plan and the operator scan this many times, turn about, and report each one's median "
+        "time (bytes from the first run): a shared machine's noise moves a single run by a quarter",
+    )
     parser.add_argument("--output", default=None, help="results file (default: bench/results/user-shapes-<broker>.md)")
     args = parser.parse_args(argv)
     count_batches()
