@@ -14,9 +14,11 @@ from pathlib import Path
 
 import pytest
 from offset_restore.cli.main import main
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.reading.whole import read_whole
+from offset_restore.workflow.report import render_report
 
 from tests.helpers import Brokers, Produced, commit, produce, unique
 
@@ -143,6 +145,13 @@ def test_with_the_partition_header_every_target_partition_resumes_without_a_skip
         mine = [e for e in on_topic if e["group"] == group]
         assert sorted(e["target_partition"] for e in mine) == list(range(targets)), mine
         assert all(e["status"] == "mapped" for e in mine), mine
+    # Every record was restored: the report counts none the groups will not read (an anchor carries the offset
+    # of whichever source partition's record lies at its resume point, not what the entry's partition lacks).
+    entries = [PlanEntry.model_validate(e) for e in plan["entries"]]
+    assert (
+        json.loads(render_report({"restore_id": "r"}, entries, "applied")["report.json"])["headline"]["lost_records"]
+        == 0
+    )
     first = next(iter(case.groups))
     commit(target, first, {TP(restored.topic, 0): 0})  # an offset it held on the target before the apply
     assert case.apply("mapped")[0] == 0

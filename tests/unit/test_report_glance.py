@@ -258,3 +258,14 @@ def test_an_apply_that_left_a_group_unwritten_is_not_a_bare_applied(left: Status
     assert run_ending(described)[0] == 3
     clean = json.loads(render_report({"restore_id": "r"}, rows[:1], "applied")["report.json"])
     assert clean["outcome"] == "applied"
+
+
+def test_a_re_partitioned_topic_counts_what_it_lacks_per_source_partition_not_from_its_anchors() -> None:
+    """Entries per target partition of a re-partitioned topic: each anchor carries the offset of whichever
+    source partition's record lies at its resume point, so anchor minus position counts records that lie on
+    another target partition. The report takes the group's own count (``lost_before``): 3, by hand."""
+    first = row("orders-app", 0, "committed", target_partition=0, anchor_offset=90, anchor_source_offset=140)
+    other = row("orders-app", 0, "committed", target_partition=1, anchor_offset=90, anchor_source_offset=110)
+    first.lost_before = 3
+    document = json.loads(render_report({"restore_id": "r"}, [first, other], "applied")["report.json"])
+    assert document["headline"]["lost_records"] == 3

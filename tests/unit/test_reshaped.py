@@ -176,3 +176,16 @@ def test_a_header_past_int64_or_not_a_number_is_a_record_of_unknown_source() -> 
     ):
         part.add(FetchedRecord(at, 0, b"k", b"v", ((OFFSET, o), (PARTITION, q))), PARTITION, OFFSET)
     assert list(part.unknown) == [0, 1, 2] and part.by_source == {}
+
+
+def test_records_missing_before_the_restored_ones_are_counted_per_source_partition_once() -> None:
+    """Source partition 0's records 2..4 are missing (a gap of the backup), partition 1 lacks none; every
+    target partition's first unprocessed record carries another partition's or a later offset, so an anchor
+    would count what lies elsewhere. The count is per source partition, on the first entry, by hand: 3."""
+    index = index_of({0: [(0, 0), (1, 0), (1, 1), (0, 5)], 1: [(0, 1), (1, 2), (0, 6), (1, 3)]})
+    entries = map_group("g", snapshot({0: 2, 1: 2}, 7), "orders", index)
+    assert [(e.target_partition, e.target_offset) for e in entries] == [(0, 3), (1, 1)]
+    assert [e.lost_before for e in entries] == [3, None]
+    assert "source partition 0: 3" in (entries[0].reason or "")
+    whole = index_of({0: [(0, 0), (0, 1), (0, 2)], 1: [(1, 0), (1, 1)]})
+    assert all(e.lost_before is None for e in map_group("g", snapshot({0: 1, 1: 1}, 3), "orders", whole))

@@ -139,6 +139,10 @@ class PlanEntry(BaseModel):
     """The source offset the anchor record carried in the offset header (null: none, or not read)."""
     anchor_timestamp: int | None = Field(default=None, strict=True)
     """The anchor record's timestamp (null: not read)."""
+    lost_before: int | None = Field(default=None, ge=0, strict=True)
+    """A re-partitioned topic's count, on the group's first entry of it: records the group had not processed
+    that the restore lacks before the first of each source partition's it holds (retention, a gap of the
+    backup). Other entries need none: the source offset their anchor carries says it (null: none known)."""
     never_restored: int | None = Field(default=None, ge=0, strict=True)
     """At most this many source records the group had not processed will never be on the target: the
     restore was declared complete before it brought them (``restore_complete``; null: none known)."""

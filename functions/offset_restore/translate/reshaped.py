@@ -252,6 +252,16 @@ class _Part:
             return None
         return found.offsets[-1] if found.ascending else max(found.offsets)
 
+    def first_from(self, q: int, committed: int) -> int | None:
+        """The lowest source offset of source partition ``q`` at or past ``committed`` on this partition."""
+        found = self.by_source.get(q)
+        if found is None:
+            return None
+        if found.ascending:
+            at = bisect.bisect_left(found.offsets, committed)
+            return found.offsets[at] if at < len(found.offsets) else None
+        return min((s for s in found.offsets if s >= committed), default=None)
+
     def first_needed(self, q: int, committed: int | None) -> int | None:
         """The first record of source partition ``q`` the group has not processed (all of them when it
         has no commit there)."""
@@ -301,6 +311,12 @@ class TopicIndex:
         """The highest source offset of source partition ``q`` restored anywhere in the topic."""
         highest = [top for part in self.parts.values() if (top := part.top(q)) is not None]
         return max(highest, default=None)
+
+    def first_from(self, q: int, committed: int) -> int | None:
+        """The lowest source offset of source partition ``q`` at or past ``committed`` restored anywhere in
+        the topic (None: the restore holds none)."""
+        found = [first for part in self.parts.values() if (first := part.first_from(q, committed)) is not None]
+        return min(found, default=None)
 
 
 def read_index(
@@ -444,13 +460,35 @@ def map_group(
         need = _need_on(part, bounds, committed, sources)
         head = by_partition.get(need.binding) or partitions[0]
         entries.append(_entry(group, head, target_topic, t, committed, need, part, bounds, waiting))
-    unread = _never_restored(committed, by_partition, index, set(complete))
-    if entries and not waiting and unread:
-        first = entries[0]  # the group's count, said once (the entries are per target partition)
+    if entries and not waiting:
+        _counted(
+            entries[0], _lost_before(committed, index), _never_restored(committed, by_partition, index, set(complete))
+        )
+    return entries
+
+
+def _counted(first: PlanEntry, lost: Mapping[int, int], unread: Mapping[int, int]) -> None:
+    """The group's counts, said once, on its first entry (the entries are per target partition, and a
+    record of one source partition may lie on any of them: no entry's anchor tells what one lacks)."""
+    if lost:
+        first.lost_before = sum(lost.values())
+        said = ", ".join(f"source partition {q}: {n:,}" for q, n in sorted(lost.items()))
+        first.reason = f"{first.reason}; records the group had not processed missing before the restored ones: {said}"
+    if unread:
         first.never_restored = sum(unread.values())
         said = ", ".join(f"source partition {q}: at most {n:,} records" for q, n in sorted(unread.items()))
         first.reason = f"{first.reason}; the restore was declared complete: never restored, {said}"
-    return entries
+
+
+def _lost_before(committed: Mapping[int, int], index: TopicIndex) -> dict[int, int]:
+    """Per source partition, the records the group had not processed that the restore lacks before the first
+    of them it holds (anywhere in the topic): retention or a gap of the backup took them."""
+    lost: dict[int, int] = {}
+    for q, c in committed.items():
+        first = index.first_from(q, c)
+        if first is not None and first > c:
+            lost[q] = first - c
+    return lost
 
 
 def _never_restored(

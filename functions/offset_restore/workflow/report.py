@@ -71,8 +71,12 @@ __all__ = [
 def _lost(e: PlanEntry) -> int:
     """What the restore's offset header says is missing before the resume point: the record the group
     resumes at carries a later source offset than its committed position (retention, a gap)."""
+    if e.status in ("pending", "unmapped"):
+        return 0
+    if e.target_partition is not None:  # a re-partitioned topic: its anchor may carry another source partition's
+        return e.lost_before or 0
     at_resume = e.anchor_offset is not None and e.anchor_offset == e.target_offset
-    if not at_resume or e.anchor_source_offset is None or e.status in ("pending", "unmapped"):
+    if not at_resume or e.anchor_source_offset is None:
         return 0
     if e.expected_fingerprint:  # resumes at the copy of its own next record: the offsets between are gaps
         return 0  # of the source (transaction markers, compaction), not records lost
