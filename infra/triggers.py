@@ -104,6 +104,9 @@ def _failover_alarm(stack: Stack, config: EnvironmentConfig, machine: sfn.StateM
                             "mode": config.failover_mode,
                             "wait": {"timeout_seconds": config.wait_timeout_seconds, "interval_seconds": 15},
                             "on_wait_timeout": "commit_empty",
+                            # The alarm fired after the source stopped: what live groups processed after
+                            # the snapshot is counted up to then, however long the run takes.
+                            "source_stopped_at": events.EventField.time,
                             "trigger": {
                                 "alarm": events.EventField.from_path("$.detail.alarmName"),
                                 "time": events.EventField.time,

@@ -118,6 +118,14 @@ def register(commands: Commands) -> None:
         "pending entry's reason says what this would cost",
     )
     plan.add_argument(
+        "--source-stopped-at",
+        type=iso_time,
+        metavar="TIME",
+        help="when the source stopped serving its consumers (its failure, the alarm's time): a live group's "
+        "exposure counts what it processed after the snapshot up to then, not up to the plan (default: up to the "
+        "plan, an upper bound that grows with the clock)",
+    )
+    plan.add_argument(
         "--csv",
         metavar="PATH",
         help="also write group,topic,partition,offset lines (mapped only); refused when a group id or topic "
@@ -147,10 +155,13 @@ def register(commands: Commands) -> None:
 def _exposure(s: PlanSummary) -> str:
     """What the plan cannot see: the groups live at the snapshot read again what they processed since."""
     unknown = s.entries_exposure_unknown
-    untold = f"{unknown:,} partitions without an earlier snapshot to say whether their groups moved"
+    untold = f"{unknown:,} partitions without an earlier snapshot to say whether their groups moved" if unknown else ""
+    idle = s.groups_assumed_idle
+    assumed = f"{idle:,} groups idle at both snapshots, assumed idle since (0 read again)" if idle else ""
     if not s.groups_live:
-        return untold if unknown else "no group was live (none read again what it processed after it)"
-    also = f"; {untold}" if unknown else ""
+        said = "; ".join(part for part in (untold, assumed) if part)
+        return said or "no group was live (none read again what it processed after it)"
+    also = "".join(f"; {part}" for part in (untold, assumed) if part)
     return f"{s.groups_live:,} groups were live: about {s.exposure_total:,} records they may read again{also}"
 
 
@@ -167,6 +178,7 @@ def _options(args: argparse.Namespace) -> PlanOptions:
             mm2_checkpoints_topic=args.mm2_checkpoints_topic,
             timestamp_margin_ms=args.timestamp_margin_ms,
             restore_complete=restore_complete(args.restore_complete),
+            source_stopped_at=args.source_stopped_at,
         )
     except ValidationError as error:
         raise BadInputError(f"plan: {describe(error)}") from None

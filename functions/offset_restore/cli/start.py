@@ -7,7 +7,7 @@ import json
 from datetime import UTC, datetime
 from typing import TextIO
 
-from offset_restore.cli.arguments import ALL_OF_IT, Commands, add_group_choice, restore_complete, write_result
+from offset_restore.cli.arguments import ALL_OF_IT, Commands, add_group_choice, iso_time, restore_complete, write_result
 from offset_restore.cli.aws import add_deployment, aws_client, from_stack
 from offset_restore.errors import BadInputError
 from offset_restore.files import read_bounded
@@ -47,6 +47,13 @@ def register(commands: Commands) -> None:
         help="the restore is finished (all of it, or these source topics or partitions): entries waiting for "
         "records it never brought resume after the last restored record (as plan --restore-complete)",
     )
+    start.add_argument(
+        "--source-stopped-at",
+        type=iso_time,
+        metavar="TIME",
+        help="when the source stopped serving its consumers: exposure is counted up to then (as plan "
+        "--source-stopped-at)",
+    )
     start.add_argument("--no-follow", action="store_true", help="start and return at once")
     start.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     start.set_defaults(run=run)
@@ -83,6 +90,8 @@ def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             run_input[key] = getattr(args, key)
     if args.restore_complete:
         run_input["restore_complete"] = restore_complete(args.restore_complete)
+    if args.source_stopped_at is not None:
+        run_input["source_stopped_at"] = args.source_stopped_at.isoformat()
     sfn = aws_client(args, "stepfunctions")
     execution = start_run(sfn, args.state_machine, run_input, execution_name(args.restore_id))
     err.write(f"started {execution}\n")

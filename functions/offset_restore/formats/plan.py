@@ -227,6 +227,9 @@ class PlanSummary(BaseModel):
     groups_live: int = 0
     """Groups live when the snapshot read their positions (``live_at_snapshot``): what they processed
     after, they read again."""
+    groups_assumed_idle: int = 0
+    """Groups without consumers at the snapshot whose commits did not move between the last two snapshots:
+    taken to have processed nothing after it (exposure 0), which no snapshot can prove."""
     exposure_total: int = 0
     """Their estimated records read again beyond ``max_duplicates_total`` (``exposure``), over the
     entries that have an estimate."""
@@ -261,6 +264,7 @@ class SummaryTally:
         self.statuses: Counter[str] = Counter()
         self.groups: set[str] = set()
         self.live: set[str] = set()
+        self.idle: set[str] = set()
         self.methods: Counter[str] = Counter()
 
     def add(self, e: PlanEntry) -> None:
@@ -270,6 +274,8 @@ class SummaryTally:
         self.groups.add(e.group)
         if e.live_at_snapshot:
             self.live.add(e.group)
+        elif e.live_at_snapshot is False:
+            self.idle.add(e.group)
         n["exposure_total"] += e.exposure or 0
         n["never_restored_total"] += e.never_restored or 0
         n["entries_exposure_unknown"] += e.exposure is None
@@ -298,6 +304,7 @@ class SummaryTally:
             entries_without_bound=n["entries_without_bound"],
             never_restored_total=n["never_restored_total"],
             groups_live=len(self.live),
+            groups_assumed_idle=len(self.idle - self.live),
             exposure_total=n["exposure_total"],
             entries_exposure_unknown=n["entries_exposure_unknown"],
         )

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 
 from offset_restore.snapshot.model import GroupSnapshot
 
-__all__ = ["LIVE_STATES", "GroupMotion", "History", "history_of", "motion_of"]
+__all__ = ["LIVE_STATES", "GroupMotion", "History", "aware", "history_of", "motion_of"]
 
 LIVE_STATES = {"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
 """Group states with consumers at work (classic and KIP-848 groups)."""
@@ -67,7 +67,7 @@ class GroupMotion:
         rate = self.rates.get(partition)
         if rate is None:
             return 0 if self.live is False else None
-        return math.ceil(rate * max(0.0, (_aware(until) - _aware(since)).total_seconds()))
+        return math.ceil(rate * max(0.0, (aware(until) - aware(since)).total_seconds()))
 
 
 def motion_of(
@@ -80,9 +80,9 @@ def motion_of(
     if history is not None and history.stopped:
         return GroupMotion(live_state)  # stopped: exposure 0; with members after all: unknown
     before = history.offsets.get(group.group) if history is not None else None
-    if history is None or before is None or _aware(at) <= _aware(history.at):
+    if history is None or before is None or aware(at) <= aware(history.at):
         return GroupMotion(True if live_state else None)
-    seconds = (_aware(at) - _aware(history.at)).total_seconds()
+    seconds = (aware(at) - aware(history.at)).total_seconds()
     rates = {}
     for p in group.partitions:
         key = f"{p.topic}/{p.partition}"
@@ -95,6 +95,6 @@ def motion_of(
     return GroupMotion(True if live_state or moved else (None if unknown else False), rates)
 
 
-def _aware(moment: datetime) -> datetime:
+def aware(moment: datetime) -> datetime:
     """A time without a zone (a hand-written manifest) read as UTC, as the snapshot's own are."""
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

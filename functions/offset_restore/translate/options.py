@@ -9,7 +9,7 @@ import re
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, DEFAULT_PARTITION_HEADER
@@ -52,6 +52,11 @@ class PlanSettings(BaseModel):
     source topics (``payments``) and partitions (``payments/2``) that are finished. A group waiting
     there for records the restore never brought resumes at the end of the restored log instead of
     staying pending, and the records it will never read are counted (translate/strategies/outcomes.py)."""
+
+    source_stopped_at: AwareDatetime | None = None
+    """When the source stopped serving its consumers (its failure, the alarm's time): a live group's
+    exposure counts what it processed after the snapshot up to then, not up to the plan, however late
+    the plan comes. None: up to the plan (an upper bound that grows with the clock)."""
 
     @field_validator("restore_complete")
     @classmethod

@@ -86,6 +86,7 @@ def decide_positions(
         mm2=mm2,
     )
     stats.target_topic_ids = topic_ids(target.partition_identities(context.bounds))
+    stats.target_ends = {tp: log.end for tp, log in context.bounds.items()}
     if checkpoints is not None:
         context.recorded_complete = _recorded_complete(checkpoints, context.cluster_name, positions.values())
     stats.reshaped = _reshaped_topics(positions, topic_counts, source_partitions or {}, context)

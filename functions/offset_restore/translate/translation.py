@@ -16,13 +16,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
 
+from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.context import TargetCluster
-from offset_restore.translate.exposure import GroupMotion, History, motion_of
+from offset_restore.translate.exposure import GroupMotion, History, aware, motion_of
 from offset_restore.translate.mm2 import Fresher, MirrorCheckpoints, fresher_groups, settle
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.plan import collect_positions, decide_positions, plan_entries
@@ -90,7 +91,13 @@ class Translation:
         if newer is not None and entry.source_offset == newer.checkpoint.upstream:  # settle used the checkpoint
             since = datetime.fromtimestamp(newer.checkpoint.emitted_ms / 1000, UTC)
         entry.live_at_snapshot = motion.live
-        entry.exposure = motion.exposure(f"{entry.topic}/{entry.partition}", since, self.planned_at)
+        stopped = self.options.source_stopped_at
+        until = self.planned_at if stopped is None else min(self.planned_at, stopped)
+        exposure = motion.exposure(f"{entry.topic}/{entry.partition}", since, until)
+        end = self.stats.target_ends.get(entry.target)
+        if exposure is not None and end is not None and entry.target_offset is not None:
+            exposure = min(exposure, max(0, end - entry.target_offset))  # none read again that is not there
+        entry.exposure = exposure
         return entry
 
     def _settler(self) -> Callable[[PlanEntry], PlanEntry] | None:
@@ -124,6 +131,7 @@ def translation(
     newer checkpoint moves some. ``snapshot_completed_at`` None: no checkpoint counts as newer.
     ``snapshot_at``: when the snapshot read the positions (T; None: entries say nothing of liveness);
     ``history``: the snapshot before it (None: no rate, a live group's exposure unknown)."""
+    _refuse_a_stop_before(options.source_stopped_at, snapshot_at)
     mm2 = load_mirror_checkpoints(target, options) if "mm2" in options.strategies else None
     fresher: dict[tuple[str, str, int], Fresher] = {}
     if isinstance(mm2, MirrorCheckpoints) and snapshot_completed_at and mm2.newer_than(snapshot_completed_at):
@@ -167,6 +175,17 @@ def translate(
         source_partitions=source_partitions,
     )
     return list(done.entries()), done.stats
+
+
+def _refuse_a_stop_before(stopped: datetime | None, snapshot_at: datetime | None) -> None:
+    """A source said to have stopped before the snapshot read it is a wrong date (the source answered
+    then): refused before the target is read, rather than counting every live group's exposure as 0."""
+    if stopped is not None and snapshot_at is not None and stopped < aware(snapshot_at):
+        raise BadInputError(
+            f"source_stopped_at (--source-stopped-at) {stopped.isoformat()} is before the snapshot read the "
+            f"positions ({aware(snapshot_at).isoformat()}): the source answered then. Give the time it stopped "
+            "serving its consumers (the alarm's), or leave it out to count up to the plan"
+        )
 
 
 def _bounds_of(
