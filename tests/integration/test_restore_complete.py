@@ -141,6 +141,10 @@ def test_the_workflow_reads_the_decision_from_its_input_or_from_the_restore_tool
         return {k: (e.status, e.target_offset, e.method, e.exact, e.never_restored) for k, e in entries.items()}
 
     assert answer(workflow("by-input", restore_complete=[f"{short.topic}/2"])) == answer(cli)
+    # The runbook's sequence: a run, then the same restore run again once the restore is declared complete. An
+    # entry the first run mapped keeps its answer and takes the count the second found (20 never restored).
+    assert workflow("in-two-runs")[(short.behind, 2)].never_restored is None
+    assert answer(workflow("in-two-runs", restore_complete=[f"{short.topic}/2"])) == answer(cli)
     with pytest.raises(BadInputError, match="no group of the snapshot commits on topic dr-payments"):
         workflow("refused", restore_complete=["dr-payments/2"])  # refused in Prepare, before any work item
     assert workflow("before-record")[(short.settlement, 2)].status == "pending"

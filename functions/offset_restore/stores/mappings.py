@@ -86,8 +86,14 @@ class MappingStore:
         writes = {  # by key: one batch may not name an item twice
             key["sk"]["S"]: self._item(key, entry)
             for key, entry in zip(keys, entries, strict=True)
-            if current.get(key["sk"]["S"], "absent") in replaceable
+            if current.get(key["sk"]["S"], ("absent", None))[0] in replaceable
         }
+        counted = {
+            key["sk"]["S"]: entry.never_restored
+            for key, entry in zip(keys, entries, strict=True)
+            if key["sk"]["S"] not in writes and entry.never_restored != current[key["sk"]["S"]][1]
+        }
+        writes.update(self._recounted(restore_id, counted))
         stale = self._other_shape(restore_id, entries, {key["sk"]["S"] for key in keys})
         self._batch_write(restore_id, [{"PutRequest": {"Item": item}} for item in writes.values()])
         pk = {"S": restore_pk(restore_id)}
@@ -133,15 +139,27 @@ class MappingStore:
                 if values.get("group") == group and values.get("topic") == topic:  # not a group named "g#t#..."
                     yield values
 
-    def _statuses(self, restore_id: str, sort_keys: list[str]) -> dict[str, str]:
-        """The status of each existing entry, by sort key; a mapped entry not exact as ``INEXACT``."""
-        items = self._batch_get(restore_id, sort_keys, projection="sk, #status, #exact")
+    def _statuses(self, restore_id: str, sort_keys: list[str]) -> dict[str, tuple[str, int | None]]:
+        """The status of each existing entry (a mapped entry not exact as ``INEXACT``) and its
+        ``never_restored``, by sort key."""
+        items = self._batch_get(restore_id, sort_keys, projection="sk, #status, #exact, never_restored")
         return {
-            item["sk"]["S"]: INEXACT
-            if item["status"]["S"] == "mapped" and not item.get("exact", {}).get("BOOL", False)
-            else item["status"]["S"]
+            item["sk"]["S"]: (
+                INEXACT
+                if item["status"]["S"] == "mapped" and not item.get("exact", {}).get("BOOL", False)
+                else item["status"]["S"],
+                _value(item.get("never_restored", {"NULL": True})),
+            )
             for item in items
         }
+
+    def _recounted(self, restore_id: str, counted: Mapping[str, int | None]) -> dict[str, dict[str, Any]]:
+        """Entries an earlier translation answered, kept as they are (mapped, or committed: their offsets and
+        what rollback puts back), with the count of records they will never read that this translation found:
+        a restore declared complete after they were mapped. Only a count it found is written: none is unsaid."""
+        found = {sk: count for sk, count in counted.items() if count is not None}
+        items = self._batch_get(restore_id, list(found)) if found else []
+        return {item["sk"]["S"]: {**item, "never_restored": _attribute(found[item["sk"]["S"]])} for item in items}
 
     def entries_by_keys(self, restore_id: str, sort_keys: list[str]) -> list[PlanEntry]:
         """The entries with these sort keys (a commit batch's, from the commit index)."""
