@@ -210,3 +210,30 @@ def test_each_listed_group_has_its_kind_on_every_broker() -> None:
         "older": "classic",
         "q2": "share",
     }
+
+
+def test_a_group_neither_describe_knows_is_taken_as_the_brokers_list_it_never_as_empty() -> None:
+    """A Streams application's group of the streams protocol is answered GROUP_ID_NOT_FOUND by DescribeGroups
+    and ConsumerGroupDescribe even while it has members: the listing's state stands for it (held unless
+    Empty; NotReady named), its members not counted; a group of a kind they describe, or not listed, is not
+    taken from the listing (not found there means it does not exist: a new group)."""
+    from offset_restore.apply.waiting import active_groups, members_text
+
+    listed = [
+        {"group_id": "app", "protocol_type": "streams", "group_state": "Stable", "group_type": "streams"},
+        {"group_id": "starting", "protocol_type": "streams", "group_state": "NotReady", "group_type": "streams"},
+        {"group_id": "stopped", "protocol_type": "streams", "group_state": "Empty", "group_type": "streams"},
+        {"group_id": "stateless", "protocol_type": "streams"},
+        {"group_id": "plain", "protocol_type": "consumer", "group_state": "Dead", "group_type": "consumer"},
+    ]
+    wanted = ["app", "starting", "stopped", "stateless", "plain", "new"]
+    infos = protocol.listed_groups(listed, wanted)
+    assert {g: (i.state, i.protocol_type, i.members) for g, i in infos.items()} == {
+        "app": ("Stable", "streams", -1),
+        "starting": ("NotReady", "streams", -1),
+        "stopped": ("Empty", "streams", -1),
+        "stateless": ("StateNotListed", "streams", -1),
+    }
+    assert sorted(active_groups(wanted, infos)) == ["app", "starting", "stateless"]
+    said = members_text(infos["starting"])
+    assert said.startswith("NotReady, a streams-protocol group whose members cannot be described") and "-1" not in said

@@ -145,6 +145,11 @@ def members_text(info: GroupInfo) -> str:
     shown = ", ".join(info.clients[:WHO_LIMIT])
     if len(info.clients) > WHO_LIMIT:
         shown += f" and {len(info.clients) - WHO_LIMIT:,} more"
+    if info.members < 0:  # listed, not described (``protocol.listed_groups``)
+        return (
+            f"{info.state}, a {info.protocol_type}-protocol group whose members cannot be described: it is written "
+            "only once the brokers list it Empty (stop the application)"
+        )
     text = f"{info.state}, {info.members} members" + (f": {shown}" if shown else "")
     if info.static_members:
         named = ", ".join(info.static_members[:WHO_LIMIT])

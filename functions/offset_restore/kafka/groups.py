@@ -45,16 +45,26 @@ class Groups(Coordinators):
         result = self._described("describing consumer groups", group_ids, batch_size, build, protocol_type="")
         unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
         if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
-            # Kafka 4 answers the classic DescribeGroups for a group of the new consumer protocol
-            # (KIP-848) as GROUP_ID_NOT_FOUND / Dead even while it has members: ask the way it knows.
-            def build_new(batch: Sequence[str]) -> list[tuple[None, Any]]:
-                return [(None, protocol.consumer_group_describe_request(batch))]
-
-            found = self._described(
-                "describing consumer groups (KIP-848)", unknown, batch_size, build_new, protocol_type="consumer"
-            )
-            result.update({g: info for g, info in found.items() if info.error is None})
+            result.update(self._new_protocol_groups(unknown, batch_size))
         return result
+
+    def _new_protocol_groups(self, unknown: Sequence[str], batch_size: int) -> dict[str, GroupInfo]:
+        """Groups the classic DescribeGroups did not find. Kafka 4 answers it for a group of the new consumer
+        protocol (KIP-848) as GROUP_ID_NOT_FOUND / Dead even while it has members: those are asked the way
+        they know. A group neither request describes (a Streams application's, of the streams protocol) is
+        taken as the brokers list it (``protocol.listed_groups``): not found is never read as empty."""
+
+        def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
+            return [(None, protocol.consumer_group_describe_request(batch))]
+
+        answered = self._described(
+            "describing consumer groups (KIP-848)", unknown, batch_size, build, protocol_type="consumer"
+        )
+        found = {g: info for g, info in answered.items() if info.error is None}
+        still = [g for g in unknown if g not in found]
+        if still:
+            found.update(protocol.listed_groups(self._call("listing groups", self._admin.list_groups), still))
+        return found
 
     def _described(
         self, operation: str, group_ids: Sequence[str], batch_size: int, build: Any, *, protocol_type: str

@@ -59,6 +59,7 @@ __all__ = [
     "first_batch_bytes",
     "group_kinds",
     "init_producer_id_request",
+    "listed_groups",
     "metadata_request",
     "offset_commit_request",
     "over_limit",
@@ -179,6 +180,24 @@ def group_kinds(listed: Iterable[Mapping[str, Any]]) -> dict[str, str]:
             kind = protocol_type if protocol_type in (SHARE_GROUP, "streams") else "classic"
         kinds[group["group_id"]] = kind.lower()
     return kinds
+
+
+DESCRIBED_KINDS = ("classic", "consumer")
+"""The group kinds DescribeGroups and ConsumerGroupDescribe describe, members and all."""
+
+
+def listed_groups(listed: Iterable[Mapping[str, Any]], wanted: Collection[str]) -> dict[str, GroupInfo]:
+    """The ``wanted`` groups the brokers list whose kind neither describe request describes (a Streams
+    application's group of the streams protocol, Kafka 4.1 on), each with the state the listing gives
+    (ListGroups v4 on) and its members not counted (``GroupInfo.members`` -1): both describes answer such a
+    group GROUP_ID_NOT_FOUND even while it has members, and not found must not read as empty."""
+    kinds = group_kinds(listed)
+    states = {group["group_id"]: group.get("group_state") or "StateNotListed" for group in listed}  # never writable
+    return {
+        g: GroupInfo(group_id=g, state=states[g], protocol_type=kinds[g], members=-1)
+        for g in wanted
+        if g in kinds and kinds[g] not in DESCRIBED_KINDS
+    }
 
 
 def described_groups(response: Any, protocol: str) -> list[GroupInfo]:
