@@ -7,17 +7,30 @@ target of the version in the test's id. What they prove: a snapshot, a plan on e
 that skips nothing, apply and its wait, rollback that puts the previous offsets back and rewinds nothing, the
 fence against a second writer, and static members named and removed on request. And the group kinds each
 version lists: share groups (queues, on by default from Kafka 4.2) are never carried as consumer groups and
-are named where left out; Kafka 3.9 lists every group as a classic one.
+are named where left out; a Streams application of the streams protocol holds its group while it runs; Kafka
+3.9 lists every group as a classic one.
 """
 
 from __future__ import annotations
 
+import subprocess
+import threading
+import time
 from collections.abc import Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
 import pytest
-from offset_restore.devtools.apache_broker import DEFAULT_VERSION, VERSIONS, ApacheBroker, java_tool
+from offset_restore.devtools.apache_broker import (
+    DEFAULT_VERSION,
+    JVM,
+    VERSIONS,
+    ApacheBroker,
+    java_tool,
+    kafka_classpath,
+)
 from offset_restore.devtools.brokers import start_all
+from offset_restore.kafka import internals
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
@@ -26,6 +39,7 @@ from tests.helpers import TEST_BROKER, Brokers, unique
 
 # Collected again below, against this module's brokers (their names are what pytest collects).
 from tests.integration.test_apply import (  # noqa: F401
+    Restored,
     scene,
     test_a_group_ahead_on_the_target_is_a_decision_made_by_name,
     test_an_active_group_blocks_only_itself_and_a_rerun_commits_it,
@@ -82,6 +96,64 @@ def share_group(broker: ApacheBroker, topic: str, group: str) -> None:
         timeout_s=90,
     )
     assert "Processed a total of" in done.stdout + done.stderr, done.stdout + done.stderr
+
+
+STREAMS_APP = Path(__file__).parent.parent / "fixtures" / "StreamsApp.java"
+"""A stateless Kafka Streams application of the streams rebalance protocol (run from source by ``java``)."""
+STREAMS_GROUP_DESCRIBE = 89
+"""The request that describes a streams-protocol group (Kafka 4.1 on): what a broker without that kind lacks."""
+
+
+@contextmanager
+def streams_application(broker: ApacheBroker, app_id: str, source: str, sink: str, state: Path) -> Iterator[None]:
+    """A Streams application of the streams protocol running on ``broker`` until the block ends (then closed,
+    its member gone): the group ``app_id`` of kind ``streams``."""
+    command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version), str(STREAMS_APP)]
+    app = subprocess.Popen(
+        [*command, broker.bootstrap_servers, app_id, source, sink, str(state)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip() for line in app.stdout or ()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    try:
+        while "STATE RUNNING" not in lines:
+            assert app.poll() is None and time.monotonic() < deadline, "\n".join(lines[-30:])
+            time.sleep(0.2)
+        yield
+    finally:
+        assert app.stdin is not None
+        app.stdin.close()  # the application closes: its member leaves the group
+        app.wait(60)
+        reader.join(5)
+
+
+def test_a_streams_application_of_the_new_protocol_is_waited_for_and_written_once_it_stops(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """On 4.4 a Streams application of the streams rebalance protocol running on the target holds its group:
+    both describe requests answer GROUP_ID_NOT_FOUND while it runs, and the wait takes the group as the brokers
+    list it (Stable): apply names it and writes nothing; closed, the group is listed Empty and apply writes it.
+    Kafka 3.9 has no such groups (no StreamsGroupDescribe)."""
+    assert isinstance(brokers.target, ApacheBroker)
+    if brokers.target.version.startswith("3."):
+        target.list_groups()  # ApiVersions known
+        assert not internals.api_supported(target._admin, STREAMS_GROUP_DESCRIBE)
+        return
+    s = Restored(brokers, source, target, tmp_path, {"app": {0: 50, 1: 5}})
+    group = s.groups["app"]
+    app_in, app_out = unique("app-in"), unique("app-out")  # its own input: it commits nothing on the planned topic
+    target.create_topics({app_in: 1, app_out: 1})
+    with streams_application(brokers.target, group, app_in, app_out, tmp_path / "state"):
+        assert target.list_groups()[group] == "streams"
+        status, out, err = s.apply("--wait-timeout", "2")
+        assert status == 1, out + err
+        assert "Stable, a streams-protocol group whose members cannot be described" in err, err
+        assert s.offsets("app") == {}, "nothing written under a running application"
+    status, out, err = s.apply("--wait-timeout", "30")
+    assert status == 0, out + err
+    assert s.offsets("app") == {0: 40, 1: 0}
 
 
 def test_a_share_group_is_named_and_left_out_and_the_consumer_groups_beside_it_are_carried(
