@@ -291,7 +291,7 @@ class Fences(Commits):
         consumer that joins after this check and asks for stable offsets (KIP-447) waits for the
         transaction's end and reads what it wrote."""
         described = self.describe_groups(groups)  # type: ignore[attr-defined]
-        return [g for g in groups if (info := described.get(g)) is not None and info.members > 0]
+        return [g for g in groups if (info := described.get(g)) is not None and info.occupied]
 
     def _add_groups(self, fence: Fence, groups: Sequence[str]) -> None:
         """AddOffsetsToTxn for every group, pipelined to the transaction coordinator (one group a request)."""

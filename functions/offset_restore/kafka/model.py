@@ -176,6 +176,12 @@ class GroupInfo:
     """The ``group.instance.id`` of each static member: one the broker keeps in the group after its
     consumer stops, until the session timeout it joined with ends (an explicit removal ends it sooner)."""
 
+    @property
+    def occupied(self) -> bool:
+        """Whether the group has members: counted, or, where they are not (``members`` -1: a group only
+        listed, ``protocol.listed_groups``), in any state but Empty or Dead."""
+        return self.members > 0 or (self.members < 0 and self.state not in ("Empty", "Dead"))
+
 
 @dataclass(frozen=True, slots=True)
 class CommittedOffset:

@@ -131,6 +131,7 @@ class GroupSnapshot(_Document):
     group: str
     state: str
     members: int = 0
+    """-1: not counted (a Streams application's group of the streams protocol, which the brokers only list)."""
     protocol_type: str = ""
     partitions: list[PartitionSnapshot] = Field(default_factory=list)
     uncommitted_partitions: list[UncommittedPartition] = Field(default_factory=list)

@@ -20,8 +20,9 @@ from offset_restore.snapshot.model import GroupSnapshot
 
 __all__ = ["LIVE_STATES", "GroupMotion", "History", "aware", "history_of", "motion_of"]
 
-LIVE_STATES = {"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"}
-"""Group states with consumers at work (classic and KIP-848 groups)."""
+LIVE_STATES = {"Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "NotReady"}
+"""Group states with consumers at work (classic, KIP-848 and streams-protocol groups: NotReady has members
+waiting for their internal topics)."""
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def motion_of(
     """How ``group`` moved up to its snapshot at ``at``, from the previous snapshot in ``history``.
     ``at_snapshot``: the snapshot's own offsets of partitions the group carries moved since (a newer
     MirrorMaker 2 checkpoint): the rate is the snapshots', not the checkpoint's."""
-    live_state = group.state in LIVE_STATES and group.members > 0
+    live_state = group.state in LIVE_STATES and group.members != 0  # -1: a group whose members are not counted
     if history is not None and history.stopped:
         return GroupMotion(live_state)  # stopped: exposure 0; with members after all: unknown
     before = history.offsets.get(group.group) if history is not None else None
