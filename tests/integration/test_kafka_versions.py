@@ -147,6 +147,15 @@ def test_a_streams_application_of_the_new_protocol_is_waited_for_and_written_onc
     target.create_topics({app_in: 1, app_out: 1})
     with streams_application(brokers.target, group, app_in, app_out, tmp_path / "state"):
         assert target.list_groups()[group] == "streams"
+        target.produce(app_in, 0, [(b"k", b"v", [], None)] * 5)
+        deadline = time.monotonic() + 30
+        while TP(app_in, 0) not in target.committed_offsets([group])[group]:
+            assert time.monotonic() < deadline, "the application committed nothing"
+            time.sleep(0.2)
+        # Snapshotted where it runs, as a DR source holds it: its offsets carried, the group live.
+        [taken] = take_snapshot(target, SnapshotOptions(groups=group, evidence_records=0)).groups
+        assert [(p.topic, p.committed_offset) for p in taken.partitions] == [(app_in, 5)]
+        assert (taken.state, taken.protocol_type) == ("Stable", "streams")
         status, out, err = s.apply("--wait-timeout", "2")
         assert status == 1, out + err
         assert "Stable, a streams-protocol group whose members cannot be described" in err, err
