@@ -118,7 +118,8 @@ def test_exposure_counts_up_to_when_the_source_stopped_and_never_past_the_record
     """A plan made long after the failover: counted up to the plan, a live group's estimate grows with the
     clock, but it cannot read again more records than the target holds after its resume point (the restore
     holds 50 past what it processed: that many, by hand); told when the source stopped, the estimate is the
-    group's rate up to then (about what it read again, within a quarter). A stop before the snapshot is refused by name, before the target is read."""
+    group's rate up to then (about what it read again, within a quarter). A stop before the snapshot is
+    refused by name, before the target is read."""
     topic, prefix = unique("stopped"), unique("stp")
     live = f"{prefix}-live"
     source.create_topics({topic: 1})

@@ -54,8 +54,8 @@ def test_when_the_source_stopped_is_a_time_with_its_zone_and_reaches_the_plan_se
     settings as it reaches the CLI's; a time without a zone, or not a time, is named."""
     defaults = {"source_cluster": "s", "target_cluster": "t"}
     run = validate_input({"restore_id": "r", "source_stopped_at": "2026-12-06T01:02:03Z"}, defaults)
-    assert run.plan_settings().source_stopped_at is not None
-    assert run.plan_settings().source_stopped_at.isoformat() == "2026-12-06T01:02:03+00:00"
+    stopped = run.plan_settings().source_stopped_at
+    assert stopped is not None and stopped.isoformat() == "2026-12-06T01:02:03+00:00"
     for bad in ("2026-12-06T01:02:03", "yesterday"):
         with pytest.raises(BadInputError, match="source_stopped_at: "):
             validate_input({"restore_id": "r", "source_stopped_at": bad}, defaults)
