@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from offset_restore.formats.lean import LeanModel
 from offset_restore.kafka.model import TP
 
 __all__ = [
@@ -95,7 +96,7 @@ def new_restore_id(now: datetime | None = None) -> str:
     return f"restore-{(now or datetime.now(UTC)):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
-class PlanEntry(BaseModel):
+class PlanEntry(LeanModel):
     model_config = ConfigDict(extra="allow")
 
     group: str

@@ -7,7 +7,9 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
+
+from offset_restore.formats.lean import LeanModel
 
 __all__ = [
     "SNAPSHOT_FORMAT",
@@ -58,7 +60,7 @@ def new_snapshot_id(now: datetime) -> str:
     return f"{now.astimezone(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
-class _Document(BaseModel):
+class _Document(LeanModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
