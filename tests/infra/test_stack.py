@@ -292,9 +292,7 @@ def test_alarm_rule_starts_a_run_with_an_input_built_from_the_event(app: App) ->
                         "InputTransformer": Match.object_like(
                             {
                                 "InputPathsMap": Match.object_like({"detail-alarmName": "$.detail.alarmName"}),
-                                "InputTemplate": Match.string_like_regexp(
-                                    '"mode":"apply".*"source_stopped_at":<time>'
-                                ),
+                                "InputTemplate": Match.string_like_regexp('"mode":"apply".*"source_stopped_at":<time>'),
                             }
                         )
                     }

@@ -5,7 +5,7 @@ live member for the demo.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,7 +16,7 @@ from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.coordinators import Coordinators
 from offset_restore.kafka.model import GroupInfo, committed_groups
-from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
+from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 
 __all__ = ["Groups", "group_member"]
 
@@ -38,10 +38,7 @@ class Groups(Coordinators):
         Authorized-operation bits are neither asked for nor decoded: some brokers set bits that
         kafka-python's enum does not know.
         """
-
-        def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
-            return [(None, protocol.describe_groups_request(batch))]
-
+        build = _builder(protocol.describe_groups_request)
         result = self._described("describing consumer groups", group_ids, batch_size, build, protocol_type="")
         unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
         if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
@@ -50,17 +47,20 @@ class Groups(Coordinators):
 
     def _new_protocol_groups(self, unknown: Sequence[str], batch_size: int) -> dict[str, GroupInfo]:
         """Groups the classic DescribeGroups did not find. Kafka 4 answers it for a group of the new consumer
-        protocol (KIP-848) as GROUP_ID_NOT_FOUND / Dead even while it has members: those are asked the way
-        they know. A group neither request describes (a Streams application's, of the streams protocol) is
-        taken as the brokers list it (``protocol.listed_groups``): not found is never read as empty."""
-
-        def build(batch: Sequence[str]) -> list[tuple[None, Any]]:
-            return [(None, protocol.consumer_group_describe_request(batch))]
-
-        answered = self._described(
-            "describing consumer groups (KIP-848)", unknown, batch_size, build, protocol_type="consumer"
+        protocol (KIP-848), or of a Kafka Streams application's streams protocol (KIP-1071), as
+        GROUP_ID_NOT_FOUND / Dead even while it has members: those are asked the way they know. A group no
+        request describes (a broker without StreamsGroupDescribe) is taken as the brokers list it
+        (``protocol.listed_groups``): not found is never read as empty."""
+        kinds = (
+            ("describing consumer groups (KIP-848)", protocol.consumer_group_describe_request, "consumer"),
+            ("describing streams groups (KIP-1071)", protocol.streams_group_describe_request, "streams"),
         )
-        found = {g: info for g, info in answered.items() if info.error is None}
+        found: dict[str, GroupInfo] = {}
+        for operation, request, kind in kinds:
+            still = [g for g in unknown if g not in found]
+            if still and (kind == "consumer" or self._supports(StreamsGroupDescribeRequest.API_KEY)):
+                answered = self._described(operation, still, batch_size, _builder(request), protocol_type=kind)
+                found.update({g: info for g, info in answered.items() if info.error is None})
         still = [g for g in unknown if g not in found]
         if still:
             found.update(protocol.listed_groups(self._call("listing groups", self._admin.list_groups), still))
@@ -97,6 +97,11 @@ class Groups(Coordinators):
         # Not retried: a second attempt after a lost answer would report the deleted group as missing.
         answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids), retry=False)
         return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
+
+
+def _builder(request: Callable[[Sequence[str]], Any]) -> Callable[[Sequence[str]], list[tuple[None, Any]]]:
+    """A batch of groups as ``_per_coordinator`` sends it: one request, to the batch's coordinator."""
+    return lambda batch: [(None, request(batch))]
 
 
 @contextmanager

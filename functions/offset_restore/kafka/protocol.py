@@ -36,7 +36,7 @@ from offset_restore.kafka.model import (
     PartitionFetch,
     PartitionIdentity,
 )
-from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest
+from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 from offset_restore.packing import packed
 
 __all__ = [
@@ -65,6 +65,7 @@ __all__ = [
     "over_limit",
     "partition_identities",
     "stable_offset_requests",
+    "streams_group_describe_request",
     "topics_and_leaders",
     "txn_offset_commit_request",
     "unstable_groups",
@@ -166,6 +167,12 @@ def describe_groups_request(batch: Sequence[str]) -> Any:
 def consumer_group_describe_request(batch: Sequence[str]) -> Any:
     """ConsumerGroupDescribe (KIP-848), for groups of the new consumer protocol."""
     return ConsumerGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False)
+
+
+def streams_group_describe_request(batch: Sequence[str]) -> Any:
+    """StreamsGroupDescribe (KIP-1071), for the groups of Kafka Streams applications of the streams protocol;
+    its answer names members as ConsumerGroupDescribe's does (``described_groups`` reads both)."""
+    return StreamsGroupDescribeRequest(group_ids=list(batch), include_authorized_operations=False)
 
 
 def group_kinds(listed: Iterable[Mapping[str, Any]]) -> dict[str, str]:
