@@ -77,7 +77,7 @@ from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.devtools.brokers import KINDS, Broker, new_broker, start_all
-from offset_restore.devtools.local_broker import free_port
+from offset_restore.devtools.local_broker import free_ports
 from offset_restore.devtools.process_memory import peak_mb
 from offset_restore.devtools.processes import terminated_as_interrupt
 from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
@@ -244,7 +244,10 @@ def proxied_brokers(kind: str, *names: str) -> Iterator[Proxied]:
     counts = ctx.Array("q", SLOTS * len(names), lock=False)
     ready = ctx.Event()
     with terminated_as_interrupt(), ExitStack() as stack:
-        ports = [(free_port(), free_port()) for _ in names]
+        # Every port at once: ``free_ports`` holds each bound until all are chosen, so no two are the same
+        # (separate ``free_port`` calls can return one port twice: the proxy then failed to bind).
+        chosen = iter(free_ports(5 * len(names)))
+        ports = [(next(chosen), next(chosen)) for _ in names]
         proxy = ctx.Process(target=_proxy_main, args=([(q, p) for p, q in ports], counts, ready), daemon=True)
         proxy.start()
         stack.callback(proxy.join, 5)
@@ -254,7 +257,7 @@ def proxied_brokers(kind: str, *names: str) -> Iterator[Proxied]:
         direct: list[str] = []
         for name, (p, q) in zip(names, ports, strict=True):
             if kind == "apache":
-                d, c, i = free_port(), free_port(), free_port()
+                d, c, i = next(chosen), next(chosen), next(chosen)
                 listeners = f"CLIENT://127.0.0.1:{{}},DIRECT://127.0.0.1:{d},INTERNAL://127.0.0.1:{i},CONTROLLER://127.0.0.1:{c}"
                 config = {
                     "listeners": listeners.format(p),
