@@ -30,7 +30,11 @@ class Groups(Coordinators):
 
     def list_groups(self) -> dict[str, str]:
         """Every group the brokers know, with its kind (``protocol.group_kinds``)."""
-        return protocol.group_kinds(self._call("listing groups", self._admin.list_groups))
+        return protocol.group_kinds(self._listed())
+
+    def _listed(self) -> list[dict[str, Any]]:
+        """ListGroups' answers from every broker, as kafka-python gives them (id, protocol type, state, type)."""
+        return list(self._call("listing groups", self._admin.list_groups))
 
     def describe_groups(self, group_ids: Sequence[str], batch_size: int = 500) -> dict[str, GroupInfo]:
         """State and member count per group, in batched DescribeGroups requests.
@@ -52,18 +56,19 @@ class Groups(Coordinators):
         request describes (a broker without StreamsGroupDescribe) is taken as the brokers list it
         (``protocol.listed_groups``): not found is never read as empty."""
         kinds = (
-            ("describing consumer groups (KIP-848)", protocol.consumer_group_describe_request, "consumer"),
-            ("describing streams groups (KIP-1071)", protocol.streams_group_describe_request, "streams"),
+            (ConsumerGroupDescribeRequest, protocol.consumer_group_describe_request, "consumer", "KIP-848"),
+            (StreamsGroupDescribeRequest, protocol.streams_group_describe_request, "streams", "KIP-1071"),
         )
         found: dict[str, GroupInfo] = {}
-        for operation, request, kind in kinds:
+        for schema, request, kind, kip in kinds:
             still = [g for g in unknown if g not in found]
-            if still and (kind == "consumer" or self._supports(StreamsGroupDescribeRequest.API_KEY)):
+            if still and self._supports(schema.API_KEY):
+                operation = f"describing {kind} groups ({kip})"
                 answered = self._described(operation, still, batch_size, _builder(request), protocol_type=kind)
                 found.update({g: info for g, info in answered.items() if info.error is None})
         still = [g for g in unknown if g not in found]
         if still:
-            found.update(protocol.listed_groups(self._call("listing groups", self._admin.list_groups), still))
+            found.update(protocol.listed_groups(self._listed(), still))
         return found
 
     def _described(

@@ -175,9 +175,9 @@ class TranslateStats:
     rounds_per_partition: dict[str, dict[TP, int]] = field(default_factory=dict)
     bytes_read: dict[str, int] = field(default_factory=dict)
     target_topic_ids: dict[str, str] = field(default_factory=dict)
+    """Each target topic's id as the plan read it (``PlanEntry.target_topic_id``)."""
     target_ends: dict[TP, int] = field(default_factory=dict)
     """Each target partition's log end as the plan read it: what an entry's group can read again at most."""
-    """Each target topic's id as the plan read it (``PlanEntry.target_topic_id``)."""
     out_of_order: dict[TP, str] = field(default_factory=dict)
     """Partitions the header strategy found out of order (and read whole), with why."""
 

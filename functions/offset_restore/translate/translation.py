@@ -91,14 +91,19 @@ class Translation:
         if newer is not None and entry.source_offset == newer.checkpoint.upstream:  # settle used the checkpoint
             since = datetime.fromtimestamp(newer.checkpoint.emitted_ms / 1000, UTC)
         entry.live_at_snapshot = motion.live
-        stopped = self.options.source_stopped_at
-        until = self.planned_at if stopped is None else min(self.planned_at, stopped)
-        exposure = motion.exposure(f"{entry.topic}/{entry.partition}", since, until)
+        exposure = motion.exposure(f"{entry.topic}/{entry.partition}", since, self._until)
         end = self.stats.target_ends.get(entry.target)
         if exposure is not None and end is not None and entry.target_offset is not None:
             exposure = min(exposure, max(0, end - entry.target_offset))  # none read again that is not there
         entry.exposure = exposure
         return entry
+
+    @cached_property
+    def _until(self) -> datetime:
+        """Up to when a live group is counted to have read on after the snapshot: the plan, or when the
+        source stopped (``source_stopped_at``) if that came first."""
+        stopped = self.options.source_stopped_at
+        return self.planned_at if stopped is None else min(self.planned_at, stopped)
 
     def _settler(self) -> Callable[[PlanEntry], PlanEntry] | None:
         if not self.fresher:
