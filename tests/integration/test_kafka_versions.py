@@ -21,6 +21,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import pytest
+from offset_restore.apply.run import PlanFile
 from offset_restore.devtools.apache_broker import (
     DEFAULT_VERSION,
     JVM,
@@ -30,12 +31,16 @@ from offset_restore.devtools.apache_broker import (
     kafka_classpath,
 )
 from offset_restore.devtools.brokers import start_all
-from offset_restore.kafka import internals
+from offset_restore.kafka import internals, share_protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import open_location
+from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.run import SnapshotChoice, run_plan
 
-from tests.helpers import TEST_BROKER, Brokers, unique
+from tests.helpers import TEST_BROKER, Brokers, commit, produce, restore, unique
 
 # Collected again below, against this module's brokers (their names are what pytest collects).
 from tests.integration.test_apply import (  # noqa: F401
@@ -46,6 +51,9 @@ from tests.integration.test_apply import (  # noqa: F401
     test_apply_commits_verifies_and_a_second_apply_changes_nothing,
     test_rollback_never_rewinds_consumers_that_ran_on_the_target,
     test_rollback_removes_only_what_apply_created,
+)
+from tests.integration.test_apply import (
+    run as run_cli,
 )
 from tests.integration.test_fence import (  # noqa: F401
     test_a_fenced_writer_deletes_nothing,
@@ -165,34 +173,68 @@ def test_a_streams_application_of_the_new_protocol_is_waited_for_and_written_onc
     assert s.offsets("app") == {0: 40, 1: 0}
 
 
-def test_a_share_group_is_named_and_left_out_and_the_consumer_groups_beside_it_are_carried(
-    brokers: Brokers, source: KafkaCluster
+def share_groups_tool(broker: ApacheBroker, *args: str) -> str:
+    """Kafka's own kafka-share-groups (ShareGroupCommand): what an operator sets and reads a share group with."""
+    done = java_tool(
+        "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+        ["--bootstrap-server", broker.bootstrap_servers, *args],
+        log4j=broker.log4j,
+        version=broker.version,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def start_offsets_shown(broker: ApacheBroker, group: str, topic: str) -> dict[int, str]:
+    """The start offset per partition kafka-share-groups --describe --offsets shows (``-``: none)."""
+    rows = [
+        line.split() for line in share_groups_tool(broker, "--describe", "--group", group, "--offsets").splitlines()
+    ]
+    return {int(row[2]): row[3] for row in rows if len(row) >= 4 and row[0] == group and row[1] == topic}
+
+
+def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
 ) -> None:
-    """On 4.4 a share group made by Kafka's console share consumer is listed as one, left out of the snapshot
-    and named in its notes with what to do instead, and the consumer group beside it is carried; a filter
-    that leaves it out leaves no note. Kafka 3.9 has no share groups: every group it lists is classic."""
+    """On 4.4 a share group whose start offsets Kafka's own tool set to 120 and 35 on the source, beside a
+    consumer group, is snapshotted as one, planned exactly onto a restore that began at source offset 10 (110
+    and 25), applied through the fence with AlterShareGroupOffsets — Kafka's tool reads 110 and 25 on the
+    target — and rolled back to what the target held before: no start offsets. Kafka 3.9 has no share groups:
+    every group it lists is classic."""
+    assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
+    if brokers.source.version.startswith("3."):
+        assert set(source.list_groups().values()) <= {"classic"}
+        assert not internals.api_supported(source._admin, share_protocol.DESCRIBE_SHARE_GROUP_OFFSETS)
+        return
     topic, queue, consumers = unique("orders"), unique("queue"), unique("billing")
     source.create_topics({topic: 2})
+    records = {p: produce(source, topic, p, 200) for p in range(2)}
+    commit(source, consumers, {TP(topic, 0): 12})
+    for partition, start in ((0, 120), (1, 35)):
+        share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:{partition}",
+                          "--to-offset", str(start), "--execute")  # fmt: skip
+    assert source.list_groups()[queue] == "share"
+    run_snapshot(brokers.source_settings, open_location(str(tmp_path / "snaps")),
+                 SnapshotOptions(groups=f"{queue}|{consumers}", cluster="src"))  # fmt: skip
+    target.create_topics({topic: 2})
     for p in range(2):
-        source.produce(topic, p, [(b"k", f"v{i}".encode(), [], None) for i in range(30)])
-    failed = source.alter_offsets_many({consumers: {TP(topic, 0): CommittedOffset(12, None)}})
-    assert not any(failed[consumers].values()), failed
-    assert isinstance(brokers.source, ApacheBroker)
-    shares = not brokers.source.version.startswith("3.")
-    if shares:
-        share_group(brokers.source, topic, queue)
-        assert source.list_groups()[queue] == "share"
-    else:
-        assert set(source.list_groups().values()) == {"classic"}
-    assert queue not in source.list_group_ids() and consumers in source.list_group_ids()
+        restore(target, topic, p, [r for r in records[p] if r.offset >= 10])
+    plan_path = tmp_path / "plan.json"
+    run_plan(SnapshotChoice(str(tmp_path / "snaps")), brokers.target_settings, str(plan_path), PlanOptions())
+    planned = {(e.group, e.partition): e for e in PlanFile(str(plan_path)).load().entries}
+    assert {k: (e.target_offset, e.exact, e.group_kind) for k, e in planned.items()} == {
+        (queue, 0): (110, True, "share"),
+        (queue, 1): (25, True, "share"),
+        (consumers, 0): (2, True, None),
+    }
+    where = ("--plan", str(plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers)
+    status, out, err = run_cli("apply", *where, "--execute")
+    assert status == 0, out + err
+    assert start_offsets_shown(brokers.target, queue, topic) == {0: "110", 1: "25"}
+    assert target.list_groups()[queue] == "share" and target.list_groups()[consumers] == "classic"
+    assert target.committed_offsets([consumers])[consumers] == {TP(topic, 0): CommittedOffset(2, None)}
 
-    snapshot = take_snapshot(source, SnapshotOptions(groups=f"{queue}|{consumers}", evidence_records=0))
-    assert [g.group for g in snapshot.groups] == [consumers]
-    assert [(p.topic, p.partition, p.committed_offset) for p in snapshot.groups[0].partitions] == [(topic, 0, 12)]
-    named = [n for n in snapshot.manifest.notes if queue in n]
-    assert len(named) == shares
-    if shares:
-        assert named[0].startswith(f"share group {queue}: not carried")
-        assert "kafka-share-groups --reset-offsets" in named[0]
-        filtered = take_snapshot(source, SnapshotOptions(groups=consumers, evidence_records=0))
-        assert not any(queue in n for n in filtered.manifest.notes)
+    status, out, err = run_cli("rollback", *where, "--execute")
+    assert status == 0, out + err
+    assert set(start_offsets_shown(brokers.target, queue, topic).values()) <= {"-"}
+    assert target.committed_offsets([queue, consumers]) == {queue: {}, consumers: {}}

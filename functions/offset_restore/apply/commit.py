@@ -30,7 +30,7 @@ from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, O
 from offset_restore.apply.verification import verify_groups
 from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
-from offset_restore.formats.plan import Plan, PlanEntry, written_by_apply
+from offset_restore.formats.plan import Plan, PlanEntry, share_groups, written_by_apply
 from offset_restore.formats.streams import internal_topic
 from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -68,6 +68,7 @@ def apply_plan(
     migration's look at the source). ``journal``: told of every previous offset this run records or
     gives up, after the save that records it and before the first write (apply/journal.py). ``before_write``:
     this run's right to write (``WriteCheck``), asked before each batch's re-checks and before each write."""
+    target.treat_as_share_groups(share_groups(plan.entries))
     run = _ApplyRun(plan, target, options, save, progress or (lambda phase, done, total: None), before_write)
     run.hold, run.journal = hold, journal
     groups = run.choose()

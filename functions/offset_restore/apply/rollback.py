@@ -28,7 +28,7 @@ from offset_restore.apply.fit import check_same_topics
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress, WriteCheck
 from offset_restore.apply.waiting import active_groups, skip_active, wait_for_empty
 from offset_restore.errors import BadInputError
-from offset_restore.formats.plan import Plan, PlanEntry
+from offset_restore.formats.plan import Plan, PlanEntry, share_groups
 from offset_restore.kafka.model import TP, CommittedOffset
 
 __all__ = ["RollbackTarget", "rollback_plan"]
@@ -66,6 +66,7 @@ def rollback_plan(
     """Put back what an apply replaced; updates ``plan`` in place and saves it before the first write
     and at the end. ``before_write`` (the lock's check) raises when this run may no longer write."""
     options = wait or ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty")
+    target.treat_as_share_groups(share_groups(plan.entries))
     report = ApplyReport()
     report.groups_not_chosen = options.not_chosen(e.group for e in plan.entries)
     by_group: dict[str, list[PlanEntry]] = defaultdict(list)

@@ -24,6 +24,7 @@ __all__ = [
     "holds_group",
     "legacy_outcome",
     "new_restore_id",
+    "share_groups",
     "written_by_apply",
 ]
 
@@ -74,6 +75,11 @@ def legacy_outcome(status: object, reason: object) -> Outcome | None:
     if "moved on since" in text:
         return "moved_on"
     return "target_changed" if text.startswith("not written: the target changed since the plan") else "not_written"
+
+
+def share_groups(entries: Iterable[PlanEntry]) -> set[str]:
+    """The groups of these entries that are share groups (``PlanEntry.group_kind``)."""
+    return {e.group for e in entries if e.group_kind == "share"}
 
 
 def written_by_apply(status: str, rewinding: bool) -> bool:
@@ -159,6 +165,10 @@ class PlanEntry(LeanModel):
     """The target topic's id when the plan read it (Kafka's topic id, new whenever the topic is deleted and
     created again): apply and rollback write nothing into a topic whose id is another now. Null: the
     broker gave none (or a plan made before topic ids were recorded)."""
+    group_kind: Literal["share"] | None = None
+    """``share``: the group is a share group (a queue, KIP-932), whose position is its start offset on the
+    share-partition (the first record not acknowledged, where delivery starts again): apply sets it with
+    AlterShareGroupOffsets, rollback puts back or removes it. Null: a consumer group's committed offset."""
     holds_group: bool = False
     """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
     the restore, not mapped: ``reason`` says why and what would end it)."""

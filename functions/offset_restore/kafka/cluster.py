@@ -14,6 +14,7 @@ capability, as kafka-python's ``KafkaAdminClient`` is, each building on those it
 - ``topics.py``: the cluster id, topics, partitions and their leaders;
 - ``coordinators.py``: requests to group coordinators, forgotten when one moves;
 - ``groups.py``: listing, describing and deleting groups;
+- ``share_groups.py``: share groups' start offsets, read, set and removed as committed offsets are;
 - ``fetches.py``: one fetch round;
 - ``offsets.py``: committed offsets and log bounds;
 - ``commits.py``: committing offsets over commit lanes;
@@ -59,6 +60,7 @@ class KafkaCluster(Fences, Groups, Records):
         self._admin = self._connect()
         self._manager = internals.manager(self._admin)
         self._lanes: list[KafkaAdminClient] = []
+        self.share_group_ids: set[str] = set()
         self._count_requests(self._manager)
 
     def close(self) -> None:

@@ -15,8 +15,8 @@ from kafka import KafkaAdminClient
 
 from offset_restore.errors import ClusterUnreachableError, CommitInterruptedError, OffsetRestoreError
 from offset_restore.kafka import internals, protocol
-from offset_restore.kafka.coordinators import Coordinators
 from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.share_groups import ShareGroups
 
 __all__ = ["COMMIT_LANES", "LANE_MIN_GROUPS", "Commits"]
 
@@ -29,8 +29,9 @@ LANE_MIN_GROUPS = 64
 """Groups per extra connection: a small commit stays on the one connection it has."""
 
 
-class Commits(Coordinators):
-    """Mixin of ``KafkaCluster``: committing offsets over commit lanes."""
+class Commits(ShareGroups):
+    """Mixin of ``KafkaCluster``: committing offsets over commit lanes (a share group's start offsets
+    with AlterShareGroupOffsets, ``share_groups.py``)."""
 
     def _commit_lanes(self, groups: int) -> list[KafkaAdminClient]:
         """This client and up to ``COMMIT_LANES - 1`` more (opened once, kept until close), one per
@@ -50,6 +51,19 @@ class Commits(Coordinators):
         return self.alter_offsets_many({group_id: offsets}).get(group_id, {})
 
     def alter_offsets_many(
+        self,
+        offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
+        *,
+        before_attempt: Callable[[], float | None] | None = None,
+    ) -> dict[str, dict[TP, str | None]]:
+        """``commit_offsets_many`` for the groups whose positions are committed offsets, then the share groups'
+        start offsets (``ShareGroups.alter_share_start_offsets``, after ``before_attempt``)."""
+        groups, share = self._of_kind(offsets_by_group)
+        result = self.commit_offsets_many({g: offsets_by_group[g] for g in groups}, before_attempt=before_attempt)
+        share_offsets = {g: offsets_by_group[g] for g in share}
+        return {**result, **self.alter_share_start_offsets(share_offsets, before_attempt=before_attempt)}
+
+    def commit_offsets_many(
         self,
         offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
         *,

@@ -113,6 +113,23 @@ class Fences(Commits):
             return super().alter_offsets_many(offsets_by_group, before_attempt=before_attempt)
         return self.fenced_offsets(offsets_by_group, self.fence, before_attempt=before_attempt)
 
+    def fenced_offsets(
+        self,
+        offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
+        fence: Fence,
+        *,
+        before_attempt: Callable[[], float | None] | None = None,
+    ) -> dict[str, dict[TP, str | None]]:
+        """The write under ``fence``: the committed offsets in one transaction (``fenced_commits``), then the
+        share groups' start offsets, which have no transactional form: written once the fence is confirmed
+        still this writer's (``_confirm``), as a deletion is. A writer fenced since is stopped there, before
+        anything of them is written; one fenced in the moment between the check and the write is not."""
+        groups, share = self._of_kind(offsets_by_group)
+        result = self.fenced_commits({g: offsets_by_group[g] for g in groups}, fence, before_attempt=before_attempt)
+        share_offsets = {g: offsets_by_group[g] for g in share}
+        confirm = partial(self._confirm, [fence])
+        return {**result, **self.alter_share_start_offsets(share_offsets, before_attempt=before_attempt, check=confirm)}
+
     def take_fence(self, transactional_id: str) -> Fence:
         """One transactional id's fence (``take_fences``)."""
         return self.take_fences([transactional_id])[0]
@@ -232,14 +249,14 @@ class Fences(Commits):
             self._confirm([self.fence])
         return super().delete_offsets(group_id, partitions)  # type: ignore[misc]
 
-    def fenced_offsets(
+    def fenced_commits(
         self,
         offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
         fence: Fence,
         *,
         before_attempt: Callable[[], float | None] | None = None,
     ) -> dict[str, dict[TP, str | None]]:
-        """``alter_offsets_many`` in one transaction under ``fence``: per group and partition the error name
+        """``commit_offsets_many`` in one transaction under ``fence``: per group and partition the error name
         or None. ``WriterFencedError`` when another writer took the fence since (nothing written);
         ``CommitInterruptedError`` when the cluster stopped answering (nothing written, unless the
         transaction's end was sent and not answered: applying again settles it)."""

@@ -14,14 +14,14 @@ from kafka import KafkaConsumer
 
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.coordinators import Coordinators
-from offset_restore.kafka.model import GroupInfo, committed_groups
+from offset_restore.kafka.model import SHARE_GROUP, GroupInfo, committed_groups
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
+from offset_restore.kafka.share_groups import ShareGroups
 
 __all__ = ["Groups", "group_member"]
 
 
-class Groups(Coordinators):
+class Groups(ShareGroups):
     """Mixin of ``KafkaCluster``: consumer groups."""
 
     def list_group_ids(self) -> list[str]:
@@ -29,8 +29,11 @@ class Groups(Coordinators):
         return committed_groups(self.list_groups())
 
     def list_groups(self) -> dict[str, str]:
-        """Every group the brokers know, with its kind (``protocol.group_kinds``)."""
-        return protocol.group_kinds(self._listed())
+        """Every group the brokers know, with its kind (``protocol.group_kinds``); the share groups among them
+        are read and written as such from now on (``ShareGroups``)."""
+        kinds = protocol.group_kinds(self._listed())
+        self.treat_as_share_groups(g for g, kind in kinds.items() if kind == SHARE_GROUP)
+        return kinds
 
     def _listed(self) -> list[dict[str, Any]]:
         """ListGroups' answers from every broker, as kafka-python gives them (id, protocol type, state, type)."""

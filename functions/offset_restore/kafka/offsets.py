@@ -16,16 +16,17 @@ from kafka.protocol.consumer import IsolationLevel
 
 from offset_restore.errors import ClusterError
 from offset_restore.kafka import internals, protocol
-from offset_restore.kafka.coordinators import Coordinators
 from offset_restore.kafka.fetches import Fetches
 from offset_restore.kafka.model import TP, CommittedOffset, LogBounds
+from offset_restore.kafka.share_groups import ShareGroups
 
 __all__ = ["Offsets"]
 
 
-class Offsets(Coordinators, Fetches):
+class Offsets(ShareGroups, Fetches):
     """Mixin of ``KafkaCluster``: committed offsets and log bounds (a log's end is a fetch's high
-    watermark, so this builds on fetch rounds)."""
+    watermark, so this builds on fetch rounds). A share group's start offsets stand for its committed
+    offsets (``share_groups.py``)."""
 
     def committed_offsets(
         self, group_ids: Sequence[str], batch_size: int = 250
@@ -33,7 +34,9 @@ class Offsets(Coordinators, Fetches):
         """Committed offsets of many groups: one OffsetFetch (v8, multi-group) per batch.
 
         Partitions without a commit (offset -1) are left out. An error on a group names the group.
+        A share group's are its start offsets (``ShareGroups.share_start_offsets``).
         """
+        group_ids, share = self._of_kind(group_ids)
 
         def build(batch: Sequence[str]) -> list[tuple[str | None, Any]]:
             # One multi-group request on brokers with OffsetFetch v8, else one request per group.
@@ -42,13 +45,18 @@ class Offsets(Coordinators, Fetches):
         result: dict[str, dict[TP, CommittedOffset]] = {}
         for tag, response in self._per_coordinator("reading committed offsets", group_ids, batch_size, build):
             result.update(protocol.committed_offsets(tag, response))
+        if share:
+            result.update(self.share_start_offsets(share))
         return result
 
     def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]:
         """Delete one group's committed offsets on some partitions (OffsetDelete; the group must be
-        empty); per partition the error name or None. Not retried, like ``delete_groups``."""
+        empty); per partition the error name or None. Not retried, like ``delete_groups``. A share group's
+        start offsets are removed (``ShareGroups.delete_share_start_offsets``)."""
         if not partitions:
             return {}
+        if group_id in self.share_group_ids:
+            return self.delete_share_start_offsets(group_id, partitions)
         kafka_tps = [KafkaTopicPartition(tp.topic, tp.partition) for tp in partitions]
         try:
             answer = self._call(

@@ -1,7 +1,8 @@
 """Take a snapshot of a live cluster's consumer groups (docs/design.md §2.1).
 
-Reads in bulk: one ListGroups, DescribeGroups and multi-group OffsetFetch in batches, log bounds in
-three requests per broker, then evidence in fetch rounds shared by every group. The cluster is any
+Reads in bulk: one ListGroups, DescribeGroups and multi-group OffsetFetch in batches (a share group's start
+offsets stand for its committed offsets: the cluster reads them so once its listing names it a share group),
+log bounds in three requests per broker, then evidence in fetch rounds shared by every group. The cluster is any
 object with the ``SnapshotSource`` methods (the Kafka adapter, or a fake in unit tests).
 """
 
@@ -16,13 +17,11 @@ from typing import Any, Protocol
 
 from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import (
-    SHARE_GROUP,
     TP,
     CommittedOffset,
     GroupInfo,
     LogBounds,
     PartitionIdentity,
-    committed_groups,
     topic_ids,
 )
 from offset_restore.reading.rounds import Source, fetch_from
@@ -57,7 +56,11 @@ Progress = Callable[[str, int, int], None]
 class SnapshotSource(Source, Protocol):
     @property
     def cluster_id(self) -> str: ...
-    def list_groups(self) -> dict[str, str]: ...
+    def list_groups(self) -> dict[str, str]:
+        """Every group with its kind; the cluster reads the positions of the share groups it names as their
+        start offsets from then on (``kafka/share_groups.py``)."""
+        ...
+
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
     def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
     def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]: ...
@@ -171,16 +174,6 @@ def take_snapshot(
     return Snapshot(manifest=stream.manifest, groups=groups, timings=stream.timings)
 
 
-def _not_carried(group_id: str) -> str:
-    """The note that names a share group the snapshot leaves out, and what to do instead."""
-    return (
-        f"share group {group_id}: not carried. A share group (a queue, KIP-932) keeps a start offset per "
-        "share-partition, not committed offsets, and this version neither snapshots nor restores it: on the "
-        f"target, set it with kafka-share-groups --reset-offsets --group {group_id} before its consumers start "
-        "(else they start where the target's share.auto.offset.reset says)"
-    )
-
-
 def stream_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,
@@ -201,9 +194,8 @@ def stream_snapshot(
         clock = time.perf_counter()
 
     kinds = cluster.list_groups()
-    listed = committed_groups(kinds)
+    listed = sorted(kinds)  # share groups too: their start offsets stand for committed offsets (kafka/share_groups.py)
     group_ids = [g for g in listed if group_filter(g)]
-    share_groups = sorted(g for g, kind in kinds.items() if kind == SHARE_GROUP and group_filter(g))
     del kinds
     report("groups", 0, len(group_ids))
     infos = cluster.describe_groups(group_ids) if group_ids else {}
@@ -222,7 +214,7 @@ def stream_snapshot(
     del partitions
     lap("log_bounds")
 
-    notes: list[str] = [_not_carried(g) for g in share_groups]
+    notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
     origins = _Origins()
     if options.evidence_records > 0:

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Literal
 
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch, topic_ids
+from offset_restore.kafka.model import SHARE_GROUP, TP, FetchedRecord, PartitionFetch, topic_ids
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -367,15 +368,18 @@ def plan_entries(
     """Each group-partition's entry, group by group, in the snapshot's order; ``settle`` may change an
     entry (a newer MM2 checkpoint, translate/mm2.py) before the collision guard sees the group. A
     topic whose shape changed (``reshaped``) gets one entry per target partition, or holds the group.
-    ``target_topic_ids``: the target topics' ids the plan read, recorded on each entry."""
+    ``target_topic_ids``: the target topics' ids the plan read, recorded on each entry, as is a share group's
+    kind (its start offsets are translated as committed offsets are, and written as its own)."""
     changed = reshaped or {}
     for group in groups:
         entries = [_entry(group.group, p, decisions, options) for p in group.partitions if p.topic not in changed]
         entries = [settle(e) for e in entries] if settle else entries
         for topic in sorted({p.topic for p in group.partitions if p.topic in changed}):
             entries.extend(_reshaped_entries(group, changed[topic], options))
+        kind: Literal["share"] | None = "share" if group.protocol_type == SHARE_GROUP else None
         for entry in entries:
             entry.target_topic_id = (target_topic_ids or {}).get(entry.target_topic)
+            entry.group_kind = kind
         yield from hold_application(group.group, _without_collisions(entries))
 
 
