@@ -31,6 +31,7 @@ from offset_restore.devtools.apache_broker import (
     kafka_classpath,
 )
 from offset_restore.devtools.brokers import start_all
+from offset_restore.errors import WriterFencedError
 from offset_restore.kafka import internals, share_protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -227,6 +228,9 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
         (queue, 1): (25, True, "share"),
         (consumers, 0): (2, True, None),
     }
+    # The target's share group already holds partition 1 (at 3), not partition 0: what rollback puts back.
+    share_groups_tool(brokers.target, "--reset-offsets", "--group", queue, "--topic", f"{topic}:1",
+                      "--to-offset", "3", "--execute")  # fmt: skip
     where = ("--plan", str(plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers)
     status, out, err = run_cli("apply", *where, "--execute")
     assert status == 0, out + err
@@ -236,5 +240,62 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
 
     status, out, err = run_cli("rollback", *where, "--execute")
     assert status == 0, out + err
-    assert set(start_offsets_shown(brokers.target, queue, topic).values()) <= {"-"}
-    assert target.committed_offsets([queue, consumers]) == {queue: {}, consumers: {}}
+    # DeleteShareGroupOffsets removes a whole topic's: partition 1 is set back to what it held.
+    assert start_offsets_shown(brokers.target, queue, topic) == {1: "3"}
+    assert target.committed_offsets([consumers]) == {consumers: {}}
+
+
+def test_a_share_group_with_a_consumer_on_the_target_is_waited_for_and_a_fenced_writer_sets_nothing(
+    brokers: Brokers, target: KafkaCluster
+) -> None:
+    """On 4.4 a share group whose consumer runs on the target is listed Stable: the write's check sees it
+    and the broker refuses AlterShareGroupOffsets into it (NON_EMPTY_GROUP); a writer another took the fence
+    from sets no start offset and removes none (the share requests have no transactional form: the fence is
+    confirmed right before them); the writer holding the fence sets them once the consumer is gone."""
+    assert isinstance(brokers.target, ApacheBroker)
+    if brokers.target.version.startswith("3."):
+        return
+    topic, queue = unique("jobs"), unique("queue")
+    target.create_topics({topic: 1})
+    target.produce(topic, 0, [(b"k", f"v{i}".encode(), [], None) for i in range(50)])
+    tp, broker = TP(topic, 0), brokers.target
+    share_groups_tool(broker, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset", "7",
+                      "--execute")  # fmt: skip
+    with KafkaCluster(target.settings) as writer:
+        writer.treat_as_share_groups([queue])
+        writer.hold_fence()
+        with KafkaCluster(target.settings) as newer:
+            newer.hold_fence()
+        with pytest.raises(WriterFencedError):
+            writer.alter_offsets_many({queue: {tp: CommittedOffset(20, None)}})
+        with pytest.raises(WriterFencedError):
+            writer.delete_offsets(queue, [tp])
+    assert start_offsets_shown(broker, queue, topic) == {0: "7"}
+
+    command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version),
+               "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", broker.bootstrap_servers,
+               "--topic", topic, "--group", queue]  # fmt: skip
+    consumer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while (info := target.describe_groups([queue]).get(queue)) is None or not info.occupied:
+            assert consumer.poll() is None and time.monotonic() < deadline, info
+            time.sleep(0.3)
+        assert info.state == "Stable" and info.protocol_type == "share"
+        with KafkaCluster(target.settings) as holder:
+            holder.treat_as_share_groups([queue])
+            holder.hold_fence()
+            refused = holder.alter_offsets_many({queue: {tp: CommittedOffset(20, None)}})
+        assert refused == {queue: {tp: share_protocol.NOT_EMPTY}}
+    finally:
+        consumer.terminate()
+        consumer.wait(30)
+    deadline = time.monotonic() + 60
+    while target.describe_groups([queue])[queue].occupied:
+        assert time.monotonic() < deadline, "the console share consumer did not leave"
+        time.sleep(0.3)
+    with KafkaCluster(target.settings) as holder:
+        holder.treat_as_share_groups([queue])
+        holder.hold_fence()
+        assert holder.alter_offsets_many({queue: {tp: CommittedOffset(20, None)}}) == {queue: {tp: None}}
+    assert start_offsets_shown(broker, queue, topic) == {0: "20"}
