@@ -6,8 +6,8 @@ fixture overrides the session's, so ``source``, ``target`` and every fixture bui
 target of the version in the test's id. What they prove: a snapshot, a plan on every untidy restore layout
 that skips nothing, apply and its wait, rollback that puts the previous offsets back and rewinds nothing, the
 fence against a second writer, and static members named and removed on request. And the group kinds each
-version lists: share groups (queues, on by default from Kafka 4.2) are never carried as consumer groups and
-are named where left out; a Streams application of the streams protocol holds its group while it runs; Kafka
+version lists: share groups (queues, on by default from Kafka 4.2) carried by their start offsets, through the
+fence, and rolled back; a Streams application of the streams protocol holds its group while it runs; Kafka
 3.9 lists every group as a classic one.
 """
 
