@@ -36,10 +36,6 @@ from offset_restore.kafka import internals, share_protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
-from offset_restore.snapshot.run import run_snapshot
-from offset_restore.stores.storage import open_location
-from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.run import SnapshotChoice, run_plan
 
 from tests.helpers import TEST_BROKER, Brokers, commit, produce, restore, unique
 
@@ -194,14 +190,46 @@ def start_offsets_shown(broker: ApacheBroker, group: str, topic: str) -> dict[in
     return {int(row[2]): row[3] for row in rows if len(row) >= 4 and row[0] == group and row[1] == topic}
 
 
+SHARE_APP = Path(__file__).parent.parent / "fixtures" / "ShareApp.java"
+"""A share consumer that acknowledges out of order and holds (run from source by ``java``)."""
+
+
+@contextmanager
+def share_consumer(broker: ApacheBroker, group: str, topic: str, accepts_from: int) -> Iterator[str]:
+    """Kafka's share consumer in ``group`` given one delivery of ``topic``: it acknowledges the records at or
+    past ``accepts_from`` and leaves those before unacknowledged (the start offset stays at the first), until
+    the block ends. Yields what it said it did."""
+    command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version), str(SHARE_APP)]
+    app = subprocess.Popen(
+        [*command, broker.bootstrap_servers, group, topic, str(accepts_from)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip() for line in app.stdout or ()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    try:
+        while not (said := next((line for line in lines if line.startswith("HOLDING")), "")):
+            assert app.poll() is None and time.monotonic() < deadline, "\n".join(lines[-30:])
+            time.sleep(0.2)
+        yield said
+    finally:
+        assert app.stdin is not None
+        app.stdin.close()
+        app.wait(60)
+        reader.join(5)
+
+
 def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
 ) -> None:
-    """On 4.4 a share group whose start offsets Kafka's own tool set to 120 and 35 on the source, beside a
-    consumer group, is snapshotted as one, planned exactly onto a restore that began at source offset 10 (110
-    and 25), applied through the fence with AlterShareGroupOffsets — Kafka's tool reads 110 and 25 on the
-    target — and rolled back to what the target held before: no start offsets. Kafka 3.9 has no share groups:
-    every group it lists is classic."""
+    """On 4.4 a share group, beside a consumer group, is snapshotted as one: on partition 0 Kafka's own tool
+    set its start offset to 100 and its consumer then acknowledged the records from 150 on and left 100-149
+    unacknowledged (the start offset stays at 100; 50 records past it are done), on partition 1 the tool set
+    its end, 200. It is planned exactly onto a restore that began at source offset 10 (90 and 190), the 50
+    records said to be delivered again, applied through the fence with AlterShareGroupOffsets — Kafka's tool
+    reads 90 and 190 on the target — and rolled back to what the target held before. Kafka 3.9 has no share groups: every
+    group it lists is classic."""
     assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
     if brokers.source.version.startswith("3."):
         assert set(source.list_groups().values()) <= {"classic"}
@@ -211,22 +239,28 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     source.create_topics({topic: 2})
     records = {p: produce(source, topic, p, 200) for p in range(2)}
     commit(source, consumers, {TP(topic, 0): 12})
-    for partition, start in ((0, 120), (1, 35)):
+    for partition, start in ((0, 100), (1, 200)):
         share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:{partition}",
                           "--to-offset", str(start), "--execute")  # fmt: skip
     assert source.list_groups()[queue] == "share"
-    run_snapshot(brokers.source_settings, open_location(str(tmp_path / "snaps")),
-                 SnapshotOptions(groups=f"{queue}|{consumers}", cluster="src"))  # fmt: skip
+    snaps, plan_path = str(tmp_path / "snaps"), tmp_path / "plan.json"
+    source_flags = ("--bootstrap-servers", brokers.source.bootstrap_servers)
+    with share_consumer(brokers.source, queue, topic, accepts_from=150) as said:
+        assert said == "HOLDING 100 seen, 50 accepted", said  # partition 0's 100-199; none past 1's end
+        status, out, err = run_cli("snapshot", *source_flags, "--groups", f"{queue}|{consumers}", "--output", snaps)
+        assert status == 0, out + err
     target.create_topics({topic: 2})
     for p in range(2):
         restore(target, topic, p, [r for r in records[p] if r.offset >= 10])
-    plan_path = tmp_path / "plan.json"
-    run_plan(SnapshotChoice(str(tmp_path / "snaps")), brokers.target_settings, str(plan_path), PlanOptions())
+    target_flags = ("--bootstrap-servers", brokers.target.bootstrap_servers)
+    status, out, err = run_cli("plan", "--snapshot", snaps, *target_flags, "--output", str(plan_path))
+    assert status == 0, out + err
+    assert "delivered again   50 records share groups had acknowledged past their start" in out, out
     planned = {(e.group, e.partition): e for e in PlanFile(str(plan_path)).load().entries}
-    assert {k: (e.target_offset, e.exact, e.group_kind) for k, e in planned.items()} == {
-        (queue, 0): (110, True, "share"),
-        (queue, 1): (25, True, "share"),
-        (consumers, 0): (2, True, None),
+    assert {k: (e.target_offset, e.exact, e.group_kind, e.redelivered) for k, e in planned.items()} == {
+        (queue, 0): (90, True, "share", 50),
+        (queue, 1): (190, True, "share", 0),
+        (consumers, 0): (2, True, None, None),
     }
     # The target's share group already holds partition 1 (at 3), not partition 0: what rollback puts back.
     share_groups_tool(brokers.target, "--reset-offsets", "--group", queue, "--topic", f"{topic}:1",
@@ -234,7 +268,7 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     where = ("--plan", str(plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers)
     status, out, err = run_cli("apply", *where, "--execute")
     assert status == 0, out + err
-    assert start_offsets_shown(brokers.target, queue, topic) == {0: "110", 1: "25"}
+    assert start_offsets_shown(brokers.target, queue, topic) == {0: "90", 1: "190"}
     assert target.list_groups()[queue] == "share" and target.list_groups()[consumers] == "classic"
     assert target.committed_offsets([consumers])[consumers] == {TP(topic, 0): CommittedOffset(2, None)}
 

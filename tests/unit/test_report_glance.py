@@ -269,3 +269,22 @@ def test_a_re_partitioned_topic_counts_what_it_lacks_per_source_partition_not_fr
     first.lost_before = 3
     document = json.loads(render_report({"restore_id": "r"}, [first, other], "applied")["report.json"])
     assert document["headline"]["lost_records"] == 3
+
+
+def test_records_a_share_group_gets_again_are_counted_in_every_report() -> None:
+    """A share group resumes at its start offset: the records after it its consumers had acknowledged on the
+    source are delivered again. The headline counts them beside the duplicates bound, in each format."""
+    rows = [
+        row("queue", 0, "committed", group_kind="share", redelivered=50),
+        row("queue", 1, "committed", group_kind="share", redelivered=0),
+        row("billing", 0, "committed"),
+    ]
+    files = render_report({"restore_id": "r"}, rows, "applied")
+    document = json.loads(files["report.json"])
+    assert document["headline"]["redelivered"] == 50
+    said = "at most 0 records read twice; 50 records share groups had acknowledged delivered again"
+    assert said in document["headline_text"]
+    assert said in files["report.md"].decode()
+    assert said in files["report.html"].decode()
+    without = json.loads(render_report({"restore_id": "r"}, rows[2:], "applied")["report.json"])
+    assert "delivered again" not in without["headline_text"] and without["headline"]["redelivered"] == 0

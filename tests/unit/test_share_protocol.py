@@ -151,3 +151,25 @@ def test_a_removal_answers_per_topic() -> None:
     }
     sent = wire(share_protocol.delete_request("q", ["t", "u"]))
     assert (sent.group_id, [t.topic_name for t in sent.topics]) == ("q", ["t", "u"])
+
+
+def test_records_done_past_the_start_offset_are_the_log_end_less_the_start_less_the_lag() -> None:
+    """KIP-1226's lag (DescribeShareGroupOffsets v1) counts the records from the start offset to the high
+    watermark not yet delivered to completion: the rest past the start offset were acknowledged and are
+    delivered again from it. A version 0 answer has no lag: nothing is said."""
+    partitions = [
+        _DPart(partition_index=0, start_offset=100, leader_epoch=0, lag=50, error_code=0, error_message=None),
+        _DPart(partition_index=1, start_offset=-1, leader_epoch=0, lag=-1, error_code=0, error_message=None),
+        _DPart(partition_index=2, start_offset=7, leader_epoch=0, lag=10, error_code=0, error_message=None),
+    ]
+    answer = DescribeShareGroupOffsetsResponse(
+        throttle_time_ms=0,
+        groups=[_DGroup(group_id="q", error_code=0, error_message=None,
+                        topics=[_DTopic(topic_name="t", topic_id=None, partitions=partitions)])],
+    )  # fmt: skip
+    ends = {TP("t", 0): 200, TP("t", 1): 200, TP("t", 2): 12}
+    v1 = DescribeShareGroupOffsetsResponse.decode(answer.encode(version=1), version=1)
+    # Partition 2's end was read before records arrived that the lag counts: never below 0.
+    assert share_protocol.delivered_after_start(v1, ends) == {"q": {TP("t", 0): 50, TP("t", 2): 0}}
+    v0 = DescribeShareGroupOffsetsResponse.decode(answer.encode(version=0), version=0)
+    assert share_protocol.delivered_after_start(v0, ends) == {}

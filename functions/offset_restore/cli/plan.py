@@ -252,6 +252,11 @@ def plan_summary(result: PlanResult, snapshot_age: str | None = None) -> list[st
             if s.never_restored_total
             else []
         ),
+        *(
+            [f"  delivered again   {s.redelivered_total:,} records share groups had acknowledged past their start"]
+            if s.redelivered_total
+            else []
+        ),
         f"  took              {result.duration_s:.2f} s, {sum(result.requests.values()):,} Kafka requests, "
         f"fetch rounds {result.fetch_rounds or '{}'}",
         f"  written to        {result.location}" + (f" and {result.csv}" if result.csv else ""),

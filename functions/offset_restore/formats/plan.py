@@ -169,6 +169,11 @@ class PlanEntry(LeanModel):
     """``share``: the group is a share group (a queue, KIP-932), whose position is its start offset on the
     share-partition (the first record not acknowledged, where delivery starts again): apply sets it with
     AlterShareGroupOffsets, rollback puts back or removes it. Null: a consumer group's committed offset."""
+    redelivered: int | None = Field(default=None, ge=0, strict=True)
+    """A share group's: the records after its start offset its consumers had already acknowledged on the
+    source (``PartitionSnapshot.delivered_after_start``, at most this many). Resuming from the start offset,
+    they are delivered again, beyond ``max_duplicates``. Null: not known (a broker before Kafka 4.2) or not
+    a share group."""
     holds_group: bool = False
     """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
     the restore, not mapped: ``reason`` says why and what would end it)."""
@@ -247,6 +252,9 @@ class PlanSummary(BaseModel):
     entries_exposure_unknown: int = 0
     """Entries without an estimate: of groups no earlier snapshot gives a rate for (or a plan made
     before the estimate existed)."""
+    redelivered_total: int = 0
+    """Records share groups' consumers had acknowledged after their start offsets, delivered again
+    (``redelivered``)."""
 
     @property
     def not_exact(self) -> int:
@@ -289,6 +297,7 @@ class SummaryTally:
             self.idle.add(e.group)
         n["exposure_total"] += e.exposure or 0
         n["never_restored_total"] += e.never_restored or 0
+        n["redelivered_total"] += e.redelivered or 0
         n["entries_exposure_unknown"] += e.exposure is None
         n["held"] += e.status == "unmapped" and e.holds_group
         # Mapped means a target offset was found, whatever apply did with it since.
@@ -318,6 +327,7 @@ class SummaryTally:
             groups_assumed_idle=len(self.idle - self.live),
             exposure_total=n["exposure_total"],
             entries_exposure_unknown=n["entries_exposure_unknown"],
+            redelivered_total=n["redelivered_total"],
         )
 
 

@@ -46,6 +46,18 @@ class ShareGroups(Coordinators):
             result.update(share_protocol.start_offsets(response))
         return result
 
+    def share_delivered_after_start(
+        self, group_ids: Sequence[str], ends: Mapping[TP, int], batch_size: int = 100
+    ) -> dict[str, dict[TP, int]]:
+        """Per share group and share-partition, the records after its start offset whose delivery had
+        completed (``share_protocol.delivered_after_start``): what a consumer resuming from the start offset
+        is given again. Empty on a broker without the lag (before Kafka 4.2)."""
+        build = _one(share_protocol.describe_request)
+        result: dict[str, dict[TP, int]] = {}
+        for _, response in self._per_coordinator("reading share groups' lag", group_ids, batch_size, build):
+            result.update(share_protocol.delivered_after_start(response, ends))
+        return result
+
     def alter_share_start_offsets(
         self,
         offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],

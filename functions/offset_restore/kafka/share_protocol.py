@@ -29,6 +29,7 @@ __all__ = [
     "alter_request",
     "delete_errors",
     "delete_request",
+    "delivered_after_start",
     "describe_request",
     "start_offsets",
 ]
@@ -73,6 +74,29 @@ def start_offsets(response: Any) -> dict[str, dict[TP, CommittedOffset]]:
                 if part.start_offset != _NO_START:
                     offsets[TP(topic.topic_name, part.partition_index)] = CommittedOffset(part.start_offset, None)
         result[group.group_id] = offsets
+    return result
+
+
+def delivered_after_start(response: Any, ends: Mapping[TP, int]) -> dict[str, dict[TP, int]]:
+    """A DescribeShareGroupOffsets answer of version 1 on (KIP-1226, Kafka 4.2): per group and share-partition
+    the records after its start offset whose delivery had completed (acknowledged, or given up on): ``ends``
+    (the log ends) less the start offset less the broker's lag. A consumer resuming from that start offset is
+    given them again. An end read after the answer counts records produced in between too: at most this many.
+    Nothing for an answer of version 0 (no lag) or a partition without state."""
+    if getattr(response, "version", 0) < 1:
+        return {}
+    result: dict[str, dict[TP, int]] = {}
+    for group in response.groups:
+        counts = {
+            tp: max(0, ends[tp] - part.start_offset - part.lag)
+            for topic in group.topics
+            for part in topic.partitions
+            if (tp := TP(topic.topic_name, part.partition_index)) in ends
+            and part.start_offset != _NO_START
+            and part.lag >= 0
+            and not part.error_code
+        }
+        result[group.group_id] = counts
     return result
 
 

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.model import (
+    SHARE_GROUP,
     TP,
     CommittedOffset,
     GroupInfo,
@@ -64,6 +65,9 @@ class SnapshotSource(Source, Protocol):
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]: ...
     def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
     def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]: ...
+    def share_delivered_after_start(
+        self, group_ids: Sequence[str], ends: Mapping[TP, int]
+    ) -> dict[str, dict[TP, int]]: ...
     def topic_partitions(self) -> dict[str, int]: ...
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
 
@@ -196,6 +200,7 @@ def stream_snapshot(
     kinds = cluster.list_groups()
     listed = sorted(kinds)  # share groups too: their start offsets stand for committed offsets (kafka/share_groups.py)
     group_ids = [g for g in listed if group_filter(g)]
+    share_groups = [g for g in group_ids if kinds[g] == SHARE_GROUP]
     del kinds
     report("groups", 0, len(group_ids))
     infos = cluster.describe_groups(group_ids) if group_ids else {}
@@ -213,6 +218,7 @@ def stream_snapshot(
     bounds = cluster.log_bounds(partitions)
     del partitions
     lap("log_bounds")
+    delivered = _delivered(cluster, share_groups, selected, bounds)
 
     notes: list[str] = []
     evidence: dict[tuple[TP, int], Evidence] = {}
@@ -262,7 +268,8 @@ def stream_snapshot(
         for group_id in group_ids:
             info = infos.pop(group_id, None)
             offsets = selected.pop(group_id, {})  # what was read is let go as documents are made
-            group = _group_document(group_id, info, offsets, bounds, evidence, origins, topic_counts, options, notes)
+            reads = _Reads(bounds, evidence, origins, delivered.get(group_id, {}))
+            group = _group_document(group_id, info, offsets, reads, topic_counts, options, notes)
             tally.add(group)
             yield group
         lap("assemble")
@@ -272,6 +279,18 @@ def stream_snapshot(
 
     stream.groups = assemble()
     return stream
+
+
+def _delivered(
+    cluster: SnapshotSource,
+    share_groups: Sequence[str],
+    selected: Mapping[str, Mapping[TP, CommittedOffset]],
+    bounds: Mapping[TP, LogBounds],
+) -> dict[str, dict[TP, int]]:
+    """Per share group and share-partition, the records after its start offset already delivered to
+    completion: a consumer resuming there is given them again (``PartitionSnapshot.delivered_after_start``)."""
+    ends = {tp: bounds[tp].end for g in share_groups for tp in selected.get(g, {}) if tp in bounds}
+    return cluster.share_delivered_after_start(share_groups, ends) if ends else {}
 
 
 def _origin_tops(
@@ -373,13 +392,22 @@ def _evidence(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _Reads:
+    """What the snapshot read of the partitions, by partition: a group's document takes its own from it."""
+
+    bounds: Mapping[TP, LogBounds]
+    evidence: Mapping[tuple[TP, int], Evidence]
+    origins: _Origins
+    delivered: Mapping[TP, int]
+    """The group's records delivered after its start offset, when a share group (``_delivered``)."""
+
+
 def _group_document(
     group_id: str,
     info: GroupInfo | None,
     offsets: Mapping[TP, CommittedOffset],
-    bounds: Mapping[TP, LogBounds],
-    evidence: Mapping[tuple[TP, int], Evidence],
-    origins: _Origins,
+    reads: _Reads,
     topic_counts: Mapping[str, int],
     options: SnapshotOptions,
     notes: list[str],
@@ -387,8 +415,8 @@ def _group_document(
     entries: list[dict[str, Any]] = []
     for tp in sorted(offsets):
         c = offsets[tp]
-        b = bounds.get(tp)
-        ev = evidence.get((tp, c.offset))
+        b = reads.bounds.get(tp)
+        ev = reads.evidence.get((tp, c.offset))
         entries.append(
             {
                 "topic": tp.topic,
@@ -401,8 +429,9 @@ def _group_document(
                 "next": ev.next if ev else None,
                 "before": list(ev.before) if ev else [],
                 "evidence_complete": ev.complete if ev else options.evidence_records == 0,
-                **_top_below(origins.top_below(tp, c.offset), ev, c.offset),
-                **_floor(origins.floors.get((tp, c.offset))),
+                **_top_below(reads.origins.top_below(tp, c.offset), ev, c.offset),
+                **_floor(reads.origins.floors.get((tp, c.offset))),
+                "delivered_after_start": reads.delivered.get(tp),
             }
         )
     committed_topics = {tp.topic for tp in offsets}

@@ -111,6 +111,10 @@ class PartitionSnapshot(_Document):
     group processed them and reads them again from the floor)."""
     evidence_complete: bool = True
     """False when the broker did not give all the records asked for (it is said why in the manifest)."""
+    delivered_after_start: int | None = None
+    """A share group's: the records after its start offset whose delivery had completed when the snapshot
+    read it (acknowledged out of order, KIP-1226's lag; at most this many). A consumer resuming from the
+    start offset is given them again. Written only when known (Kafka 4.2 on)."""
 
     @model_serializer(mode="wrap")
     def _top_when_found(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -121,6 +125,8 @@ class PartitionSnapshot(_Document):
         if self.origin_floor is None:
             data.pop("origin_floor", None)
             data.pop("origin_twice", None)
+        if self.delivered_after_start is None:
+            data.pop("delivered_after_start", None)
         return data
 
 

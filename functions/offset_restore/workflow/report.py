@@ -284,6 +284,7 @@ def _headline(tally: SummaryTally, facts: Facts, rollback_run: Mapping[str, Any]
         groups_live=summary.groups_live,
         exposure_records=summary.exposure_total,
         exposure_unknown=summary.entries_exposure_unknown,
+        redelivered=summary.redelivered_total,
         groups_in_doubt=sum(1 for hold in facts.wait.values() if hold == "unanswered"),
         groups_rolled_back=None if rollback_run is None else sum(1 for h in facts.wait.values() if h == "rolled_back"),
         groups_left={str(group): str(why) for group, why in sorted(left.items())},

@@ -102,6 +102,8 @@ class Headline(NamedTuple):
     """What those groups may read again, processed after the snapshot (estimated, ``PlanEntry.exposure``)."""
     exposure_unknown: int = 0
     """Partitions of live groups no earlier snapshot gives a rate for."""
+    redelivered: int = 0
+    """Records share groups had acknowledged past their start offsets, delivered again (``PlanEntry.redelivered``)."""
     groups_in_doubt: int = 0
     """Groups held by a commit that may have been written (unanswered, or sent and not recorded)."""
     groups_rolled_back: int | None = None

@@ -201,6 +201,8 @@ def headline_text(head: Headline, outcome: str, lost_partitions: int) -> str:
     )
     if head.entries_without_bound:
         text += f" ({head.entries_without_bound:,} partitions without a bound)"
+    if head.redelivered:
+        text += f"; {head.redelivered:,} records share groups had acknowledged delivered again"
     if head.lost_records:
         text += (
             f"; {head.lost_records:,} records the groups will not read, lost before the backup or never restored "

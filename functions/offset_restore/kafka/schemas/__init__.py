@@ -3,7 +3,8 @@ classes load (``load_json=`` this package): ConsumerGroupDescribe (API 69, KIP-8
 (API 89, KIP-1071), which describe the groups of the new consumer and streams protocols that the classic
 DescribeGroups answers as GROUP_ID_NOT_FOUND; DescribeShareGroupOffsets, AlterShareGroupOffsets and
 DeleteShareGroupOffsets (APIs 90-92, KIP-932), which read, set and remove a share group's start offsets.
-Each is Kafka's own schema at version 0, field for field (checked against Apache Kafka 4.4's answers)."""
+Each is Kafka's own schema, field for field, at version 0 (DescribeShareGroupOffsets to 1: KIP-1226's lag),
+checked against Apache Kafka 4.4's answers."""
 
 from __future__ import annotations
 
