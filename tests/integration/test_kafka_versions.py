@@ -32,12 +32,14 @@ from offset_restore.devtools.apache_broker import (
 )
 from offset_restore.devtools.brokers import start_all
 from offset_restore.errors import WriterFencedError
+from offset_restore.formats.streams import internal_topic
 from offset_restore.kafka import internals, share_protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 
-from tests.helpers import TEST_BROKER, Brokers, commit, produce, restore, unique
+from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
 
 # Collected again below, against this module's brokers (their names are what pytest collects).
 from tests.integration.test_apply import (  # noqa: F401
@@ -110,12 +112,15 @@ STREAMS_GROUP_DESCRIBE = 89
 
 
 @contextmanager
-def streams_application(broker: ApacheBroker, app_id: str, source: str, sink: str, state: Path) -> Iterator[None]:
+def streams_application(
+    broker: ApacheBroker, app_id: str, source: str, sink: str, state: Path, *, repartition: bool = False
+) -> Iterator[None]:
     """A Streams application of the streams protocol running on ``broker`` until the block ends (then closed,
-    its member gone): the group ``app_id`` of kind ``streams``."""
+    its member gone): the group ``app_id`` of kind ``streams``; ``repartition``: its records pass through a
+    repartition topic of its own."""
     command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version), str(STREAMS_APP)]
     app = subprocess.Popen(
-        [*command, broker.bootstrap_servers, app_id, source, sink, str(state)],
+        [*command, broker.bootstrap_servers, app_id, source, sink, str(state), *["repartition"][: int(repartition)]],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     lines: list[str] = []
@@ -168,6 +173,63 @@ def test_a_streams_application_of_the_new_protocol_is_waited_for_and_written_onc
     status, out, err = s.apply("--wait-timeout", "30")
     assert status == 0, out + err
     assert s.offsets("app") == {0: 40, 1: 0}
+
+
+def test_a_streams_application_of_the_new_protocol_is_held_while_its_repartition_topic_is_short(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """On 4.4 a Streams application of the streams protocol whose records pass through a repartition topic
+    commits on that topic as on its input. Restored with its input whole and its repartition topic short, the
+    plan holds the whole group (written alone, its input's position would skip records it had consumed but
+    not yet processed through the repartition topic) and apply writes none of it; with the repartition topic
+    whole, both positions are exact and written. The application started on the target takes them (the
+    brokers make the written group a streams group on its first join) and processes nothing again."""
+    assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
+    if brokers.source.version.startswith("3."):
+        return  # no streams protocol: Kafka Streams applications commit as consumer groups there
+    app, app_in, app_out = unique("rapp"), unique("rapp-in"), unique("rapp-out")
+    source.create_topics({app_in: 1, app_out: 1})
+    records = produce(source, app_in, 0, 40)
+    with streams_application(brokers.source, app, app_in, app_out, tmp_path / "state", repartition=True):
+        deadline = time.monotonic() + 60
+        while len(done := source.committed_offsets([app])[app]) < 2 or any(c.offset < 40 for c in done.values()):
+            assert time.monotonic() < deadline, f"the application committed {done}"
+            time.sleep(0.3)
+    [repartition] = [tp for tp in done if internal_topic(app, tp.topic)]
+    through = [Produced(r.offset, r.key or b"", r.value or b"", tuple((k, v or b"") for k, v in r.headers), r.timestamp)
+               for r in read_partition(source, repartition)]  # fmt: skip
+    assert len(through) == 40
+    snaps = str(tmp_path / "snaps")
+    status, out, err = run_cli("snapshot", "--bootstrap-servers", brokers.source.bootstrap_servers, "--groups", app,
+                               "--output", snaps)  # fmt: skip
+    assert status == 0, out + err
+    target.create_topics({app_in: 1, app_out: 1, repartition.topic: 1})
+    restore(target, app_in, 0, records)
+    restore(target, repartition.topic, 0, through[:25])  # the restore of the repartition topic is short
+    where = ("--bootstrap-servers", brokers.target.bootstrap_servers)
+
+    def plan_and_apply(plan_path: str) -> tuple[int, str]:
+        status, out, err = run_cli("plan", "--snapshot", snaps, *where, "--output", plan_path)
+        assert status in (0, 3), out + err  # 3: entries pending
+        status, out, err = run_cli("apply", "--plan", plan_path, *where, "--poll-interval", "0.2", "--execute")
+        return status, out + err
+
+    status, said = plan_and_apply(first := str(tmp_path / "plan.json"))
+    assert status == 3 and f"skipped: {app}: 1 partitions still pending" in said, said
+    held = {e.topic: e for e in PlanFile(first).load().entries}
+    assert held[repartition.topic].holds_group and "Kafka Streams application" in (held[repartition.topic].reason or "")
+    assert target.committed_offsets([app])[app] == {}, "nothing of the application written"
+
+    restore(target, repartition.topic, 0, through[25:])
+    status, said = plan_and_apply(str(tmp_path / "plan-whole.json"))
+    assert status == 0, said
+    written = {tp.topic: c.offset for tp, c in target.committed_offsets([app])[app].items()}
+    assert written == {app_in: 40, repartition.topic: 40}
+    with streams_application(brokers.target, app, app_in, app_out, tmp_path / "state-target", repartition=True):
+        time.sleep(3)  # it runs: what it would process again reaches its output
+        assert target.list_groups()[app] == "streams"
+        assert {tp.topic: c.offset for tp, c in target.committed_offsets([app])[app].items()} == written
+    assert target.log_bounds([TP(app_out, 0)])[TP(app_out, 0)].end == 0, "nothing processed twice"
 
 
 def share_groups_tool(broker: ApacheBroker, *args: str) -> str:
@@ -228,8 +290,8 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     unacknowledged (the start offset stays at 100; 50 records past it are done), on partition 1 the tool set
     its end, 200. It is planned exactly onto a restore that began at source offset 10 (90 and 190), the 50
     records said to be delivered again, applied through the fence with AlterShareGroupOffsets — Kafka's tool
-    reads 90 and 190 on the target — and rolled back to what the target held before. Kafka 3.9 has no share groups: every
-    group it lists is classic."""
+    reads 90 and 190 on the target — and rolled back to what the target held before. Kafka 3.9 has no share
+    groups: every group it lists is classic."""
     assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
     if brokers.source.version.startswith("3."):
         assert set(source.list_groups().values()) <= {"classic"}
