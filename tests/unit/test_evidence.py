@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import pytest
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.reading.rounds import MAX_UNSERVED_ROUNDS
-from offset_restore.snapshot.evidence import collect_evidence
+from offset_restore.snapshot.evidence import RUN_EVIDENCE_RECORDS, collect_evidence
 from offset_restore.snapshot.fingerprint import fingerprint
 
 from tests.fake_log import FakeLog
@@ -115,3 +115,25 @@ def test_empty_partition_needs_no_fetch() -> None:
 
     result, stats = collect_evidence({tp: {0, 4}}, {tp: LogBounds(4, 4)}, 3, never, offset_header=None)
     assert result[(tp, 4)].next is None and result[(tp, 0)].complete and stats.rounds == 0
+
+
+@pytest.mark.parametrize("run", [1, 5, 30, 300, 1_500])
+def test_a_window_inside_its_next_records_millisecond_reaches_back_through_it(run: int) -> None:
+    """A bulk producer's ``run`` records to a millisecond: a window of 3 that begins inside the next record's
+    millisecond reaches back to the last record of an older one (the plan finds each record of that time
+    before the position by its identity), up to ``RUN_EVIDENCE_RECORDS``; elsewhere it stays 3."""
+    tp = TP("t", 0)
+    records = [FetchedRecord(o, 1000 + o // run, f"k{o}".encode(), b"v", ()) for o in range(6_000)]
+    log = FakeLog({tp: records}, per_fetch=100, high_watermarks={tp: 6_000})
+    positions = {1, 3, 3_000 + run // 2, 3_000 + run - 1, 3_001, 5_999}
+    result, stats = collect_evidence({tp: positions}, {tp: log.bounds(tp)}, 3, log, offset_header=None)
+    for c in positions:
+        evidence = result[(tp, c)]
+        assert evidence.next is not None and evidence.next.offset == c and evidence.complete
+        started = c - c % run  # the first record of the next record's millisecond
+        reach = min(c, max(3, c - started + 1))  # to the newest record of an older millisecond
+        if reach > 3:  # read in passes of 3 x 8^k records, the last capped
+            longest = next(size for size in (24, 192, 1_000, 1_000) if size >= min(reach, RUN_EVIDENCE_RECORDS))
+            reach = min(c, longest)
+        assert [e.offset for e in evidence.before] == list(range(c - reach, c)), (c, len(evidence.before))
+    assert stats.incomplete == 0

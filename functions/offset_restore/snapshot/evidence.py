@@ -6,6 +6,11 @@ the offsets wanted on one partition are read in one forward pass: each round fet
 that still needs records, from where its previous read stopped (or from the next window's start when
 the windows are far apart). Only offsets, timestamps and fingerprints are kept, never payloads, and the
 restore's offset header where a record carries it (its origin offset: what a failback maps back with).
+
+A window that begins inside the millisecond of its next record (a bulk producer puts tens of records in
+one) reaches back through that millisecond (``RUN_EVIDENCE_RECORDS``): the plan then finds every record of
+the next record's time before the position by its identity, and needs no clock to tell it from a record
+past the position that a restore moved earlier.
 """
 
 from __future__ import annotations
@@ -20,7 +25,13 @@ from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.model import RecordEvidence
 
-__all__ = ["Evidence", "EvidenceStats", "collect_evidence"]
+__all__ = ["RUN_EVIDENCE_RECORDS", "Evidence", "EvidenceStats", "collect_evidence"]
+
+RUN_EVIDENCE_RECORDS = 1_000
+"""The most records a window reaches back through its next record's millisecond. Past it, the plan says
+the position is not proven by identity (it resumes earlier, counted), as it did before windows reached back."""
+_RUN_GROWTH = 8
+"""Each pass reads windows this many times longer, up to ``RUN_EVIDENCE_RECORDS``: most runs are short."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +70,47 @@ def collect_evidence(
     offset_header: str | None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[tuple[TP, int], Evidence], EvidenceStats]:
-    """Evidence per (partition, committed offset); ``wanted`` partitions must have ``bounds``."""
+    """Evidence per (partition, committed offset), ``n`` records before each and more where the window
+    begins inside the next record's millisecond (``RUN_EVIDENCE_RECORDS``); ``wanted`` partitions must have
+    ``bounds``."""
+    result, stats = _collect(wanted, bounds, n, fetch, offset_header=offset_header, progress=progress)
+    size = n
+    while (inside := _inside_runs(result, size)) and size < RUN_EVIDENCE_RECORDS:
+        size = min(RUN_EVIDENCE_RECORDS, size * _RUN_GROWTH)
+        longer, more = _collect(inside, bounds, size, fetch, offset_header=offset_header)
+        result.update(longer)
+        stats.rounds, stats.records_read = stats.rounds + more.rounds, stats.records_read + more.records_read
+        stats.incomplete += more.incomplete
+        stats.notes.extend(more.notes)
+    return result, stats
+
+
+def _inside_runs(result: Mapping[tuple[TP, int], Evidence], n: int) -> dict[TP, set[int]]:
+    """The positions whose whole window of ``n`` lies in their next record's millisecond (or later):
+    records before it may share that millisecond too."""
+    inside: dict[TP, set[int]] = {}
+    for (tp, offset), ev in result.items():
+        if (
+            n
+            and ev.complete
+            and ev.next is not None
+            and len(ev.before) >= n
+            and ev.before[0].timestamp >= ev.next.timestamp
+        ):
+            inside.setdefault(tp, set()).add(offset)
+    return inside
+
+
+def _collect(
+    wanted: Mapping[TP, set[int]],
+    bounds: Mapping[TP, LogBounds],
+    n: int,
+    fetch: Fetch,
+    *,
+    offset_header: str | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[dict[tuple[TP, int], Evidence], EvidenceStats]:
+    """One pass: ``n`` records before each position, and its next record."""
     result: dict[tuple[TP, int], Evidence] = {}
     work = _start(wanted, bounds, n, result)
     total = sum(len(offsets) for offsets in wanted.values())

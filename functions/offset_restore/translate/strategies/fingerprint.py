@@ -310,7 +310,15 @@ class _Place:
 def _place(pos: Position, window: list[FetchedRecord], prints: list[str], log_start: int) -> _Place | str:
     """The one place the evidence matches, or why there is none (absent, or ambiguous)."""
     sequence = [e.fingerprint for e in pos.before] + ([pos.next.fingerprint] if pos.next else [])
-    matches = [i for i in range(len(prints) - len(sequence) + 1) if prints[i : i + len(sequence)] == sequence]
+    length = len(sequence)
+    # Compared where the first record matches only: a window reaching back through a busy millisecond
+    # holds up to ``RUN_EVIDENCE_RECORDS``, in a scan of thousands.
+    head = sequence[0] if sequence else None
+    matches = [
+        i
+        for i in range(len(prints) - length + 1)
+        if (head is None or prints[i] == head) and prints[i : i + length] == sequence
+    ]
     if not matches:
         sequence = _cut_by_log_start(sequence, prints, window, log_start, pos)
         matches = [0] if sequence else []

@@ -1,0 +1,58 @@
+"""Busy partitions without headers: a bulk producer puts tens of records in one millisecond, and a replica
+holds every record (MirrorMaker 2, a migration's target, a restore without an offset header). Positions in
+the middle of such a run are proven by the records' identities, not by their times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from offset_restore.apply.run import PlanFile
+from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.model import TP
+
+from tests.helpers import Brokers, Produced, commit, restore, unique
+from tests.integration.test_apply import run as run_cli
+
+PER_MILLISECOND = 30
+"""Records a bulk producer puts in one millisecond here (the incident saw up to 27)."""
+
+
+def bulk(cluster: KafkaCluster, topic: str, count: int) -> list[Produced]:
+    """``count`` distinct records, ``PER_MILLISECOND`` of them in each millisecond."""
+    records = [
+        Produced(i, f"k{i % 7}".encode(), f"order {i}".encode(), (), 1_700_000_000_000 + i // PER_MILLISECOND)
+        for i in range(count)
+    ]
+    cluster.produce(topic, 0, ((r.key, r.value, r.headers, r.timestamp) for r in records))
+    return records
+
+
+@pytest.mark.parametrize("evidence", [3, 100])
+def test_positions_inside_a_millisecond_of_a_bulk_producer_are_exact_on_a_complete_replica(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path, evidence: int
+) -> None:
+    """Groups at the start, the middle and the end of one millisecond's run, and at the log end, on a replica
+    that holds every record at the source's offsets without headers: each resumes at its own offset, exact,
+    whatever evidence the snapshot took (a run longer than the evidence, and shorter)."""
+    topic = unique("bulk")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = bulk(source, topic, 300)
+    restore(target, topic, 0, records, header=None)
+    positions = {"start": 60, "middle": 75, "last": 89, "next": 90, "late": 251, "end": 300}
+    groups = {name: unique(name) for name in positions}
+    for name, offset in positions.items():
+        commit(source, groups[name], {TP(topic, 0): offset})
+    flags = ("--bootstrap-servers",)
+    snaps, plan = str(tmp_path / "snaps"), str(tmp_path / "plan.json")
+    status, out, err = run_cli(
+        "snapshot", *flags, brokers.source.bootstrap_servers, "--groups", "|".join(groups.values()),
+        "--evidence-records", str(evidence), "--output", snaps,
+    )  # fmt: skip
+    assert status == 0, out + err
+    status, out, err = run_cli("plan", "--snapshot", snaps, *flags, brokers.target.bootstrap_servers, "--output", plan)
+    assert status == 0, out + err
+    entries = {e.group: e for e in PlanFile(plan).load().entries}
+    shown = {name: (entries[g].target_offset, entries[g].exact, entries[g].reason) for name, g in groups.items()}
+    assert shown == {name: (offset, True, shown[name][2]) for name, offset in positions.items()}, shown
