@@ -56,3 +56,29 @@ def test_positions_inside_a_millisecond_of_a_bulk_producer_are_exact_on_a_comple
     entries = {e.group: e for e in PlanFile(plan).load().entries}
     shown = {name: (entries[g].target_offset, entries[g].exact, entries[g].reason) for name, g in groups.items()}
     assert shown == {name: (offset, True, shown[name][2]) for name, offset in positions.items()}, shown
+
+
+def test_a_migration_onto_a_complete_replica_of_a_busy_partition_writes_every_group_at_its_own_offset(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """The incident's planned migration: a replica without headers holding every record at the source's
+    offsets, groups stopped inside the bulk producer's milliseconds. ``migrate`` proves every position at its
+    first plan and writes each group at its own offset (it had re-planned for its whole catch-up timeout and
+    written none of them)."""
+    topic, prefix = unique("busy-move"), unique("busy-move")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = bulk(source, topic, 600)
+    restore(target, topic, 0, records, header=None)
+    positions = {f"{prefix}-{i}": offset for i, offset in enumerate((31, 75, 119, 200, 377, 599))}
+    for group, offset in positions.items():
+        commit(source, group, {TP(topic, 0): offset})
+    status, out, err = run_cli(
+        "migrate", "--source-bootstrap-servers", brokers.source.bootstrap_servers,
+        "--bootstrap-servers", brokers.target.bootstrap_servers, "--snapshots", str(tmp_path / "snapshots"),
+        "--plan", str(tmp_path / "plan.json"), "--groups", f"{prefix}-.*", "--poll-interval", "0.3",
+        "--catch-up-timeout", "60", "--execute",
+    )  # fmt: skip
+    assert status == 0, out + err
+    written = target.committed_offsets(list(positions))
+    assert {g: written[g][TP(topic, 0)].offset for g in positions} == positions
