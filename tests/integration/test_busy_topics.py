@@ -82,3 +82,37 @@ def test_a_migration_onto_a_complete_replica_of_a_busy_partition_writes_every_gr
     assert status == 0, out + err
     written = target.committed_offsets(list(positions))
     assert {g: written[g][TP(topic, 0)].offset for g in positions} == positions
+
+
+def test_a_migration_stops_waiting_for_a_position_no_later_plan_can_prove(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """A replica whose copy put a record past a group's position before it (as a reordering copy does): no
+    record the target gains later changes that. ``migrate`` says so at its first plan, apart from "not caught
+    up", with the way forward, and does not wait out its catch-up timeout; told to move what is exact
+    (``--on-wait-timeout commit_empty``), it moves the group it proved and leaves the other."""
+    topic, prefix = unique("moved"), unique("moved")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = bulk(source, topic, 400)
+    reordered = [*records[:100], records[130], *records[100:130], *records[131:]]  # 130 copied before 100
+    target.produce(topic, 0, ((r.key, r.value, r.headers, r.timestamp) for r in reordered))
+    doubted, proven = f"{prefix}-doubted", f"{prefix}-proven"
+    commit(source, doubted, {TP(topic, 0): 120})
+    commit(source, proven, {TP(topic, 0): 300})
+    status, out, err = run_cli(
+        "migrate", "--source-bootstrap-servers", brokers.source.bootstrap_servers,
+        "--bootstrap-servers", brokers.target.bootstrap_servers, "--snapshots", str(tmp_path / "snapshots"),
+        "--plan", str(tmp_path / "plan.json"), "--groups", f"{prefix}-.*", "--poll-interval", "0.3",
+        "--catch-up-timeout", "120", "--on-wait-timeout", "commit_empty", "--execute",
+    )  # fmt: skip
+    assert status == 3, out + err
+    assert "not exact after 1 plans" in out and "CANNOT BE PROVEN  1 of them" in out, out
+    assert "offset-restore apply --execute with this run's --plan" in out
+    written = {
+        g: {tp.partition: c.offset for tp, c in o.items()}
+        for g, o in target.committed_offsets([doubted, proven]).items()
+    }
+    assert written == {doubted: {}, proven: {0: 300}}, out
+    [entry] = [e for e in PlanFile(str(tmp_path / "plan.json")).load().entries if e.group == doubted]
+    assert entry.unprovable and not entry.exact and entry.target_offset == 100, entry

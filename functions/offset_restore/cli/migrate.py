@@ -207,6 +207,7 @@ def migration_lines(result: MigrationResult, catch_up_timeout_s: float) -> list[
             f"  NOT CAUGHT UP     {s.not_exact:,} of {s.entries:,} group-partitions not exact after {result.plans} "
             f"plans ({result.caught_up_s:.1f} s of {catch_up_timeout_s:g}); " + _not_caught_up_outcome(result),
             *_never_mapped(s),
+            *_never_proven(s),
             *plan_summary(result.plan)[1:],
         ]
     return lines
@@ -220,6 +221,18 @@ def _never_mapped(s: PlanSummary) -> list[str]:
         f"  CANNOT BE MAPPED  {s.held:,} of them are of a topic whose shape changed on the target, which no record "
         "maps (no partition header): not waited for, as a later plan reads the same topic; keep those groups on "
         "the source, or give the target the topic with the source's partitions (the reasons are below)"
+    ]
+
+
+def _never_proven(s: PlanSummary) -> list[str]:
+    """Entries no later plan proves, not waited for: the way forward named."""
+    if not s.unprovable:
+        return []
+    return [
+        f"  CANNOT BE PROVEN  {s.unprovable:,} of them are not exact for records the target already holds (moved "
+        "before the position, copied twice, or identical: the reasons are below), which no later plan changes: not "
+        "waited for. Write those groups where they resume early (offset-restore apply --execute with this run's "
+        "--plan: they read again what lies between), or keep them on the source"
     ]
 
 

@@ -174,6 +174,9 @@ class PlanEntry(LeanModel):
     source (``PartitionSnapshot.delivered_after_start``, at most this many). Resuming from the start offset,
     they are delivered again, beyond ``max_duplicates``. Null: not known (a broker before Kafka 4.2) or not
     a share group."""
+    unprovable: bool = False
+    """Not exact for records the target already holds (moved before the position, copied twice, identical):
+    no later plan proves it, so a migration does not wait for it (``PlanSummary.unprovable``)."""
     holds_group: bool = False
     """Apply writes no partition of this group while this entry stands (a topic whose shape changed in
     the restore, not mapped: ``reason`` says why and what would end it)."""
@@ -234,6 +237,9 @@ class PlanSummary(BaseModel):
     held: int = 0
     """Unmapped entries that hold their group: a topic whose shape changed that nothing the target holds maps
     (no partition header). A later plan of the same target reads the same shape, so nothing waits for them."""
+    unprovable: int = 0
+    """Mapped entries not exact for records the target already holds (``PlanEntry.unprovable``): no later plan
+    proves them, so nothing waits for them either."""
     by_method: dict[str, int] = Field(default_factory=dict)
     max_duplicates_total: int = 0
     entries_without_bound: int = 0
@@ -263,9 +269,9 @@ class PlanSummary(BaseModel):
 
     @property
     def awaiting_catch_up(self) -> int:
-        """A migration's entries a later plan may still prove exact: all not exact but those ``held`` (one
-        rule for the CLI's ``migrate`` and the workflow's mode migrate)."""
-        return self.not_exact - self.held
+        """A migration's entries a later plan may still prove exact: all not exact but those ``held`` and
+        ``unprovable`` (one rule for the CLI's ``migrate`` and the workflow's mode migrate)."""
+        return self.not_exact - self.held - self.unprovable
 
     @classmethod
     def of(cls, entries: Iterable[PlanEntry]) -> PlanSummary:
@@ -300,6 +306,7 @@ class SummaryTally:
         n["redelivered_total"] += e.redelivered or 0
         n["entries_exposure_unknown"] += e.exposure is None
         n["held"] += e.status == "unmapped" and e.holds_group
+        n["unprovable"] += e.status not in ("pending", "unmapped") and e.unprovable and not e.exact
         # Mapped means a target offset was found, whatever apply did with it since.
         if e.status not in ("pending", "unmapped") and e.target_offset is not None:
             n["mapped"] += 1
@@ -319,6 +326,7 @@ class SummaryTally:
             pending=self.statuses["pending"],
             unmapped=self.statuses["unmapped"],
             held=n["held"],
+            unprovable=n["unprovable"],
             by_method=dict(sorted(self.methods.items())),
             max_duplicates_total=n["max_duplicates_total"],
             entries_without_bound=n["entries_without_bound"],

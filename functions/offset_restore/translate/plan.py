@@ -417,6 +417,7 @@ def _entry(
         metadata=p.metadata,
         expected_fingerprint=decision.expected_fingerprint,
         never_restored=decision.never_read,
+        unprovable=decision.unprovable and not decision.exact,
         redelivered=p.delivered_after_start,
         anchor_offset=decision.anchor[0] if decision.anchor else None,
         anchor_source_offset=decision.anchor[1] if decision.anchor else None,

@@ -161,6 +161,9 @@ class Decision:
     never_read: int | None = None
     """With the restore declared complete: at most this many source records the group had not processed
     are not on the target and never will be (offsets counted; the source's records there were not read)."""
+    unprovable: bool = False
+    """Not exact for what the target already holds (records moved before the position, copied twice, or
+    identical ones): records the target gains later change nothing, so no later plan proves it."""
 
 
 @dataclass

@@ -354,6 +354,7 @@ def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], pl
             f"target offsets {', '.join(map(str, newer[:5]))} before the match hold records as recent as the "
             "snapshot's next record (records past the position, moved earlier?): resume at the first of them, "
             "duplicates not bounded",
+            unprovable=True,
         )
     oldest = min(e.timestamp for e in evidence[len(evidence) - place.n :])
     older = [r.offset for r in window[last + 1 :] if r.timestamp < oldest]
@@ -369,6 +370,7 @@ def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], pl
             "evidence: a region copied twice or reordered may follow; resume at the match, duplicates not bounded",
             pos.next.fingerprint if pos.next is not None else None,
             anchor,
+            unprovable=True,
         )
     if pos.next is not None:
         return Decision("mapped", window[last].offset, "fingerprint", True, 0, None, pos.next.fingerprint, anchor)
@@ -402,4 +404,5 @@ def _around_strays(
         f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
         "out of order; resume at the earliest copy of the next record, duplicates not bounded",
         pos.next.fingerprint if at is not None and pos.next is not None and not newer else None,
+        unprovable=True,
     )
