@@ -31,6 +31,7 @@ from offset_restore.devtools.apache_broker import (
     kafka_classpath,
 )
 from offset_restore.devtools.brokers import start_all
+from offset_restore.devtools.local_aws import local_workflow
 from offset_restore.errors import WriterFencedError
 from offset_restore.formats.streams import internal_topic
 from offset_restore.kafka import internals, share_protocol
@@ -38,6 +39,8 @@ from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.snapshot.run import run_snapshot
+from offset_restore.stores.storage import S3Store
 
 from tests.helpers import TEST_BROKER, Brokers, Produced, commit, produce, restore, unique
 
@@ -339,6 +342,39 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     # DeleteShareGroupOffsets removes a whole topic's: partition 1 is set back to what it held.
     assert start_offsets_shown(brokers.target, queue, topic) == {1: "3"}
     assert target.committed_offsets([consumers]) == {consumers: {}}
+
+
+def test_the_workflow_restores_a_share_group_and_reports_it(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster
+) -> None:
+    """On 4.4 the deployed workflow (moto's state machine, the real handlers) carries a share group as the
+    CLI does: the scheduled snapshot reads its start offset (60), the run plans it exactly onto a restore that
+    began at source offset 10 and writes 50 with AlterShareGroupOffsets; its report names the kind."""
+    assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
+    if brokers.source.version.startswith("3."):
+        return
+    topic, queue = unique("flow-jobs"), unique("flow-queue")
+    source.create_topics({topic: 1})
+    records = produce(source, topic, 0, 100)
+    share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset",
+                      "60", "--execute")  # fmt: skip
+    with local_workflow(brokers.source.bootstrap_servers, brokers.target.bootstrap_servers) as flow:
+        run_snapshot(brokers.source_settings, S3Store("offset-restore", "", flow.s3),
+                     SnapshotOptions(groups=queue, cluster="src"))  # fmt: skip
+        target.create_topics({topic: 1})
+        restore(target, topic, 0, [r for r in records if r.offset >= 10])
+        result = flow.run({"groups": queue, "mode": "apply"}, name="share-run-1")
+        assert result["status"] == "SUCCEEDED", result.get("cause")
+        report = flow.report("share-run-1")
+    assert start_offsets_shown(brokers.target, queue, topic) == {0: "50"}
+    [entry] = report["entries"]
+    assert (entry["group_kind"], entry["target_offset"], entry["exact"], entry["status"]) == (
+        "share",
+        50,
+        True,
+        "committed",
+    )
+    assert report["outcome"] == "applied"
 
 
 def test_a_share_group_with_a_consumer_on_the_target_is_waited_for_and_a_fenced_writer_sets_nothing(
