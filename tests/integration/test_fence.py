@@ -168,7 +168,7 @@ def test_the_broker_alone_does_not_refuse_a_transactional_commit_into_a_group_wi
     produce(target, topic, 0, 5)
     tp, busy = TP(topic, 0), unique("fence-busy")
     fence = target.take_fence(fresh_id())
-    monkeypatch.setattr(target, "_with_members", lambda groups: [])  # the write's own check left out
+    monkeypatch.setattr(target, "_not_writable", lambda groups: {})  # the write's own check left out
     with active_member(brokers.target.bootstrap_servers, busy, topic):
         admin = target.alter_offsets(busy, offsets(tp, 4))
         transactional = target.fenced_offsets({busy: offsets(tp, 2)}, fence)

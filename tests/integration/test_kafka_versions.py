@@ -32,10 +32,11 @@ from offset_restore.devtools.apache_broker import (
 )
 from offset_restore.devtools.brokers import start_all
 from offset_restore.devtools.local_aws import local_workflow
-from offset_restore.errors import WriterFencedError
+from offset_restore.errors import ClusterError, WriterFencedError
 from offset_restore.formats.streams import internal_topic
 from offset_restore.kafka import internals, share_protocol
 from offset_restore.kafka.cluster import KafkaCluster
+from offset_restore.kafka.fence import SHARE_GROUP_THERE
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
@@ -342,6 +343,32 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     # DeleteShareGroupOffsets removes a whole topic's: partition 1 is set back to what it held.
     assert start_offsets_shown(brokers.target, queue, topic) == {1: "3"}
     assert target.committed_offsets([consumers]) == {consumers: {}}
+
+
+def test_a_consumer_groups_write_into_a_share_group_of_its_id_is_refused_by_name(
+    brokers: Brokers, target: KafkaCluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On 4.4 the brokers acknowledge a transactional commit into a share group and apply none of it (shown
+    with the write's own check left out): the fenced write refuses a consumer group's offsets where the target
+    holds a share group of that id, by name, and writes nothing; an admin commit the brokers refuse."""
+    assert isinstance(brokers.target, ApacheBroker)
+    if brokers.target.version.startswith("3."):
+        return
+    topic, queue = unique("kinds"), unique("kinds-queue")
+    target.create_topics({topic: 1})
+    target.produce(topic, 0, [(b"k", b"v", [], None)] * 10)
+    tp = TP(topic, 0)
+    share_groups_tool(brokers.target, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset",
+                      "4", "--execute")  # fmt: skip
+    with KafkaCluster(target.settings) as writer:  # the plan says consumer group: not told it is a share group
+        writer.hold_fence()
+        assert writer.alter_offsets_many({queue: {tp: CommittedOffset(7, None)}}) == {queue: {tp: SHARE_GROUP_THERE}}
+        monkeypatch.setattr(writer, "_not_writable", lambda groups: {})
+        with pytest.raises(ClusterError, match="acknowledged the write's transaction and shows none of its offsets"):
+            writer.alter_offsets_many({queue: {tp: CommittedOffset(8, None)}})
+    assert target.alter_offsets(queue, {tp: CommittedOffset(9, None)}) == {tp: "GroupIdNotFoundError"}
+    assert start_offsets_shown(brokers.target, queue, topic) == {0: "4"}, "acknowledged, and none of it applied"
+    assert target.committed_offsets([queue]) == {queue: {}}
 
 
 def test_the_workflow_restores_a_share_group_and_reports_it(

@@ -33,7 +33,9 @@ from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, Wr
 from offset_restore.formats.plan import Plan, PlanEntry, share_groups, written_by_apply
 from offset_restore.formats.streams import internal_topic
 from offset_restore.heap import full_collections_rare
+from offset_restore.kafka.fence import MEMBER_JOINED
 from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.share_protocol import NOT_EMPTY
 from offset_restore.snapshot.filters import rewind_option
 
 __all__ = ["NOT_WRITTEN", "NO_ANSWER", "apply_plan", "maybe_written"]
@@ -47,6 +49,11 @@ JournalHook = Callable[[Sequence[PlanEntry]], None]
 BATCH = 500
 PROGRESS_SAVE_S = 5.0
 """During the commits, the plan is saved after a batch at most this often (and always at the end)."""
+
+
+MEMBER_ERRORS = {MEMBER_JOINED, NOT_EMPTY, "IllegalGenerationError", "RebalanceInProgressError"}
+"""The refusals of a write into a group that has members: the group is active, to be written by a later run.
+Any other refusal of a whole group (a group of another kind there) fails it, in the brokers' words."""
 
 
 @full_collections_rare()
@@ -350,7 +357,7 @@ class _ApplyRun:
                 if entry.status == "mapped":
                     entry.mark_committed()
             return
-        if len(errors) == len(written):
+        if len(errors) == len(written) and set(errors.values()) <= MEMBER_ERRORS:
             reason = ", ".join(sorted(set(errors.values())))
             self.report.skip(group, "active", f"the broker refused the commit ({reason}): a member joined meanwhile")
             return

@@ -35,9 +35,18 @@ from offset_restore.errors import ClusterError, CommitInterruptedError, WriterFe
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.calls import pipelined
 from offset_restore.kafka.commits import Commits
-from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.model import SHARE_GROUP, TP, CommittedOffset
 
-__all__ = ["FENCE_LANES", "MEMBER_JOINED", "TRANSACTION_TIMEOUT_MS", "Fence", "Fences", "fence_id", "fence_ids"]
+__all__ = [
+    "FENCE_LANES",
+    "MEMBER_JOINED",
+    "SHARE_GROUP_THERE",
+    "TRANSACTION_TIMEOUT_MS",
+    "Fence",
+    "Fences",
+    "fence_id",
+    "fence_ids",
+]
 
 TRANSACTION_TIMEOUT_MS = 60_000
 """How long the cluster keeps a writer's transaction open before aborting it: a writer that died in the
@@ -52,6 +61,10 @@ _COORDINATOR_WAIT_S = 0.5
 MEMBER_JOINED = "UnknownMemberIdError"
 """The error a group that gained a member during the write gets, per partition: the one the brokers give
 an admin commit into a group with members (nothing of the group was written)."""
+SHARE_GROUP_THERE = "GroupIdNotFoundError: a share group of that id is on the target, not a consumer group"
+"""The error a consumer group's write gets where the target holds a share group of its id: the brokers
+acknowledge a transactional commit into it and apply none of it (seen on Kafka 4.4), so the write's check
+refuses it by name (nothing of the group was written)."""
 
 
 FENCE_LANES = 40
@@ -268,7 +281,7 @@ class Fences(Commits):
             try:
                 self._add_groups(fence, groups)
                 answers = self._txn_commits(fence, groups, offsets_by_group)
-                busy = self._with_members(groups)
+                busy = self._not_writable(groups)
             except (ClusterError, CommitInterruptedError) as error:
                 self._abort(fence)
                 if isinstance(error, WriterFencedError):
@@ -281,7 +294,7 @@ class Fences(Commits):
                 self._check_applied({g: offsets_by_group[g] for g in groups})
                 return {**answers, **joined}
             self._abort(fence)  # written again without them, in a transaction of its own
-            joined.update({g: dict.fromkeys(offsets_by_group[g], MEMBER_JOINED) for g in busy})
+            joined.update({g: dict.fromkeys(offsets_by_group[g], why) for g, why in busy.items()})
             groups = [g for g in groups if g not in busy]
         return joined
 
@@ -302,13 +315,21 @@ class Fences(Commits):
             "where no other writer can run"
         )
 
-    def _with_members(self, groups: Sequence[str]) -> list[str]:
-        """The groups that have members now, inside the write's transaction: the brokers refuse an admin
-        commit into such a group but accept a transactional one, so the write checks them itself. A
-        consumer that joins after this check and asks for stable offsets (KIP-447) waits for the
-        transaction's end and reads what it wrote."""
+    def _not_writable(self, groups: Sequence[str]) -> dict[str, str]:
+        """The groups not to write, with the error each partition of theirs gets, as they are now, inside the
+        write's transaction: those with members (``MEMBER_JOINED``) and share groups (``SHARE_GROUP_THERE``).
+        The brokers refuse an admin commit into either but accept a transactional one (applying none of it
+        to a share group), so the write checks them itself. A consumer that joins after this check and asks
+        for stable offsets (KIP-447) waits for the transaction's end and reads what it wrote."""
         described = self.describe_groups(groups)  # type: ignore[attr-defined]
-        return [g for g in groups if (info := described.get(g)) is not None and info.occupied]
+        refused: dict[str, str] = {}
+        for group in groups:
+            info = described.get(group)
+            if info is not None and info.error is None and info.protocol_type == SHARE_GROUP:
+                refused[group] = SHARE_GROUP_THERE
+            elif info is not None and info.occupied:
+                refused[group] = MEMBER_JOINED
+        return refused
 
     def _add_groups(self, fence: Fence, groups: Sequence[str]) -> None:
         """AddOffsetsToTxn for every group, pipelined to the transaction coordinator (one group a request)."""
