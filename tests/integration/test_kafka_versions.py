@@ -345,6 +345,34 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     assert target.committed_offsets([consumers]) == {consumers: {}}
 
 
+def test_a_migration_moves_a_share_group_once_it_is_empty_on_the_source(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
+) -> None:
+    """On 4.4 ``migrate`` moves a share group as it moves a consumer group: named among the groups it waits for
+    while its consumer holds records on the source (listed Stable), then, empty, its start offset (60) proven
+    on a replica without headers and written there."""
+    assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
+    if brokers.source.version.startswith("3."):
+        return
+    topic, queue = unique("move-jobs"), unique("move-queue")
+    source.create_topics({topic: 1})
+    target.create_topics({topic: 1})
+    records = produce(source, topic, 0, 100)
+    restore(target, topic, 0, records, header=None)
+    share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset",
+                      "60", "--execute")  # fmt: skip
+    flags = ["--source-bootstrap-servers", brokers.source.bootstrap_servers, "--bootstrap-servers",
+             brokers.target.bootstrap_servers, "--snapshots", str(tmp_path / "snapshots"), "--groups", queue,
+             "--poll-interval", "0.3", "--execute"]  # fmt: skip
+    with share_consumer(brokers.source, queue, topic, accepts_from=1_000):  # holds 60-99, acknowledges none
+        status, out, err = run_cli("migrate", *flags, "--plan", str(tmp_path / "held.json"), "--wait-timeout", "1")
+    assert status != 0 and queue in out + err and "Stable" in out + err, out + err
+    assert target.committed_offsets([queue]) == {queue: {}}
+    status, out, err = run_cli("migrate", *flags, "--plan", str(tmp_path / "plan.json"))
+    assert status == 0, out + err
+    assert start_offsets_shown(brokers.target, queue, topic) == {0: "60"}
+
+
 def test_a_consumer_groups_write_into_a_share_group_of_its_id_is_refused_by_name(
     brokers: Brokers, target: KafkaCluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -4,7 +4,7 @@ groups it waits for, when the wait ends, what is left out of the final snapshot,
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -31,6 +31,9 @@ class FakeSource:
 
     def list_group_ids(self) -> list[str]:
         return [*self.leaves_after, "other-service"]
+
+    def treat_as_share_groups(self, group_ids: Iterable[str]) -> None:
+        """Every group here is read alike, whatever its kind."""
 
     def describe_groups(self, group_ids: Sequence[str]) -> dict[str, GroupInfo]:
         self.looks += 1

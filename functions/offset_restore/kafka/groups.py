@@ -14,7 +14,7 @@ from kafka import KafkaConsumer
 
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.model import SHARE_GROUP, GroupInfo, committed_groups
+from offset_restore.kafka.model import SHARE_GROUP, GroupInfo
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 from offset_restore.kafka.share_groups import ShareGroups
 
@@ -25,8 +25,9 @@ class Groups(ShareGroups):
     """Mixin of ``KafkaCluster``: consumer groups."""
 
     def list_group_ids(self) -> list[str]:
-        """The groups whose positions are committed offsets: every kind but share groups."""
-        return committed_groups(self.list_groups())
+        """Every group the brokers list, of every kind, sorted (a share group's start offsets stand for its
+        committed offsets: ``list_groups`` tells this connection which those are)."""
+        return sorted(self.list_groups())
 
     def list_groups(self) -> dict[str, str]:
         """Every group the brokers know, with its kind (``protocol.group_kinds``); the share groups among them

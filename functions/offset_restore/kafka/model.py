@@ -20,7 +20,6 @@ __all__ = [
     "GroupInfo",
     "LogBounds",
     "PartitionFetch",
-    "committed_groups",
 ]
 
 
@@ -153,13 +152,7 @@ def topic_ids(identities: Mapping[TP, PartitionIdentity]) -> dict[str, str]:
 
 SHARE_GROUP = "share"
 """The kind of a share group (KIP-932, a queue): its position is a start offset per share-partition, not a
-committed offset; OffsetFetch and OffsetCommit know nothing of it."""
-
-
-def committed_groups(kinds: Mapping[str, str]) -> list[str]:
-    """Of groups listed with their kind, those whose positions are committed offsets (every kind but share
-    groups), sorted: what a snapshot, a migration and apply carry."""
-    return sorted(g for g, kind in kinds.items() if kind != SHARE_GROUP)
+committed offset; OffsetFetch and OffsetCommit know nothing of it (``share_groups.py`` reads and writes it)."""
 
 
 @dataclass(frozen=True, slots=True)

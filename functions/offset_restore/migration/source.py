@@ -8,13 +8,13 @@ moves the others and leaves it where it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from offset_restore.apply.model import Progress
 from offset_restore.apply.waiting import Polling, WaitTimeoutError, active_groups, poll_until_empty, still_active
-from offset_restore.formats.plan import PlanEntry
+from offset_restore.formats.plan import PlanEntry, share_groups
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo
 from offset_restore.snapshot.filters import NameFilter, pattern_for
 
@@ -39,6 +39,7 @@ class SourceGroups(Protocol):
 
 class SourceOffsets(SourceGroups, Protocol):
     def committed_offsets(self, group_ids: Sequence[str]) -> dict[str, dict[TP, CommittedOffset]]: ...
+    def treat_as_share_groups(self, group_ids: Iterable[str]) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,8 @@ def active_phrase(active: Mapping[str, GroupInfo]) -> str:
 
 
 def selected_groups(source: SourceGroups, selected: NameFilter) -> list[str]:
-    """The groups on the source a migration moves, in name order."""
+    """The groups on the source a migration moves, in name order: every kind, share groups too (waited for
+    until listed empty, as the others are until they have no members)."""
     return sorted(g for g in source.list_group_ids() if selected(g))
 
 
@@ -113,6 +115,7 @@ def moved_since_snapshot(source: SourceOffsets, entries: Mapping[str, Sequence[P
     committed offset other than the one the plan moves (a consumer committed without joining, or ran and
     stopped again). Their offsets on the target would be older than what they processed since."""
     groups = sorted(entries)
+    source.treat_as_share_groups(share_groups(e for group in entries.values() for e in group))
     held = {g: f"{STARTED_AGAIN}: {still_active({g: i})}" for g, i in active_on(source, groups).items()}
     rest = [g for g in groups if g not in held]
     now = source.committed_offsets(rest) if rest else {}
