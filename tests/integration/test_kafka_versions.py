@@ -97,22 +97,35 @@ def test_each_version_runs_its_own_jars(brokers: Brokers) -> None:
         assert f"metadata.version {major_minor}-IV" in log, log[-2000:]
 
 
-def share_group(broker: ApacheBroker, topic: str, group: str) -> None:
-    """A share group made as its users make one: Kafka's console share consumer joins it (and leaves)."""
-    done = java_tool(
-        "org.apache.kafka.tools.consumer.ConsoleShareConsumer",
-        ["--bootstrap-server", broker.bootstrap_servers, "--topic", topic, "--group", group, "--timeout-ms", "4000"],
-        log4j=broker.log4j,
-        version=broker.version,
-        timeout_s=90,
-    )
-    assert "Processed a total of" in done.stdout + done.stderr, done.stdout + done.stderr
-
-
 STREAMS_APP = Path(__file__).parent.parent / "fixtures" / "StreamsApp.java"
 """A stateless Kafka Streams application of the streams rebalance protocol (run from source by ``java``)."""
 STREAMS_GROUP_DESCRIBE = 89
 """The request that describes a streams-protocol group (Kafka 4.1 on): what a broker without that kind lacks."""
+
+
+@contextmanager
+def java_application(broker: ApacheBroker, source_file: Path, args: list[str], ready: str) -> Iterator[str]:
+    """A Java program of ours run from source on ``broker``'s jars until the block ends (its stdin closed: it
+    stops as its users' applications do, its members leaving). Yields its first line starting with ``ready``."""
+    command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version), str(source_file)]
+    app = subprocess.Popen(
+        [*command, broker.bootstrap_servers, *args],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(line.rstrip() for line in app.stdout or ()), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 120
+    try:
+        while not (said := next((line for line in lines if line.startswith(ready)), "")):
+            assert app.poll() is None and time.monotonic() < deadline, "\n".join(lines[-30:])
+            time.sleep(0.2)
+        yield said
+    finally:
+        assert app.stdin is not None
+        app.stdin.close()
+        app.wait(60)
+        reader.join(5)
 
 
 @contextmanager
@@ -122,25 +135,9 @@ def streams_application(
     """A Streams application of the streams protocol running on ``broker`` until the block ends (then closed,
     its member gone): the group ``app_id`` of kind ``streams``; ``repartition``: its records pass through a
     repartition topic of its own."""
-    command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version), str(STREAMS_APP)]
-    app = subprocess.Popen(
-        [*command, broker.bootstrap_servers, app_id, source, sink, str(state), *["repartition"][: int(repartition)]],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(line.rstrip() for line in app.stdout or ()), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 120
-    try:
-        while "STATE RUNNING" not in lines:
-            assert app.poll() is None and time.monotonic() < deadline, "\n".join(lines[-30:])
-            time.sleep(0.2)
+    args = [app_id, source, sink, str(state), *["repartition"][: int(repartition)]]
+    with java_application(broker, STREAMS_APP, args, "STATE RUNNING"):
         yield
-    finally:
-        assert app.stdin is not None
-        app.stdin.close()  # the application closes: its member leaves the group
-        app.wait(60)
-        reader.join(5)
 
 
 def test_a_streams_application_of_the_new_protocol_is_waited_for_and_written_once_it_stops(
@@ -265,25 +262,8 @@ def share_consumer(broker: ApacheBroker, group: str, topic: str, accepts_from: i
     """Kafka's share consumer in ``group`` given one delivery of ``topic``: it acknowledges the records at or
     past ``accepts_from`` and leaves those before unacknowledged (the start offset stays at the first), until
     the block ends. Yields what it said it did."""
-    command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version), str(SHARE_APP)]
-    app = subprocess.Popen(
-        [*command, broker.bootstrap_servers, group, topic, str(accepts_from)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    lines: list[str] = []
-    reader = threading.Thread(target=lambda: lines.extend(line.rstrip() for line in app.stdout or ()), daemon=True)
-    reader.start()
-    deadline = time.monotonic() + 120
-    try:
-        while not (said := next((line for line in lines if line.startswith("HOLDING")), "")):
-            assert app.poll() is None and time.monotonic() < deadline, "\n".join(lines[-30:])
-            time.sleep(0.2)
+    with java_application(broker, SHARE_APP, [group, topic, str(accepts_from)], "HOLDING") as said:
         yield said
-    finally:
-        assert app.stdin is not None
-        app.stdin.close()
-        app.wait(60)
-        reader.join(5)
 
 
 def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(

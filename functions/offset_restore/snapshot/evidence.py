@@ -73,11 +73,12 @@ def collect_evidence(
     """Evidence per (partition, committed offset), ``n`` records before each and more where the window
     begins inside the next record's millisecond (``RUN_EVIDENCE_RECORDS``); ``wanted`` partitions must have
     ``bounds``."""
-    result, stats = _collect(wanted, bounds, n, fetch, offset_header=offset_header, progress=progress)
+    reading = _Reading(bounds, fetch, offset_header)
+    result, stats = _collect(wanted, n, reading, progress)
     size = n
     while (inside := _inside_runs(result, size)) and size < RUN_EVIDENCE_RECORDS:
         size = min(RUN_EVIDENCE_RECORDS, size * _RUN_GROWTH)
-        longer, more = _collect(inside, bounds, size, fetch, offset_header=offset_header)
+        longer, more = _collect(inside, size, reading)
         result.update(longer)
         stats.rounds, stats.records_read = stats.rounds + more.rounds, stats.records_read + more.records_read
         stats.incomplete += more.incomplete
@@ -101,16 +102,20 @@ def _inside_runs(result: Mapping[tuple[TP, int], Evidence], n: int) -> dict[TP, 
     return inside
 
 
+@dataclass(frozen=True, slots=True)
+class _Reading:
+    """What every pass of one collection reads with."""
+
+    bounds: Mapping[TP, LogBounds]
+    fetch: Fetch
+    offset_header: str | None
+
+
 def _collect(
-    wanted: Mapping[TP, set[int]],
-    bounds: Mapping[TP, LogBounds],
-    n: int,
-    fetch: Fetch,
-    *,
-    offset_header: str | None,
-    progress: Callable[[int, int], None] | None = None,
+    wanted: Mapping[TP, set[int]], n: int, reading: _Reading, progress: Callable[[int, int], None] | None = None
 ) -> tuple[dict[tuple[TP, int], Evidence], EvidenceStats]:
     """One pass: ``n`` records before each position, and its next record."""
+    bounds, fetch, offset_header = reading.bounds, reading.fetch, reading.offset_header
     result: dict[tuple[TP, int], Evidence] = {}
     work = _start(wanted, bounds, n, result)
     total = sum(len(offsets) for offsets in wanted.values())
