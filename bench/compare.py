@@ -107,12 +107,15 @@ def run_cli(*argv: str) -> str:
 # -- the source ------------------------------------------------------------------------------------
 
 
-def records_of(p: int, records: int, seed: int, lost: int) -> Iterator[tuple[bytes, bytes, list[Any], int]]:
+def records_of(
+    p: int, records: int, seed: int, lost: int, per_ms: int = 1
+) -> Iterator[tuple[bytes, bytes, list[Any], int]]:
+    """A partition's records, ``per_ms`` to a millisecond (a bulk producer puts tens in one)."""
     rng = random.Random(seed * 1000 + p)
     for i in range(records):
         value = rng.randbytes(100)
         if i >= lost:
-            yield f"{p}:{i}".encode(), value, [], BASE_MS + i
+            yield f"{p}:{i}".encode(), value, [], BASE_MS + i // per_ms
 
 
 def write_source(source: KafkaCluster, args: argparse.Namespace) -> dict[int, int]:
@@ -120,7 +123,7 @@ def write_source(source: KafkaCluster, args: argparse.Namespace) -> dict[int, in
     source.create_topics({TOPIC: args.partitions})
     lost = {p: (args.records // 100 if p % 2 == 0 else 0) for p in range(args.partitions)}
     for p in range(args.partitions):
-        source.produce(TOPIC, p, records_of(p, args.records, args.seed, 0))
+        source.produce(TOPIC, p, records_of(p, args.records, args.seed, 0, getattr(args, "per_ms", 1)))
     source.delete_records({TP(TOPIC, p): n for p, n in lost.items() if n})
     return lost
 
@@ -134,7 +137,7 @@ def write_copy(copy: KafkaCluster, args: argparse.Namespace, lost: dict[int, int
             p,
             (
                 (k, v, [(DEFAULT_OFFSET_HEADER, int(k.split(b":")[1]).to_bytes(8, "big"))], ts)
-                for k, v, _, ts in records_of(p, args.records, args.seed, lost[p])
+                for k, v, _, ts in records_of(p, args.records, args.seed, lost[p], getattr(args, "per_ms", 1))
             ),
         )
 

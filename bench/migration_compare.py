@@ -3,6 +3,8 @@ next record, on Apache Kafka 4.1.1 brokers and the real MirrorMaker 2.
 
     python -m bench.migration_compare                  # 2 partitions x 20,000 records
     python -m bench.migration_compare --records 5000   # quicker
+    python -m bench.migration_compare --per-millisecond 30 --output bench/results/migration-busy.md
+                                                       # a bulk producer: 30 records to a millisecond
 
 **The migration** (the source is up): a source topic (the first 1% of partition 0 deleted, so offsets
 differ), static groups at many lags (``bench.compare.static_groups``) and live groups, real kafka-python
@@ -275,7 +277,7 @@ def failback(args: argparse.Namespace, brokers: dict[str, ApacheBroker], work: P
     with KafkaCluster(brokers["primary"].settings()) as primary, KafkaCluster(brokers["dr"].settings()) as dr:
         primary.create_topics({TOPIC: parts})
         for p in range(parts):
-            primary.produce(TOPIC, p, records_of(p, n, args.seed, 0))
+            primary.produce(TOPIC, p, records_of(p, n, args.seed, 0, args.per_ms))
         write_copy(dr, args, dropped)
         for p in range(parts):
             dr.produce(
@@ -383,8 +385,10 @@ def table(rows: list[tuple[Tool, dict[str, Any]]], facts: dict[str, Any], args: 
     lines = [
         f"# A migration and a failback (Apache Kafka {KAFKA_VERSION}, {datetime.now(UTC):%Y-%m-%d})",
         "",
-        f"Command: `python -m bench.migration_compare --partitions {args.partitions} --records {args.records}` "
-        f"(ran {facts['duration_s']:.0f} s end to end). Machine: {platform.machine()}, {facts['cpus']} cores, "
+        f"Command: `python -m bench.migration_compare --partitions {args.partitions} --records {args.records}"
+        + (f" --per-millisecond {args.per_ms}" if args.per_ms != 1 else "")
+        + f"` (ran {facts['duration_s']:.0f} s end to end; {args.per_ms} records to a millisecond). "
+        f"Machine: {platform.machine()}, {facts['cpus']} cores, "
         f"Python {platform.python_version()}; brokers and MirrorMaker 2 from Maven Central's {KAFKA_VERSION} "
         "jars, each broker its own single-node KRaft cluster on this machine. MirrorMaker 2: dedicated mode, "
         "one process, three flows (source -> mm2, cli, wf replicas), identity replication policy, "
@@ -488,6 +492,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--failback-catch-up-s", type=float, default=15.0)
     parser.add_argument("--no-workflow", action="store_true")
     parser.add_argument("--seed", type=int, default=35)
+    parser.add_argument(
+        "--per-millisecond", dest="per_ms", type=int, default=1,
+        help="records a producer puts in one millisecond (default 1; a bulk producer's busy partition: 30)",
+    )  # fmt: skip
     parser.add_argument("--output", default=str(RESULTS / "migration.md"))
     args = parser.parse_args(argv)
     started = time.perf_counter()

@@ -183,9 +183,13 @@ def test_fingerprint_without_headers_and_ambiguity_with_identical_payloads(make:
     entries = s.plan(snap, strategies=("header", "fingerprint"))
     assert (entries[(g_distinct, 0)].method, entries[(g_distinct, 0)].target_offset) == ("fingerprint", 67)
     assert entries[(g_distinct, 0)].exact
-    ambiguous = entries[(g_same, 0)]
-    assert ambiguous.status == "unmapped" and "ambiguous" in (ambiguous.reason or "")
-    assert "carries header" in (ambiguous.reason or "")
+    # Inside the identical run: the snapshot's evidence reaches back through the run's millisecond to the
+    # distinct record before it, which places the run; the copies of its next record in the run leave it
+    # unproven: it resumes at the first of them, where the run begins (127), earlier, claiming no bound.
+    inside = entries[(g_same, 0)]
+    assert (inside.status, inside.target_offset, inside.exact, inside.max_duplicates) == ("mapped", 127, False, None)
+    assert "a copy of a record at or past source offset 135 lies at target offset 127" in (inside.reason or "")
+    assert inside.unprovable, "no later plan changes what the target already holds"
     # Caught up after 30 identical records: the last evidence records are identical too.
     assert entries[(g_caught, 0)].status == "unmapped"
 
