@@ -270,11 +270,11 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     brokers: Brokers, source: KafkaCluster, target: KafkaCluster, tmp_path: Path
 ) -> None:
     """On 4.4 a share group, beside a consumer group, is snapshotted as one: on partition 0 Kafka's own tool
-    set its start offset to 100 and its consumer then acknowledged the records from 150 on and left 100-149
-    unacknowledged (the start offset stays at 100; 50 records past it are done), on partition 1 the tool set
-    its end, 200. It is planned exactly onto a restore that began at source offset 10 (90 and 190), the 50
+    set its start offset to 120 and its consumer then acknowledged the records from 170 on and left 120-169
+    unacknowledged (the start offset stays at 120; 30 records past it are done), on partition 1 the tool set
+    its end, 200. It is planned exactly onto a restore that began at source offset 10 (110 and 190), the 30
     records said to be delivered again, applied through the fence with AlterShareGroupOffsets — Kafka's tool
-    reads 90 and 190 on the target — and rolled back to what the target held before. Kafka 3.9 has no share
+    reads 110 and 190 on the target — and rolled back to what the target held before. Kafka 3.9 has no share
     groups: every group it lists is classic."""
     assert isinstance(brokers.source, ApacheBroker) and isinstance(brokers.target, ApacheBroker)
     if brokers.source.version.startswith("3."):
@@ -285,14 +285,14 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     source.create_topics({topic: 2})
     records = {p: produce(source, topic, p, 200) for p in range(2)}
     commit(source, consumers, {TP(topic, 0): 12})
-    for partition, start in ((0, 100), (1, 200)):
+    for partition, start in ((0, 120), (1, 200)):
         share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:{partition}",
                           "--to-offset", str(start), "--execute")  # fmt: skip
     assert source.list_groups()[queue] == "share"
     snaps, plan_path = str(tmp_path / "snaps"), tmp_path / "plan.json"
     source_flags = ("--bootstrap-servers", brokers.source.bootstrap_servers)
-    with share_consumer(brokers.source, queue, topic, accepts_from=150) as said:
-        assert said == "HOLDING 100 seen, 50 accepted", said  # partition 0's 100-199; none past 1's end
+    with share_consumer(brokers.source, queue, topic, accepts_from=170) as said:
+        assert said == "HOLDING 80 seen, 30 accepted", said  # partition 0's 120-199; none past 1's end
         status, out, err = run_cli("snapshot", *source_flags, "--groups", f"{queue}|{consumers}", "--output", snaps)
         assert status == 0, out + err
     target.create_topics({topic: 2})
@@ -301,10 +301,10 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     target_flags = ("--bootstrap-servers", brokers.target.bootstrap_servers)
     status, out, err = run_cli("plan", "--snapshot", snaps, *target_flags, "--output", str(plan_path))
     assert status == 0, out + err
-    assert "delivered again   50 records share groups had acknowledged past their start" in out, out
+    assert "delivered again   30 records share groups had acknowledged past their start" in out, out
     planned = {(e.group, e.partition): e for e in PlanFile(str(plan_path)).load().entries}
     assert {k: (e.target_offset, e.exact, e.group_kind, e.redelivered) for k, e in planned.items()} == {
-        (queue, 0): (90, True, "share", 50),
+        (queue, 0): (110, True, "share", 30),
         (queue, 1): (190, True, "share", 0),
         (consumers, 0): (2, True, None, None),
     }
@@ -314,7 +314,7 @@ def test_a_share_groups_start_offsets_are_restored_exactly_and_rolled_back(
     where = ("--plan", str(plan_path), "--bootstrap-servers", brokers.target.bootstrap_servers)
     status, out, err = run_cli("apply", *where, "--execute")
     assert status == 0, out + err
-    assert start_offsets_shown(brokers.target, queue, topic) == {0: "90", 1: "190"}
+    assert start_offsets_shown(brokers.target, queue, topic) == {0: "110", 1: "190"}
     assert target.list_groups()[queue] == "share" and target.list_groups()[consumers] == "classic"
     assert target.committed_offsets([consumers])[consumers] == {TP(topic, 0): CommittedOffset(2, None)}
 
