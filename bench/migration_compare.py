@@ -463,8 +463,8 @@ def table(rows: list[tuple[Tool, dict[str, Any]]], facts: dict[str, Any], args: 
         "nothing. Without origin, the fingerprint strategy places the groups inside the restored range and "
         "the timestamp strategy resumes the others early.",
         "- The timestamp strategy resumes at the first record at or after the last processed record's time, less "
-        "a margin and the skew it sees; the records here are 1 ms apart, so its margin is many records (read "
-        "twice, never skipped), and for the DR-born groups it does not reach the primary's end.",
+        f"a margin and the skew it sees; the records here are {args.per_ms} to a millisecond, so its margin is "
+        "many records (read twice, never skipped), and for the DR-born groups it does not reach the primary's end.",
     ]
     for name, o in facts["live_outcomes"].items():
         lines.append(
