@@ -253,6 +253,18 @@ def start_offsets_shown(broker: ApacheBroker, group: str, topic: str) -> dict[in
     return {int(row[2]): row[3] for row in rows if len(row) >= 4 and row[0] == group and row[1] == topic}
 
 
+def set_start_offsets(cluster: KafkaCluster, group: str, offsets: dict[TP, int]) -> None:
+    """Set a share group's start offsets as the tests' setting (Kafka's own tool does it in the test of the
+    restore, which checks this code against it; here a JVM start each time is time the suite spends)."""
+    done = cluster.alter_share_start_offsets({group: {tp: CommittedOffset(o, None) for tp, o in offsets.items()}})
+    assert not any(done[group].values()), done
+
+
+def start_offsets(cluster: KafkaCluster, group: str) -> dict[int, int]:
+    """A share group's start offset per partition, as this code reads them (checked against Kafka's tool)."""
+    return {tp.partition: c.offset for tp, c in cluster.share_start_offsets([group]).get(group, {}).items()}
+
+
 SHARE_APP = Path(__file__).parent.parent / "fixtures" / "ShareApp.java"
 """A share consumer that acknowledges out of order and holds (run from source by ``java``)."""
 
@@ -339,8 +351,7 @@ def test_a_migration_moves_a_share_group_once_it_is_empty_on_the_source(
     target.create_topics({topic: 1})
     records = produce(source, topic, 0, 100)
     restore(target, topic, 0, records, header=None)
-    share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset",
-                      "60", "--execute")  # fmt: skip
+    set_start_offsets(source, queue, {TP(topic, 0): 60})
     flags = ["--source-bootstrap-servers", brokers.source.bootstrap_servers, "--bootstrap-servers",
              brokers.target.bootstrap_servers, "--snapshots", str(tmp_path / "snapshots"), "--groups", queue,
              "--poll-interval", "0.3", "--execute"]  # fmt: skip
@@ -350,7 +361,7 @@ def test_a_migration_moves_a_share_group_once_it_is_empty_on_the_source(
     assert target.committed_offsets([queue]) == {queue: {}}
     status, out, err = run_cli("migrate", *flags, "--plan", str(tmp_path / "plan.json"))
     assert status == 0, out + err
-    assert start_offsets_shown(brokers.target, queue, topic) == {0: "60"}
+    assert start_offsets(target, queue) == {0: 60}
 
 
 def test_a_consumer_groups_write_into_a_share_group_of_its_id_is_refused_by_name(
@@ -366,8 +377,7 @@ def test_a_consumer_groups_write_into_a_share_group_of_its_id_is_refused_by_name
     target.create_topics({topic: 1})
     target.produce(topic, 0, [(b"k", b"v", [], None)] * 10)
     tp = TP(topic, 0)
-    share_groups_tool(brokers.target, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset",
-                      "4", "--execute")  # fmt: skip
+    set_start_offsets(target, queue, {tp: 4})
     with KafkaCluster(target.settings) as writer:  # the plan says consumer group: not told it is a share group
         writer.hold_fence()
         assert writer.alter_offsets_many({queue: {tp: CommittedOffset(7, None)}}) == {queue: {tp: SHARE_GROUP_THERE}}
@@ -375,7 +385,7 @@ def test_a_consumer_groups_write_into_a_share_group_of_its_id_is_refused_by_name
         with pytest.raises(ClusterError, match="acknowledged the write's transaction and shows none of its offsets"):
             writer.alter_offsets_many({queue: {tp: CommittedOffset(8, None)}})
     assert target.alter_offsets(queue, {tp: CommittedOffset(9, None)}) == {tp: "GroupIdNotFoundError"}
-    assert start_offsets_shown(brokers.target, queue, topic) == {0: "4"}, "acknowledged, and none of it applied"
+    assert start_offsets(target, queue) == {0: 4}, "acknowledged, and none of it applied"
     assert target.committed_offsets([queue]) == {queue: {}}
 
 
@@ -391,8 +401,7 @@ def test_the_workflow_restores_a_share_group_and_reports_it(
     topic, queue = unique("flow-jobs"), unique("flow-queue")
     source.create_topics({topic: 1})
     records = produce(source, topic, 0, 100)
-    share_groups_tool(brokers.source, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset",
-                      "60", "--execute")  # fmt: skip
+    set_start_offsets(source, queue, {TP(topic, 0): 60})
     with local_workflow(brokers.source.bootstrap_servers, brokers.target.bootstrap_servers) as flow:
         run_snapshot(brokers.source_settings, S3Store("offset-restore", "", flow.s3),
                      SnapshotOptions(groups=queue, cluster="src"))  # fmt: skip
@@ -401,7 +410,7 @@ def test_the_workflow_restores_a_share_group_and_reports_it(
         result = flow.run({"groups": queue, "mode": "apply"}, name="share-run-1")
         assert result["status"] == "SUCCEEDED", result.get("cause")
         report = flow.report("share-run-1")
-    assert start_offsets_shown(brokers.target, queue, topic) == {0: "50"}
+    assert start_offsets(target, queue) == {0: 50}
     [entry] = report["entries"]
     assert (entry["group_kind"], entry["target_offset"], entry["exact"], entry["status"]) == (
         "share",
@@ -426,8 +435,7 @@ def test_a_share_group_with_a_consumer_on_the_target_is_waited_for_and_a_fenced_
     target.create_topics({topic: 1})
     target.produce(topic, 0, [(b"k", f"v{i}".encode(), [], None) for i in range(50)])
     tp, broker = TP(topic, 0), brokers.target
-    share_groups_tool(broker, "--reset-offsets", "--group", queue, "--topic", f"{topic}:0", "--to-offset", "7",
-                      "--execute")  # fmt: skip
+    set_start_offsets(target, queue, {tp: 7})
     with KafkaCluster(target.settings) as writer:
         writer.treat_as_share_groups([queue])
         writer.hold_fence()
@@ -437,7 +445,7 @@ def test_a_share_group_with_a_consumer_on_the_target_is_waited_for_and_a_fenced_
             writer.alter_offsets_many({queue: {tp: CommittedOffset(20, None)}})
         with pytest.raises(WriterFencedError):
             writer.delete_offsets(queue, [tp])
-    assert start_offsets_shown(broker, queue, topic) == {0: "7"}
+    assert start_offsets(target, queue) == {0: 7}
 
     command = ["java", "-Xmx256m", *JVM, "-cp", kafka_classpath(broker.version),
                "org.apache.kafka.tools.consumer.ConsoleShareConsumer", "--bootstrap-server", broker.bootstrap_servers,
@@ -465,4 +473,4 @@ def test_a_share_group_with_a_consumer_on_the_target_is_waited_for_and_a_fenced_
         holder.treat_as_share_groups([queue])
         holder.hold_fence()
         assert holder.alter_offsets_many({queue: {tp: CommittedOffset(20, None)}}) == {queue: {tp: None}}
-    assert start_offsets_shown(broker, queue, topic) == {0: "20"}
+    assert start_offsets(target, queue) == {0: 20}
