@@ -9,7 +9,7 @@ FindCoordinator again instead of meeting the same wrong broker.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from kafka import KafkaAdminClient
@@ -17,7 +17,12 @@ from kafka import KafkaAdminClient
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.calls import Calls, pipelined
 
-__all__ = ["Coordinators"]
+__all__ = ["Coordinators", "one_request"]
+
+
+def one_request(request: Callable[[Sequence[str]], Any]) -> Callable[[Sequence[str]], list[tuple[None, Any]]]:
+    """A batch of groups as ``Coordinators._per_coordinator`` sends it: one request, to the batch's coordinator."""
+    return lambda batch: [(None, request(batch))]
 
 
 class Coordinators(Calls):

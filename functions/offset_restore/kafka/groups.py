@@ -5,7 +5,7 @@ live member for the demo.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -14,6 +14,7 @@ from kafka import KafkaConsumer
 
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
+from offset_restore.kafka.coordinators import one_request
 from offset_restore.kafka.model import SHARE_GROUP, GroupInfo
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 from offset_restore.kafka.share_groups import ShareGroups
@@ -46,7 +47,7 @@ class Groups(ShareGroups):
         Authorized-operation bits are neither asked for nor decoded: some brokers set bits that
         kafka-python's enum does not know.
         """
-        build = _builder(protocol.describe_groups_request)
+        build = one_request(protocol.describe_groups_request)
         result = self._described("describing consumer groups", group_ids, batch_size, build, protocol_type="")
         unknown = [g for g, info in result.items() if info.error == "GroupIdNotFoundError"]
         if unknown and self._supports(ConsumerGroupDescribeRequest.API_KEY):
@@ -68,7 +69,7 @@ class Groups(ShareGroups):
             still = [g for g in unknown if g not in found]
             if still and self._supports(schema.API_KEY):
                 operation = f"describing {kind} groups ({kip})"
-                answered = self._described(operation, still, batch_size, _builder(request), protocol_type=kind)
+                answered = self._described(operation, still, batch_size, one_request(request), protocol_type=kind)
                 found.update({g: info for g, info in answered.items() if info.error is None})
         still = [g for g in unknown if g not in found]
         if still:
@@ -106,11 +107,6 @@ class Groups(ShareGroups):
         # Not retried: a second attempt after a lost answer would report the deleted group as missing.
         answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids), retry=False)
         return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
-
-
-def _builder(request: Callable[[Sequence[str]], Any]) -> Callable[[Sequence[str]], list[tuple[None, Any]]]:
-    """A batch of groups as ``_per_coordinator`` sends it: one request, to the batch's coordinator."""
-    return lambda batch: [(None, request(batch))]
 
 
 @contextmanager

@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from offset_restore.kafka import share_protocol
-from offset_restore.kafka.coordinators import Coordinators
+from offset_restore.kafka.coordinators import Coordinators, one_request
 from offset_restore.kafka.model import TP, CommittedOffset
 
 __all__ = ["ShareGroups"]
@@ -40,7 +40,7 @@ class ShareGroups(Coordinators):
         self, group_ids: Sequence[str], batch_size: int = 100
     ) -> dict[str, dict[TP, CommittedOffset]]:
         """Each share group's start offset per share-partition it holds (DescribeShareGroupOffsets)."""
-        build = _one(share_protocol.describe_request)
+        build = one_request(share_protocol.describe_request)
         result: dict[str, dict[TP, CommittedOffset]] = {}
         for _, response in self._per_coordinator("reading share groups' start offsets", group_ids, batch_size, build):
             result.update(share_protocol.start_offsets(response))
@@ -52,7 +52,7 @@ class ShareGroups(Coordinators):
         """Per share group and share-partition, the records after its start offset whose delivery had
         completed (``share_protocol.delivered_after_start``): what a consumer resuming from the start offset
         is given again. Empty on a broker without the lag (before Kafka 4.2)."""
-        build = _one(share_protocol.describe_request)
+        build = one_request(share_protocol.describe_request)
         result: dict[str, dict[TP, int]] = {}
         for _, response in self._per_coordinator("reading share groups' lag", group_ids, batch_size, build):
             result.update(share_protocol.delivered_after_start(response, ends))
@@ -97,7 +97,7 @@ class ShareGroups(Coordinators):
             "removing share groups' start offsets",
             [group_id],
             1,
-            _one(lambda batch: share_protocol.delete_request(batch[0], topics)),
+            one_request(lambda batch: share_protocol.delete_request(batch[0], topics)),
             retry=False,
         )
         by_topic = share_protocol.delete_errors(answers[0][1], topics)
@@ -111,8 +111,3 @@ class ShareGroups(Coordinators):
                 why = f"removed, but setting back the topic's other partitions failed: {said}"
                 result = {tp: error or why for tp, error in result.items()}
         return result
-
-
-def _one(request: Any) -> Any:
-    """A batch of groups as ``_per_coordinator`` sends it: one request, to the batch's coordinator."""
-    return lambda batch: [(None, request(batch))]
