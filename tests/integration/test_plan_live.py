@@ -185,13 +185,22 @@ def test_fingerprint_without_headers_and_ambiguity_with_identical_payloads(make:
     assert entries[(g_distinct, 0)].exact
     # Inside the identical run: the snapshot's evidence reaches back through the run's millisecond to the
     # distinct record before it, which places the run; the copies of its next record in the run leave it
-    # unproven: it resumes at the first of them, where the run begins (127), earlier, claiming no bound.
+    # unproven: it resumes at the first of them, where the run begins (127), earlier. It reads again at most
+    # the records up to the match (142) and the copies after it (143-156): 29, where the truth is 15.
     inside = entries[(g_same, 0)]
-    assert (inside.status, inside.target_offset, inside.exact, inside.max_duplicates) == ("mapped", 127, False, None)
+    assert (inside.status, inside.target_offset, inside.exact, inside.max_duplicates) == ("mapped", 127, False, 29)
+    assert 7 + 135 - 127 <= 29, "the truth (15) within the bound"
     assert "a copy of a record at or past source offset 135 lies at target offset 127" in (inside.reason or "")
+    assert "at most 29 read twice" in (inside.reason or ""), inside.reason
     assert inside.unprovable, "no later plan changes what the target already holds"
-    # Caught up after 30 identical records: the last evidence records are identical too.
-    assert entries[(g_caught, 0)].status == "unmapped"
+    # Caught up after 30 identical records: the evidence matches at many places in the run. The earliest
+    # is where the group resumes; the latest ends at the log's end (157), which bounds what it reads again.
+    caught = entries[(g_caught, 0)]
+    assert (caught.status, caught.exact, caught.unprovable) == ("mapped", False, True), caught.reason
+    assert caught.target_offset is not None and caught.max_duplicates is not None
+    assert 7 + 120 < caught.target_offset < 7 + 150, "after the earliest match, inside the run"
+    assert caught.max_duplicates == 7 + 150 - caught.target_offset, "the truth: every record of the run after it"
+    assert "resume at the end of the earliest match" in (caught.reason or ""), caught.reason
 
 
 def test_checkpoints_only(make: Callable[..., Scenario]) -> None:

@@ -262,13 +262,14 @@ def test_a_sorted_restore_in_small_windows_is_never_read_whole() -> None:
 
 def test_fingerprint_match_beside_a_copy_of_the_next_record_is_not_exact() -> None:
     """Without headers: the evidence is found, but a copy of the next record lies earlier (a repeated
-    chunk): resume at the earliest copy, not exact, no bound claimed."""
+    chunk): resume at the earliest copy, not exact, reading again at most the records up to the match (15:
+    target 21-34 the group processed, and the copy of 33 it reads twice)."""
     layout = [Slot(s, None) for s in [*range(30), 25, 26, *range(30, 40)]]
     layout[20] = Slot(33, None)  # a copy of the record a group at 33 would read next
     target = SmallWindows(layout, 100)
     entries, _ = translate(snapshot(40, [33]), target, PlanOptions(strategies=("fingerprint",)))
     (entry,) = entries
-    assert (entry.target_offset, entry.exact, entry.max_duplicates) == (20, False, None)
+    assert (entry.target_offset, entry.exact, entry.max_duplicates) == (20, False, 15)
     assert "copies of the evidence records" in (entry.reason or "")
 
 
@@ -346,6 +347,78 @@ def test_fingerprint_exact_only_where_true_on_a_damaged_replica(seed: int, per_f
     """Property: the fingerprint strategy never skips, calls exact only what is, on any damage."""
     layout = replica_layout(random.Random(seed), 60)
     assert not problems_of_a_plan(layout, 60, per_fetch, strategies=("fingerprint",)), layout
+
+
+def busy_replica(rng: random.Random, n: int) -> tuple[SmallWindows, list[GroupSnapshot]]:
+    """A complete replica without headers (every record at its source offset) of a busy partition: tens of
+    records in one millisecond, runs of identical records (heartbeats, retries), and a snapshot of a group
+    at each of 0..n whose evidence reaches back through its next record's millisecond, as the snapshot's, up to
+    a cap that a millisecond may outrun."""
+    times: list[int] = []
+    contents: list[int] = []
+    now = 1_000
+    while len(times) < n:
+        now += rng.choice((0, 1, 1, 5))
+        same = rng.random() < 0.3  # a run of identical records
+        for _ in range(rng.randint(1, 12)):
+            times.append(now)
+            contents.append(-1 if same else len(contents))
+    times, contents = times[:n], contents[:n]
+    target = SmallWindows([Slot(s, None) for s in range(n)], rng.randint(1, 9))
+    target.records = [
+        r._replace(key=f"k{contents[r.offset]}".encode(), timestamp=times[r.offset]) for r in target.records
+    ]
+
+    def evidence(s: int) -> RecordEvidence:
+        return RecordEvidence(
+            offset=s, timestamp=times[s], fingerprint=fingerprint(f"k{contents[s]}".encode(), b"v", ())
+        )
+
+    reach = rng.choice((3, 6, 1_000))  # the snapshot's cap (1,000): a millisecond can hold more
+
+    def before(c: int) -> list[RecordEvidence]:
+        start = max(0, c - 3)
+        while c < n and start > 0 and times[start - 1] == times[c] and c - start < reach:
+            start -= 1  # through the next record's millisecond
+        return [evidence(s) for s in range(start, c)]
+
+    groups = [
+        GroupSnapshot(
+            group=f"g{c}",
+            state="Empty",
+            partitions=[
+                PartitionSnapshot(
+                    topic="t",
+                    partition=0,
+                    committed_offset=c,
+                    log_start=0,
+                    log_end=n,
+                    next=evidence(c) if c < n else None,
+                    before=before(c),
+                )
+            ],
+        )
+        for c in range(n + 1)
+    ]
+    return target, groups
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1))
+def test_a_complete_busy_replica_is_always_bounded(seed: int) -> None:
+    """Property: on a complete replica of a busy partition with identical records, every position is mapped,
+    skips nothing, and says how many records it reads again at most, never below the truth: identical
+    records leave a position unproven, never unbounded."""
+    rng = random.Random(seed)
+    n = rng.randint(5, 60)
+    target, groups = busy_replica(rng, n)
+    entries, _ = translate(groups, target, PlanOptions(strategies=("fingerprint",)))
+    layout = [Slot(s, None) for s in range(n)]
+    assert not judge(layout, entries), judge(layout, entries)
+    unbounded = [
+        (e.source_offset, e.status, e.reason) for e in entries if e.exact is False and e.max_duplicates is None
+    ]
+    assert not unbounded, unbounded
 
 
 def test_a_region_copied_twice_after_the_match_is_not_exact() -> None:

@@ -15,7 +15,8 @@ the partition read together shows it:
   that earlier match (the latest such). More records after a match than before a later one may hold
   copies of records it has read: not exact.
 
-None of these claims a bound on duplicates: without headers nothing counts them. Pure logic.
+A decision moved earlier reads again at most the records between where it resumes and its match (the
+strategy counts them); a region copied twice claims no bound. Pure logic.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ class Found:
 
 @dataclass(frozen=True, slots=True)
 class Doubt:
-    """Why a decision is not exact, and where it resumes instead (None: where it was). ``counted``:
+    """Why a decision is not exact (without what it claims of duplicates: the strategy adds that), and where it
+    resumes instead (None: where it was). ``counted``:
     the earlier offset comes from counts alone (records moved there may be newer, or older copies):
     reading back what lies between tells which, and the decision stands when none is newer."""
 
@@ -89,7 +91,7 @@ def _moved_earlier(matches: list[Found], records: list[tuple[int, int]]) -> dict
                            "records moved there may be ones this group has not read", True))  # fmt: skip
         if limits:
             offset, why, counted = min(limits)
-            out[f.key] = Doubt(f"{why}; duplicates not bounded", offset, counted)
+            out[f.key] = Doubt(why, offset, counted)
         elif f.placed:
             while stack and stack[-1].spare >= f.spare:
                 stack.pop()
@@ -111,7 +113,7 @@ def _copied_after(matches: list[Found], records: list[tuple[int, int]]) -> dict[
             out[f.key] = Doubt(
                 f"the target holds {furthest.spare - f.spare} more records between offsets {f.offset} and "
                 f"{furthest.offset} than the source had between {f.source} and {furthest.source}: a region copied "
-                "twice (or foreign records) after the match; duplicates not bounded"
+                "twice (or foreign records) after the match"
             )
         elif furthest is None or f.spare > furthest.spare:
             furthest = f

@@ -255,8 +255,8 @@ def _unprocessed_copies(
     for offset, _ in read:
         record = records.get((pos.target, offset))
         printed = None if record is None else record_fingerprint(record, header)
-        source = None if printed is None else back.get(printed)
-        lying += source is not None and source >= pos.committed
+        span = None if printed is None else back.get(printed)
+        lying += span is not None and span[0] >= pos.committed
     return lying
 
 
@@ -444,16 +444,16 @@ def _by_content(met: Met, pos: Position, evidence: _Prints, *, at: bool, told: b
     evidence leaves possible counts too (not only a record it names)."""
     c, printed = pos.committed, met.printed
     is_next = pos.next is not None and pos.next.fingerprint == printed
-    source = evidence.back(pos.source).get(printed) if printed is not None else None
+    span = evidence.back(pos.source).get(printed) if printed is not None else None
     if at:
-        if source is not None and source < c and not is_next:
-            return False, _processed_at(source, c)
+        if span is not None and span[1] < c and not is_next:
+            return False, _processed_at(span[1], c)
         if is_next or (told and (pos.next is None or _born_on_source(pos))):
             return True, ""  # its next record; or the target holds none (caught up, or born on the source)
     else:
-        if is_next or (source is not None and source >= c):
-            return False, _unprocessed_before(source if source is not None else c, c)
-        if source is not None or (told and pos.log_start is not None and c <= pos.log_start):
+        if is_next or (span is not None and span[0] >= c):
+            return False, _unprocessed_before(span[0] if span is not None else c, c)
+        if (span is not None and span[1] < c) or (told and pos.log_start is not None and c <= pos.log_start):
             return True, ""  # a record the group processed; or it processed all the source holds before c: none
     role = "the group's next record" if at else "a record the group processed"
     return None, (
@@ -526,20 +526,21 @@ class _Prints:
     def __init__(self, positions: Mapping[PositionKey, Position]) -> None:
         self._positions = positions
         self._by_source: dict[TP, list[Position]] | None = None
-        self._of: dict[TP, dict[str, int | None]] = {}
+        self._of: dict[TP, dict[str, tuple[int, int]]] = {}
 
-    def back(self, source: TP) -> dict[str, int | None]:
-        """Fingerprint -> the source offset of the one record of ``source`` with it (None: two alike)."""
+    def back(self, source: TP) -> dict[str, tuple[int, int]]:
+        """Fingerprint -> the lowest and highest source offset of the records of ``source`` with it: identical
+        records (heartbeats, retries) all on one side of a group's position tell that side."""
         if self._by_source is None:
             self._by_source = {}
             for pos in self._positions.values():
                 self._by_source.setdefault(pos.source, []).append(pos)
         if source not in self._of:
-            back: dict[str, int | None] = {}
+            back: dict[str, tuple[int, int]] = {}
             for pos in self._by_source.get(source, []):
                 for e in (*pos.before, *([pos.next] if pos.next else []), *([pos.top] if pos.top else [])):
-                    seen = back.get(e.fingerprint, e.offset)
-                    back[e.fingerprint] = e.offset if seen == e.offset else None
+                    lo, hi = back.get(e.fingerprint, (e.offset, e.offset))
+                    back[e.fingerprint] = (min(lo, e.offset), max(hi, e.offset))
             self._of[source] = back
         return self._of[source]
 
@@ -558,8 +559,8 @@ def _first_unprocessed(
         record = records.get((pos.target, offset))
         if record is None:
             return offset, value  # not read again: not proven a copy of a processed record
-        source = back.get(record_fingerprint(record, header))
-        if source is None or source >= pos.committed:
+        span = back.get(record_fingerprint(record, header))
+        if span is None or span[1] >= pos.committed:
             return offset, value
     return past[CHECKED_RECORDS] if len(past) > CHECKED_RECORDS else None
 

@@ -128,12 +128,24 @@ def _doubted(
 
 def _not_exact(decision: Decision, why: str) -> Decision:
     """The decision where it is, claiming nothing: not exact, no bound."""
-    return replace(decision, exact=False, max_duplicates=None, reason=why)
+    return replace(decision, exact=False, max_duplicates=None, reason=f"{why}; {_twice(None)}")
 
 
 def _resumed_at(decision: Decision, offset: int, why: str) -> Decision:
-    """The decision resuming earlier, at a record the plan did not place: not exact, no bound."""
-    return replace(_not_exact(decision, why), target_offset=offset, expected_fingerprint=None, anchor=None)
+    """The decision resuming earlier, at a record the plan did not place: it reads again at most the records
+    between there and where it was, besides what it claimed there (nothing claimed: no bound)."""
+    claimed = 0 if decision.exact else decision.max_duplicates
+    moved = None if decision.target_offset is None else decision.target_offset - offset
+    bound = None if claimed is None or moved is None else claimed + moved
+    return replace(
+        decision,
+        exact=False,
+        max_duplicates=bound,
+        reason=f"{why}; {_twice(bound)}",
+        target_offset=offset,
+        expected_fingerprint=None,
+        anchor=None,
+    )
 
 
 FINGERPRINT_READ_BACK_LIMIT = 50_000
@@ -300,15 +312,19 @@ def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] |
 
 @dataclass(frozen=True)
 class _Place:
-    """Where the snapshot's evidence sequence (``n`` records) lies in the window: indexes ``first..last``."""
+    """Where the snapshot's evidence sequence (``n`` records) lies in the window: indexes ``first..last``, the
+    earliest of its matches; ``latest``: the last index of the latest one (``last`` when it matches once)."""
 
     first: int
     last: int
     n: int
+    latest: int
 
 
 def _place(pos: Position, window: list[FetchedRecord], prints: list[str], log_start: int) -> _Place | str:
-    """The one place the evidence matches, or why there is none (absent, or ambiguous)."""
+    """Where the evidence matches (the earliest place, and the end of the latest), or why nowhere. Several
+    places (identical records) are the earliest one with copies of the evidence after it: the group resumes
+    no later than the earliest, and reads again at most what lies up to the latest."""
     sequence = [e.fingerprint for e in pos.before] + ([pos.next.fingerprint] if pos.next else [])
     length = len(sequence)
     # Compared where the first record matches only: a window reaching back through a busy millisecond
@@ -324,45 +340,58 @@ def _place(pos: Position, window: list[FetchedRecord], prints: list[str], log_st
         matches = [0] if sequence else []
     if not matches:
         return "the evidence records were not found on the target"
-    if len(matches) > 1:
-        return f"the evidence matches {len(matches)} places on the target (identical records): ambiguous"
-    return _Place(matches[0], matches[0] + len(sequence) - 1, len(sequence))
+    n = len(sequence)
+    return _Place(matches[0], matches[0] + n - 1, n, matches[-1] + n - 1)
+
+
+def _resume_after(pos: Position, window: list[FetchedRecord], last: int) -> int:
+    """Where a group resumes when its evidence ends at index ``last``: its next record, or past the last."""
+    if pos.next is not None:
+        return window[last].offset
+    return window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
+
+
+def _twice(bound: int | None) -> str:
+    return "duplicates not bounded" if bound is None else f"at most {bound:,} read twice"
 
 
 def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], place: _Place) -> Decision:
     """Exact at the match unless the window says the region around it cannot be placed: copies of the
-    evidence elsewhere, records as recent as the next one before it, or older ones after it."""
+    evidence elsewhere, records as recent as the next one before it, or older ones after it. Resuming
+    earlier than the match reads again at most the records between, unless older records after it say a
+    region was copied twice (then nothing bounds it)."""
     first, last = place.first, place.last
-    following = window[last + 1].offset if last + 1 < len(window) else window[last].offset + 1
     evidence = [*pos.before, *([pos.next] if pos.next else [])]
     newest = max(e.timestamp for e in evidence)
     recent = pos.next.timestamp if pos.next is not None else newest + 1  # as recent as the next record
     newer = [r.offset for r in window[:first] if r.timestamp >= min(recent, newest + 1)]
     every = {e.fingerprint for e in evidence}  # with a sequence cut by the log start, its lost part too
     strays = [i for i, p in enumerate(prints) if p in every and not first <= i <= last]
+    oldest = min(e.timestamp for e in evidence[len(evidence) - place.n :])
+    older = [r.offset for r in window[last + 1 :] if r.timestamp < oldest]
     if strays:
-        return _around_strays(pos, window, prints, strays, last, following, newer)
+        return _around_strays(pos, window, prints, strays, place, newer, bounded=not older)
+    match = _resume_after(pos, window, last)
     if newer:
         # Records newer than the evidence before it: records past the position, moved earlier (the
         # window goes on past the first newer record, to see what follows the match).
+        bound = None if older else match - newer[0]
         return Decision(
             "mapped",
             newer[0],
             "fingerprint",
             False,
-            None,
+            bound,
             f"target offsets {', '.join(map(str, newer[:5]))} before the match hold records as recent as the "
             "snapshot's next record (records past the position, moved earlier?): resume at the first of them, "
-            "duplicates not bounded",
+            + _twice(bound),
             unprovable=True,
         )
-    oldest = min(e.timestamp for e in evidence[len(evidence) - place.n :])
-    older = [r.offset for r in window[last + 1 :] if r.timestamp < oldest]
     anchor = (window[last].offset, None, window[last].timestamp)
     if older:
         return Decision(
             "mapped",
-            window[last].offset if pos.next is not None else following,
+            match,
             "fingerprint",
             False,
             None,
@@ -373,9 +402,9 @@ def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], pl
             unprovable=True,
         )
     if pos.next is not None:
-        return Decision("mapped", window[last].offset, "fingerprint", True, 0, None, pos.next.fingerprint, anchor)
+        return Decision("mapped", match, "fingerprint", True, 0, None, pos.next.fingerprint, anchor)
     return Decision(
-        "mapped", following, "fingerprint", True, 0, "group was caught up: resume after its last record", None, anchor
+        "mapped", match, "fingerprint", True, 0, "group was caught up: resume after its last record", None, anchor
     )
 
 
@@ -384,25 +413,36 @@ def _around_strays(
     window: list[FetchedRecord],
     prints: list[str],
     strays: list[int],
-    last: int,
-    following: int,
+    place: _Place,
     newer: list[int],
+    *,
+    bounded: bool,
 ) -> Decision:
-    """A copy of an evidence record outside the match: the region is repeated or out of order, so the
-    records around the match cannot be placed. Resume at the earliest copy of the next record (nothing
-    at or after it is skipped) and claim no bound."""
+    """A copy of an evidence record outside the match (the region is repeated or out of order, or holds
+    identical records), so the records around the match cannot be placed. Resume at the earliest copy of
+    the next record (nothing at or after it is skipped). The group's place is one of the evidence's
+    matches: it reads again at most the records up to the latest, and the copies of the evidence after it
+    (``bounded``: no record older than the evidence follows the match, the same ground an exact answer
+    stands on)."""
     nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
-    at = min([*nexts, last]) if pos.next is not None else None
+    at = min([*nexts, place.last]) if pos.next is not None else None
+    following = _resume_after(pos, window, place.last)
     offset = window[at].offset if at is not None else following
+    resume = min(offset, following, *newer[:1])
     shown = ", ".join(str(window[i].offset) for i in strays[:5])
+    bound = None
+    if bounded:
+        bound = _resume_after(pos, window, place.latest) - resume + sum(i > place.latest for i in strays)
     return Decision(
         "mapped",
-        min(offset, following, *newer[:1]),
+        resume,
         "fingerprint",
         False,
-        None,
+        bound,
         f"copies of the evidence records also lie at target offsets {shown}: the region is repeated or "
-        "out of order; resume at the earliest copy of the next record, duplicates not bounded",
+        "out of order, or holds identical records; resume at "
+        + ("the earliest copy of the next record, " if pos.next is not None else "the end of the earliest match, ")
+        + _twice(bound),
         pos.next.fingerprint if at is not None and pos.next is not None and not newer else None,
         unprovable=True,
     )
