@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from kafka import KafkaAdminClient
@@ -58,10 +59,8 @@ class Commits(ShareGroups):
     ) -> dict[str, dict[TP, str | None]]:
         """``commit_offsets_many`` for the groups whose positions are committed offsets, then the share groups'
         start offsets (``ShareGroups.alter_share_start_offsets``, after ``before_attempt``)."""
-        groups, share = self._of_kind(offsets_by_group)
-        result = self.commit_offsets_many({g: offsets_by_group[g] for g in groups}, before_attempt=before_attempt)
-        share_offsets = {g: offsets_by_group[g] for g in share}
-        return {**result, **self.alter_share_start_offsets(share_offsets, before_attempt=before_attempt)}
+        commit = partial(self.commit_offsets_many, before_attempt=before_attempt)
+        return self._written_by_kind(offsets_by_group, commit, before_attempt=before_attempt)
 
     def commit_offsets_many(
         self,

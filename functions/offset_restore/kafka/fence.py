@@ -137,11 +137,9 @@ class Fences(Commits):
         share groups' start offsets, which have no transactional form: written once the fence is confirmed
         still this writer's (``_confirm``), as a deletion is. A writer fenced since is stopped there, before
         anything of them is written; one fenced in the moment between the check and the write is not."""
-        groups, share = self._of_kind(offsets_by_group)
-        result = self.fenced_commits({g: offsets_by_group[g] for g in groups}, fence, before_attempt=before_attempt)
-        share_offsets = {g: offsets_by_group[g] for g in share}
+        commit = partial(self.fenced_commits, fence=fence, before_attempt=before_attempt)
         confirm = partial(self._confirm, [fence])
-        return {**result, **self.alter_share_start_offsets(share_offsets, before_attempt=before_attempt, check=confirm)}
+        return self._written_by_kind(offsets_by_group, commit, before_attempt=before_attempt, check=confirm)
 
     def take_fence(self, transactional_id: str) -> Fence:
         """One transactional id's fence (``take_fences``)."""

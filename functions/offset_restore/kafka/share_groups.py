@@ -36,6 +36,22 @@ class ShareGroups(Coordinators):
         ids = list(group_ids)
         return [g for g in ids if g not in self.share_group_ids], [g for g in ids if g in self.share_group_ids]
 
+    def _written_by_kind(
+        self,
+        offsets_by_group: Mapping[str, Mapping[TP, CommittedOffset]],
+        commit: Callable[[dict[str, Mapping[TP, CommittedOffset]]], dict[str, dict[TP, str | None]]],
+        *,
+        before_attempt: Callable[[], float | None] | None,
+        check: Callable[[], None] | None = None,
+    ) -> dict[str, dict[TP, str | None]]:
+        """The groups whose positions are committed offsets written by ``commit`` (fenced or not), then the
+        share groups' start offsets (``alter_share_start_offsets``, after ``check``): one split for every
+        write, whatever the fence."""
+        groups, share = self._of_kind(offsets_by_group)
+        result = commit({g: offsets_by_group[g] for g in groups})
+        share_offsets = {g: offsets_by_group[g] for g in share}
+        return {**result, **self.alter_share_start_offsets(share_offsets, before_attempt=before_attempt, check=check)}
+
     def share_start_offsets(
         self, group_ids: Sequence[str], batch_size: int = 100
     ) -> dict[str, dict[TP, CommittedOffset]]:
