@@ -12,7 +12,7 @@ from kafka import KafkaAdminClient
 from kafka.record.memory_records import MemoryRecordsBuilder
 from offset_restore.errors import ClusterError
 from offset_restore.kafka import protocol
-from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo
 
 
 def _batch(base: int, count: int) -> bytes:
@@ -240,3 +240,27 @@ def test_a_group_neither_describe_knows_is_taken_as_the_brokers_list_it_never_as
     assert sorted(g for g, info in infos.items() if info.occupied) == ["app", "starting", "stateless"]
     said = members_text(infos["starting"])
     assert said.startswith("NotReady, a streams-protocol group whose members cannot be described") and "-1" not in said
+
+
+@pytest.mark.parametrize(
+    ("state", "members", "occupied"),
+    [
+        ("Empty", 0, False),
+        ("Dead", 0, False),
+        ("Unknown", 0, False),
+        ("", 0, False),
+        ("PreparingRebalance", 0, True),  # a rebalance whose members left: not over
+        ("Stable", 0, True),
+        ("Unknown", 2, True),  # members counted, whatever the state says
+        ("Empty", -1, False),
+        ("", -1, True),  # only listed, its state not given: nothing says it is empty
+    ],
+)
+def test_one_rule_says_whether_a_group_may_be_written(state: str, members: int, occupied: bool) -> None:
+    """The wait, apply's check before each write and the fence's check inside the write's transaction ask
+    one question of a group, answered in one place (``GroupInfo.occupied``)."""
+    from offset_restore.apply.waiting import active_groups
+
+    info = GroupInfo("g", state, "consumer", members)
+    assert info.occupied is occupied
+    assert ("g" in active_groups(["g"], {"g": info})) is occupied

@@ -28,7 +28,7 @@ from offset_restore.apply.anchors import ReadRecords, changed_since_plan
 from offset_restore.apply.fit import check_entries_fit
 from offset_restore.apply.model import ApplyOptions, ApplyReport, ApplyTarget, OffsetChange, Progress, WriteCheck
 from offset_restore.apply.verification import verify_groups
-from offset_restore.apply.waiting import WRITABLE_STATES, wait_until_empty
+from offset_restore.apply.waiting import wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
 from offset_restore.formats.plan import Plan, PlanEntry, share_groups, written_by_apply
 from offset_restore.formats.streams import internal_topic
@@ -290,7 +290,7 @@ class _ApplyRun:
         if self.before_write is not None:
             self.before_write()
         states = self.target.describe_groups(batch)
-        ready = [g for g in batch if not states.get(g) or states[g].state in WRITABLE_STATES]
+        ready = [g for g in batch if (info := states.get(g)) is None or not info.occupied]
         for group in batch:
             if group not in ready:
                 self.report.skip(group, "active", f"a member joined before the write ({states[group].state})")

@@ -13,7 +13,6 @@ from offset_restore.errors import ClusterError, ClusterUnreachableError, OffsetR
 from offset_restore.kafka.model import GroupInfo
 
 __all__ = [
-    "WRITABLE_STATES",
     "Polling",
     "WaitTimeoutError",
     "Waited",
@@ -33,9 +32,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-WRITABLE_STATES = {"Empty", "Dead", "Unknown", ""}
-
 
 class WaitTimeoutError(OffsetRestoreError):
     """Groups stayed active past the wait timeout (and the input said to fail); nothing was written."""
@@ -230,7 +226,7 @@ def poll_until(
 
 def active_groups(groups: Sequence[str], infos: Mapping[str, GroupInfo]) -> dict[str, GroupInfo]:
     """The groups that have members on the target (absent, empty and dead groups may be written)."""
-    return {g: infos[g] for g in groups if infos.get(g) and infos[g].state not in WRITABLE_STATES}
+    return {g: info for g in groups if (info := infos.get(g)) is not None and info.occupied}
 
 
 def skip_active(groups: Sequence[str], active: Mapping[str, GroupInfo], report: ApplyReport) -> list[str]:

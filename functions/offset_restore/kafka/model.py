@@ -155,6 +155,11 @@ SHARE_GROUP = "share"
 committed offset; OffsetFetch and OffsetCommit know nothing of it (``share_groups.py`` reads and writes it)."""
 
 
+WRITABLE_STATES = frozenset({"Empty", "Dead", "Unknown", ""})
+"""A described group's states that say no member holds it: empty, absent (Dead), or a state the broker did not
+give for a group it counted no member of."""
+
+
 @dataclass(frozen=True, slots=True)
 class GroupInfo:
     group_id: str
@@ -171,9 +176,16 @@ class GroupInfo:
 
     @property
     def occupied(self) -> bool:
-        """Whether the group has members: counted, or, where they are not (``members`` -1: a group only
-        listed, ``protocol.listed_groups``), in any state but Empty or Dead."""
-        return self.members > 0 or (self.members < 0 and self.state not in ("Empty", "Dead"))
+        """Whether the group may have members, so that nothing may be written into it: the one rule of the
+        wait, of apply's check before each write and of the fence's check inside the write's transaction.
+        Members counted; or a state other than the writable ones (a rebalance whose members left is not
+        over); or, where members are not counted (``members`` -1: a group only listed,
+        ``protocol.listed_groups``), any state but Empty or Dead, an unknown one included."""
+        if self.members > 0:
+            return True
+        if self.members < 0:
+            return self.state not in ("Empty", "Dead")
+        return self.state not in WRITABLE_STATES
 
 
 @dataclass(frozen=True, slots=True)
