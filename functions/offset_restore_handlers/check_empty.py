@@ -8,11 +8,11 @@ import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
-from offset_restore.apply.steps import check_empty
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import ApplySettings, read_secret
+from offset_restore.workflow.states.check_empty import check_empty
 
 from offset_restore_handlers.requests import CheckRequest, parse
 

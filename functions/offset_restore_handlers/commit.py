@@ -4,7 +4,7 @@ or, in the workflow's rollback mode, put back the previous offsets a run's commi
 A retry of the same batch within one execution (a Lambda or Map retry) returns the first answer
 (powertools Idempotency, set up by ``workflow.idempotency``, records in the project's table); a new
 execution commits again, which changes nothing that is already in place. Both flows are
-``workflow.commit_step``.
+``workflow.states.commit``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.workflow.commit_step import commit_step
 from offset_restore.workflow.idempotency import commit_idempotency
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import ApplySettings
+from offset_restore.workflow.states.commit import commit_step
 
 from offset_restore_handlers.requests import BatchRequest, parse
 

@@ -13,7 +13,8 @@ from offset_restore.stores.storage import S3Store
 from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, tracer
 from offset_restore.workflow.settings import PrepareSettings
-from offset_restore.workflow.steps import RunInput, prepare_work
+from offset_restore.workflow.states.prepare import prepare_work
+from offset_restore.workflow.states.validate import RunInput
 from pydantic import ValidationError
 
 from offset_restore_handlers.requests import PrepareRequest, parse

@@ -9,7 +9,7 @@ from offset_restore.apply.locks import workflow_lock_ttl
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.fence import FENCE_LANES, Fence
 from offset_restore.validation import describe
-from offset_restore.workflow.commit_step import CommitBatches, CommitStep, RollbackSelection
+from offset_restore.workflow.states.commit import CommitBatches, CommitStep, RollbackSelection
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 __all__ = [
@@ -90,7 +90,7 @@ class BatchRequest(ApplyRequest):
         return self
 
     def step(self) -> CommitStep:
-        """The library's view of this input (``workflow.commit_step``); the whole input, the execution's
+        """The library's view of this input (``workflow.states.commit``); the whole input, the execution's
         id included, is what tells a retry of the state from a new call."""
         selection: list[str] | CommitBatches | RollbackSelection
         if self.rollback:

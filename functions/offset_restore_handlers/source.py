@@ -11,13 +11,14 @@ from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.migration.steps import check_source, final_snapshot, recheck_source
+from offset_restore.migration.final import final_snapshot
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import SourceSettings, read_secret
+from offset_restore.workflow.states.source import check_source, recheck_source
 
 from offset_restore_handlers.requests import SourceRequest, parse
 

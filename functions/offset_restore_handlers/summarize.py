@@ -9,7 +9,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.workflow.observability import logger, tracer
 from offset_restore.workflow.settings import SummarizeSettings
-from offset_restore.workflow.steps import summarize
+from offset_restore.workflow.states.summarize import summarize
 
 from offset_restore_handlers.requests import SummarizeRequest, parse
 

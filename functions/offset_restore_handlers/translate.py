@@ -11,10 +11,10 @@ from offset_restore.errors import BadInputError
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import S3Store
 from offset_restore.translate.checkpoints import DynamoCheckpoints
-from offset_restore.translate.run import translate_work_item
 from offset_restore.validation import describe
 from offset_restore.workflow.observability import logger, metrics, tracer
 from offset_restore.workflow.settings import TranslateSettings, read_secret
+from offset_restore.workflow.states.translate import translate_work_item
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 

@@ -12,7 +12,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from offset_restore.errors import BadInputError
 from offset_restore.workflow.observability import logger, tracer
 from offset_restore.workflow.settings import ValidateSettings
-from offset_restore.workflow.steps import gate, validate_input
+from offset_restore.workflow.states.validate import gate, validate_input
 
 
 @tracer.capture_lambda_handler

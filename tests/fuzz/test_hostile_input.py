@@ -28,7 +28,7 @@ from offset_restore.snapshot.offsets_topic import CorruptRecordError, OffsetComm
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.run import parse_topic_map
-from offset_restore.workflow.steps import RunInput, validate_input
+from offset_restore.workflow.states.validate import RunInput, validate_input
 from offset_restore_handlers.requests import ApplyRequest, BatchRequest, CheckRequest, LockRequest, ReportRequest, parse
 from pydantic import BaseModel
 

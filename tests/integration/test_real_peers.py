@@ -25,8 +25,9 @@ from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.mm2 import FRESHER_MARGIN_MS
-from offset_restore.translate.run import translate_work_item
-from offset_restore.workflow.steps import RunInput, prepare_work
+from offset_restore.workflow.states.prepare import prepare_work
+from offset_restore.workflow.states.translate import translate_work_item
+from offset_restore.workflow.states.validate import RunInput
 
 from tests.helpers import TEST_BROKER, Brokers, Produced, active_member, commit, produce, restore, unique
 from tests.integration.test_apply import run as run_cli

@@ -21,9 +21,10 @@ from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.checkpoints import DynamoCheckpoints
-from offset_restore.translate.run import translate_work_item
 from offset_restore.workflow.report import render_report
-from offset_restore.workflow.steps import RunInput, prepare_work
+from offset_restore.workflow.states.prepare import prepare_work
+from offset_restore.workflow.states.translate import translate_work_item
+from offset_restore.workflow.states.validate import RunInput
 
 from tests.helpers import Brokers, commit, produce, restore, unique
 from tests.integration.test_apply import run

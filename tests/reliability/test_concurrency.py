@@ -14,10 +14,10 @@ from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.fit import check_plan_fits
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile
-from offset_restore.apply.steps import commit_groups
 from offset_restore.errors import CommitInterruptedError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.stores.mappings import MappingStore
+from offset_restore.workflow.states.commit import commit_groups
 
 from tests.figures import record
 from tests.helpers import Brokers, active_member
@@ -140,6 +140,6 @@ def test_a_commit_batch_retried_after_a_partial_write_commits_nothing_twice(
 
 
 def _plan_of(entries: list[Any]) -> Any:
-    from offset_restore.apply.steps import _plan as plan
+    from offset_restore.apply.table import table_plan as plan
 
     return plan("r", "t", entries)

@@ -11,7 +11,6 @@ import boto3
 import pytest
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.apply.run import PlanFile, run_apply
-from offset_restore.apply.steps import commit_groups
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
@@ -21,6 +20,7 @@ from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import open_location
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.run import SnapshotChoice, run_plan
+from offset_restore.workflow.states.commit import commit_groups
 
 from tests.figures import record
 from tests.helpers import Brokers, Produced, TestBroker, commit, new_broker, produce, restore, unique

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import boto3
 import pytest
-from offset_restore.apply.steps import _plan as plan_of
+from offset_restore.apply.table import table_plan as plan_of
 from offset_restore.devtools.local_aws import REGION, local_workflow
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.snapshot.live import SnapshotOptions

@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 from offset_restore.errors import BadInputError, OffsetRestoreError
 from offset_restore.workflow.approval import answer, ask, close_question, waiting
 from offset_restore.workflow.report_text import approval_phrase
-from offset_restore.workflow.steps import gate, validate_input
+from offset_restore.workflow.states.validate import gate, validate_input
 
 DEFAULTS = {"source_cluster": "src", "target_cluster": "dr"}
 ALARM = {"alarm": "primary-down", "time": "2026-12-01T03:00:00Z"}

@@ -105,7 +105,7 @@ def test_each_batch_is_written_by_one_lane_and_no_lane_twice_at_once(batches: in
     """One transactional id has one transaction open at a time: every batch falls in exactly one lane of
     the fence, and the Commit Map runs one step per lane, so no two steps write under one id."""
     from offset_restore.kafka.fence import FENCE_LANES
-    from offset_restore.workflow.steps import commit_lanes
+    from offset_restore.workflow.states.summarize import commit_lanes
 
     lanes = commit_lanes(batches)
     assert [lane.lane for lane in lanes] == list(range(min(batches, FENCE_LANES)))
@@ -129,7 +129,7 @@ def test_a_commit_step_of_an_execution_started_before_the_upgrade_writes_its_one
     """An execution keeps the state machine it started with: after an upgrade its Commit Map still sends
     one ``batch`` and no fence. Before, the new code refused the input ("give either groups or batches")
     and the run failed at its commit; now the step writes that batch and takes the cluster's fence itself."""
-    from offset_restore.workflow.commit_step import CommitBatches
+    from offset_restore.workflow.states.commit import CommitBatches
     from offset_restore_handlers.requests import BatchRequest, parse
 
     step = parse(BatchRequest, {"restore_id": "r", "batch": 3, "execution": "e"}, "commit").step()

@@ -17,8 +17,9 @@ from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import LocalStore
 from offset_restore.translate.options import PlanOptions
-from offset_restore.translate.run import SnapshotChoice, run_plan, translate_work_item
+from offset_restore.translate.run import SnapshotChoice, run_plan
 from offset_restore.translate.translation import translate
+from offset_restore.workflow.states.translate import translate_work_item
 
 from tests.helpers import plan_entry
 from tests.unit.test_snapshot_store import make

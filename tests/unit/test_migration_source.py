@@ -14,9 +14,9 @@ from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo
 from offset_restore.migration.source import leave_out, moved_since_snapshot, stopped_on_source
-from offset_restore.migration.steps import check_source
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
-from offset_restore.workflow.steps import validate_input
+from offset_restore.workflow.states.source import check_source
+from offset_restore.workflow.states.validate import validate_input
 
 
 class FakeSource:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 
-from offset_restore.apply.steps import NAMES_IN_OUTPUT, CommitResult, EmptyCheck
+from offset_restore.workflow.states.check_empty import EmptyCheck
+from offset_restore.workflow.states.commit import CommitResult
+from offset_restore.workflow.states.output import NAMES_IN_OUTPUT
 
 LIMIT = 256 * 1024
 NAMES = [f"payments-settlement-consumer-{'x' * 200}-{i:05d}" for i in range(20_000)]

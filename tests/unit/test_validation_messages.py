@@ -7,7 +7,7 @@ import pytest
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import Plan
 from offset_restore.validation import describe
-from offset_restore.workflow.steps import validate_input
+from offset_restore.workflow.states.validate import validate_input
 from pydantic import ValidationError
 
 

@@ -30,7 +30,7 @@ from offset_restore.apply.seal import (
     unsealed_numbers,
     whole_problem,
 )
-from offset_restore.apply.steps import rollback_run
+from offset_restore.apply.table import rollback_run
 from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
@@ -358,7 +358,7 @@ def rollback_workflow_run(
     progress: Progress | None = None,
 ) -> tuple[Plan, ApplyReport]:
     """``run_rollback`` for a run the deployed workflow applied: the previous offsets come from the
-    mappings in DynamoDB (``apply.steps.rollback_run``), under the target's lock (a preview takes none),
+    mappings in DynamoDB (``apply.table.rollback_run``), under the target's lock (a preview takes none),
     on the cluster the run committed to (``cluster_id``, as recorded)."""
     with connect(connection) as target, _locked(None if wait.dry_run else _keyed(lock, target)) as still_ours:
         _fenced(target, not wait.dry_run)

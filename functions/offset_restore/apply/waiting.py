@@ -33,6 +33,7 @@ __all__ = [
 
 T = TypeVar("T")
 
+
 class WaitTimeoutError(OffsetRestoreError):
     """Groups stayed active past the wait timeout (and the input said to fail); nothing was written."""
 

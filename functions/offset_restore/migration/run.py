@@ -28,13 +28,13 @@ from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import GroupInfo
+from offset_restore.migration.final import final_snapshot
 from offset_restore.migration.source import (
     StoppedOnSource,
     moved_since_snapshot,
     still_active_error,
     stopped_on_source,
 )
-from offset_restore.migration.steps import final_snapshot
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import SnapshotResult
 from offset_restore.stores.storage import BlobStore, open_location

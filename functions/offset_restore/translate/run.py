@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import IO
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from offset_restore.errors import AlreadyExistsError, BadInputError, OffsetRestoreError
 from offset_restore.formats.plan import ClusterRef as _ClusterRef
@@ -21,7 +21,6 @@ from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.live import Progress, Snapshot
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, default_cluster_name, validate_name
 from offset_restore.snapshot.store import MANIFEST, SnapshotRepository, StoredGroups
-from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import BlobStore, open_location
 from offset_restore.translate.checkpoints import CheckpointReader
 from offset_restore.translate.document import PlanDocument, ProblemKind
@@ -30,15 +29,12 @@ from offset_restore.translate.options import STRATEGIES, PlanOptions, PlanSettin
 from offset_restore.translate.plan import collect_positions
 from offset_restore.translate.positions import TranslateStats
 from offset_restore.translate.translation import translation
-from offset_restore.translate.work_items import WorkItem
-from offset_restore.validation import describe
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
     "PlanResult",
     "SnapshotChoice",
-    "WorkItemResult",
     "create_plan",
     "find_snapshot",
     "load_snapshot",
@@ -50,7 +46,6 @@ __all__ = [
     "run_plan",
     "snapshot_history",
     "split_location",
-    "translate_work_item",
 ]
 
 
@@ -91,13 +86,6 @@ def refuse_unknown_scopes(settings: PlanSettings, manifest: SnapshotManifest) ->
             f"restore_complete (--restore-complete): {'; '.join(problems[:5])}; give source topics as the snapshot "
             f"{manifest.snapshot_id} names them (topic or topic/partition); nothing was read or written"
         )
-
-
-def _history(item: WorkItem) -> History | None:
-    """The snapshot history a work item carries (``prepare_work``), as the translation reads it."""
-    if item.groups_stopped:
-        return History(item.history_at or item.snapshot_at or datetime.now(UTC), stopped=True)
-    return History(item.history_at, item.history) if item.history_at is not None else None
 
 
 def snapshot_history(
@@ -395,53 +383,3 @@ def _median(values: list[int]) -> float:
     ordered = sorted(values)
     middle = len(ordered) // 2
     return float(ordered[middle]) if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
-class WorkItemResult(BaseModel):
-    restore_id: str
-    work_item: str
-    entries: int
-    written: int
-    unchanged: int
-    summary: PlanSummary
-
-
-@full_collections_rare()
-def translate_work_item(
-    store: BlobStore,
-    key: str,
-    connection: ConnectionSettings,
-    mappings: MappingStore,
-    *,
-    target_cluster: str | None = None,
-    checkpoints: CheckpointReader | None = None,
-    connect: Callable[[ConnectionSettings], KafkaCluster] = KafkaCluster,
-) -> WorkItemResult:
-    """Translate one work item from the store and record each entry in DynamoDB (idempotent)."""
-    try:
-        item = WorkItem.model_validate_json(store.get(key))
-    except ValidationError as error:
-        raise BadInputError(f"work item {store.description}/{key} is invalid: {describe(error)}") from None
-    options = PlanOptions.of(item, target_cluster=target_cluster)
-    with connect(connection) as target:
-        done = translation(
-            item.groups,
-            target,
-            options,
-            snapshot_completed_at=item.snapshot_completed_at,
-            snapshot_at=item.snapshot_at,
-            history=_history(item),
-            checkpoints=checkpoints,
-            source_partitions=item.source_partitions,
-            source_recreated=item.source_recreated,
-        )
-    entries = list(done.entries())
-    counts = mappings.put(item.restore_id, entries, until_exact=item.until_exact)
-    return WorkItemResult(
-        restore_id=item.restore_id,
-        work_item=key,
-        entries=len(entries),
-        written=counts["written"],
-        unchanged=counts["unchanged"],
-        summary=PlanSummary.of(entries),
-    )

@@ -1,35 +1,160 @@
-"""The workflow's Commit state as one call: a batch of a restore's groups committed on the target
-(previous offsets saved first) and verified, once per execution; or, in the workflow's rollback mode,
-the previous offsets the run's commits saved put back.
+"""The Commit state as one call: a batch of a restore's groups committed on the target (previous offsets
+saved first) and verified, once per execution; or, in the workflow's rollback mode, the previous offsets
+the run's commits saved put back.
 
-The handler parses the state's input into a ``CommitStep`` and returns what this gives: the step's
-output (``CommitResult.output()``: names bounded, counts whole), the same for a first attempt, its
-retries and a rollback.
-"""
+The handler parses the state's input into a ``CommitStep`` and returns what this gives: the step's output
+(``CommitResult.output()``: names bounded, counts whole), the same for a first attempt, its retries and a
+rollback."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from offset_restore.apply.commit_index import read_held_on_source
+from pydantic import BaseModel
+
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.commit_index import (
+    COMMIT_BATCH_GROUPS,
+    commit_candidates,
+    read_batch,
+    read_held_on_source,
+)
+from offset_restore.apply.fit import check_entries_fit
 from offset_restore.apply.locks import FENCE_PREFIX, Lease, LockLostError, TargetLock
-from offset_restore.apply.model import ApplyOptions, RewindScope, rewind_options
-from offset_restore.apply.steps import CommitResult, commit_groups, rollback_run, step_result
+from offset_restore.apply.model import (
+    ApplyOptions,
+    ApplyReport,
+    ApplyTarget,
+    RewindScope,
+    WriteCheck,
+    rewind_options,
+)
+from offset_restore.apply.table import rollback_run, table_plan
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.fence import Fence
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.runs import RunRecord
+from offset_restore.stores.storage import BlobStore
 from offset_restore.workflow.idempotency import Idempotency
 from offset_restore.workflow.settings import ApplySettings, read_secret
+from offset_restore.workflow.states.output import NAMES_IN_OUTPUT, first_names
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_s3 import S3Client
 
-__all__ = ["CommitBatches", "CommitStep", "RollbackSelection", "commit_step"]
+__all__ = [
+    "CommitBatches",
+    "CommitResult",
+    "CommitStep",
+    "RollbackSelection",
+    "commit_groups",
+    "commit_step",
+    "step_result",
+]
+
+
+class CommitResult(BaseModel):
+    committed: list[str]
+    unchanged: list[str]
+    skipped: dict[str, str]
+    failed: dict[str, str]
+    offsets_committed: int
+    verified: int
+    verify_failed: list[str]
+
+    @classmethod
+    def merged(cls, results: Iterable[CommitResult]) -> CommitResult:
+        """One result of several batches written one after another."""
+        whole = cls(
+            committed=[], unchanged=[], skipped={}, failed={}, offsets_committed=0, verified=0, verify_failed=[]
+        )
+        for result in results:
+            whole.committed += result.committed
+            whole.unchanged += result.unchanged
+            whole.skipped.update(result.skipped)
+            whole.failed.update(result.failed)
+            whole.offsets_committed += result.offsets_committed
+            whole.verified += result.verified
+            whole.verify_failed += result.verify_failed
+        return whole
+
+    def output(self) -> dict[str, Any]:
+        """What the step returns: bounded whatever the batch size (see ``NAMES_IN_OUTPUT``)."""
+        return {
+            "committed": first_names(self.committed),
+            "unchanged": first_names(self.unchanged),
+            "skipped": dict(sorted(self.skipped.items())[:NAMES_IN_OUTPUT]),
+            "failed": dict(sorted(self.failed.items())[:NAMES_IN_OUTPUT]),
+            "offsets_committed": self.offsets_committed,
+            "verified": self.verified,
+            "verify_failed": first_names(self.verify_failed),
+            "counts": {
+                "committed": len(self.committed),
+                "unchanged": len(self.unchanged),
+                "skipped": len(self.skipped),
+                "failed": len(self.failed),
+                "offsets_committed": self.offsets_committed,
+                "verified": self.verified,
+                "verify_failed": len(self.verify_failed),
+            },
+        }
+
+
+def step_result(report: ApplyReport) -> CommitResult:
+    """What a commit or rollback step returns, from its report."""
+    return CommitResult(
+        committed=report.groups_committed,
+        unchanged=report.groups_unchanged,
+        skipped=report.groups_skipped,
+        failed=report.groups_failed,
+        offsets_committed=report.offsets_committed,
+        verified=report.verified,
+        verify_failed=report.verify_failed,
+    )
+
+
+def commit_groups(
+    restore_id: str,
+    groups: Sequence[str] | int,
+    target: ApplyTarget,
+    mappings: MappingStore,
+    *,
+    allow_rewind: RewindScope,
+    index: BlobStore | None = None,
+    offset_header: str | None = None,
+    before_write: WriteCheck | None = None,
+    hold: Mapping[str, str] | None = None,
+) -> CommitResult:
+    """Commit (and verify) a batch of groups, named or by the workflow's batch number; active ones
+    are skipped, the previous offsets are saved to DynamoDB before the first write. Running a batch
+    again commits nothing twice. With the restore's commit ``index`` a numbered batch reads only its
+    own mappings, by key. ``hold``: groups not to write, with why (a migration's last look at the
+    source), checked right before each write."""
+    if isinstance(groups, int) and index is not None:
+        batch = read_batch(index, groups)
+        selected = set(batch.groups)
+        everything = mappings.entries_by_keys(restore_id, batch.keys)
+    else:
+        everything = mappings.entries(restore_id)
+        if isinstance(groups, int):
+            candidates = commit_candidates(everything, allow_rewind)
+            selected = set(candidates[groups * COMMIT_BATCH_GROUPS : (groups + 1) * COMMIT_BATCH_GROUPS])
+        else:
+            selected = set(groups)
+    # With the restore's offset header, the records next to each mapped offset are checked by the source
+    # offset they carry as well as by their timestamp, just before the write (and in verification).
+    plan = table_plan(restore_id, target.cluster_id, [e for e in everything if e.group in selected], offset_header)
+    check_entries_fit([e for e in plan.entries if e.status == "mapped"], target)  # apply_plan checks revived ones
+    options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(allow_rewind))
+    held = (lambda batch: {g: hold[g] for g in batch if g in hold}) if hold else None
+    report = apply_plan(
+        plan, target, options, lambda p: mappings.save(restore_id, p.entries), before_write=before_write, hold=held
+    )
+    return step_result(report)
 
 
 @dataclass(frozen=True)
@@ -159,7 +284,7 @@ def _roll_back(
     mappings: MappingStore,
     runs: RunRecord,
 ) -> dict[str, Any]:
-    """The run's previous offsets put back (``apply.steps.rollback_run``); active groups are left and
+    """The run's previous offsets put back (``apply.table.rollback_run``); active groups are left and
     named, not waited for."""
     groups = NameFilter.parse(selection.groups_regex, selection.exclude_groups, "groups")
     options = ApplyOptions(wait_timeout_s=0, on_wait_timeout="commit_empty", **rewind_options(step.allow_rewind))

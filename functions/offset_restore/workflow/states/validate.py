@@ -1,46 +1,21 @@
-"""The steps of the Step Functions workflow that are not snapshot, translate or apply themselves:
-validate the execution input (docs/design.md §5.3), prepare work items, summarize the mappings (the report is
-workflow/report.py)."""
+"""The ValidateInput state: the execution input (docs/design.md §5.3) with every default filled in and
+checked, and the deployment's approval policy applied (``gate``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, ValidationInfo, field_validator
 
-from offset_restore.apply.commit_index import COMMIT_BATCH_GROUPS, IndexBuilder
-from offset_restore.apply.model import WAIT_TIMEOUT_S, RewindScope
+from offset_restore.apply.model import WAIT_TIMEOUT_S
 from offset_restore.errors import BadInputError
-from offset_restore.formats.plan import PlanSummary, SummaryTally
-from offset_restore.kafka.fence import FENCE_LANES
-from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, NameFilter, compile_pattern
-from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, parse_time, validate_name
-from offset_restore.snapshot.store import SnapshotRepository
-from offset_restore.stores.in_flight import InFlight
-from offset_restore.stores.keys import restore_object
-from offset_restore.stores.mappings import MappingStore, entry_key
-from offset_restore.stores.runs import RunRecord
-from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.exposure import History
-from offset_restore.translate.options import PLAN_DEFAULTS, PlanSettings
-from offset_restore.translate.run import recreated_since, refuse_unknown_scopes, snapshot_history
-from offset_restore.translate.work_items import WorkItem, split_work
+from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, compile_pattern
+from offset_restore.snapshot.model import parse_time, validate_name
+from offset_restore.translate.options import PlanSettings
 from offset_restore.validation import describe
 
-__all__ = [
-    "ApprovalSettings",
-    "RunInput",
-    "Summary",
-    "gate",
-    "prepare_work",
-    "resolved_input",
-    "summarize",
-    "validate_input",
-]
-
-WORK_ITEM_GROUP_PARTITIONS = 2_000
-_DEFAULT_PARTITION_HEADER = PLAN_DEFAULTS.partition_header
+__all__ = ["ApprovalSettings", "RunInput", "WaitSettings", "gate", "validate_input"]
 
 
 class WaitSettings(BaseModel):
@@ -76,7 +51,7 @@ class RunInput(PlanSettings):
     mode: Literal["plan", "apply", "rollback", "migrate"] = "plan"
     """``rollback`` puts back the previous offsets the commits of the run ``restore_id`` saved;
     ``migrate`` (the source is up) waits until the groups stop on the source, takes the final snapshot,
-    translates until every entry is exact and applies (migration/steps.py)."""
+    translates until every entry is exact and applies (``workflow/states/source.py``, ``migration/final.py``)."""
     wait: WaitSettings = Field(default_factory=WaitSettings)
     on_wait_timeout: Literal["fail", "commit_empty"] = "fail"
     remove_static_members: StrictBool = False
@@ -193,146 +168,3 @@ def _rollback_input(event: Mapping[str, Any], values: dict[str, Any]) -> None:
         raise BadInputError("invalid execution input: mode rollback needs restore_id: the run whose commits to undo")
     if "exclude_groups" not in event:
         values["exclude_groups"] = None
-
-
-def prepare_work(
-    run: RunInput, snapshots: SnapshotRepository, store: BlobStore, runs: RunRecord | None = None
-) -> dict[str, Any]:
-    """Resolve the snapshot, claim the restore id for this input (``runs``), select the groups and
-    write the work items; returns their keys."""
-    if run.snapshot == "latest":
-        key, manifest = snapshots.latest(run.source_cluster)
-    elif "id" in run.snapshot:
-        key, manifest = snapshots.by_id(run.snapshot["id"], run.source_cluster)
-    else:
-        key, manifest = snapshots.as_of(parse_time(run.snapshot["as_of"]), run.source_cluster)
-    refuse_unknown_scopes(run, manifest)
-    if runs is not None:
-        runs.claim(run.restore_id, resolved_input(run, manifest.snapshot_id))
-    group_filter = NameFilter.parse(run.groups, run.exclude_groups, "groups")
-    topic_filter = NameFilter.parse(run.topics, None, "topics")
-    history = snapshot_history(snapshots, manifest, group_filter)
-    recreated = recreated_since(snapshots, manifest)
-    counts = {"groups": 0, "group_partitions": 0}
-
-    def selected() -> Iterator[GroupSnapshot]:
-        for group in snapshots.groups(key, manifest):
-            if not group_filter(group.group):
-                continue
-            kept = [p for p in group.partitions if topic_filter(p.topic)]
-            if kept:
-                counts["groups"] += 1
-                counts["group_partitions"] += len(kept)
-                yield group.model_copy(update={"partitions": kept})
-
-    keys = []
-    # Work items are written as they fill, a few at once: memory holds those in flight, not the snapshot.
-    with InFlight() as puts:
-        for number, batch in enumerate(split_work(selected(), WORK_ITEM_GROUP_PARTITIONS)):
-            keys.append(restore_object(run.restore_id, f"work/item-{number:05d}.json"))
-            item = _work_item(run, manifest, history, batch, recreated).model_dump_json().encode()
-            puts.submit(store.put, keys[-1], item, "application/json")
-    return {
-        "snapshot_id": manifest.snapshot_id,
-        "snapshot_created_at": manifest.created_at.isoformat(),
-        "work_items": keys,
-        **counts,
-    }
-
-
-def _work_item(
-    run: RunInput,
-    manifest: SnapshotManifest,
-    history: History | None,
-    batch: list[GroupSnapshot],
-    recreated: dict[str, str],
-) -> WorkItem:
-    """One Translate work item: the run's plan settings and the snapshot's facts beside its groups."""
-    return WorkItem(
-        **run.plan_settings().model_dump(),
-        restore_id=run.restore_id,
-        snapshot_id=manifest.snapshot_id,
-        snapshot_completed_at=manifest.completed_at,
-        snapshot_at=manifest.positions_at,
-        history_at=history.at if history else None,
-        history={g.group: dict(history.offsets[g.group]) for g in batch if g.group in history.offsets}
-        if history
-        else {},
-        source_cluster=run.source_cluster,
-        source_partitions=manifest.topic_partitions,
-        source_recreated=recreated,
-        groups=batch,
-        until_exact=run.mode == "migrate",
-        groups_stopped=manifest.groups_stopped,
-    )
-
-
-def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
-    """What makes a restore this restore: a later run of the same id must resolve to the same."""
-    return {
-        "snapshot_id": snapshot_id,
-        "source_cluster": run.source_cluster,
-        "target_cluster": run.target_cluster,
-        "groups": run.groups,
-        "exclude_groups": run.exclude_groups,
-        "topics": run.topics,
-        "topic_map": dict(sorted(run.topic_map.items())),
-        "strategies": list(run.strategies),
-        "offset_header": run.offset_header,
-        "order_check": run.order_check,
-        "timestamp_margin_ms": run.timestamp_margin_ms,
-        # Only when set: a restore first run before the option existed resolves as it did then.
-        **({"partition_header": run.partition_header} if run.partition_header != _DEFAULT_PARTITION_HEADER else {}),
-    }
-
-
-class CommitLane(BaseModel):
-    lane: int
-    batches: list[int]
-
-
-def commit_lanes(batches: int) -> list[CommitLane]:
-    """Batch ``b`` in lane ``b % FENCE_LANES``: one transactional id has one transaction open at a time,
-    so no two steps of a run write under one lane."""
-    lanes = min(batches, FENCE_LANES)
-    return [CommitLane(lane=k, batches=list(range(k, batches, FENCE_LANES))) for k in range(lanes)]
-
-
-class Summary(BaseModel):
-    summary: PlanSummary
-    pending: int
-    """The entries the workflow waits for: pending ones, and in a migration every entry not exact."""
-    commit_lanes: list[CommitLane]
-    """The commit batches (``COMMIT_BATCH_GROUPS`` groups each, in name order) by the lane of the fence
-    that writes them: the Commit Map runs one step per lane, at most ``FENCE_LANES`` at once."""
-    retries_left: int
-    """How many more times the workflow may wait for a running restore to reach pending entries."""
-
-
-def summarize(
-    restore_id: str,
-    mappings: MappingStore,
-    retries_left: int,
-    index: BlobStore | None = None,
-    allow_rewind: RewindScope = False,
-    until_exact: bool = False,
-) -> Summary:
-    """Count the mappings; with ``index``, also write the commit index the apply steps read. One pass
-    over the mappings, none of them held. ``until_exact`` (a migration): entries mapped without proof
-    wait as pending ones do — the target has not yet brought the records at their positions."""
-    tally, builder = SummaryTally(), IndexBuilder(allow_rewind, exact_only=until_exact)
-    for entry in mappings.iter_entries(restore_id):
-        tally.add(entry)
-        builder.add(entry, entry_key(restore_id, entry)["sk"]["S"] if index is not None else None)
-    summary = tally.result()
-    if index is not None:
-        batches = builder.write(index)
-    else:
-        batches = (len(builder.candidates()) + COMMIT_BATCH_GROUPS - 1) // COMMIT_BATCH_GROUPS
-    waiting = summary.awaiting_catch_up if until_exact else summary.pending
-    return Summary(
-        summary=summary,
-        pending=waiting,
-        commit_lanes=commit_lanes(batches),
-        retries_left=max(0, retries_left - (1 if waiting else 0)),
-    )
