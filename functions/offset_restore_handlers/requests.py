@@ -9,7 +9,9 @@ from offset_restore.apply.locks import workflow_lock_ttl
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.fence import FENCE_LANES, Fence
 from offset_restore.validation import describe
+from offset_restore.workflow.states.check_empty import EmptyPoll
 from offset_restore.workflow.states.commit import CommitBatches, CommitStep, RollbackSelection
+from offset_restore.workflow.states.source import SourceLook
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 __all__ = [
@@ -120,6 +122,19 @@ class CheckRequest(ApplyRequest):
     """The execution holding the target's lock: each poll renews it (a run may wait for hours)."""
     interval_seconds: float = Field(default=15, ge=0)
 
+    def poll(self) -> EmptyPoll:
+        """The library's view of this input (``workflow.states.check_empty``)."""
+        return EmptyPoll(
+            self.restore_id,
+            started_at=self.started_at,
+            timeout_s=self.timeout_seconds,
+            fail_on_timeout=self.on_wait_timeout == "fail",
+            remove_static=self.remove_static_members,
+            static_removed=self.static_removed,
+            owner=self.owner,
+            interval_seconds=self.interval_seconds,
+        )
+
 
 class SourceRequest(ApplyRequest):
     """A migration's step on the source: ``check_empty`` (one look), ``snapshot`` (the final one) or
@@ -134,6 +149,20 @@ class SourceRequest(ApplyRequest):
     on_wait_timeout: str = "fail"
     owner: str | None = None
     interval_seconds: float = Field(default=15, ge=0)
+
+    def look(self) -> SourceLook:
+        """The library's view of this input (``workflow.states.source``)."""
+        return SourceLook(
+            self.restore_id,
+            groups=self.groups,
+            exclude_groups=self.exclude_groups,
+            topics=self.topics,
+            started_at=self.started_at,
+            timeout_s=self.timeout_seconds,
+            fail_on_timeout=self.on_wait_timeout == "fail",
+            owner=self.owner,
+            interval_seconds=self.interval_seconds,
+        )
 
 
 class LockRequest(ApplyRequest):

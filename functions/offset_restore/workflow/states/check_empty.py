@@ -4,18 +4,15 @@ waits and asks again), static members removed when the input asks for it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from offset_restore.apply.commit_index import (
-    read_groups,
-    writable_and_waiting,
-)
-from offset_restore.apply.model import (
-    ApplyTarget,
-)
+from offset_restore.apply.commit_index import read_groups, writable_and_waiting
+from offset_restore.apply.locks import TargetLock, workflow_lock_ttl
+from offset_restore.apply.model import ApplyTarget
 from offset_restore.apply.waiting import (
     WaitTimeoutError,
     active_groups,
@@ -23,11 +20,17 @@ from offset_restore.apply.waiting import (
     static_hint,
     still_active,
 )
+from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.stores.mappings import MappingStore
 from offset_restore.stores.storage import BlobStore
+from offset_restore.workflow.settings import ApplySettings, read_secret
 from offset_restore.workflow.states.output import first_names
 
-__all__ = ["EmptyCheck", "check_empty"]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+__all__ = ["EmptyCheck", "EmptyPoll", "check_empty", "poll_target"]
 
 
 STATIC_REMOVED_KEPT = 500
@@ -109,3 +112,46 @@ def check_empty(
         timed_out=timed_out,
         static_removed=removed,
     )
+
+
+@dataclass(frozen=True)
+class EmptyPoll:
+    """One poll of the CheckEmpty state, as its input gives it: the wait's start and timeout, what a timeout
+    does, the static members to remove and those removed by earlier polls, and the run's lock (``owner``:
+    the execution holding it; None: a call outside the state machine, which renews none)."""
+
+    restore_id: str
+    started_at: float | None = None
+    timeout_s: float | None = None
+    fail_on_timeout: bool = False
+    remove_static: bool = False
+    static_removed: Sequence[str] = ()
+    owner: str | None = None
+    interval_seconds: float = 15
+
+
+def poll_target(
+    poll: EmptyPoll,
+    settings: ApplySettings,
+    dynamodb: DynamoDBClient,
+    s3: S3Client,
+    secret_reader: Callable[[str], str] = read_secret,
+) -> EmptyCheck:
+    """One CheckEmpty state: the run's lock renewed first (every poll: a long wait never lets it lapse),
+    then ``check_empty`` over the restore's commit index."""
+    with KafkaCluster(settings.target.connection(secret_reader)) as target:
+        if poll.owner:
+            ttl = workflow_lock_ttl(poll.interval_seconds)
+            name = settings.target.name
+            TargetLock(settings.table, dynamodb, target.cluster_id, poll.owner, ttl_s=ttl, name=name).renew()
+        return check_empty(
+            poll.restore_id,
+            target,
+            MappingStore(settings.table, dynamodb),
+            started_at=poll.started_at,
+            timeout_s=poll.timeout_s,
+            fail_on_timeout=poll.fail_on_timeout,
+            index=settings.restore_folder(poll.restore_id, s3),
+            remove_static=poll.remove_static,
+            static_removed=poll.static_removed,
+        )
