@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import itertools
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import pytest
@@ -188,10 +188,20 @@ class SmallWindows:
         return out
 
 
-def snapshot(n: int, positions: Iterable[int]) -> list[GroupSnapshot]:
-    def evidence(s: int) -> RecordEvidence:
+def snapshot(
+    n: int,
+    positions: Iterable[int],
+    evidence: Callable[[int], RecordEvidence] | None = None,
+    before: Callable[[int], list[RecordEvidence]] | None = None,
+) -> list[GroupSnapshot]:
+    """A group at each of ``positions`` of ``n`` records; ``evidence``: source record ``s`` as the snapshot read
+    it (default: distinct, 1 ms apart); ``before``: a position's records before it (default: three)."""
+
+    def distinct(s: int) -> RecordEvidence:
         return RecordEvidence(offset=s, timestamp=1_000 + s, fingerprint=fingerprint(f"k{s}".encode(), b"v", ()))
 
+    read = evidence or distinct
+    earlier = before or (lambda c: [read(s) for s in range(max(0, c - 3), min(c, n))])
     return [
         GroupSnapshot(
             group=f"g{c}",
@@ -203,8 +213,8 @@ def snapshot(n: int, positions: Iterable[int]) -> list[GroupSnapshot]:
                     committed_offset=c,
                     log_start=0,
                     log_end=n,
-                    next=evidence(c) if c < n else None,
-                    before=[evidence(s) for s in range(max(0, c - 3), min(c, n))],
+                    next=read(c) if c < n else None,
+                    before=earlier(c),
                 )
             ],
         )
@@ -382,25 +392,7 @@ def busy_replica(rng: random.Random, n: int) -> tuple[SmallWindows, list[GroupSn
             start -= 1  # through the next record's millisecond
         return [evidence(s) for s in range(start, c)]
 
-    groups = [
-        GroupSnapshot(
-            group=f"g{c}",
-            state="Empty",
-            partitions=[
-                PartitionSnapshot(
-                    topic="t",
-                    partition=0,
-                    committed_offset=c,
-                    log_start=0,
-                    log_end=n,
-                    next=evidence(c) if c < n else None,
-                    before=before(c),
-                )
-            ],
-        )
-        for c in range(n + 1)
-    ]
-    return target, groups
+    return target, snapshot(n, range(n + 1), evidence, before)
 
 
 @settings(max_examples=200, deadline=None)
