@@ -3,23 +3,32 @@ and written as Translate work items."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
+from pydantic import ValidationError
+
+from offset_restore.errors import BadInputError
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.model import GroupSnapshot, SnapshotManifest, parse_time
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.in_flight import InFlight
 from offset_restore.stores.keys import restore_object
 from offset_restore.stores.runs import RunRecord
-from offset_restore.stores.storage import BlobStore
+from offset_restore.stores.storage import BlobStore, S3Store
 from offset_restore.translate.exposure import History
 from offset_restore.translate.options import PLAN_DEFAULTS
 from offset_restore.translate.run import recreated_since, refuse_unknown_scopes, snapshot_history
 from offset_restore.translate.work_items import WorkItem, split_work
+from offset_restore.validation import describe
+from offset_restore.workflow.settings import PrepareSettings
 from offset_restore.workflow.states.validate import RunInput
 
-__all__ = ["WORK_ITEM_GROUP_PARTITIONS", "prepare_work", "resolved_input"]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_s3 import S3Client
+
+__all__ = ["WORK_ITEM_GROUP_PARTITIONS", "prepare_state", "prepare_work", "resolved_input"]
 
 
 WORK_ITEM_GROUP_PARTITIONS = 2_000
@@ -115,3 +124,16 @@ def resolved_input(run: RunInput, snapshot_id: str) -> dict[str, Any]:
         # Only when set: a restore first run before the option existed resolves as it did then.
         **({"partition_header": run.partition_header} if run.partition_header != _DEFAULT_PARTITION_HEADER else {}),
     }
+
+
+def prepare_state(
+    run_fields: Mapping[str, Any], settings: PrepareSettings, s3: S3Client, dynamodb: DynamoDBClient
+) -> dict[str, Any]:
+    """The Prepare state: the run as ValidateInput gave it (its loop counters left out), its snapshots where
+    the Snapshot function writes them (one bucket, the same prefix), then ``prepare_work``."""
+    try:
+        run = RunInput.model_validate({k: v for k, v in run_fields.items() if k in RunInput.model_fields})
+    except ValidationError as error:
+        raise BadInputError(f"invalid prepare request: {describe(error)}") from None
+    snapshots = SnapshotRepository(S3Store(settings.bucket, settings.snapshot_prefix, s3))
+    return prepare_work(run, snapshots, S3Store(settings.bucket, "", s3), RunRecord(settings.table, dynamodb))

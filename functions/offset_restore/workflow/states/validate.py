@@ -14,8 +14,9 @@ from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS, compile_patt
 from offset_restore.snapshot.model import parse_time, validate_name
 from offset_restore.translate.options import PlanSettings
 from offset_restore.validation import describe
+from offset_restore.workflow.settings import ValidateSettings
 
-__all__ = ["ApprovalSettings", "RunInput", "WaitSettings", "gate", "validate_input"]
+__all__ = ["ApprovalSettings", "RunInput", "WaitSettings", "gate", "validate_input", "validated_run"]
 
 
 class WaitSettings(BaseModel):
@@ -168,3 +169,22 @@ def _rollback_input(event: Mapping[str, Any], values: dict[str, Any]) -> None:
         raise BadInputError("invalid execution input: mode rollback needs restore_id: the run whose commits to undo")
     if "exclude_groups" not in event:
         values["exclude_groups"] = None
+
+
+def validated_run(event: Mapping[str, Any], settings: ValidateSettings, now: float) -> dict[str, Any]:
+    """The ValidateInput state: the state's event (``input``, ``execution_name``) validated against the
+    deployment's defaults, its approval policy applied, and the loop counters the state machine carries from
+    state to state beside the run (JSONPath has no variables)."""
+    raw = event.get("input")
+    if not isinstance(raw, dict):
+        raise BadInputError("invalid execution input: it must be a JSON object")
+    name = event.get("execution_name")
+    run = validate_input({**raw, "execution_name": name if isinstance(name, str) else None}, settings.defaults())
+    run = gate(run, raw, settings.approval, settings.approval_timeout_s)
+    return {
+        **run.model_dump(mode="json"),
+        "summary": {"retries_left": run.pending_retries},
+        "check": {"started_at": None, "static_removed": []},
+        "source_check": {"started_at": None},
+        "started_at": now,
+    }
