@@ -104,7 +104,7 @@ def prove(
     by = answered_by or {}
     proving = _Proving(decisions, positions, bounds, seen, header, by)
     changed = _skipping(proving) + _order_before(proving) + _past_the_origin_floor(proving)
-    changed += _read_twice(proving) + _exact_ends(proving)
+    changed += _read_twice(proving) + _copies_without_header(proving) + _exact_ends(proving)
     for key, decision in decisions.items():
         pos = positions.get(key)
         if pos is None or decision.status != "mapped" or decision.target_offset is None:
@@ -237,6 +237,45 @@ def _read_twice(proving: _Proving) -> int:
             decisions[key] = _more_twice(
                 decision, pos, replace(twice, seen=twice.seen - lying_below, possible=possible), proving
             )
+            changed += 1
+    return changed
+
+
+def _copies_without_header(proving: _Proving) -> int:
+    """Take ``exact`` from every answer, and raise its bound, where a record the plan read at or after its
+    resume point without the offset header, in a partition whose records carry it, is by content the copy
+    of a record the group processed (every record the snapshot read with that content lies before its
+    position): a restore that wrote it again without the header, after its end, where ``_read_twice``'s
+    headers do not reach. The bound adds them and stands only where the plan read every record after the
+    resume point. Returns how many answers changed."""
+    decisions, positions, seen, _, _ = proving.unpacked()
+    evidence = _Prints(positions)
+    changed = 0
+    for key, decision in decisions.items():
+        pos = positions.get(key)
+        if pos is None or decision.status != "mapped" or decision.target_offset is None:
+            continue
+        claimed = 0 if decision.exact else decision.max_duplicates
+        prints = seen.headers.prints(pos.target) if claimed is not None else {}
+        if not prints or not seen.headers.keyed(pos.target):
+            continue
+        back, resume = evidence.back(pos.source), decision.target_offset
+        copies = sorted(
+            o
+            for o, p in prints.items()
+            if o >= resume and (span := back.get(p)) is not None and span[1] < pos.committed
+        )
+        if claimed is not None and claimed < len(copies):
+            log = proving.bounds.get(pos.target)
+            whole = log is not None and seen.headers.covered(pos.target, resume, log.end)
+            bound = claimed + len(copies) if whole else None
+            said = (
+                f"not exact: target record {copies[0]}, read by the plan without the offset header, is the copy of a "
+                f"record the group processed (its content), read again; "
+                + (f"at most {bound:,} read twice" if bound is not None else "how many are read twice is not bounded")
+            )
+            reason = f"{decision.reason}; {said}" if decision.reason else said
+            decisions[key] = replace(decision, exact=False, max_duplicates=bound, reason=reason)
             changed += 1
     return changed
 
