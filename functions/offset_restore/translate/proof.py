@@ -38,8 +38,9 @@ A partition whose log is empty (or holds only transaction markers) has nothing b
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import record_fingerprint
@@ -130,6 +131,11 @@ class _Proving:
     seen: Seen
     header: str
     by: Mapping[PositionKey, str]
+    evidence: _Prints = field(init=False)
+    """The snapshot's evidence by fingerprint, built once for every rule that compares content."""
+
+    def __post_init__(self) -> None:
+        self.evidence = _Prints(self.positions)
 
     def unpacked(
         self,
@@ -154,7 +160,7 @@ def _skipping(proving: _Proving) -> int:
     for key, past in found.items():
         wanted.setdefault(positions[key].target, set()).update(o for o, _ in past[:CHECKED_RECORDS])
     records = seen.records_at(wanted)
-    evidence = _Prints(positions)
+    evidence = proving.evidence
     held = 0
     for key, past in found.items():
         pos = positions[key]
@@ -223,7 +229,7 @@ def _read_twice(proving: _Proving) -> int:
     wanted: dict[TP, set[int]] = {}
     for key, twice in found.items():
         wanted.setdefault(positions[key].target, set()).update(o for o, _ in (*twice.below, *twice.lone))
-    records, evidence = seen.records_at(wanted), _Prints(positions)
+    records, evidence = seen.records_at(wanted), proving.evidence
     changed = 0
     for key, twice in found.items():
         decision, pos = decisions[key], positions[key]
@@ -249,33 +255,29 @@ def _copies_without_header(proving: _Proving) -> int:
     headers do not reach. The bound adds them and stands only where the plan read every record after the
     resume point. Returns how many answers changed."""
     decisions, positions, seen, _, _ = proving.unpacked()
-    evidence = _Prints(positions)
+    ordered: dict[TP, tuple[list[int], list[str]]] = {}  # each keyed partition's header-less records, by offset
     changed = 0
     for key, decision in decisions.items():
         pos = positions.get(key)
-        if pos is None or decision.status != "mapped" or decision.target_offset is None:
-            continue
         claimed = 0 if decision.exact else decision.max_duplicates
-        prints = seen.headers.prints(pos.target) if claimed is not None else {}
-        if not prints or not seen.headers.keyed(pos.target):
+        if pos is None or decision.status != "mapped" or decision.target_offset is None or claimed is None:
             continue
-        back, resume = evidence.back(pos.source), decision.target_offset
-        copies = sorted(
+        if pos.target not in ordered:
+            prints = sorted(seen.headers.prints(pos.target).items()) if seen.headers.keyed(pos.target) else []
+            ordered[pos.target] = ([o for o, _ in prints], [p for _, p in prints])
+        offsets, prints_at = ordered[pos.target]
+        back, start = proving.evidence.back(pos.source), bisect.bisect_left(offsets, decision.target_offset)
+        copies = [
             o
-            for o, p in prints.items()
-            if o >= resume and (span := back.get(p)) is not None and span[1] < pos.committed
-        )
-        if claimed is not None and claimed < len(copies):
-            log = proving.bounds.get(pos.target)
-            whole = log is not None and seen.headers.covered(pos.target, resume, log.end)
-            bound = claimed + len(copies) if whole else None
+            for o, p in zip(offsets[start:], prints_at[start:], strict=True)
+            if (span := back.get(p)) is not None and span[1] < pos.committed
+        ]
+        if claimed < len(copies):
             said = (
                 f"not exact: target record {copies[0]}, read by the plan without the offset header, is the copy of a "
-                f"record the group processed (its content), read again; "
-                + (f"at most {bound:,} read twice" if bound is not None else "how many are read twice is not bounded")
+                "record the group processed (its content), read again"
             )
-            reason = f"{decision.reason}; {said}" if decision.reason else said
-            decisions[key] = replace(decision, exact=False, max_duplicates=bound, reason=reason)
+            decisions[key] = _counted_twice(decision, pos, claimed + len(copies), said, proving)
             changed += 1
     return changed
 
@@ -301,17 +303,23 @@ def _unprocessed_copies(
 
 def _more_twice(decision: Decision, pos: Position, twice: Twice, proving: _Proving) -> Decision:
     """``decision`` not exact, bounded by what the plan read after it where it read everything there."""
-    log = proving.bounds.get(pos.target)
-    assert decision.target_offset is not None
-    whole = log is not None and proving.seen.headers.covered(pos.target, decision.target_offset, log.end)
     offset, value = twice.first
     said = (
         f"not exact: the plan read {twice.seen:,} record(s) at or after it the group processed (target "
         f"record {offset} carries {proving.header} = {value})"
     )
-    said += f"; at most {twice.possible:,} read twice" if whole else "; how many are read twice is not bounded"
+    return _counted_twice(decision, pos, twice.possible, said, proving)
+
+
+def _counted_twice(decision: Decision, pos: Position, possible: int, said: str, proving: _Proving) -> Decision:
+    """``decision`` not exact, ``said`` why: at most ``possible`` records read twice where the plan read every
+    record after its resume point, else not bounded."""
+    log = proving.bounds.get(pos.target)
+    assert decision.target_offset is not None
+    whole = log is not None and proving.seen.headers.covered(pos.target, decision.target_offset, log.end)
+    said += f"; at most {possible:,} read twice" if whole else "; how many are read twice is not bounded"
     reason = f"{decision.reason}; {said}" if decision.reason else said
-    return replace(decision, exact=False, max_duplicates=twice.possible if whole else None, reason=reason)
+    return replace(decision, exact=False, max_duplicates=possible if whole else None, reason=reason)
 
 
 def _past_the_origin_floor(proving: _Proving) -> int:
@@ -385,7 +393,7 @@ def _exact_ends(proving: _Proving) -> int:
     answers changed."""
     decisions, positions, seen, header, by = proving.unpacked()
     bounds = proving.bounds
-    evidence = _Prints(positions)
+    evidence = proving.evidence
     verdicts: dict[PositionKey, tuple[Side, Side]] = {}
     wanted: dict[TP, set[int]] = {}
     for key, decision in decisions.items():
