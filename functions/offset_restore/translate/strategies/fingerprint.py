@@ -426,9 +426,8 @@ def _around_strays(
     stands on)."""
     nexts = [i for i in strays if pos.next is not None and prints[i] == pos.next.fingerprint]
     at = min([*nexts, place.last]) if pos.next is not None else None
-    following = _resume_after(pos, window, place.last)
-    offset = window[at].offset if at is not None else following
-    resume = min(offset, following, *newer[:1])
+    offset = window[at].offset if at is not None else _resume_after(pos, window, place.last)
+    resume = min([offset, *newer[:1]])
     shown = ", ".join(str(window[i].offset) for i in strays[:5])
     bound = None
     if bounded:
