@@ -469,6 +469,21 @@ def test_one_wrong_header_at_the_committed_record_is_not_skipped(header: int) ->
     assert TOPIC in stats.out_of_order
 
 
+def test_a_wrong_header_moved_far_from_where_the_headers_fall_is_still_compared() -> None:
+    """Record 16 carries header 51, and 17 records (63-79) were written after it before 17-62: the headers
+    fall back only 18 records later, past the recent ones a fall compares. Groups at 17-51 resume by the
+    headers at target 16, which is record 16 they processed: its content says so, so they resume after it
+    (found by the full-order property, seed 37217451)."""
+    layout = [*copy(range(16)), Slot(16, 51), *copy(range(63, 80)), *copy(range(17, 63))]
+    entries, _ = translate(
+        snapshot(80, range(81)), SmallWindows(layout, 1), PlanOptions(strategies=("header",), order_check="full")
+    )
+    assert not judge(layout, entries)
+    by_c = {e.source_offset: e for e in entries}
+    assert [by_c[c].target_offset for c in (16, 17, 51)] == [16, 17, 17]
+    assert "the header is wrong" in (by_c[16].reason or "")
+
+
 def test_a_prefix_too_long_to_compare_resumes_at_the_log_start(monkeypatch: pytest.MonkeyPatch) -> None:
     """More records without the header before the first restored one than a whole read holds: the
     evidence is not compared there, so a group whose record the headers lack resumes at the start."""

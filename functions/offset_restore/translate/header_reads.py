@@ -5,16 +5,19 @@ A search and a whole read keep every window (for the order check) and the finger
 records that may have to be compared with the snapshot's evidence: the records carrying a committed
 or next offset, the records without the header once the partition has shown one with it (the
 restore's first batch may lack it), and in a whole read the records whose header breaks the order
-with the recent records whose header they fall below (a wrong header). Where the evidence is seen on
+with the recent records whose header they fall below (a wrong header) and, once any does, the record
+each position resumes at. Where the evidence is seen on
 a record whose header does not say so, it is a sighting (``translate/evidence_placement.py`` places
 it). A restore in order fingerprints nothing more than its committed and next records.
 """
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from typing import cast
 
 from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, AbortedBatch, FetchedRecord, PartitionFetch
@@ -157,24 +160,26 @@ class HeaderReads:
         the evidence every record whose header breaks the order (and the record whose header it falls
         below), where a wrong header would hide a record. A restore in order has none."""
         keys = self.keys(tp, answer)
-        if tp not in self.order:
+        state = self.order.get(tp)
+        if state is None:
             self.unchecked.discard(tp)  # a whole read starts over what a search left unchecked
-        state = self.order.setdefault(tp, _OrderState())
+            state = self.order[tp] = _OrderState(sorted({pos.committed for pos in self.positions.get(tp, ())}))
+        look = partial(self.look, tp)
         if tp not in self.keyed and any(key is not None for key in keys):
             self.keyed.add(tp)  # the records held before the first header are compared now, in order
             for record in self.held.pop(tp, []):
                 self.look(tp, record)
                 if record.offset in self.sightings[tp]:
-                    state.placed(record, self.sightings[tp][record.offset][-1], lambda r: self.look(tp, r))
+                    state.placed(record, self.sightings[tp][record.offset][-1], look)
         rows = self.window(tp, answer, keys, whole=True)
-        if keys and None not in keys and state.extends(answer.records, cast(list[int], keys)):
+        if keys and None not in keys and state.extends(answer.records, cast(list[int], keys), look):
             return rows  # headers that only grow: nothing to compare (the common case)
         sighted = self.sightings.get(tp, {})
         for record, key in zip(answer.records, keys, strict=True):
             if key is not None:
-                state.next(record, key, lambda r: self.look(tp, r))
+                state.next(record, key, look)
             elif record.offset in sighted:  # a record without the header the evidence placed
-                state.placed(record, sighted[record.offset][-1], lambda r: self.look(tp, r))
+                state.placed(record, sighted[record.offset][-1], look)
         return rows
 
     def look(self, tp: TP, record: FetchedRecord) -> None:
@@ -184,7 +189,7 @@ class HeaderReads:
             evidence = self.evidence[tp] = evidence_prints(self.positions.get(tp, ()))
         if not evidence:
             return
-        printed = record_fingerprint(record, self.header)
+        printed = self.prints[tp].get(record.offset) or record_fingerprint(record, self.header)
         self.prints[tp][record.offset] = printed
         sources = evidence.get(printed)
         if sources is not None:
@@ -245,16 +250,30 @@ when a later header falls below theirs: the most recent ones that raised the hig
 class _OrderState:
     """Where a whole read stands in a partition's headers: the recent records that raised the
     highest header seen. A header that falls below one of them means one of the two lies (or a
-    region was written twice): both are compared with the snapshot's evidence."""
+    region was written twice): both are compared with the snapshot's evidence.
 
-    def __init__(self) -> None:
+    It also holds the record each position resumes at by the headers (the first to raise the highest
+    header to or past it). Once the headers fall back anywhere, each is compared with the evidence too:
+    a wrong header there (a processed record's copy saying a later source offset) would hide a record
+    read twice, and the recent records above may have moved it out of reach."""
+
+    def __init__(self, positions: list[int]) -> None:
         self.peak_key = -1
         self.run: deque[list] = deque(maxlen=ORDER_LOOKBACK)  # [record, key, looked]
+        self.positions = positions
+        """The positions of the partition, ascending."""
+        self.resumes: list[FetchedRecord] | None = []
+        """The records positions resume at, until the headers fall back (None after: each is looked at)."""
 
-    def extends(self, records: Sequence[FetchedRecord], keys: Sequence[int]) -> bool:
+    def extends(
+        self, records: Sequence[FetchedRecord], keys: Sequence[int], look: Callable[[FetchedRecord], None]
+    ) -> bool:
         """Take a whole answer at once when its headers only grow past the highest so far."""
         if keys[0] <= self.peak_key or not all(map(operator.lt, keys, keys[1:])):  # at C speed
             return False
+        low = bisect.bisect_right(self.positions, self.peak_key)
+        for c in self.positions[low : bisect.bisect_right(self.positions, keys[-1])]:
+            self._resumes_at(records[bisect.bisect_left(keys, c)], look)
         self.peak_key = keys[-1]
         held = min(len(keys), ORDER_LOOKBACK)
         self.run.extend([r, k, False] for r, k in zip(records[-held:], keys[-held:], strict=True))
@@ -263,25 +282,42 @@ class _OrderState:
     def placed(self, record: FetchedRecord, source: int, look: Callable[[FetchedRecord], None]) -> None:
         """A record without the header that the evidence says is (at most) ``source``, looked at."""
         if source > self.peak_key:
-            self.peak_key = source
+            self._raised(record, source, look)
             self.run.append([record, source, True])
         else:
             self._below(source, look)
 
     def next(self, record: FetchedRecord, key: int, look: Callable[[FetchedRecord], None]) -> None:
         if key > self.peak_key:
-            self.peak_key = key
+            self._raised(record, key, look)
             self.run.append([record, key, False])
             return
         look(record)
         self._below(key, look)
 
+    def _raised(self, record: FetchedRecord, key: int, look: Callable[[FetchedRecord], None]) -> None:
+        """``record`` raises the highest header to ``key``: where a position lies between, it resumes there."""
+        at = bisect.bisect_right(self.positions, self.peak_key)
+        if at < len(self.positions) and self.positions[at] <= key:
+            self._resumes_at(record, look)
+        self.peak_key = key
+
+    def _resumes_at(self, record: FetchedRecord, look: Callable[[FetchedRecord], None]) -> None:
+        if self.resumes is None:
+            look(record)
+        elif not self.resumes or self.resumes[-1] is not record:
+            self.resumes.append(record)
+
     def _below(self, key: int, look: Callable[[FetchedRecord], None]) -> None:
-        """Look at the records held whose header ``key`` falls below (or meets)."""
+        """Look at the records held whose header ``key`` falls below (or meets), and from now on at every
+        record a position resumes at."""
         for held in self.run:
             if held[1] >= key and not held[2]:
                 look(held[0])
                 held[2] = True
+        for record in self.resumes or ():
+            look(record)
+        self.resumes = None
 
 
 def evidence_prints(positions: Iterable[Position]) -> EvidencePrints:
