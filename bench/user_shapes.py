@@ -44,7 +44,8 @@ a mismatch fails the run.
 
 ``--diagnose`` logs every fetch of the plan (partition, offset, limit, bytes, records) and prints per
 partition how it was read; ``--profile`` plans the shape a second time under cProfile (the measured run
-is not profiled) and prints the top functions.
+is not profiled) and prints the top functions; ``--profile-out PREFIX`` also writes each shape's whole profile
+to ``PREFIX.<shape>`` for ``pstats``.
 """
 
 from __future__ import annotations
@@ -765,11 +766,15 @@ def _covered(ranges: list[tuple[int, int]]) -> int:
     return total
 
 
-def profiled(work: Callable[[], Any], top: int = 15) -> list[str]:
+def profiled(work: Callable[[], Any], top: int = 15, dump: str | None = None) -> list[str]:
+    """The top functions of ``work`` under cProfile; ``dump``: a file the whole profile is written to (for
+    ``pstats``' callers and callees)."""
     profile = cProfile.Profile()
     profile.enable()
     work()
     profile.disable()
+    if dump is not None:
+        profile.dump_stats(dump)
     lines = []
     for key in ("cumulative", "tottime"):
         out = io.StringIO()
@@ -911,7 +916,8 @@ def run_shape(
         extra += diagnosis(shape, log, stats, entries, scan)
     if args.profile:
         extra += ["", f"## Profile of the plan: {shape.name} (a second plan, under cProfile)", ""]
-        extra += profiled(lambda: translate(snapshot.groups, target, PlanOptions()))
+        dump = f"{args.profile_out}.{shape.name}" if args.profile_out else None
+        extra += profiled(lambda: translate(snapshot.groups, target, PlanOptions()), dump=dump)
     if extra:
         print("\n".join(extra), file=sys.stderr)
 
@@ -992,6 +998,9 @@ def main(argv: list[str] | None = None) -> int:
         help="measure each phase's peak memory alone in a fresh process on the 1 MB-batch shapes (default: on)",
     )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="plan each shape again under cProfile")
+    parser.add_argument(
+        "--profile-out", metavar="PREFIX", help="with --profile: write each shape's whole profile to PREFIX.<shape>"
+    )
     parser.add_argument(
         "--repeat",
         type=int,

@@ -266,7 +266,10 @@ def _copies_without_header(proving: _Proving) -> int:
             prints = sorted(seen.headers.prints(pos.target).items()) if seen.headers.keyed(pos.target) else []
             ordered[pos.target] = ([o for o, _ in prints], [p for _, p in prints])
         offsets, prints_at = ordered[pos.target]
-        back, start = proving.evidence.back(pos.source), bisect.bisect_left(offsets, decision.target_offset)
+        start = bisect.bisect_left(offsets, decision.target_offset)
+        if start == len(offsets):
+            continue  # no header-less record at or after it (a restore that wrote the header on every one)
+        back = proving.evidence.back(pos.source)
         copies = [
             o
             for o, p in zip(offsets[start:], prints_at[start:], strict=True)

@@ -135,8 +135,8 @@ class Shapes:
         the copy of another source partition's record the snapshot read changes the topic's shape.
         ``prints``: the fingerprints of those records by offset, computed once (``ReadHeaders``)."""
         known = self._prints.get(topic)
-        if not known or topic in self.changed:
-            return
+        if not known or not prints or topic in self.changed:
+            return  # no record read without the offset header (a restore that wrote it on every one)
         for record in records:
             printed = prints.get(record.offset) if record.key is not None else None
             seen = known.get(printed) if printed is not None else None

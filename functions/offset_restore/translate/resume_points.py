@@ -63,9 +63,12 @@ class PartitionLog:
         """Append (offset, source offset or None, timestamp) rows in offset order, at once."""
         last = self.offsets[-1] if self.offsets else -1
         fresh = rows if not rows or rows[0][0] > last else [row for row in rows if row[0] > last]
-        self.offsets.extend(row[0] for row in fresh)
-        self.keys.extend(NO_KEY if row[1] is None else row[1] for row in fresh)
-        self.timestamps.extend(row[2] for row in fresh)
+        if not fresh:
+            return
+        offsets, keys, timestamps = zip(*fresh, strict=True)  # the columns, at C speed
+        self.offsets.extend(offsets)
+        self.keys.extend(keys if None not in keys else (NO_KEY if key is None else key for key in keys))
+        self.timestamps.extend(timestamps)
 
     def __len__(self) -> int:
         return len(self.offsets)
