@@ -18,17 +18,28 @@ What an answer holds, as the readers meet it on a real broker:
 
 Everything asked and sent is counted: ``rounds``, ``positions_seen``, ``limits_seen``, ``sent`` (partition,
 batch number) and ``sent_bytes``.
+
+``FakeTarget`` is a whole target cluster over one such log, as the plan asks of one: its topics, each
+partition's bounds, the first record at or after a time (ListOffsets) and the log's fetches.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Literal
 
-from offset_restore.kafka.model import ONE_BATCH, POINT_READ_BYTES, TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import (
+    ONE_BATCH,
+    POINT_READ_BYTES,
+    TP,
+    FetchedRecord,
+    LogBounds,
+    PartitionFetch,
+    PartitionIdentity,
+)
 
-__all__ = ["Broker", "FakeLog"]
+__all__ = ["Broker", "FakeLog", "FakeTarget"]
 
 Broker = Literal["apache", "uncut", "unlimited"]
 
@@ -130,3 +141,49 @@ class FakeLog:
             if not count:
                 return [n] if first else []
         return list(range(n, min(last, n + count - 1) + 1))
+
+
+class FakeTarget:
+    """A target cluster over ``log`` (``TargetCluster``): every fetch the plan makes is the log's answer."""
+
+    cluster_id = "fake"
+
+    def __init__(self, log: FakeLog) -> None:
+        self.log = log
+
+    def topic_partitions(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for tp in self.log.records:
+            counts[tp.topic] = max(counts.get(tp.topic, 0), tp.partition + 1)
+        return counts
+
+    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
+        return {tp: self.log.bounds(tp) for tp in partitions}
+
+    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
+        return {}  # as a broker that gives no topic ids
+
+    def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
+        """As Kafka's ListOffsets by timestamp: the earliest record at least that recent (offset, time)."""
+        return {
+            tp: next(((r.offset, r.timestamp) for r in self.log.records[tp] if r.timestamp >= t), None)
+            for tp, t in times.items()
+        }
+
+    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
+        return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
+
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int | Mapping[TP, int] = POINT_READ_BYTES,
+        until: Mapping[TP, int] | None = None,
+        max_wait_ms: int | None = None,
+    ) -> dict[TP, PartitionFetch]:
+        limits = (
+            dict.fromkeys(positions, partition_max_bytes)
+            if isinstance(partition_max_bytes, int)
+            else dict(partition_max_bytes)
+        )
+        return self.log(positions, until, limits, max_wait_ms)

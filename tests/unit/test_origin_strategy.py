@@ -4,9 +4,9 @@ each proven by the target's record there; and what the snapshot reads and keeps 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.snapshot.evidence import collect_evidence
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -15,6 +15,8 @@ from offset_restore.translate.options import STRATEGIES, PlanOptions
 from offset_restore.translate.plan import collect_positions
 from offset_restore.translate.positions import Decision, PositionKey, TranslateStats
 from offset_restore.translate.strategies.origin import by_origin
+
+from tests.fake_log import FakeLog, FakeTarget
 
 HEADER = "x-source-offset"
 TOPIC = TP("t", 0)
@@ -25,49 +27,16 @@ def primary_record(offset: int) -> FetchedRecord:
     return FetchedRecord(offset, 1_000 + offset, f"k{offset}".encode(), b"v", (("trace", b"t"),))
 
 
-class Primary:
-    """One partition of the target, its records at offsets ``start..end - 1``, ``per_fetch`` a fetch."""
+class Primary(FakeTarget):
+    """One partition of the target, its records at offsets ``start..end - 1``, ``per_fetch`` a fetch
+    (``tests/fake_log.py``); ``fetched``: the positions of each fetch asked."""
 
     cluster_id = "primary"
 
     def __init__(self, start: int, end: int, per_fetch: int = 5, replaced: Mapping[int, FetchedRecord] = {}) -> None:
-        self.start, self.end, self.per_fetch = start, end, per_fetch
-        self.records = [replaced.get(o, primary_record(o)) for o in range(start, end)]
-        self.fetched: list[dict[TP, int]] = []
-
-    def topic_partitions(self) -> dict[str, int]:
-        return {TOPIC.topic: 1}
-
-    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
-        return {tp: LogBounds(self.start, self.end) for tp in partitions}
-
-    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
-        return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
-
-    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
-        return {}  # as a broker that gives no topic ids
-
-    def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
-        return {
-            tp: next(((r.offset, r.timestamp) for r in self.records if r.timestamp >= t), None)
-            for tp, t in times.items()
-        }
-
-    def fetch(
-        self,
-        positions: Mapping[TP, int],
-        *,
-        partition_max_bytes: int | Mapping[TP, int] = 0,
-        until: Mapping[TP, int] | None = None,
-        max_wait_ms: int | None = None,
-    ) -> dict[TP, PartitionFetch]:
-        self.fetched.append(dict(positions))
-        out = {}
-        for tp, position in positions.items():
-            window = self.records[position - self.start : position - self.start + self.per_fetch]
-            read_to = window[-1].offset + 1 if window else self.end
-            out[tp] = PartitionFetch(position, window, self.end, self.start, None, read_to)
-        return out
+        records = [replaced.get(o, primary_record(o)) for o in range(start, end)]
+        super().__init__(FakeLog({TOPIC: records}, per_fetch=per_fetch, high_watermarks={TOPIC: end}))
+        self.fetched = self.log.positions_seen
 
 
 def dr_evidence(dr_offset: int, origin: int | None) -> RecordEvidence:

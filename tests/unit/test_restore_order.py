@@ -4,6 +4,7 @@ leave most of a partition unread)."""
 
 from __future__ import annotations
 
+import collections
 import itertools
 import random
 from collections.abc import Callable, Iterable, Mapping
@@ -13,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.kafka.model import ONE_BATCH, TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
 from offset_restore.translate.options import PlanOptions
@@ -30,6 +31,7 @@ from offset_restore.translate.resume_points import NO_KEY, PartitionLog, resume_
 from offset_restore.translate.translation import translate
 
 from tests.disorder import Judgement, Slot, TargetRecord, copy, layouts, random_layout, restored_part
+from tests.fake_log import FakeLog, FakeTarget
 
 # -- resume points ------------------------------------------------------------------------------
 
@@ -134,13 +136,12 @@ TOPIC = TP("t", 0)
 HEADER = "x-source-offset"
 
 
-class SmallWindows:
-    """A target with one partition, answering each fetch with ``per_fetch`` records."""
-
-    cluster_id = "fake"
+class SmallWindows(FakeTarget):
+    """A target with one partition of one-record batches, answering each fetch with ``per_fetch`` records
+    (``tests/fake_log.py``)."""
 
     def __init__(self, layout: list[Slot], per_fetch: int) -> None:
-        self.records = [
+        records = [
             FetchedRecord(
                 offset=i,
                 timestamp=1_000 + (slot.source if slot.source is not None else 0),
@@ -150,42 +151,16 @@ class SmallWindows:
             )
             for i, slot in enumerate(layout)
         ]
-        self.per_fetch, self.fetched = per_fetch, 0
+        super().__init__(FakeLog({TOPIC: records}, per_fetch=per_fetch))
 
-    def topic_partitions(self) -> dict[str, int]:
-        return {TOPIC.topic: 1}
+    @property
+    def records(self) -> list[FetchedRecord]:
+        return self.log.records[TOPIC]
 
-    def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]:
-        return {tp: LogBounds(0, len(self.records)) for tp in partitions}
-
-    def offsets_at_times(self, times: Mapping[TP, int]) -> dict[TP, int | None]:
-        """As Kafka's ListOffsets by timestamp: the earliest record at least that recent."""
-        return {tp: (found[0] if found else None) for tp, found in self.records_at_times(times).items()}
-
-    def partition_identities(self, partitions: Iterable[TP]) -> dict[TP, PartitionIdentity]:
-        return {}  # as a broker that gives no topic ids
-
-    def records_at_times(self, times: Mapping[TP, int]) -> dict[TP, tuple[int, int] | None]:
-        return {
-            tp: next(((r.offset, r.timestamp) for r in self.records if r.timestamp >= t), None)
-            for tp, t in times.items()
-        }
-
-    def fetch(
-        self,
-        positions: Mapping[TP, int],
-        *,
-        partition_max_bytes: int | Mapping[TP, int] = 0,
-        until: Mapping[TP, int] | None = None,
-        max_wait_ms: int | None = None,
-    ) -> dict[TP, PartitionFetch]:
-        out = {}
-        for tp, position in positions.items():
-            window = self.records[position : position + self.per_fetch]
-            self.fetched += len(window)
-            end = len(self.records)
-            out[tp] = PartitionFetch(position, window, end, 0, None, window[-1].offset + 1 if window else end)
-        return out
+    @records.setter
+    def records(self, records: list[FetchedRecord]) -> None:
+        """New records at the same offsets (new contents or times)."""
+        self.log.records[TOPIC] = records
 
 
 def snapshot(
@@ -267,7 +242,9 @@ def test_a_sorted_restore_in_small_windows_is_never_read_whole() -> None:
     target = SmallWindows(copy(range(5_000)), 8)
     entries, stats = translate(snapshot(5_000, [7, 2_500, 4_990]), target, PlanOptions(strategies=("header",)))
     assert all(e.exact for e in entries) and not judge(copy(range(5_000)), entries)
-    assert not stats.out_of_order and target.fetched < 200  # a few windows, not 5,000 records
+    assert (
+        not stats.out_of_order and len(target.log.sent) < 200
+    )  # a few windows (one-record batches), not 5,000 records
 
 
 def test_fingerprint_match_beside_a_copy_of_the_next_record_is_not_exact() -> None:
@@ -517,7 +494,7 @@ def test_a_restore_with_holes_everywhere_is_searched_not_read_whole() -> None:
     entries, stats = translate(snapshot(5_000, positions), target, SEARCH_ONLY)
     assert not judge(layout, entries) and all(e.exact for e in entries)
     assert not stats.out_of_order and not stats.fetch_rounds.get("header (whole partitions)")
-    assert target.fetched < 400  # a few windows a position, not 4,286 records
+    assert len(target.log.sent) < 400  # a few windows a position, not 4,286 records
     by_c = {e.source_offset: e for e in entries}
     assert by_c[6].target_offset == 6 and "source records 6..6 are not in the restore" in (by_c[6].reason or "")
 
@@ -621,33 +598,19 @@ def test_an_overcounted_gap_is_read_in_its_middle_and_only_when_it_is_the_first_
     assert overcounted_gap(_log(fallen_later), later) is None  # no gap read could put it in order
 
 
-class CountedWindows(SmallWindows):
-    """``SmallWindows`` counting how often each offset was sent."""
-
-    def __init__(self, layout: list[Slot], per_fetch: int) -> None:
-        super().__init__(layout, per_fetch)
-        self.sent: dict[int, int] = {}
-
-    def fetch(self, positions: Mapping[TP, int], **kw: Any) -> dict[TP, PartitionFetch]:
-        out = super().fetch(positions, **kw)
-        for answer in out.values():
-            for record in answer.records:
-                self.sent[record.offset] = self.sent.get(record.offset, 0) + 1
-        return out
-
-
 def test_a_fingerprint_scan_takes_from_the_time_searchs_window_what_it_holds() -> None:
     """A replica without headers: each position's scan starts at the record the time search found, in
     the window that found it, and does not ask for it again (a header-less plan read each such batch
     twice). The answers stay those of the definition."""
     n, committed = 400, [50, 170, 290]
     layout = [Slot(s, None) for s in range(n)]
-    target = CountedWindows(layout, 40)
+    target = SmallWindows(layout, 40)
     entries, _ = translate(snapshot(n, committed), target, PlanOptions(strategies=("fingerprint",)))
     assert not judge(layout, entries)
     assert sorted(e.target_offset or -1 for e in entries) == committed and all(e.exact for e in entries)
     starts = [c - 3 for c in committed]  # the oldest evidence: the first record as recent, where the scan starts
-    assert [target.sent[s] for s in starts] == [1, 1, 1], target.sent
+    sent = collections.Counter(offset for _, offset in target.log.sent)  # one-record batches: by offset
+    assert [sent[s] for s in starts] == [1, 1, 1], sent
 
 
 def test_headers_falling_back_are_seen_as_windows_are_read_and_overlaps_left_to_the_whole_check() -> None:
