@@ -11,6 +11,8 @@ from offset_restore.kafka.fence import FENCE_LANES, Fence
 from offset_restore.validation import describe
 from offset_restore.workflow.states.check_empty import EmptyPoll
 from offset_restore.workflow.states.commit import CommitBatches, CommitStep, RollbackSelection
+from offset_restore.workflow.states.lock import LockStep
+from offset_restore.workflow.states.report import ReportStep
 from offset_restore.workflow.states.source import SourceLook
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
@@ -175,6 +177,10 @@ class LockRequest(ApplyRequest):
     """A release for an execution that ended without reaching its ReleaseLock (the stop rule's): fenced
     instead when it was writing (``apply.locks.release_ended``)."""
 
+    def step(self) -> LockStep:
+        """The library's view of this input (``workflow.states.lock``); the owner defaults to the restore id."""
+        return LockStep(self.restore_id, self.owner or self.restore_id, self.interval_seconds, self.ended)
+
 
 class SummarizeRequest(ApplyRequest):
     retries_left: int = Field(default=0, ge=0)
@@ -201,6 +207,10 @@ class ReportRequest(BaseModel):
     """The execution's ARN: its history gives the report's timeline."""
     notify: bool = True
     """False: the report only (the plan's, before the approval gate, whose question is the notification)."""
+
+    def step(self) -> ReportStep:
+        """The library's view of this input (``workflow.states.report``)."""
+        return ReportStep(self.run, self.outcome, self.error, self.execution, self.notify)
 
 
 class GateRequest(BaseModel):

@@ -12,28 +12,10 @@ from typing import Any
 import boto3
 from aws_lambda_powertools.metrics import EphemeralMetrics, MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
-from offset_restore.errors import BadInputError
-from offset_restore.snapshot.filters import DEFAULT_EXCLUDE_GROUPS
 from offset_restore.snapshot.health import MetricBlob, group_metrics, total_metrics
-from offset_restore.snapshot.live import SnapshotOptions
-from offset_restore.snapshot.run import run_snapshot
-from offset_restore.stores.storage import S3Store
-from offset_restore.validation import describe
 from offset_restore.workflow.observability import NAMESPACE, SERVICE, logger, metrics, tracer
-from offset_restore.workflow.settings import SnapshotSettings, read_secret
-from pydantic import BaseModel, ConfigDict, Field
-
-
-class SnapshotRequest(BaseModel):
-    """The event: filters as in the CLI; an EventBridge schedule may send ``{}``."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    groups: str | None = None
-    exclude_groups: str | None = DEFAULT_EXCLUDE_GROUPS
-    topics: str | None = None
-    evidence_records: int = Field(default=3, ge=0, le=100)
-    snapshot_id: str | None = None
+from offset_restore.workflow.settings import SnapshotSettings
+from offset_restore.workflow.states.snapshot import scheduled_snapshot
 
 
 @metrics.log_metrics
@@ -41,13 +23,7 @@ class SnapshotRequest(BaseModel):
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = SnapshotSettings.from_env()
-    try:
-        request = SnapshotRequest.model_validate(event or {})
-        options = SnapshotOptions(cluster=settings.source.name, **request.model_dump())
-    except ValueError as error:  # pydantic's ValidationError is one
-        raise BadInputError(f"invalid snapshot request: {describe(error)}") from None
-    store = S3Store(settings.bucket, settings.prefix, boto3.client("s3"))
-    result = run_snapshot(settings.source.connection(read_secret), store, options)
+    result = scheduled_snapshot(event, settings, boto3.client("s3"))
     for name, unit, value in total_metrics(result.counts, result.duration_s).metrics:
         metrics.add_metric(name=name, unit=MetricUnit(unit), value=value)
     for blob in group_metrics(result.top_lag):
