@@ -414,6 +414,7 @@ def _entry(
         max_duplicates=decision.max_duplicates,
         status=decision.status,
         reason=decision.reason,
+        outcome=None,  # a new entry: nothing applied yet (none read from its reason, as an old file's is)
         metadata=p.metadata,
         expected_fingerprint=decision.expected_fingerprint,
         never_restored=decision.never_read,
