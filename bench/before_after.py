@@ -14,6 +14,7 @@ machine's drift), then the phase's own wall time. Both sides' full tables are wr
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import subprocess
 import sys
@@ -31,8 +32,11 @@ COLUMNS = ["time vs scan", "CPU vs scan", "bytes vs scan", "wall"]
 
 
 def parse_table(text: str) -> dict[tuple[str, str], Row]:
-    """The rows of ``bench.user_shapes``' results table, by (shape, phase); a shape names only its first row."""
-    lines = [line for line in text.splitlines() if line.startswith("|")]
+    """The rows of ``bench.user_shapes``' results table (the first in ``text``; others may follow it), by
+    (shape, phase); a shape names only its first row."""
+    all_lines = text.splitlines()
+    start = next(i for i, line in enumerate(all_lines) if line.startswith("|"))
+    lines = list(itertools.takewhile(lambda line: line.startswith("|"), all_lines[start:]))
     header = [cell.strip() for cell in lines[0].strip("|").split("|")]
     rows: dict[tuple[str, str], Row] = {}
     shape = ""

@@ -23,7 +23,8 @@ def table(plan: str, scan: str) -> str:
 
 
 def test_each_row_is_read_under_its_shape_and_phase() -> None:
-    rows = parse_table("# a title\n\nCommand: x\n\n" + table("12.07 s", "17.16 s"))
+    memory = "\n## Memory\n\n| shape | phase | peak |\n|---|---|---|\n| gzip | plan | 500 MB |\n"
+    rows = parse_table("# a title\n\nCommand: x\n\n" + table("12.07 s", "17.16 s") + memory)
     assert list(rows) == [("dense", "plan"), ("dense", "operator scan (one partition at a time)"), ("gzip", "plan")]
     assert rows[("dense", "plan")]["time vs scan"] == "0.70x"
     assert rows[("dense", "plan")]["bytes vs scan"] == "1.029x"
