@@ -22,14 +22,15 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     settings = LockSettings.from_env()
     request = parse(LockRequest, event, "lock")
     logger.append_keys(restore_id=request.restore_id)
+    step = request.step()
     if request.action == "acquire":
-        return acquire_lock(request.step(), settings, boto3.client("dynamodb"))
+        return acquire_lock(step, settings, boto3.client("dynamodb"))
     try:
-        released = release_lock(request.step(), settings, boto3.client("dynamodb"), boto3.client("stepfunctions"))
+        released = release_lock(step, settings, boto3.client("dynamodb"), boto3.client("stepfunctions"))
     except Exception:
         # The release is retried by the state machine; each failure is counted, and the alarm on the
         # count says a lock may outlive its run (the next run would wait, then fail LockHeldError).
         metrics.add_metric(name=LOCK_RELEASE_FAILED, unit=MetricUnit.Count, value=1)
         raise
-    logger.info("lock released", extra={"owner": request.step().owner, "done": released["lock"]})
+    logger.info("lock released", extra={"owner": step.owner, "done": released["lock"]})
     return released

@@ -134,8 +134,7 @@ class HeaderReads:
         records = answer.records
         rows = list(zip(map(RECORD_OFFSET, records), keys, map(RECORD_TIMESTAMP, records), strict=True))
         if None not in keys:  # every record has the header (the common case): those the evidence names, at C speed
-            named = records if not wanted.isdisjoint(keys) else ()
-            for record in itertools.compress(named, map(wanted.__contains__, keys)):
+            for record in itertools.compress(records, map(wanted.__contains__, keys)):
                 self.prints[tp][record.offset] = record_fingerprint(record, self.header)
             return rows
         for record, key in zip(records, keys, strict=True):
