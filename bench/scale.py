@@ -87,9 +87,15 @@ def timed(work: Callable[[], T]) -> tuple[T, Step]:
 
 
 def build(
-    source: KafkaCluster, targets: list[KafkaCluster], groups: int, records: int, rng: random.Random
+    source: KafkaCluster,
+    targets: list[KafkaCluster],
+    groups: int,
+    records: int,
+    rng: random.Random,
+    group_partitions: int = PARTITIONS,
 ) -> dict[TP, PartitionData]:
-    """The source and identical restored copies on each target; every group committed on the source."""
+    """The source and identical restored copies on each target; every group committed on the source, on
+    ``group_partitions`` of its topic's partitions."""
     topics = [f"scale-{t:03d}" for t in range(max(1, round(groups / 10 / PARTITIONS)))]
     for cluster in (source, *targets):
         cluster.create_topics(dict.fromkeys(topics, PARTITIONS))
@@ -117,7 +123,11 @@ def build(
         topic = topics[g % len(topics)]
         offsets[f"scale-group-{g:05d}"] = {
             TP(topic, p): CommittedOffset(records if g % 5 == 0 else rng.randrange(records), None)
-            for p in range(PARTITIONS)
+            for p in (
+                range(PARTITIONS)
+                if group_partitions == PARTITIONS
+                else sorted(rng.sample(range(PARTITIONS), group_partitions))
+            )
         }
     source.alter_offsets_many(offsets)
     return data
@@ -126,13 +136,22 @@ def build(
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--scale", type=int, default=2000, metavar="GROUPS", help="groups of 12 partitions")
+    parser.add_argument(
+        "--group-partitions",
+        type=int,
+        default=PARTITIONS,
+        metavar="N",
+        help=f"partitions each group commits on, of its topic's {PARTITIONS} (default all)",
+    )
     parser.add_argument("--records", type=int, default=200, help="records per source partition")
     parser.add_argument("--sample", type=int, default=200, help="searches for the per-search baselines")
     parser.add_argument("--baseline-groups", type=int, default=100, help="groups for the one-consumer script")
     parser.add_argument("--seed", type=int, default=5)
     parser.add_argument("--broker", choices=KINDS, default="local", help="local (default) or apache: Apache Kafka 4.1")
     parser.add_argument(
-        "--output", type=Path, help="default: bench/results/scale.md, or scale-GROUPS.md (scale-apache*.md on apache)"
+        "--output",
+        type=Path,
+        help="default: bench/results/scale.md, or scale-GROUPS[xN].md (scale-apache*.md on apache)",
     )
     parser.add_argument(
         "--no-workflow",
@@ -143,8 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.scale < 10 or args.scale > 50_000:
         parser.error("--scale must be between 10 and 50,000 groups")
+    if not 1 <= args.group_partitions <= PARTITIONS:
+        parser.error(f"--group-partitions must be between 1 and {PARTITIONS}")
     rng = random.Random(args.seed)
-    gp = args.scale * PARTITIONS
+    gp = args.scale * args.group_partitions
     rows: list[list[str]] = []
     baselines: list[list[str]] = []
     with (
@@ -154,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         KafkaCluster(brokers[2].settings()) as workflow_target,
     ):
         source_broker, target_broker, workflow_broker = brokers
-        data, setup = timed(lambda: build(source, [target, workflow_target], args.scale, args.records, rng))
+        data, setup = timed(
+            lambda: build(source, [target, workflow_target], args.scale, args.records, rng, args.group_partitions)
+        )
         print(f"setup: {len(data):,} partitions, {gp:,} group-partitions in {setup.seconds:.0f} s", file=sys.stderr)
         with local_workflow(source_broker.bootstrap_servers, workflow_broker.bootstrap_servers) as flow:
             store = S3Store(BUCKET, "", flow.s3)
@@ -243,7 +266,9 @@ def main(argv: list[str] | None = None) -> int:
                 workflow = _workflow_row(flow, workflow_target, plan.entries, gp, rows)
     text = _report(args, len(data), setup, rows, baselines, workflow)
     kind = "" if args.broker == "local" else "-apache"
-    output = args.output or RESULTS / (f"scale{kind}.md" if args.scale == 2000 else f"scale{kind}-{args.scale}.md")
+    size = "" if args.scale == 2000 else f"-{args.scale}"
+    size += "" if args.group_partitions == PARTITIONS else f"x{args.group_partitions}"
+    output = args.output or RESULTS / f"scale{kind}{size}.md"
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(text)
     print(text)
@@ -459,12 +484,13 @@ def _report(
     baselines: list[list[str]],
     workflow: RunFigures | None,
 ) -> str:
-    gp = args.scale * PARTITIONS
+    gp = args.scale * args.group_partitions
     lines = [
-        f"Scale benchmark: {args.scale:,} groups x {PARTITIONS} partitions = {gp:,} group-partitions over "
+        f"Scale benchmark: {args.scale:,} groups x {args.group_partitions} partitions = {gp:,} group-partitions over "
         f"{partitions:,} partitions, {args.records} records per source partition; {platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}; {BROKER_NAMES[args.broker]} and moto "
         f"(setup {setup.seconds:.0f} s). `python -m bench.scale --scale {args.scale} --broker {args.broker}"
+        f"{'' if args.group_partitions == PARTITIONS else f' --group-partitions {args.group_partitions}'}"
         f"{'' if args.workflow else ' --no-workflow'}`.",
         "",
         "| phase | size | wall time | rate and result | target | Kafka requests | process memory added |",

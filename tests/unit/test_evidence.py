@@ -137,3 +137,23 @@ def test_a_window_inside_its_next_records_millisecond_reaches_back_through_it(ru
             reach = min(c, longest)
         assert [e.offset for e in evidence.before] == list(range(c - reach, c)), (c, len(evidence.before))
     assert stats.incomplete == 0
+
+
+@pytest.mark.parametrize("run", [4, 30])
+def test_dense_windows_inside_their_millisecond_are_lengthened_from_what_was_read(run: int) -> None:
+    """Positions every few records, four or thirty records to a millisecond (a busy producer): the windows
+    inside their next record's millisecond get the longer window from the records this pass read already,
+    the same evidence a second pass would read, and no record is read twice."""
+    tp = TP("t", 0)
+    records = [FetchedRecord(o, 1000 + o // run, f"k{o}".encode(), b"v", ()) for o in range(2_000)]
+    log = FakeLog({tp: records}, per_fetch=2_000, high_watermarks={tp: 2_000})  # whole batches: one answer
+    positions = set(range(40, 2_000, 7))
+    result, stats = collect_evidence({tp: positions}, {tp: log.bounds(tp)}, 3, log, offset_header=None)
+    for c in positions:
+        started = c - c % run
+        reach = c - started + 1 if c - started + 1 > 3 else 3
+        if reach > 3:
+            reach = min(c, next(size for size in (24, 192, 1_000) if size >= reach))
+        assert [e.offset for e in result[(tp, c)].before] == list(range(c - reach, c)), c
+    if run == 4:  # read once from the first window on; only the first position's longer window reads back
+        assert stats.records_read <= 2_000 - 37 + 25

@@ -33,6 +33,7 @@ from offset_restore.apply.seal import (
 from offset_restore.apply.table import rollback_run
 from offset_restore.errors import BadInputError, PlanBusyError
 from offset_restore.formats.plan import Plan
+from offset_restore.formats.plan_json import json_pieces
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
@@ -87,12 +88,9 @@ class PlanFile:
         return plan
 
     def save(self, plan: Plan) -> None:
-        # Compact: a plan of 100,000s of entries is saved twice per apply, on the critical path.
-        data = plan.model_dump_json().encode()
-        if self.version is None:
-            self.store.put(self.key, data, "application/json")
-            return
-        version = write_if_unchanged(self.store, self.key, data, "application/json", self.version)
+        # Compact, and in pieces: a plan of 100,000s of entries is saved at every safe point of an apply, on
+        # the critical path, and its whole JSON at once would be apply's peak memory.
+        version = write_if_unchanged(self.store, self.key, json_pieces(plan), "application/json", self.version)
         if version is None:
             raise PlanBusyError(
                 f"plan {self.location} changed since this run read it (another apply or rollback?): not "

@@ -40,6 +40,7 @@ from typing import Any
 
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import Plan, PlanEntry
+from offset_restore.formats.plan_json import json_pieces
 
 __all__ = [
     "KEY_ENV",
@@ -111,8 +112,12 @@ class PlanKey:
 
     def seal_whole(self, plan: Plan) -> str:
         """The plan but its seal and its entries' previous offsets (each sealed on its own), as pydantic writes
-        its JSON (fields in the model's order: the same bytes for the same plan, written in one pass)."""
-        return self.mac(plan.model_dump_json(exclude=_NOT_SEALED_WHOLE).encode())
+        its JSON (fields in the model's order: the same bytes for the same plan), taken in pieces
+        (``json_pieces``: a whole plan's JSON at once would be apply's peak memory)."""
+        mac = hmac.new(self.secret, digestmod=hashlib.sha256)
+        for piece in json_pieces(plan, _NOT_SEALED_WHOLE):
+            mac.update(piece)
+        return mac.hexdigest()[:32]
 
 
 _NOT_SEALED_WHOLE: dict[str, Any] = {

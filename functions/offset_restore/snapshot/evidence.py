@@ -76,8 +76,8 @@ def collect_evidence(
     reading = _Reading(bounds, fetch, offset_header)
     result, stats = _collect(wanted, n, reading, progress)
     size = n
-    while (inside := _inside_runs(result, size)) and size < RUN_EVIDENCE_RECORDS:
-        size = min(RUN_EVIDENCE_RECORDS, size * _RUN_GROWTH)
+    while size < RUN_EVIDENCE_RECORDS and (inside := _inside_runs(result, size, shorter_than=_longer(size))):
+        size = _longer(size)
         longer, more = _collect(inside, size, reading)
         result.update(longer)
         stats.rounds, stats.records_read = stats.rounds + more.rounds, stats.records_read + more.records_read
@@ -86,20 +86,31 @@ def collect_evidence(
     return result, stats
 
 
-def _inside_runs(result: Mapping[tuple[TP, int], Evidence], n: int) -> dict[TP, set[int]]:
+def _inside_runs(result: Mapping[tuple[TP, int], Evidence], n: int, shorter_than: int) -> dict[TP, set[int]]:
     """The positions whose whole window of ``n`` lies in their next record's millisecond (or later):
-    records before it may share that millisecond too."""
+    records before it may share that millisecond too. A window already as long as the next pass's
+    (``shorter_than``, lengthened from what was read) is left to the pass after."""
     inside: dict[TP, set[int]] = {}
     for (tp, offset), ev in result.items():
-        if (
-            n
-            and ev.complete
-            and ev.next is not None
-            and len(ev.before) >= n
-            and ev.before[0].timestamp >= ev.next.timestamp
-        ):
+        if len(ev.before) < shorter_than and _inside(ev, n):
             inside.setdefault(tp, set()).add(offset)
     return inside
+
+
+def _inside(ev: Evidence, n: int) -> bool:
+    """Whether a window of ``n`` lies in its next record's millisecond (or later)."""
+    return bool(
+        n
+        and ev.complete
+        and ev.next is not None
+        and len(ev.before) >= n
+        and ev.before[0].timestamp >= ev.next.timestamp
+    )
+
+
+def _longer(n: int) -> int:
+    """The window the next pass reads where one of ``n`` lies inside its next record's millisecond."""
+    return max(n, min(RUN_EVIDENCE_RECORDS, n * _RUN_GROWTH))
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,18 +195,29 @@ def _start(
 
 
 def _serve(tp: TP, job: _PartitionWork, n: int, exhausted: bool, result: dict[tuple[TP, int], Evidence]) -> None:
-    """Emit every pending window that the records seen so far settle."""
+    """Emit every pending window that the records seen so far settle. A window inside its next record's
+    millisecond is given the next pass's longer window at once where this pass read all of it already (a
+    dense stretch of positions: the next pass would read the same records again)."""
     offsets_seen = [r.offset for r in job.seen]
+    longer = _longer(n)
     done = 0
     for offset in job.offsets:
         at = bisect.bisect_left(offsets_seen, offset)
         if at == len(offsets_seen) and not exhausted:
             break
-        first = bisect.bisect_left(offsets_seen, _window_start(offset, job.bounds, n))
-        nxt = job.seen[at] if at < len(offsets_seen) else None
-        result[(tp, offset)] = Evidence(nxt, tuple(job.seen[max(first, at - n) : at]), True)
+        window = _window(job, offsets_seen, offset, at, n)
+        if longer > n and _inside(window, n) and offsets_seen[0] <= _window_start(offset, job.bounds, longer):
+            window = _window(job, offsets_seen, offset, at, longer)
+        result[(tp, offset)] = window
         done += 1
     del job.offsets[:done]
+
+
+def _window(job: _PartitionWork, offsets_seen: list[int], offset: int, at: int, n: int) -> Evidence:
+    """The evidence of ``offset`` (its next record at ``at`` in what was seen) with a window of ``n``."""
+    first = bisect.bisect_left(offsets_seen, _window_start(offset, job.bounds, n))
+    nxt = job.seen[at] if at < len(offsets_seen) else None
+    return Evidence(nxt, tuple(job.seen[max(first, at - n) : at]), True)
 
 
 def _spans(job: _PartitionWork, n: int) -> Iterator[tuple[int, int]]:
@@ -205,13 +227,15 @@ def _spans(job: _PartitionWork, n: int) -> Iterator[tuple[int, int]]:
 
 
 def _trim(job: _PartitionWork, n: int) -> None:
-    """Jump ahead when the next window starts past what was read; keep only what it needs."""
+    """Jump ahead when the next window starts past what was read; keep only what it needs, and what the next
+    pass's longer window would (``_serve``) where it was read."""
     start = _window_start(job.offsets[0], job.bounds, n)
     if start > job.cursor:
         job.cursor = start
         job.seen = []
     else:
-        del job.seen[: bisect.bisect_left([r.offset for r in job.seen], start)]
+        keep = _window_start(job.offsets[0], job.bounds, _longer(n))
+        del job.seen[: bisect.bisect_left([r.offset for r in job.seen], keep)]
 
 
 def _give_up(tp: TP, job: _PartitionWork, n: int, result: dict[tuple[TP, int], Evidence], stats: EvidenceStats) -> None:

@@ -10,7 +10,9 @@ import hashlib
 import io
 import os
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
+from tempfile import SpooledTemporaryFile
 from typing import IO, TYPE_CHECKING, Any, Protocol
 
 from offset_restore.errors import AlreadyExistsError, BadInputError, StorageError
@@ -20,6 +22,10 @@ if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
 __all__ = ["BlobStore", "LocalStore", "S3Store", "open_location"]
+
+SPOOL_BYTES = 16 * 1024 * 1024
+"""A document written to S3 from pieces is spooled in memory up to this size, on disk beyond."""
+_BLOCK = 1024 * 1024
 
 
 class BlobStore(Protocol):
@@ -54,15 +60,33 @@ class LocalStore:
 
     def put_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
         """``put`` from a file (a document too large to hold as one bytes object)."""
+        self.put_pieces(key, iter(lambda: data.read(_BLOCK), b""), content_type)
+
+    def put_pieces(self, key: str, pieces: Iterable[bytes], content_type: str = "application/octet-stream") -> str:
+        """``put`` from a document's pieces, holding one at a time; the SHA-256 of what was written (its
+        version, ``read_versioned``)."""
         path = self._path(key)
+        digest = hashlib.sha256()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             temporary = path.with_name(f".{path.name}.tmp")
             with temporary.open("wb") as out:
-                shutil.copyfileobj(data, out)
+                for piece in pieces:
+                    digest.update(piece)
+                    out.write(piece)
             temporary.replace(path)  # a reader never sees half a file
         except OSError as error:
             raise StorageError(f"cannot write {path}: {error.strerror}") from None
+        return digest.hexdigest()
+
+    def digest(self, key: str) -> str:
+        """The SHA-256 of the file (its version, ``read_versioned``), read a block at a time."""
+        path = self._path(key)
+        try:
+            with path.open("rb") as handle:
+                return hashlib.file_digest(handle, "sha256").hexdigest()
+        except OSError as error:
+            raise StorageError(f"cannot read {path}: {error.strerror}") from None
 
     def create_file(self, key: str, data: IO[bytes], content_type: str = "application/octet-stream") -> None:
         """``put_file`` that never replaces: ``AlreadyExistsError`` when the file is there (another run wrote
@@ -211,13 +235,19 @@ class S3Store:
             raise self._fail("read", key, error) from None
         return _within(data, limit, f"s3://{self.bucket}/{name}"), answer["ETag"]
 
-    def put_if_match(self, key: str, data: bytes, content_type: str, etag: str) -> str | None:
+    def put_if_match(self, key: str, data: bytes | IO[bytes], content_type: str, etag: str | None) -> str | None:
+        """PutObject only while the object is at ``etag`` (None: whatever is there); the new ETag, or None
+        when it changed meanwhile."""
         from botocore.exceptions import BotoCoreError, ClientError
 
+        bucket, name = self.bucket, self._key(key)
         try:
-            answer = self.client.put_object(
-                Bucket=self.bucket, Key=self._key(key), Body=data, ContentType=content_type, IfMatch=etag
-            )
+            if etag is None:
+                answer = self.client.put_object(Bucket=bucket, Key=name, Body=data, ContentType=content_type)
+            else:
+                answer = self.client.put_object(
+                    Bucket=bucket, Key=name, Body=data, ContentType=content_type, IfMatch=etag
+                )
         except ClientError as error:
             if str(error.response.get("Error", {}).get("Code", "")) in ("PreconditionFailed", "412"):
                 return None
@@ -249,16 +279,24 @@ def read_versioned(store: BlobStore, key: str, limit: int | None = None) -> tupl
     return data, hashlib.sha256(data).hexdigest()
 
 
-def write_if_unchanged(store: BlobStore, key: str, data: bytes, content_type: str, version: str) -> str | None:
-    """Write only if the stored document is still at ``version``; its new version, or None when it
-    changed meanwhile. On S3 a conditional write (If-Match); a local file is compared first (the
-    caller holds its lock file, so nobody writes in between)."""
+def write_if_unchanged(
+    store: BlobStore, key: str, pieces: Iterable[bytes], content_type: str, version: str | None
+) -> str | None:
+    """Write a document given in pieces only if the stored one is still at ``version`` (None: whatever is
+    there); its new version, or None when it changed meanwhile. Holds one piece in memory: a local file is
+    written through a temporary file beside it, compared first by its digest (the caller holds its lock
+    file, so nobody writes in between); S3 takes a conditional write (If-Match) from a spooled file, which
+    gives the request its length."""
     if isinstance(store, S3Store):
-        return store.put_if_match(key, data, content_type, version)
-    if store.exists(key) and hashlib.sha256(store.get(key)).hexdigest() != version:
+        with SpooledTemporaryFile(max_size=SPOOL_BYTES) as spool:
+            spool.writelines(pieces)
+            spool.seek(0)
+            return store.put_if_match(key, spool, content_type, version)
+    if not isinstance(store, LocalStore):
+        raise TypeError(f"no conditional write to {store.description}")
+    if version is not None and store.exists(key) and store.digest(key) != version:
         return None
-    store.put(key, data, content_type)
-    return hashlib.sha256(data).hexdigest()
+    return store.put_pieces(key, pieces, content_type)
 
 
 def open_location(location: str, s3_client: S3Client | None = None) -> BlobStore:
