@@ -139,15 +139,18 @@ def test_a_window_inside_its_next_records_millisecond_reaches_back_through_it(ru
     assert stats.incomplete == 0
 
 
+@pytest.mark.parametrize("first", [40, 60], ids=["first-inside", "first-outside"])
 @pytest.mark.parametrize("run", [4, 30])
-def test_dense_windows_inside_their_millisecond_are_lengthened_from_what_was_read(run: int) -> None:
+def test_dense_windows_inside_their_millisecond_are_lengthened_from_what_was_read(run: int, first: int) -> None:
     """Positions every few records, four or thirty records to a millisecond (a busy producer): the windows
     inside their next record's millisecond get the longer window from the records this pass read already,
     the same evidence a second pass would read, and no record is read twice."""
     tp = TP("t", 0)
     records = [FetchedRecord(o, 1000 + o // run, f"k{o}".encode(), b"v", ()) for o in range(2_000)]
     log = FakeLog({tp: records}, per_fetch=2_000, high_watermarks={tp: 2_000})  # whole batches: one answer
-    positions = set(range(40, 2_000, 7))
+    # From 60 (outside its millisecond), the next 30 records apart: every window inside is lengthened from
+    # what the first pass read, and no second pass is needed for the 24-record ones.
+    positions = {first, *range(first + 30, 2_000, 7)}
     result, stats = collect_evidence({tp: positions}, {tp: log.bounds(tp)}, 3, log, offset_header=None)
     for c in positions:
         started = c - c % run
@@ -156,4 +159,40 @@ def test_dense_windows_inside_their_millisecond_are_lengthened_from_what_was_rea
             reach = min(c, next(size for size in (24, 192, 1_000) if size >= reach))
         assert [e.offset for e in result[(tp, c)].before] == list(range(c - reach, c)), c
     if run == 4:  # read once from the first window on; only the first position's longer window reads back
-        assert stats.records_read <= 2_000 - 37 + 25
+        assert stats.records_read <= 2_000 - (first - 3) + (25 if first == 40 else 0)
+
+
+def grown(log: list[FetchedRecord], c: int, n: int, start: int, end: int) -> list[int]:
+    """The window the passes give ``c``: ``n`` records, lengthened 8 times (to 1,000 at most) while it lies in
+    its next record's millisecond."""
+    nxt = next((r for r in log if r.offset >= c), None)
+    size = n
+    while True:
+        window_start = max(start, min(c, end) - size)
+        before = [r for r in log if window_start <= r.offset < c][-size:]
+        inside = nxt is not None and len(before) >= size and before[0].timestamp >= nxt.timestamp
+        if not inside or size >= RUN_EVIDENCE_RECORDS:
+            return [r.offset for r in before]
+        size = min(RUN_EVIDENCE_RECORDS, size * 8)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_windows_lengthened_from_memory_or_by_a_pass_are_the_same_windows(seed: int) -> None:
+    """Any run length, identical records or not, gaps, any answer size: every window is the one the passes'
+    definition gives, whether a pass read it or it was lengthened from the records read before."""
+    rng = random.Random(seed)
+    tp = TP("t", 0)
+    run = rng.choice([1, 2, 4, 30, 300, 2_000])
+    same = rng.random() < 0.5
+    offsets = sorted(rng.sample(range(4_000), rng.randint(5, 3_000)))
+    log = [
+        FetchedRecord(o, 1000 + i // run, b"k" if same else f"k{o}".encode(), b"v", ()) for i, o in enumerate(offsets)
+    ]
+    end = offsets[-1] + 1
+    fetch = FakeLog({tp: log}, per_fetch=rng.choice([1, 7, 100, 5_000]), high_watermarks={tp: end})
+    wanted = {rng.randrange(offsets[0], end + 1) for _ in range(rng.randint(1, 60))}
+    n = rng.randint(1, 5)
+    result, stats = collect_evidence({tp: wanted}, {tp: LogBounds(offsets[0], end)}, n, fetch, offset_header=None)
+    for c in wanted:
+        assert [e.offset for e in result[(tp, c)].before] == grown(log, c, n, offsets[0], end), c
+    assert stats.incomplete == 0

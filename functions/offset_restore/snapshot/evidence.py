@@ -76,9 +76,11 @@ def collect_evidence(
     reading = _Reading(bounds, fetch, offset_header)
     result, stats = _collect(wanted, n, reading, progress)
     size = n
-    while size < RUN_EVIDENCE_RECORDS and (inside := _inside_runs(result, size, shorter_than=_longer(size))):
+    while size < RUN_EVIDENCE_RECORDS and (inside := _inside_runs(result, size)):
         size = _longer(size)
-        longer, more = _collect(inside, size, reading)
+        # A window lengthened from what the last pass read is as long as this pass's already.
+        shorter = {tp: {o for o in offsets if len(result[(tp, o)].before) < size} for tp, offsets in inside.items()}
+        longer, more = _collect({tp: offsets for tp, offsets in shorter.items() if offsets}, size, reading)
         result.update(longer)
         stats.rounds, stats.records_read = stats.rounds + more.rounds, stats.records_read + more.records_read
         stats.incomplete += more.incomplete
@@ -86,13 +88,12 @@ def collect_evidence(
     return result, stats
 
 
-def _inside_runs(result: Mapping[tuple[TP, int], Evidence], n: int, shorter_than: int) -> dict[TP, set[int]]:
+def _inside_runs(result: Mapping[tuple[TP, int], Evidence], n: int) -> dict[TP, set[int]]:
     """The positions whose whole window of ``n`` lies in their next record's millisecond (or later):
-    records before it may share that millisecond too. A window already as long as the next pass's
-    (``shorter_than``, lengthened from what was read) is left to the pass after."""
+    records before it may share that millisecond too."""
     inside: dict[TP, set[int]] = {}
     for (tp, offset), ev in result.items():
-        if len(ev.before) < shorter_than and _inside(ev, n):
+        if _inside(ev, n):
             inside.setdefault(tp, set()).add(offset)
     return inside
 
