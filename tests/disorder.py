@@ -62,14 +62,18 @@ def layouts(n: int = 60) -> dict[str, list[Slot]]:
 
 
 def random_layout(rng: random.Random, n: int) -> list[Slot]:
-    """A sorted restore damaged by one to three random accidents of the kinds above, and two more:
-    the first records written without the header, and one record with a wrong header."""
+    """A sorted restore damaged by one to three random accidents of the kinds above, and three more:
+    the first records written without the header, one record with a wrong header, and a record lost
+    with the next one numbered as it (its header names the lost record)."""
     slots = copy(range(n))
     for _ in range(rng.randint(1, 3)):
         a = rng.randrange(len(slots))
         b = min(len(slots), a + rng.randint(1, max(1, n // 4)))
-        kind = rng.choice(["repeat", "swap", "no-header", "first-without-header", "wrong-header", "stray", "move"])
-        if kind == "first-without-header":  # the restore's first batch or worker did not add it
+        kinds = ["repeat", "swap", "no-header", "first-without-header", "wrong-header", "stray", "move", "renumbered"]
+        kind = rng.choice(kinds)
+        if kind == "renumbered" and 0 < a < len(slots):  # a record lost, and the next one numbered as it
+            slots[a - 1 : a + 1] = [Slot(slots[a].source, slots[a - 1].header)]
+        elif kind == "first-without-header":  # the restore's first batch or worker did not add it
             slots[:b] = [Slot(s.source, None) for s in slots[:b]]
         elif kind == "wrong-header":  # a restore worker's bug: one record says another source offset
             slots[a] = Slot(slots[a].source, rng.randrange(n))

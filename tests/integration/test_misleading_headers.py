@@ -193,3 +193,24 @@ def test_evidence_cut_by_the_restores_start_is_exact(case: Case, target: KafkaCl
     assert case.judged(restored, plan).holds
     at_20 = by_source(plan)[20]
     assert (at_20["target_offset"], at_20["exact"], at_20["method"]) == (0, True, "fingerprint"), at_20
+
+
+@pytest.mark.parametrize("lost", [1, 3], ids=["one-lost", "three-lost"])
+def test_a_header_naming_a_lost_record_does_not_hide_the_record_it_is_on(
+    case: Case, target: KafkaCluster, lost: int
+) -> None:
+    """Source records 20-lost..19 lost in the restore, and source 20 restored with a header that says 19 (a
+    restore worker's bug). The headers still rise (…, 19, 21, …): no order check reads the region, and the
+    group at 20 used to resume past its own next record by the headers alone, 'exact'. It resumes at it,
+    not exact: its content is the snapshot's record 20, and the snapshot's record 19 is another."""
+    layout = [*copy(range(20 - lost)), Slot(20, 19), *copy(range(21, N))]
+    restored = case.restore(target, layout)
+    plan = case.plan(restored)
+    judgement = case.judged(restored, plan)
+    assert judgement.holds, judgement.problems
+    at_20 = by_source(plan)[20]
+    assert (at_20["target_offset"], at_20["exact"]) == (20 - lost, False), at_20
+    assert "the header is wrong" in at_20["reason"]
+    assert case.apply(restored)[0] == 0
+    group_20 = next(g for g, c in case.groups.items() if c == 20)
+    assert case.next_read(restored, group_20) == 20

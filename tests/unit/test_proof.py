@@ -302,7 +302,8 @@ def test_an_exact_end_that_cannot_be_identified_leaves_the_answer_mapped_but_not
 def test_read_headers_ends_walks_back_over_markers_and_stops_at_offsets_not_read() -> None:
     headers = ReadHeaders(HEADER)
     headers.add(TGT, [record(o, source=o) for o in (10, 11, 14)], skipped=[12, 13])
-    assert headers.ends(TGT, 14, 0) == Ends(Met(14, 14), Met(11, 11))
+    gap = fingerprint(b"k", b"v11", (), exclude_header=HEADER)  # the record before a gap in the headers: kept
+    assert headers.ends(TGT, 14, 0) == Ends(Met(14, 14), Met(11, 11, gap))
     assert headers.ends(TGT, 15, 0) == Ends(None, Met(14, 14))
     assert headers.ends(TGT, 10, 0) == Ends(Met(10, 10), None)  # 9 was not read
     assert headers.ends(TGT, 10, 10) == Ends(Met(10, 10), None, nothing_before=True)
@@ -313,3 +314,33 @@ def test_read_headers_ends_walks_back_over_markers_and_stops_at_offsets_not_read
     printed = fingerprint(b"k", b"v2", (), exclude_header=HEADER)
     assert headers.ends(replica, 3, 0) == Ends(Met(3, None, fingerprint(b"k", b"v3", ())), Met(2, None, printed))
     assert headers.ends(replica, 0, 0).nothing_before
+
+
+@pytest.mark.parametrize("exact", [True, False], ids=["exact", "bounded"])
+def test_the_record_before_a_header_gap_is_compared_and_a_lie_there_holds_the_answer(exact: bool) -> None:
+    """Source record 19 lost in the restore and record 20 written with a header saying 19: the headers rise
+    (18, 19, 21), and a strategy's answer 20 for the group at 20 agrees with them at both ends. The plan kept
+    the content of the record before the gap: it is the group's next record, so the answer is held, whatever
+    the answer claims. With the header telling the truth, the answer by the headers (19) stands."""
+    values = {s: f"v{s}".encode() for s in range(40)}
+    for lying in (True, False):
+        slots = [*range(19), 20, *range(21, 40)]  # target offset -> source record; 19 lost
+        layout = [record(o, source=19 if (lying and s == 20) else s, value=values[s]) for o, s in enumerate(slots)]
+        headers, seen, _ = read_and_kept(layout, range(len(layout)))
+        pos = position(
+            20,
+            log_end=40,
+            before=tuple(evidence(s, values[s], 1_000) for s in (17, 18, 19)),
+            next_record=evidence(20, values[20], 1_000),
+        )
+        key = ("orders", 0, 20)
+        answer = 20 if lying else 19  # by the headers: the first at or past 20
+        decisions = {key: Decision("mapped", answer, "header", exact, 0 if exact else 3, None)}
+        prove(decisions, {key: pos}, {TGT: LogBounds(0, len(layout))}, seen, header=HEADER, complete={SRC: True})
+        decision = decisions[key]
+        if lying:
+            assert decision.status == "pending", decision
+            assert "the last record before the resume point is the copy of source record 20" in (decision.reason or "")
+            assert "though its offset header says 19" in (decision.reason or "")
+        else:
+            assert decision.status == "mapped" and decision.target_offset == 19, decision

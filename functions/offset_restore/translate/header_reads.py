@@ -274,7 +274,10 @@ class _OrderState:
             return False
         low = bisect.bisect_right(self.positions, self.peak_key)
         for c in self.positions[low : bisect.bisect_right(self.positions, keys[-1])]:
-            self._resumes_at(records[bisect.bisect_left(keys, c)], look)
+            at = bisect.bisect_left(keys, c)
+            if keys[at] > c:  # no header names c: the record before may be c under a header that lies
+                self._before_gap(records[at - 1] if at else None, look)
+            self._resumes_at(records[at], look)
         self.peak_key = keys[-1]
         held = min(len(keys), ORDER_LOOKBACK)
         self.run.extend([r, k, False] for r, k in zip(records[-held:], keys[-held:], strict=True))
@@ -300,8 +303,19 @@ class _OrderState:
         """``record`` raises the highest header to ``key``: where a position lies between, it resumes there."""
         at = bisect.bisect_right(self.positions, self.peak_key)
         if at < len(self.positions) and self.positions[at] <= key:
+            if self.positions[at] < key:
+                self._before_gap(None, look)
             self._resumes_at(record, look)
         self.peak_key = key
+
+    def _before_gap(self, record: FetchedRecord | None, look: Callable[[FetchedRecord], None]) -> None:
+        """Look at the record before a resume point whose header jumps past a position (``record``; None:
+        the last that raised the highest header). A record lost in the restore leaves such a gap, and so
+        does the next record numbered as the lost one: its content, the group's next record, tells."""
+        if record is None and self.run:
+            record = self.run[-1][0]
+        if record is not None:
+            look(record)
 
     def _resumes_at(self, record: FetchedRecord, look: Callable[[FetchedRecord], None]) -> None:
         if self.resumes is None:

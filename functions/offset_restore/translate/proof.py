@@ -105,7 +105,7 @@ def prove(
     by = answered_by or {}
     proving = _Proving(decisions, positions, bounds, seen, header, by)
     changed = _skipping(proving) + _order_before(proving) + _past_the_origin_floor(proving)
-    changed += _read_twice(proving) + _copies_without_header(proving) + _exact_ends(proving)
+    changed += _read_twice(proving) + _copies_without_header(proving) + _shown_lies(proving) + _exact_ends(proving)
     for key, decision in decisions.items():
         pos = positions.get(key)
         if pos is None or decision.status != "mapped" or decision.target_offset is None:
@@ -384,6 +384,47 @@ def _origin_mark(pos: Position) -> tuple[int, Evidence] | None:
         return pos.last_origin, last
     if pos.top_origin is not None and pos.top is not None:
         return pos.top_origin, pos.top
+    return None
+
+
+def _shown_lies(proving: _Proving) -> int:
+    """Hold every answer whose end records' content shows the offset header there lies, where the plan kept
+    that content (the records next to a gap in the headers, ``ReadHeaders``): the last record before the
+    resume point is the group's next record though its header says a processed one (a record lost in the
+    restore, and the next one numbered as it), or the record at the resume point a processed one though its
+    header says otherwise. A content two records share is no proof either way. Returns how many it held."""
+    decisions, positions, seen, _, by = proving.unpacked()
+    changed = 0
+    for key, decision in decisions.items():
+        pos, resume = positions.get(key), decision.target_offset
+        if pos is None or decision.status != "mapped" or resume is None:
+            continue
+        log = proving.bounds.get(pos.target)
+        if log is None or not seen.headers.printed_near(pos.target, resume):
+            continue
+        found = seen.headers.ends(pos.target, resume, log.start)
+        why = _lie_shown(found.before, pos, proving.evidence, at=False) or _lie_shown(
+            found.at, pos, proving.evidence, at=True
+        )
+        if why is not None:
+            decisions[key] = _held(decision, why, by.get(key))
+            changed += 1
+    return changed
+
+
+def _lie_shown(met: Met | None, pos: Position, evidence: _Prints, *, at: bool) -> str | None:
+    """Why the content of an end record contradicts its offset header, which proves that end (None: it does
+    not, or its content was not kept, or the evidence names it on both sides of the position)."""
+    if met is None or met.printed is None or met.source is None or not _by_header(met.source, pos.committed, at=at)[0]:
+        return None
+    c, span = pos.committed, evidence.back(pos.source).get(met.printed)
+    is_next = pos.next is not None and pos.next.fingerprint == met.printed
+    if at and span is not None and span[1] < c and not is_next:
+        return f"{_processed_at(span[1], c)}, though its offset header says {met.source}"
+    if not at and (is_next or span is not None) and (span is None or span[0] >= c):
+        return (
+            f"{_unprocessed_before(span[0] if span is not None else c, c)}, though its offset header says {met.source}"
+        )
     return None
 
 
