@@ -326,7 +326,7 @@ def test_the_record_before_a_header_gap_is_compared_and_a_lie_there_holds_the_an
     for lying in (True, False):
         slots = [*range(19), 20, *range(21, 40)]  # target offset -> source record; 19 lost
         layout = [record(o, source=19 if (lying and s == 20) else s, value=values[s]) for o, s in enumerate(slots)]
-        headers, seen, _ = read_and_kept(layout, range(len(layout)))
+        _, seen, _ = read_and_kept(layout, range(len(layout)))
         pos = position(
             20,
             log_end=40,
