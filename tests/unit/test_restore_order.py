@@ -685,3 +685,21 @@ def test_the_whole_partition_answers_match_the_record_by_record_ones(
     ranges = [(offsets[0], offsets[-1] + 1)]
     assert hole_rate_of(log, ranges) == _slow_hole_rate(offsets, ranges)
     assert log.restored_range() == _slow_restored_range(log)
+
+
+@pytest.mark.parametrize("per_fetch", [8, 50])
+@pytest.mark.parametrize("lost", [1, 4])
+def test_a_record_numbered_as_the_lost_one_before_it_is_never_skipped_by_a_search(per_fetch: int, lost: int) -> None:
+    """600 records, groups every 7 and one at 300: records lost before source 300 and 300 written with the
+    lost one's header. The headers rise around it, so the order check sees nothing; no group skips it, read
+    in windows or whole."""
+    layout = [*copy(range(300 - lost)), Slot(300, 299), *copy(range(301, 600))]
+    for order_check in ("windows", "full"):
+        entries, _ = translate(
+            snapshot(600, sorted({300, *range(0, 601, 7)})),
+            SmallWindows(layout, per_fetch),
+            PlanOptions(strategies=("header",), order_check=order_check),
+        )
+        assert not judge(layout, entries), order_check
+        at_300 = next(e for e in entries if e.source_offset == 300)
+        assert at_300.status == "pending" or at_300.target_offset == 300 - lost, (order_check, at_300)
