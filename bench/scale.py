@@ -242,7 +242,10 @@ def main(argv: list[str] | None = None) -> int:
                     offsets,
                     step,
                     f"{offsets / step.seconds:,.0f} offsets/s; commit {commit_s:.2f} s = "
-                    f"{offsets / max(commit_s, 1e-9):,.0f} offsets/s",
+                    f"{offsets / max(commit_s, 1e-9):,.0f} offsets/s; "
+                    + ", ".join(
+                        f"{phase} {took:.2f} s" for phase, took in applied.timings.items() if phase != "commit"
+                    ),
                     _target(offsets / max(commit_s, 1e-9) >= 20_000, "commit 20,000/s"),
                     dict(used[0].requests_sent),
                 )
