@@ -368,7 +368,10 @@ def _print_gaps(part: _Partition, records: list[FetchedRecord], sources: Sequenc
     """Keep the fingerprint of each record whose next record's header is more than one above its own (a gap
     in the source offsets: records lost, or a header that lies about the record it is on). Found at C speed;
     a restore in order without losses has none."""
-    if None in sources:
+    missing = sources.count(None)
+    if missing == len(sources):  # no header at all (a replica): no gap to tell
+        return
+    if missing:
         skips: Iterable[bool] = map(_skips, sources, itertools.islice(sources, 1, None))
     else:  # every record has the header: the comparison runs in C
         numbers = cast(Sequence[int], sources)
