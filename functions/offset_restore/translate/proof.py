@@ -414,17 +414,17 @@ def _shown_lies(proving: _Proving) -> int:
 
 def _lie_shown(met: Met | None, pos: Position, evidence: _Prints, *, at: bool) -> str | None:
     """Why the content of an end record contradicts its offset header, which proves that end (None: it does
-    not, or its content was not kept, or the evidence names it on both sides of the position)."""
+    not, or its content was not kept, or the evidence names it on both sides of the position). The evidence
+    holds the group's own next record, so its copy falls on the unprocessed side by the span alone."""
     if met is None or met.printed is None or met.source is None or not _by_header(met.source, pos.committed, at=at)[0]:
         return None
     c, span = pos.committed, evidence.back(pos.source).get(met.printed)
-    is_next = pos.next is not None and pos.next.fingerprint == met.printed
-    if at and span is not None and span[1] < c and not is_next:
+    if span is None:
+        return None
+    if at and span[1] < c:
         return f"{_processed_at(span[1], c)}, though its offset header says {met.source}"
-    if not at and (is_next or span is not None) and (span is None or span[0] >= c):
-        return (
-            f"{_unprocessed_before(span[0] if span is not None else c, c)}, though its offset header says {met.source}"
-        )
+    if not at and span[0] >= c:
+        return f"{_unprocessed_before(span[0], c)}, though its offset header says {met.source}"
     return None
 
 
