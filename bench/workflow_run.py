@@ -105,6 +105,8 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
     result = flow.run(run_input, name=name, timeout_s=3600)
     wall = time.perf_counter() - started
     if result["status"] != "SUCCEEDED":
+        for failed in (i for i in INVOCATIONS if i.trace):  # what the run's cause summarizes, in full
+            print(f"{failed.function} failed:\n{failed.trace}", file=sys.stderr)
         raise RuntimeError(f"run {name} ended {result['status']}: {result.get('cause')}")
     figures = RunFigures(
         group_partitions=group_partitions,
@@ -136,6 +138,7 @@ def measure(flow: Workflow, run_input: dict[str, Any], name: str, group_partitio
                 "alone": invocation.alone,
                 "gc_seconds": invocation.gc_seconds if invocation.alone else invocation.gc_cpu_seconds,
                 "error": invocation.error,
+                **({"trace": invocation.trace} if invocation.trace else {}),
             }
         )
     figures.transitions += figures.invocations["Translate"] * CHILD_STATES_PER_TRANSLATE

@@ -85,6 +85,12 @@ class CommitInterruptedError(ClusterUnreachableError):
         self.unanswered = unanswered
 
 
+class TranslationIncompleteError(OffsetRestoreError):
+    """Group-partitions the run selected have no plan entry once every Translate work item ran: an item
+    ended without writing its entries (a failed or stopped invocation a Map let pass). Nothing is
+    committed; the same restore id run again translates them."""
+
+
 class WriterFencedError(OffsetRestoreError):
     """Another writer took the target's fence (``kafka/fence.py``) after this one: this run's write was
     refused by the cluster and wrote nothing; the offsets there are the other writer's."""

@@ -188,6 +188,9 @@ class SummarizeRequest(ApplyRequest):
     """Whether the run rewinds groups ahead on the target: their ahead entries are then commit work."""
     mode: str = "plan"
     """The run's mode: a migration waits until every entry is exact."""
+    work_items: list[str] | None = None
+    """Prepare's work item keys: every group-partition they hold must have an entry. None: not checked
+    (an execution started by a state machine before it passed them)."""
 
 
 class PrepareRequest(BaseModel):

@@ -207,3 +207,36 @@ def test_a_commit_whose_save_failed_is_reported_as_possibly_written_and_a_rerun_
     assert offsets(target, a) == {0: 10, 1: 0} and offsets(target, b) == {0: 40}
     finished = workflow.report("unsaved-1")
     assert finished["headline_text"].startswith("2 of 2 groups restored") and finished["statuses"] == {"committed": 3}
+
+
+def test_a_translate_item_that_wrote_nothing_fails_the_run_by_name_before_any_commit(
+    brokers: Brokers, source: KafkaCluster, target: KafkaCluster, workflow: Workflow, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One Translate work item dies (DynamoDB refuses its entries, a Lambda killed): moto's distributed
+    Map counts the item failed and goes on (AWS fails the Map), so before, the run SUCCEEDED, committed
+    the other group and its report counted only what was there. Now Summarize compares the group-partitions
+    mapped with those Prepare selected: the run fails before the commit, naming what is missing and
+    the work item that held it, and the target is untouched."""
+    from botocore.exceptions import ClientError
+    from offset_restore.workflow.states import prepare
+
+    s = setup(brokers, source, target, workflow)
+    a, b = str(s["a"]), str(s["b"])
+    monkeypatch.setattr(prepare, "WORK_ITEM_GROUP_PARTITIONS", 1)  # one work item a group
+    original = MappingStore.put
+
+    def refused(self: MappingStore, restore_id: str, entries: Any, **kwargs: Any) -> Any:
+        entries = list(entries)
+        if any(e.group == b for e in entries):
+            error = {"Error": {"Code": "ValidationException", "Message": "refused"}}
+            raise ClientError(error, "BatchWriteItem")  # type: ignore[arg-type]
+        return original(self, restore_id, entries, **kwargs)
+
+    monkeypatch.setattr(MappingStore, "put", refused)
+    failed = workflow.run({"groups": f"{a}|{b}", "mode": "apply", "restore_id": "lost-item-1"}, name="lost-item-1")
+    assert failed["status"] == "FAILED", failed
+    cause = failed.get("cause", "")
+    assert "TranslationIncompleteError" in cause and "1 of 3 group-partitions" in cause, cause
+    assert f"{b!r} {s['topic']}/0" in cause and "work/item-0000" in cause, cause
+    assert offsets(target, a) == {} and offsets(target, b) == {}  # nothing committed
+    assert workflow.report("lost-item-1")["outcome"] == "failed"

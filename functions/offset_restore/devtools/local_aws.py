@@ -85,6 +85,8 @@ class Invocation:
     """The same collections' thread CPU time (what ``own_seconds`` leaves out of an overlapping invocation)."""
     error: str | None = None
     """The exception the handler raised (its class and message), for a failed invocation."""
+    trace: str | None = None
+    """Its whole traceback: a failure under many concurrent invocations is rarely seen twice."""
 
     @property
     def own_seconds(self) -> float:
@@ -140,6 +142,7 @@ def _invoke_in_process(self: LambdaFunction, event: Any = None) -> tuple[str, bo
         return json.dumps(result), False, ""
     except Exception as error:  # the task fails with the exception's class name as the error
         record.error = f"{type(error).__name__}: {str(error)[:300]}"
+        record.trace = "".join(traceback.format_exception(error))
         body = {
             "errorType": type(error).__name__,
             "errorMessage": str(error),
@@ -253,9 +256,9 @@ def _counting_kafka_close(original: Any) -> Any:
     def close(cluster: KafkaCluster) -> None:
         record = _in_handler.get()
         if record is not None:
-            record.kafka_requests += sum(cluster.requests_sent.values())
-            record.kafka_calls.update(cluster.requests_sent)
-            cluster.requests_sent.clear()
+            counted = cluster.requests_by_api(clear=True)
+            record.kafka_requests += sum(counted.values())
+            record.kafka_calls.update(counted)
         original(cluster)
 
     return close

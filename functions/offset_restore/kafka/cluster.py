@@ -63,6 +63,15 @@ class KafkaCluster(Fences, Groups, Records):
         self.share_group_ids: set[str] = set()
         self._count_requests(self._manager)
 
+    def requests_by_api(self, clear: bool = False) -> Counter[str]:
+        """The requests sent so far, by API; read (and with ``clear`` reset) under the lock the commit
+        lanes' I/O threads count under, so a count never changes while it is read."""
+        with self._count_lock:
+            counted = Counter(self.requests_sent)
+            if clear:
+                self.requests_sent.clear()
+        return counted
+
     def close(self) -> None:
         if self._producer is not None:
             self._producer.close(timeout=self.settings.request_timeout_s)

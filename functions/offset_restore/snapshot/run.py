@@ -84,7 +84,7 @@ def run_snapshot(
             _check_snapshot(options, snapshot, f"offsets topic {offsets_topic}", tally)
         repository = SnapshotRepository(store)
         manifest_key = repository.write(snapshot)
-        requests = dict(sorted(cluster.requests_sent.items()))
+        requests = dict(sorted(cluster.requests_by_api().items()))
     result = _result(snapshot.manifest, manifest_key, store, started, requests, snapshot.timings)
     return result.model_copy(update={"listed_groups": listed, "top_lag": tally.top()})
 

@@ -258,7 +258,7 @@ def run_plan(
             source_partitions=manifest.topic_partitions,
             source_recreated=recreated_since(repository, manifest),
         )
-        requests = dict(sorted(target.requests_sent.items()))
+        requests = dict(sorted(target.requests_by_api().items()))
         target_name = options.target_cluster or default_cluster_name(target.cluster_id)
         target_id = target.cluster_id
     target_ref = _ClusterRef(cluster=target_name, bootstrap_servers=connection.bootstrap_servers, cluster_id=target_id)

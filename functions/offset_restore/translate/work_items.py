@@ -3,16 +3,21 @@ that the state machine passes only their keys (its payloads are limited to 256 K
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Iterator
 from datetime import datetime
 
 from pydantic import ConfigDict, Field
 
+from offset_restore.formats.plan import PlanEntry
 from offset_restore.packing import packed
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.options import PlanSettings
 
-__all__ = ["HELD_ITEMS", "WorkItem", "split_work", "topics_of"]
+__all__ = ["HELD_ITEMS", "GroupPartition", "WorkItem", "covered", "split_work", "topics_of", "unmapped"]
+
+GroupPartition = tuple[str, str, int]
+"""A group's committed source partition: (group, topic, partition)."""
 
 
 class WorkItem(PlanSettings):
@@ -95,3 +100,21 @@ def _packed_in_topic_order(
     ordered = [group for key in sorted(held) for group in held[key]]
     held.clear()
     return packed(ordered, lambda group: len(group.partitions), max_group_partitions)
+
+
+def covered(entry: PlanEntry) -> Iterator[GroupPartition]:
+    """The selected group-partitions one entry accounts for: its own, and for an entry of a re-partitioned
+    topic every source partition it follows (a source partition may have no entry under its own number).
+    Names are interned: a restore's worth is held at once, and a group's partitions then share them."""
+    group, topic = sys.intern(entry.group), sys.intern(entry.topic)
+    yield group, topic, entry.partition
+    for partition in entry.source_positions or ():
+        yield group, topic, partition
+
+
+def unmapped(item: WorkItem, mapped: set[GroupPartition]) -> Iterator[GroupPartition]:
+    """The item's group-partitions that no entry accounts for (``covered``)."""
+    for group in item.groups:
+        for p in group.partitions:
+            if (group.group, p.topic, p.partition) not in mapped:
+                yield group.group, p.topic, p.partition

@@ -310,6 +310,10 @@ class SummarizeSettings(FunctionSettings):
         """The restore's folder (its commit index), or None when the function has no bucket."""
         return _folder(self.bucket, restore_id, s3)
 
+    def work_items(self, s3: S3Client) -> BlobStore | None:
+        """The bucket where Prepare wrote the work items (their keys name the restore's folder)."""
+        return S3Store(self.bucket, "", s3) if self.bucket else None
+
 
 class ApplySettings(FunctionSettings):
     """The target cluster and the table; with the bucket, batches are read from the commit index."""
