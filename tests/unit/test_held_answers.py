@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from offset_restore.kafka.model import TP, AbortedBatch, FetchedRecord, PartitionFetch
-from offset_restore.reading.held import HeldChain, after, replaying
+from offset_restore.reading.held import HeldAnswers, HeldChain, after, replaying
 
 
 def _answer(start: int, end: int, *, skip: set[int] | frozenset[int] = frozenset(), size: int = 100) -> PartitionFetch:
@@ -107,3 +107,37 @@ def test_a_search_asking_inside_a_held_answer_is_answered_from_it_and_the_rest_f
     assert len(asked) == 1  # answered from what is held: nothing sent
     replaying_fetch({a: 1_000}, None, {a: 1}, None)  # the first offset past what is held: asked
     assert asked[-1][0] == {a: 1_000}
+
+
+def test_one_budget_holds_every_kind_of_answer_and_a_partition_whole_or_not_at_all() -> None:
+    """The sample, the search's windows and a scan's share one budget: what one holds the others cannot;
+    a partition's answers are held all together or refused together; what is taken is freed."""
+    a, b = TP("t", 0), TP("t", 1)
+    held = HeldAnswers(budget=100)
+    assert held.keep("sample", a, [_answer(0, 30), _answer(30, 60)]) and held.records == 60
+    assert not held.keep("search", b, [_answer(0, 30), _answer(30, 50)])  # 110 > 100: neither kept
+    assert held.records == 60 and held.of("search") == {}
+    assert held.keep("scan", b, [_answer(0, 40)]) and held.records == 100
+    assert not held.keep("search", a, [_answer(60, 61)])  # one record past the budget
+    assert _offsets(held.take("sample", a)) == list(range(60)) and held.records == 40
+    assert held.take("sample", a) == [] and held.records == 40  # taken once
+    assert held.keep("search", a, [_answer(60, 120)]) and held.records == 100
+
+
+def test_holding_answers_from_the_offset_asked_up_to_the_last_it_covers_in_the_order_of_purposes() -> None:
+    """A scan's start inside a held window: from that offset on (the record at it first), up to where the
+    window stopped; the window's last covered offset still answers, the one after it does not; the first
+    purpose named answers first."""
+    a = TP("t", 0)
+    held = HeldAnswers()
+    held.keep("scan", a, [_answer(100, 150, skip={149})])  # 149 aborted: covered, no record
+    held.keep("unkeyed", a, [_answer(120, 130, size=7)])
+    first = held.holding(("unkeyed", "scan"), a, 125)
+    assert first is not None and _offsets([first]) == list(range(125, 130)) and first.read_to == 130
+    assert first.size == 0 and first.fetch_offset == 125
+    at = held.holding(("scan",), a, 100)
+    assert at is not None and _offsets([at]) == list(range(100, 149)) and at.read_to == 150
+    end = held.holding(("scan",), a, 149)
+    assert end is not None and end.records == [] and end.read_to == 150
+    assert held.holding(("scan",), a, 150) is None and held.holding(("scan",), a, 99) is None
+    assert held.holding(("scan",), TP("t", 1), 120) is None

@@ -1,19 +1,72 @@
-"""The answers a plan already holds of a partition, as a chain a whole read takes in place of reading
-them again (``strategies/whole_read.py``): the shape check's sample of its last records, and the
-windows a search read (a read stops short of them where the broker sends whole batches,
-``PartitionFetch.uncut``; elsewhere a read that reaches one's start takes it); and a fetch that
-answers a search from the sample where it asks there (``replaying``). Pure: answers in, trimmed
-answers out."""
+"""The answers a plan holds of each partition for a later read to take instead of asking the broker
+again (``HeldAnswers``: one cache, one record budget), and how a read takes them: as a chain a whole read
+takes in place of reading them again (``HeldChain``; a read stops short of them where the broker sends
+whole batches, ``PartitionFetch.uncut``; elsewhere a read that reaches one's start takes it), a fetch
+that answers a search from them where it asks there (``replaying``), an answer from an offset on
+(``after``). Pure: answers in, trimmed answers out."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
+from typing import Literal
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.reading.rounds import Fetch
 
-__all__ = ["HeldChain", "after", "replayed", "replaying"]
+__all__ = ["HELD_RECORDS", "Held", "HeldAnswers", "HeldChain", "after", "replayed", "replaying"]
+
+HELD_RECORDS = 300_000
+"""Records a plan holds in all, whatever for (about 40 MB per 100,000 decoded records of the shapes
+measured): past it an answer is not kept, and a later read asks the broker for it again."""
+
+Held = Literal["sample", "search", "unkeyed", "scan"]
+"""What an answer is held for, and who takes it:
+
+- ``sample``: the shape check's sample of a partition's last records; a search asking there is answered
+  from it, a whole read takes it as its last records;
+- ``search``: every window the header search read, for a whole read of the partition;
+- ``unkeyed``: the windows read of a partition none of whose records carried the offset header (a replica
+  written without it), for the time search and the fingerprint scan;
+- ``scan``: the time search's windows, for the fingerprint scans that start in them."""
+
+
+class HeldAnswers:
+    """The one cache of answers a plan holds, by what for and partition, under one budget of records
+    (``HELD_RECORDS``): an answer past it is refused (first come, first kept), one taken frees its share."""
+
+    def __init__(self, budget: int = HELD_RECORDS) -> None:
+        self.budget = budget
+        self.records = 0
+        self._held: dict[Held, dict[TP, list[PartitionFetch]]] = {}
+
+    def keep(self, purpose: Held, tp: TP, answers: Sequence[PartitionFetch]) -> bool:
+        """Hold ``answers`` of ``tp`` all, or none when they do not fit in what is left of the budget."""
+        size = sum(len(answer.records) for answer in answers)
+        if self.records + size > self.budget:
+            return False
+        self._held.setdefault(purpose, {}).setdefault(tp, []).extend(answers)
+        self.records += size
+        return True
+
+    def of(self, purpose: Held) -> Mapping[TP, Sequence[PartitionFetch]]:
+        """The answers held for ``purpose``, by partition (left held)."""
+        return self._held.get(purpose, {})
+
+    def take(self, purpose: Held, tp: TP) -> list[PartitionFetch]:
+        """The answers held of ``tp`` for ``purpose``, no longer held."""
+        taken = self._held.get(purpose, {}).pop(tp, [])
+        self.records -= sum(len(answer.records) for answer in taken)
+        return taken
+
+    def holding(self, purposes: Sequence[Held], tp: TP, offset: int) -> PartitionFetch | None:
+        """The first answer held of ``tp`` (for ``purposes``, in their order) that covers ``offset``, from
+        it on (``after``); None when none does."""
+        for purpose in purposes:
+            for answer in self.of(purpose).get(tp, ()):
+                if answer.error is None and answer.fetch_offset <= offset < answer.read_to:
+                    return after(answer, offset)
+        return None
 
 
 def after(answer: PartitionFetch, start: int) -> PartitionFetch:

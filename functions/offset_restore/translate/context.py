@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.reading.held import HeldAnswers
 from offset_restore.reading.learned import Learned
 from offset_restore.reading.rounds import (
     AtEnd,
@@ -28,11 +29,7 @@ from offset_restore.translate.read_headers import ReadHeaders, skipped_offsets
 from offset_restore.translate.reshaped import Shapes
 from offset_restore.translate.search import KeyedRecord, PartitionIndex, widened
 
-__all__ = ["MAX_KEPT_RECORDS", "Context", "TargetCluster"]
-
-MAX_KEPT_RECORDS = 100_000
-"""Records of windows one strategy read kept for the next (``Context.keep_unkeyed``): about 40 MB of
-1 KB records at most; past it, the next strategy reads them again."""
+__all__ = ["Context", "TargetCluster"]
 
 
 class TargetCluster(Source, Protocol):
@@ -67,16 +64,10 @@ class Context:
     """The target partitions the shape check's sample read (``tail_tops`` names those with the header)."""
     learned: Learned = field(default_factory=Learned)
     """What this plan's reads learned of each partition's batches and limits (``reading/learned.py``)."""
-    unkeyed_windows: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
-    """Windows read of partitions where no record carried the header (a replica written without it):
-    the tail sample's and the header search's. The time search and the fingerprint scan start from
-    them, not asking again (the header search's were 1 MB of a header-less replica's 7.7)."""
-    tails: dict[TP, list[PartitionFetch]] = field(default_factory=dict)
-    """The shape check's samples (those of the partitions the header strategy will probe first, then
-    others, up to ``plan.MAX_KEPT_TAIL_RECORDS``): each partition's last records, which a whole read
-    takes from here instead of reading them again (``whole_read``)."""
-    kept_records: int = 0
-    """Records held in ``unkeyed_windows`` (at most ``MAX_KEPT_RECORDS``)."""
+    held: HeldAnswers = field(default_factory=HeldAnswers)
+    """Every answer the plan holds for a later read (``reading/held.py``): the shape check's samples, the
+    header search's windows, a header-less partition's windows (the header search's were 1 MB of a
+    header-less replica's 7.7), the time search's."""
     shapes: Shapes | None = None
     """What tells a changed topic (``translate/reshaped.py``), once the shape check ran: every later read of
     a ``watched`` topic is compared with it (the records' source-partition header)."""
@@ -163,14 +154,11 @@ class Context:
         return watching
 
     def keep_unkeyed(self, tp: TP, windows: list[PartitionFetch]) -> None:
-        """Keep a partition's windows for the strategies after the header's (``unkeyed_windows``), as
-        far as ``MAX_KEPT_RECORDS`` allows, and put their timestamps in the time search's index (all
-        of them: the index holds three numbers a record)."""
+        """Hold a header-less partition's windows for the strategies after the header's, as far as the
+        budget allows, and put their timestamps in the time search's index (all of them: the index holds
+        three numbers a record)."""
         for window in windows:
-            answer = self.index_times(tp, window)
-            if self.kept_records + len(answer.records) <= MAX_KEPT_RECORDS:
-                self.kept_records += len(answer.records)
-                self.unkeyed_windows.setdefault(tp, []).append(answer)
+            self.held.keep("unkeyed", tp, [self.index_times(tp, window)])
 
     def index_times(self, tp: TP, answer: PartitionFetch) -> PartitionFetch:
         """Put what an answer read in the time search's index of its partition (``timestamp_indexes``):

@@ -22,6 +22,7 @@ from functools import partial
 from typing import cast
 
 from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, AbortedBatch, FetchedRecord, PartitionFetch
+from offset_restore.reading.held import HeldAnswers
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.positions import Position
 from offset_restore.translate.restore_order import ObservedPartition
@@ -29,7 +30,6 @@ from offset_restore.translate.search import KeyOf
 
 __all__ = [
     "MAX_HELD_RECORDS",
-    "MAX_KEPT_WINDOW_RECORDS",
     "ORDER_LOOKBACK",
     "EvidencePrints",
     "HeaderReads",
@@ -48,6 +48,7 @@ class HeaderReads:
         header: str,
         fingerprint_keys: Mapping[TP, set[int]],
         positions: Iterable[Position],
+        held: HeldAnswers,
         parsed: Parsed | None = None,
     ) -> None:
         self.key_of, self.header, self.fingerprint_keys = key_of, header, fingerprint_keys
@@ -72,13 +73,12 @@ class HeaderReads:
         """Partitions with records without the header read before any with it, not compared."""
         self.held: dict[TP, list[FetchedRecord]] = {}
         """A whole read's records without the header before its first with it, until that one comes."""
-        self.kept: dict[TP, list[PartitionFetch]] = defaultdict(list)
-        """Windows the search read that a whole read may take instead of reading them again, up to
-        ``MAX_KEPT_WINDOW_RECORDS`` records in all (``kept_windows``). Every window, not only those the
-        broker sent uncut: the first windows of a plan come before its broker is known to send whole
-        batches (the local broker is seen doing so at its first answer over a limit), and a whole read
-        that begins where one of them does takes it, whatever the broker."""
-        self.kept_records = 0
+        self.kept = held
+        """Where the windows the search read are held for a whole read to take instead of reading them
+        again (``kept_windows``), while the plan's budget lasts. Every window, not only those the broker
+        sent uncut: the first windows of a plan come before its broker is known to send whole batches
+        (the local broker is seen doing so at its first answer over a limit), and a whole read that
+        begins where one of them does takes it, whatever the broker."""
         self.aborted: dict[TP, list[AbortedBatch]] = defaultdict(list)
         """The batches of aborted transactions every answer held (``translate/aborted_spans.py``)."""
         self.markers: dict[TP, set[int]] = defaultdict(set)
@@ -209,27 +209,17 @@ class HeaderReads:
     def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
         """A window the search read, kept for the order check."""
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
-        if self.kept_records + len(answer.records) <= MAX_KEPT_WINDOW_RECORDS:
-            self.kept[tp].append(answer)
-            self.kept_records += len(answer.records)
+        self.kept.keep("search", tp, [answer])
 
     def kept_windows(self, tp: TP) -> list[PartitionFetch]:
-        """The windows kept of ``tp`` (taken): a whole read's chain (``reading/held.py``)."""
-        kept = self.kept.pop(tp, [])
-        self.kept_records -= sum(len(answer.records) for answer in kept)
-        return kept
+        """The windows held of ``tp`` (taken): a whole read's chain (``reading/held.py``)."""
+        return self.kept.take("search", tp)
 
     def fallen(self, tp: TP) -> str | None:
         """Why the headers read of ``tp`` already fall back (None: they do not, so far)."""
         observed = self.observed.get(tp)
         return observed.fallen if observed is not None else None
 
-
-MAX_KEPT_WINDOW_RECORDS = 100_000
-"""Records of search windows kept for whole reads, in all (about 40 MB of decoded records): a broker
-that sends whole batches lets a whole read stop short of each (the local one); on Apache Kafka, which
-cuts the batch a limit ends in, a whole read takes those it reaches the start of. Past this, windows
-are read again."""
 
 MAX_HELD_RECORDS = 10_000
 """Records without the header a whole read holds until its first record with the header: past that,

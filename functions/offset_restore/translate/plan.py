@@ -15,6 +15,7 @@ from typing import Literal
 
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import SHARE_GROUP, TP, FetchedRecord, PartitionFetch, topic_ids
+from offset_restore.reading.held import HeldAnswers
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -266,32 +267,23 @@ def _rerouted_while_reading(
 def _samples(
     positions: Mapping[PositionKey, Position], ctx: Context
 ) -> dict[TP, tuple[list[PartitionFetch], list[FetchedRecord]]]:
-    """Each target partition's sample (``sample_reads``): the answers read, and their records; kept in
-    ``ctx.tails`` for a whole read, those the header strategy will probe first (``_kept_tails``)."""
+    """Each target partition's sample (``sample_reads``): the answers read, and their records; held for a
+    whole read, those the header strategy will probe first before the others (``_hold_samples``)."""
     rounds = ctx.rounds()
     read = sample_reads(rounds, ctx.bounds)
     ctx.learned.learn(rounds.limits, rounds.batch_bytes, rounds.largest_batch, rounds.uncut)
     ctx.record("shape (samples)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.stats.bytes_read["shape (samples)"] = rounds.bytes
-    ctx.tails = _kept_tails(read, _probed_later(positions, ctx))
+    _hold_samples(read, _probed_later(positions, ctx), ctx.held)
     return {tp: (answers, [r for answer in answers for r in answer.records]) for tp, answers in read.items()}
 
 
-MAX_KEPT_TAIL_RECORDS = 100_000
-"""Records of the samples kept for whole reads (``ctx.tails``), in all: about 40 MB decoded."""
-
-
-def _kept_tails(read: Mapping[TP, list[PartitionFetch]], first: set[TP]) -> dict[TP, list[PartitionFetch]]:
-    """The samples a whole read may take its last records from: those of ``first`` (the partitions most
-    likely read whole), then the others, up to ``MAX_KEPT_TAIL_RECORDS``."""
-    kept: dict[TP, list[PartitionFetch]] = {}
-    records = 0
+def _hold_samples(read: Mapping[TP, list[PartitionFetch]], first: set[TP], held: HeldAnswers) -> None:
+    """Hold the samples a whole read may take its last records from, a partition's whole or not at all:
+    those of ``first`` (the partitions most likely read whole), then the others, while the budget lasts."""
     for tp in sorted(read, key=lambda tp: tp not in first):
-        size = sum(len(answer.records) for answer in read[tp])
-        if records + size > MAX_KEPT_TAIL_RECORDS:
+        if not held.keep("sample", tp, read[tp]):
             break
-        kept[tp], records = read[tp], records + size
-    return kept
 
 
 def _probed_later(positions: Mapping[PositionKey, Position], ctx: Context) -> set[TP]:

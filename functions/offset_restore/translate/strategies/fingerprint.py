@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import cast
 
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.reading.held import Held
 from offset_restore.reading.rounds import AtEnd, Failed, Served, read_forward
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.context import Context
@@ -53,12 +55,8 @@ def by_fingerprint(undecided: dict[PositionKey, Position], ctx: Context) -> dict
             wanted[key] = (pos.target, min(e.timestamp for e in evidence), None)
     # Read from before the oldest evidence by the skew seen: copies of the evidence that a disordered
     # region put earlier are then in the window, and the match is not called exact.
-    read = _WindowsRead()
-    for tp, kept in ctx.unkeyed_windows.items():
-        read.windows[tp].extend(kept)  # the header search's windows of a replica
-    read.records = ctx.kept_records
     results, skews = search_time(
-        {key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0, read.observe
+        {key: (tp, stamp) for key, (tp, stamp, _) in wanted.items()}, ctx, "fingerprint", 0, partial(_hold, ctx)
     )
     scans = {}
     for key, result in results.items():
@@ -68,7 +66,7 @@ def by_fingerprint(undecided: dict[PositionKey, Position], ctx: Context) -> dict
             outcome[key] = "no target record is as recent as the evidence"
         else:
             scans[key] = result.found.offset
-    windows = _scan_windows(scans, undecided, ctx, read)
+    windows = _scan_windows(scans, undecided, ctx)
     printed: dict[TP, dict[int, str]] = defaultdict(dict)  # windows of one partition overlap
     for key, window in windows.items():
         pos = undecided[key]
@@ -200,36 +198,19 @@ def _read_back(
     return outcome
 
 
-FINGERPRINT_KEPT_RECORDS = 100_000
-"""Records of the time search's windows kept for the scans that start in them (about 40 MB of
-1 KB records at most; past it, a scan reads its window again)."""
+_SCANNED: tuple[Held, ...] = ("unkeyed", "scan")
+"""Where a fingerprint scan finds the windows it starts in: the header search's of a replica, then the
+time search's (a header-less replica's plan read each such batch twice: 800 reads for 400 positions)."""
 
 
-class _WindowsRead:
-    """The time search's windows, kept whole: a scan starts at the record the search found, in the
-    window that found it, and reads from it what it holds instead of asking the broker again (a
-    header-less replica's plan read each such batch twice: 800 reads for 400 positions)."""
-
-    def __init__(self) -> None:
-        self.windows: dict[TP, list[PartitionFetch]] = defaultdict(list)
-        self.records = 0
-
-    def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
-        if answer.records and self.records + len(answer.records) <= FINGERPRINT_KEPT_RECORDS:
-            self.windows[tp].append(answer)
-            self.records += len(answer.records)
-
-    def holding(self, tp: TP, offset: int) -> PartitionFetch | None:
-        """A window read that covers ``offset``, from it on (its records, then where it stopped)."""
-        for window in self.windows.get(tp, ()):
-            if window.fetch_offset <= offset < window.read_to:
-                records = [r for r in window.records if r.offset >= offset]
-                return PartitionFetch(offset, records, window.high_watermark, next_offset=window.read_to)
-        return None
+def _hold(ctx: Context, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
+    """Hold a window the time search read (whole) for the scans that start in it."""
+    if answer.records:
+        ctx.held.keep("scan", tp, [answer])
 
 
 def _scan_windows(
-    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: Context, read: _WindowsRead
+    starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: Context
 ) -> dict[PositionKey, list[FetchedRecord] | str]:
     """Records from each start until ``FINGERPRINT_FOLLOW_RECORDS`` past the first one newer than the
     evidence (bounded), taken from the windows already read where they hold them. Positions on one
@@ -249,7 +230,8 @@ def _scan_windows(
 
     while len(windows) < len(starts):
         for key in sorted(set(starts) - set(windows)):
-            while key not in windows and (held := read.holding(positions[key].target, cursor[key])) is not None:
+            tp = positions[key].target
+            while key not in windows and (held := ctx.held.holding(_SCANNED, tp, cursor[key])) is not None:
                 extend(key, held)
         asked: dict[TP, PositionKey] = {}
         for key in sorted(set(starts) - set(windows)):
@@ -264,7 +246,7 @@ def _scan_windows(
             elif isinstance(outcome, AtEnd):
                 windows[key] = collected[key]
             elif isinstance(outcome, Served):
-                read.observe(tp, cursor[key], outcome.answer, [])  # another scan of the partition may need it
+                _hold(ctx, tp, cursor[key], outcome.answer, [])  # another scan of the partition may need it
                 ctx.index_times(tp, outcome.answer)  # and the timestamp strategy's count
                 extend(key, outcome.answer)
     ctx.record("fingerprint", rounds.rounds, rounds.fetches, rounds.records, {})

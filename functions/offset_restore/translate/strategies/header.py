@@ -68,7 +68,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         if pos.next is not None:
             prints[pos.target].add(pos.next.offset)
     parsed = ctx.read_headers.sources if ctx.read_headers is not None and ctx.read_headers.header == name else None
-    reads = HeaderReads(key_of, name, prints, undecided.values(), parsed)
+    reads = HeaderReads(key_of, name, prints, undecided.values(), ctx.held, parsed)
     outcome: dict[PositionKey, Decision | str] = {}
     suspect: dict[TP, str] = {}
     begun: dict[TP, Begun] = {}
@@ -93,7 +93,7 @@ def by_header(undecided: dict[PositionKey, Position], ctx: Context) -> dict[Posi
         indexes = {tp: PartitionIndex(ctx.bounds[tp]) for tp in probed}
         for tp, answer in probed.items():  # the probe from the log start: the search's first window
             index_window(tp, answer, indexes[tp], key_of, observe)
-        fetch = replaying(ctx.fetch(), ctx.tails)  # the samples' last records, not read again
+        fetch = replaying(ctx.fetch(), ctx.held.of("sample"))  # the samples' last records, not read again
         results, stats = search_first_at_least(
             wanted, ctx.bounds, key_of, fetch, indexes=indexes, observe=observe, limits=ctx.learned.limits,
             batches=ctx.learned.largest_batch,

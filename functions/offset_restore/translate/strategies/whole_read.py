@@ -284,9 +284,9 @@ def _read_partitions(
 
 
 def _tail(tp: TP, ctx: Context) -> list[PartitionFetch]:
-    """The sample's answers of ``tp`` (``ctx.tails``, taken), the first from where its first batch
+    """The sample's answers of ``tp`` (taken from what the plan holds), the first from where its first batch
     starts (the broker sent that batch whole): what a whole read need not read again."""
-    tail = ctx.tails.pop(tp, [])
+    tail = ctx.held.take("sample", tp)
     if tail:
         tail[0] = widened(tail[0], tail[0].fetch_offset, PartitionIndex(ctx.bounds[tp]))
     return tail
