@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import boto3
 from moto.server import ThreadedMotoServer
@@ -49,7 +50,8 @@ from offset_restore.devtools import process_memory
 from offset_restore.devtools.local_aws import _Context
 module = __import__("offset_restore_handlers." + sys.argv[1], fromlist=["handler"])
 result = module.handler(json.loads(sys.argv[2]), _Context(function_name=sys.argv[1]))
-print(json.dumps({"peak_mb": process_memory.peak_mb(), "result_bytes": len(json.dumps(result))}))
+work = result.get("work_items") if isinstance(result, dict) else None
+print(json.dumps({"peak_mb": process_memory.peak_mb(), "result_bytes": len(json.dumps(result)), "work_items": work}))
 """
 
 
@@ -117,7 +119,7 @@ def entries(count: int) -> Iterator[PlanEntry]:
             )
 
 
-def run_handler(name: str, event: dict[str, object], env: dict[str, str]) -> dict[str, float]:
+def run_handler(name: str, event: dict[str, object], env: dict[str, str]) -> dict[str, Any]:
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", RUNNER, name, json.dumps(event)], env=env, capture_output=True, text=True
@@ -125,7 +127,8 @@ def run_handler(name: str, event: dict[str, object], env: dict[str, str]) -> dic
     if done.returncode:
         raise RuntimeError(f"{name} failed:\n{done.stderr[-3000:]}")
     answer = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"peak_mb": answer["peak_mb"], "seconds": time.perf_counter() - started, "result": answer["result_bytes"]}
+    seconds, result = time.perf_counter() - started, answer["result_bytes"]
+    return {"peak_mb": answer["peak_mb"], "seconds": seconds, "result": result, "work": answer["work_items"]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,7 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     env.pop("AWS_PROFILE", None)
     os.environ.update(env)
-    rows: list[tuple[str, dict[str, float]]] = []
+    rows: list[tuple[str, dict[str, Any]]] = []
     try:
         s3 = boto3.client("s3", region_name=REGION)
         s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
@@ -198,8 +201,12 @@ def main(argv: list[str] | None = None) -> int:
             ("summarize", {"restore_id": restore, "retries_left": 0}),
             ("report", {"run": run, "outcome": "applied"}),
         ]
+        work: list[str] = []
         for name, event in steps:
+            if name == "summarize":  # it reads Prepare's work items again: every group-partition mapped
+                event = {**event, "work_items": work}
             figures = run_handler(name, event, env)
+            work = figures.pop("work") or work
             print(f"{name}: {figures}", file=sys.stderr)
             rows.append((name.capitalize(), figures))
     finally:
