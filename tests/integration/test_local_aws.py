@@ -151,3 +151,41 @@ def test_a_handler_working_while_its_requests_are_in_flight_keeps_that_work_in_i
     assert waited.own_seconds == pytest.approx(0.8)  # waiting on Kafka is its own time
     together = Invocation("Commit", 9.0, 0.7, None, False, aws_cpu_seconds=0.2, gc_cpu_seconds=0.1)
     assert together.own_seconds == pytest.approx(0.4)
+
+
+def test_moto_dynamodb_answers_a_query_while_other_threads_write() -> None:
+    """The local workflow runs a Map's items as threads of one process, and moto's tables take no lock: a
+    Query iterates every item while another thread's write adds one. Four Translate invocations of a
+    120,000 group-partition run failed so (``RuntimeError: dictionary changed size during iteration``),
+    which DynamoDB never answers. Writers add items under new keys while a reader queries, for a while."""
+    import threading
+
+    with local_workflow("127.0.0.1:1", "127.0.0.1:2"):
+        client: Any = boto3.client("dynamodb", region_name=REGION)
+        for n in range(2_000):
+            client.put_item(TableName=TABLE, Item={"pk": {"S": f"seed-{n}"}, "sk": {"S": "x"}})
+        stop, failures = threading.Event(), list[BaseException]()
+
+        def write(name: str) -> None:
+            writer: Any = boto3.client("dynamodb", region_name=REGION)
+            n = 0
+            while not stop.is_set():
+                writer.put_item(TableName=TABLE, Item={"pk": {"S": f"{name}-{n}"}, "sk": {"S": "x"}})
+                n += 1
+
+        writers = [threading.Thread(target=write, args=(f"w{i}",)) for i in range(3)]
+        for thread in writers:
+            thread.start()
+        try:
+            deadline = time.monotonic() + 5
+            while time.monotonic() < deadline and not failures:
+                try:
+                    query = {"TableName": TABLE, "KeyConditionExpression": "pk = :pk"}
+                    client.query(**query, ExpressionAttributeValues={":pk": {"S": "seed-7"}})
+                except RuntimeError as error:
+                    failures.append(error)
+        finally:
+            stop.set()
+            for thread in writers:
+                thread.join()
+        assert not failures, failures[0]
