@@ -30,11 +30,13 @@ from moto.awslambda.models import LambdaFunction
 from moto.core.responses import ActionResult
 from moto.dynamodb.exceptions import ItemSizeTooLarge
 from moto.dynamodb.models.dynamo_type import DynamoType, Item, LimitedSizeDict
+from moto.dynamodb.models.table import Table
 from moto.dynamodb.responses import DynamoHandler
 from moto.stepfunctions.parser.asl.component.common.retry import retrier_decl
 from offset_restore_handlers.wiring import TASK_HANDLERS, arn_placeholder
 
 from offset_restore.devtools import process_memory
+from offset_restore.devtools.moto_query import partition_query
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.stores.keys import restore_object
 
@@ -440,13 +442,15 @@ def _patched(patches: list[tuple[Any, str, Any]]) -> Iterator[None]:
 
 def faster_moto() -> Any:
     """moto's DynamoDB without its two per-item costs that local runs at scale would otherwise measure
-    (see the two functions); answers and limits unchanged; and one request at a time, as the real service
+    (see the two functions) and with each Query served from its partition key's items
+    (``moto_query``); answers and limits unchanged; and one request at a time, as the real service
     answers each atomically (``_one_request_at_a_time``). Also for a moto server in this process."""
     return _patched(
         [
             (ActionResult, "execute_result", _plain_dynamodb_results(vars(ActionResult)["execute_result"])),
             (Item, "__init__", _item_size_checked_once),
             (DynamoHandler, "call_action", _one_request_at_a_time(vars(DynamoHandler)["call_action"])),
+            (Table, "query", partition_query(vars(Table)["query"])),
         ]
     )
 
