@@ -179,7 +179,9 @@ def main(argv: list[str] | None = None) -> int:
             lambda: build(source, [target, workflow_target], args.scale, args.records, rng, args.group_partitions)
         )
         print(f"setup: {len(data):,} partitions, {gp:,} group-partitions in {setup.seconds:.0f} s", file=sys.stderr)
-        with local_workflow(source_broker.bootstrap_servers, workflow_broker.bootstrap_servers) as flow:
+        # The local broker keeps no fence (it does not apply transactional offset commits): unfenced there.
+        unfenced = args.broker == "local"
+        with local_workflow(source_broker.bootstrap_servers, workflow_broker.bootstrap_servers, unfenced) as flow:
             store = S3Store(BUCKET, "", flow.s3)
             options = SnapshotOptions(groups="scale-group-.*", cluster="src", evidence_records=3)
             snap, step = timed(lambda: run_snapshot(source_broker.settings(), store, options))
@@ -230,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 (_, applied), step = timed(
                     lambda: run_apply(
-                        plan_path, target_broker.settings(), ApplyOptions(wait_timeout_s=0), connect=connect
+                        plan_path,
+                        target_broker.settings(unfenced=unfenced),
+                        ApplyOptions(wait_timeout_s=0),
+                        connect=connect,
                     )
                 )
             print(f"apply: {step.seconds:.1f} s", file=sys.stderr)

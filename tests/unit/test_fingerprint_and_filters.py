@@ -12,6 +12,13 @@ def test_published_vector() -> None:
     assert fingerprint(b"order-42", b'{"amount":10}', [("trace", b"abc")]) == "b963a9caeb102ea0c7cc87fb7b919325"
 
 
+def test_vectors_of_null_and_empty_fields_and_a_header_without_a_value() -> None:
+    """Values of the definition as first implemented (one hash update a field): the joined form gives them."""
+    headers = [("h", None), ("x-source-offset", b"1"), ("x-source-partition", b"0"), ("é", b"")]
+    assert fingerprint(None, b"", headers) == "e6c395cc8c457d7a6a4daffdd3bd5ab6"
+    assert fingerprint(b"", None) == "8af5bb32e48fb1b46c61a7328c11ba67"
+
+
 def test_the_restore_offset_header_is_left_out_and_nothing_else() -> None:
     base = fingerprint(b"k", b"v", [("trace", b"1")])
     assert fingerprint(b"k", b"v", [("trace", b"1"), ("x-source-offset", b"\x00" * 8)]) == base

@@ -111,14 +111,18 @@ class HeaderReads:
             self.keyed.discard(tp)
             self.unchecked.discard(tp)
 
-    def window(
-        self, tp: TP, answer: PartitionFetch, keys: list[int | None] | None = None, *, whole: bool = False
-    ) -> list[tuple[int, int | None, int]]:
-        """Record one answer (``keys``: the records' keys when the caller parsed them already); returns
-        its (offset, source offset, timestamp)s. A record without the header is compared with the
-        snapshot's evidence once the partition has shown a record with it (the restore's first records
-        may have been written without it); before that, a search notes it unchecked and a whole read
-        holds it (``whole``)."""
+    def window(self, tp: TP, answer: PartitionFetch, keys: list[int | None]) -> list[tuple[int, int | None, int]]:
+        """Record one answer a search read (``keys``: its records' source offsets, parsed); returns its
+        (offset, source offset, timestamp)s."""
+        self._note(tp, answer, keys, whole=False)
+        records = answer.records
+        return list(zip(map(RECORD_OFFSET, records), keys, map(RECORD_TIMESTAMP, records), strict=True))
+
+    def _note(self, tp: TP, answer: PartitionFetch, keys: list[int | None], *, whole: bool) -> None:
+        """Record one answer: its bytes, markers and aborted batches, and the fingerprints the evidence
+        asks for. A record without the header is compared with the snapshot's evidence once the partition
+        has shown a record with it (the restore's first records may have been written without it); before
+        that, a search notes it unchecked and a whole read holds it (``whole``)."""
         self.bytes += answer.size
         if answer.aborted:
             self.aborted[tp].extend(answer.aborted)
@@ -127,22 +131,18 @@ class HeaderReads:
         if answer.aborted_ends:
             self.ended[tp].update(answer.aborted_ends)
         wanted = self.fingerprint_keys.get(tp, set())
-        if keys is None:
-            keys = self.keys(tp, answer)
         if tp not in self.keyed and any(key is not None for key in keys):
             self.keyed.add(tp)
         records = answer.records
-        rows = list(zip(map(RECORD_OFFSET, records), keys, map(RECORD_TIMESTAMP, records), strict=True))
         if None not in keys:  # every record has the header (the common case): those the evidence names, at C speed
             for record in itertools.compress(records, map(wanted.__contains__, keys)):
                 self.prints[tp][record.offset] = record_fingerprint(record, self.header)
-            return rows
+            return
         for record, key in zip(records, keys, strict=True):
             if key is None:
                 self._header_less(tp, record, whole)
             elif key in wanted:
                 self.prints[tp][record.offset] = record_fingerprint(record, self.header)
-        return rows
 
     def _header_less(self, tp: TP, record: FetchedRecord, whole: bool) -> None:
         if tp in self.keyed:
@@ -156,10 +156,11 @@ class HeaderReads:
                 del self.held[tp]
                 self.unchecked.add(tp)
 
-    def whole(self, tp: TP, answer: PartitionFetch) -> list[tuple[int, int | None, int]]:
-        """``window`` for the next answer of a partition read whole from its start: also compares with
-        the evidence every record whose header breaks the order (and the record whose header it falls
-        below), where a wrong header would hide a record. A restore in order has none."""
+    def whole(self, tp: TP, answer: PartitionFetch) -> list[int | None]:
+        """``window`` for the next answer of a partition read whole from its start, returning its records'
+        source offsets (None: no header): also compares with the evidence every record whose header breaks
+        the order (and the record whose header it falls below), where a wrong header would hide a record. A
+        restore in order has none."""
         keys = self.keys(tp, answer)
         state = self.order.get(tp)
         if state is None:
@@ -172,16 +173,16 @@ class HeaderReads:
                 self.look(tp, record)
                 if record.offset in self.sightings[tp]:
                     state.placed(record, self.sightings[tp][record.offset][-1], look)
-        rows = self.window(tp, answer, keys, whole=True)
+        self._note(tp, answer, keys, whole=True)
         if keys and None not in keys and state.extends(answer.records, cast(list[int], keys), look):
-            return rows  # headers that only grow: nothing to compare (the common case)
+            return keys  # headers that only grow: nothing to compare (the common case)
         sighted = self.sightings.get(tp, {})
         for record, key in zip(answer.records, keys, strict=True):
             if key is not None:
                 state.next(record, key, look)
             elif record.offset in sighted:  # a record without the header the evidence placed
                 state.placed(record, sighted[record.offset][-1], look)
-        return rows
+        return keys
 
     def look(self, tp: TP, record: FetchedRecord) -> None:
         """Fingerprint one record and note it when the snapshot's evidence has that fingerprint."""

@@ -362,16 +362,17 @@ def plan_entries(
     topic whose shape changed (``reshaped``) gets one entry per target partition, or holds the group.
     ``target_topic_ids``: the target topics' ids the plan read, recorded on each entry, as is a share group's
     kind (its start offsets are translated as committed offsets are, and written as its own)."""
-    changed = reshaped or {}
+    changed, ids = reshaped or {}, target_topic_ids or {}
     for group in groups:
-        entries = [_entry(group.group, p, decisions, options) for p in group.partitions if p.topic not in changed]
+        kind: Literal["share"] | None = "share" if group.protocol_type == SHARE_GROUP else None
+        entries = [
+            _entry(group.group, p, decisions, options, ids, kind) for p in group.partitions if p.topic not in changed
+        ]
         entries = [settle(e) for e in entries] if settle else entries
         for topic in sorted({p.topic for p in group.partitions if p.topic in changed}):
-            entries.extend(_reshaped_entries(group, changed[topic], options))
-        kind: Literal["share"] | None = "share" if group.protocol_type == SHARE_GROUP else None
-        for entry in entries:
-            entry.target_topic_id = (target_topic_ids or {}).get(entry.target_topic)
-            entry.group_kind = kind
+            for entry in _reshaped_entries(group, changed[topic], options):
+                entry.target_topic_id, entry.group_kind = ids.get(entry.target_topic), kind
+                entries.append(entry)
         yield from hold_application(group.group, _without_collisions(entries))
 
 
@@ -391,14 +392,22 @@ def _reshaped_entries(group: GroupSnapshot, reshaped: Reshaped, options: PlanOpt
 
 
 def _entry(
-    group: str, p: PartitionSnapshot, decisions: Mapping[PositionKey, Decision], options: PlanOptions
+    group: str,
+    p: PartitionSnapshot,
+    decisions: Mapping[PositionKey, Decision],
+    options: PlanOptions,
+    topic_ids: Mapping[str, str],
+    kind: Literal["share"] | None,
 ) -> PlanEntry:
     decision = decisions[(p.topic, p.partition, p.committed_offset)]
+    target_topic = options.topic_map.get(p.topic, p.topic)
     return PlanEntry(
         group=group,
         topic=p.topic,
         partition=p.partition,
-        target_topic=options.topic_map.get(p.topic, p.topic),
+        target_topic=target_topic,
+        target_topic_id=topic_ids.get(target_topic),
+        group_kind=kind,
         source_offset=p.committed_offset,
         target_offset=decision.target_offset,
         method=decision.method,
@@ -423,6 +432,8 @@ def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
     the group two offsets for one target partition: the renamed entry is left unmapped, with why,
     and the group's own entry stands (writing the renamed one would move the group on ``orders``).
     A collision is within one group, so the entries of one group at a time suffice."""
+    if all(e.topic == e.target_topic for e in entries):
+        return entries  # nothing renamed: nothing collides
     own = {(e.group, e.target): e.topic for e in entries if e.topic == e.target_topic}
     for e in entries:
         holder = own.get((e.group, e.target))

@@ -19,6 +19,7 @@ from typing import cast
 from offset_restore.kafka.model import RECORD_OFFSET, TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import LARGEST_BINARY_OFFSET, parse_offset_header
+from offset_restore.translate.resume_points import running_max
 
 __all__ = ["Ends", "Fall", "Met", "ReadHeaders", "Twice", "skipped_offsets"]
 
@@ -110,7 +111,7 @@ class _Partition:
             pairs = dict(zip(self.offsets, self.values, strict=True))
             self.offsets = array("q", sorted(pairs))
             self.values = array("q", map(pairs.__getitem__, self.offsets))
-        self.highest = array("q", itertools.accumulate(self.values, max))
+        self.highest = running_max(self.values)
 
     def fall(self) -> Fall | None:
         """The first entry whose header is not above the running maximum before it; at C speed (a dense

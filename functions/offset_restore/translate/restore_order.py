@@ -234,7 +234,8 @@ def _first_problem(
         hole_rate = hole_rate_of(log, ranges)
     keys, offsets = log.keys, log.offsets
     if NO_KEY not in keys and _ascending(keys):  # the common case
-        apart = (i for i, step in enumerate(map(operator.sub, offsets[1:], offsets[:-1])) if step > 1)
+        steps = map(operator.sub, offsets[1:], offsets[:-1])
+        apart = itertools.compress(itertools.count(), map(operator.lt, itertools.repeat(1), steps))  # at C speed
         return next(filter(None, (_overcounted_at(log, i, i + 1, ranges, hole_rate) for i in apart)), None)
     keyed = [i for i in range(len(log)) if keys[i] != NO_KEY]
     for a, b in itertools.pairwise(keyed):

@@ -32,10 +32,10 @@ import bisect
 import itertools
 import operator
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["NO_KEY", "PartitionLog", "Resume", "resume_points"]
+__all__ = ["NO_KEY", "PartitionLog", "Resume", "resume_points", "running_max"]
 
 NO_KEY = -1
 """The key of a record without the offset header (source offsets are never negative)."""
@@ -59,13 +59,13 @@ class PartitionLog:
         self.keys.append(NO_KEY if key is None else key)
         self.timestamps.append(timestamp)
 
-    def extend(self, rows: list[tuple[int, int | None, int]]) -> None:
-        """Append (offset, source offset or None, timestamp) rows in offset order, at once."""
+    def extend(self, offsets: Sequence[int], keys: Sequence[int | None], timestamps: Sequence[int]) -> None:
+        """Append the columns of records read in offset order (source offset None: no header), at once; those
+        at or before the last offset held are read twice (overlapping fetches) and kept once."""
         last = self.offsets[-1] if self.offsets else -1
-        fresh = rows if not rows or rows[0][0] > last else [row for row in rows if row[0] > last]
-        if not fresh:
-            return
-        offsets, keys, timestamps = zip(*fresh, strict=True)  # the columns, at C speed
+        if offsets and offsets[0] <= last:
+            fresh = [i for i, offset in enumerate(offsets) if offset > last]
+            offsets, keys, timestamps = ([column[i] for i in fresh] for column in (offsets, keys, timestamps))
         self.offsets.extend(offsets)
         self.keys.extend(keys if None not in keys else (NO_KEY if key is None else key for key in keys))
         self.timestamps.extend(timestamps)
@@ -149,7 +149,7 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         return {}
     first = next(i for i, key in enumerate(keys) if key != NO_KEY)
     last = len(keys) - 1 - next(i for i, key in enumerate(reversed(keys)) if key != NO_KEY)
-    running = list(itertools.accumulate(keys, max))  # keys are NO_KEY or more: the running maximum
+    running = running_max(keys)  # keys are NO_KEY or more
     unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY] if unkeyed else []
     starts: dict[int, tuple[int, bool, bool]] = {}  # c -> (index, beyond, pulled back)
     for c in set(wanted):
@@ -171,6 +171,14 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         carried = keys[index] if index <= last and keys[index] != NO_KEY else None
         answers[c] = Resume(offset, index, counts[c], beyond, pulled, carried)
     return answers
+
+
+def running_max(values: array) -> array:
+    """The running maximum of ``values``: a copy where they never fall (a restore in order: checked and
+    copied at C speed, where calling ``max`` a value costs a dense plan a second)."""
+    if all(map(operator.le, values, itertools.islice(values, 1, None))):
+        return array("q", values)
+    return array("q", itertools.accumulate(values, max))
 
 
 def _increasing(keys: array) -> bool:

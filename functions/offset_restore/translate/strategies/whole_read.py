@@ -10,7 +10,7 @@ from dataclasses import replace
 from functools import partial
 
 from offset_restore.formats.plan import Method
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, FetchedRecord, PartitionFetch
 from offset_restore.packing import packed
 from offset_restore.reading.held import HeldChain
 from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
@@ -75,7 +75,7 @@ def cheaper_whole(
                 f"{len(distinct[tp]):,} positions ({searched / 1e6:,.1f} MB)"
             )
             begun[tp] = (PartitionLog(), answer.read_to)
-            begun[tp][0].extend(reads.whole(tp, answer))
+            _extend(begun[tp][0], answer, reads.whole(tp, answer))
         else:
             searched_from[tp] = answer
     return cheaper, begun, searched_from
@@ -258,7 +258,7 @@ def _read_partitions(
         assert isinstance(log, PartitionLog)
         segments, position = chains[tp].take(position)
         for segment in segments:
-            log.extend(reads.whole(tp, segment))
+            _extend(log, segment, reads.whole(tp, segment))
             taken[0] += len(segment.records)
         stop = chains[tp].stop
         if stop is None:
@@ -272,7 +272,7 @@ def _read_partitions(
             return None
         log, answer = logs[tp], outcome.answer
         assert isinstance(log, PartitionLog)
-        log.extend(reads.whole(tp, answer))  # all of it: one that ran past held records holds them too
+        _extend(log, answer, reads.whole(tp, answer))  # all of it: one that ran past held records holds them too
         return answer.read_to if answer.read_to < stops.get(tp, ctx.bounds[tp].end) else replay(tp, answer.read_to)
 
     starts = {tp: position for tp, (_, start) in first.items() if (position := replay(tp, start)) is not None}
@@ -281,6 +281,11 @@ def _read_partitions(
     ctx.record("header (whole partitions)", rounds.rounds, rounds.fetches, rounds.records, {})
     ctx.record("header (whole partitions, held)", 0, 0, taken[0], {})
     return logs
+
+
+def _extend(log: PartitionLog, answer: PartitionFetch, keys: list[int | None]) -> None:
+    """Append an answer's records to a partition's log, with their source offsets (``HeaderReads.whole``)."""
+    log.extend(list(map(RECORD_OFFSET, answer.records)), keys, list(map(RECORD_TIMESTAMP, answer.records)))
 
 
 def _tail(tp: TP, ctx: Context) -> list[PartitionFetch]:
