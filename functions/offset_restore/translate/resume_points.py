@@ -65,7 +65,8 @@ class PartitionLog:
         last = self.offsets[-1] if self.offsets else -1
         if offsets and offsets[0] <= last:
             fresh = [i for i, offset in enumerate(offsets) if offset > last]
-            offsets, keys, timestamps = ([column[i] for i in fresh] for column in (offsets, keys, timestamps))
+            offsets, timestamps = [offsets[i] for i in fresh], [timestamps[i] for i in fresh]
+            keys = [keys[i] for i in fresh]
         self.offsets.extend(offsets)
         self.keys.extend(keys if None not in keys else (NO_KEY if key is None else key for key in keys))
         self.timestamps.extend(timestamps)
