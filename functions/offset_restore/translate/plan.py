@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from typing import Literal
 
 from offset_restore.formats.plan import PlanEntry
@@ -97,7 +98,8 @@ def decide_positions(
     declined: dict[PositionKey, list[str]] = defaultdict(list)
     answered_by: dict[PositionKey, str] = {}
     ended = context.recorded_complete
-    restored = {k: p for k, p in positions.items() if options.completes(p.source) or p.target in ended}
+    declared = _per_partition(positions.values(), lambda pos: options.completes(pos.source) or pos.target in ended)
+    restored = {key: pos for key, pos in positions.items() if declared[pos.source]}
     every = dict(positions)  # the strategies take what they decide out of ``positions``
     undecided = positions
     strategies: dict[Strategy, Callable[[dict[PositionKey, Position], Context], dict[PositionKey, Decision | str]]]
@@ -123,7 +125,7 @@ def decide_positions(
     for key in undecided:
         decisions[key] = Decision("unmapped", reason="; ".join(declined.get(key, ())) or "no strategy was asked for")
     _rerouted_while_reading(decisions, stats, topic_counts, context)
-    complete = {pos.source: _declared_complete(context, pos) for pos in every.values()}
+    complete = _per_partition(every.values(), partial(_declared_complete, context))
     seen = Seen(
         context.tail,
         context.read_headers or ReadHeaders(options.offset_header),
@@ -136,6 +138,17 @@ def decide_positions(
     _count_unrestored_tails(restored, decisions, context)
     report("strategies", len(options.strategies), len(options.strategies))
     return decisions, stats
+
+
+def _per_partition(positions: Iterable[Position], answer: Callable[[Position], bool]) -> dict[TP, bool]:
+    """``answer`` for each source partition, asked of its first position: what it answers depends on the
+    partition alone (a source partition has one target partition), and a dense plan has hundreds of
+    positions a partition."""
+    answers: dict[TP, bool] = {}
+    for pos in positions:
+        if pos.source not in answers:
+            answers[pos.source] = answer(pos)
+    return answers
 
 
 def _declared_complete(ctx: Context, pos: Position) -> bool:
