@@ -5,6 +5,7 @@ around it (``Position``), the answer for it (``Decision``), and what the strateg
 from __future__ import annotations
 
 import re
+import struct
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class Evidence:
 _PRINT_BYTES = 16
 """A standard fingerprint's 128 bits; with its offset and timestamp, one evidence record packs in 32 bytes."""
 _HEX = re.compile("[0-9a-f]*")
+_PAIR = struct.Struct("=qq")
+"""One packed record's offset and timestamp: two native 64-bit integers, as ``array("q")`` packs them."""
 
 
 class EvidenceRecord(Protocol):
@@ -89,9 +92,8 @@ def last_evidence(packed: bytes | tuple[Evidence, ...]) -> Evidence | None:
     count = len(packed) // (2 * _PRINT_BYTES)
     if not count:
         return None
-    numbers = array("q")
-    numbers.frombytes(packed[(count - 1) * _PRINT_BYTES : count * _PRINT_BYTES])
-    return Evidence(numbers[0], numbers[1], packed[len(packed) - _PRINT_BYTES :].hex())
+    offset, timestamp = _PAIR.unpack_from(packed, (count - 1) * _PRINT_BYTES)
+    return Evidence(offset, timestamp, packed[len(packed) - _PRINT_BYTES :].hex())
 
 
 @dataclass(frozen=True, slots=True)
