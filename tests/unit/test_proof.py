@@ -109,6 +109,24 @@ def test_a_restore_checkpoint_at_the_last_record_proves_it() -> None:
     assert held(pos, 40, [record(39)], LogBounds(0, 40), pair=(98, 38)).status == "pending"
 
 
+def test_the_restores_progress_pair_is_asked_only_of_a_last_record_without_the_header() -> None:
+    """Each ask is a DynamoDB Query (ten milliseconds deployed): a plan of a thousand partitions whose ends
+    carry the header asked it of every one, and needed none."""
+    asked: list[TP] = []
+
+    def ask(ends: list[FetchedRecord]) -> str:
+        tail = TargetTail()
+        tail.add(TGT, ends, HEADER)
+        decisions = {("orders", 0, 100): Decision("mapped", 40, "header", True, 0, "at the end")}
+        seen = Seen(tail, ReadHeaders(HEADER), lambda wanted: {}, lambda tp: asked.append(tp) or (99, 39))
+        positions = {("orders", 0, 100): position(100, log_end=100)}
+        prove(decisions, positions, {TGT: LogBounds(0, 40)}, seen, header=HEADER, complete={SRC: False})
+        return decisions[("orders", 0, 100)].status
+
+    assert ask([record(38, source=98), record(39, source=99)]) == "mapped" and not asked
+    assert ask([record(38, source=98), record(39)]) == "mapped" and asked == [TGT]  # proven by the pair alone
+
+
 @pytest.mark.parametrize("complete", [False, True])
 def test_an_end_that_leaves_source_records_waits_until_the_restore_is_declared_complete(complete: bool) -> None:
     """The source had 80..99 after the group's position; the target's records are all below 80."""

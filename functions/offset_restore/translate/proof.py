@@ -41,6 +41,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
 from offset_restore.snapshot.fingerprint import record_fingerprint
@@ -686,13 +687,19 @@ def _unproven_end(
     last = tail.last[pos.target]
     if last is None:
         return None  # only transaction markers or aborted records: nothing a consumer reads
-    return _unprocessed(pos, last, tail.highest.get(pos.target), header, last_pair(pos.target))
+    return _unprocessed(pos, last, tail.highest.get(pos.target), header, partial(last_pair, pos.target))
 
 
 def _unprocessed(
-    pos: Position, last: FetchedRecord, highest: int | None, header: str, pair: tuple[int, int] | None
+    pos: Position,
+    last: FetchedRecord,
+    highest: int | None,
+    header: str,
+    last_pair: Callable[[], tuple[int, int] | None],
 ) -> str | None:
-    """Why the target's last record ``last`` is not proven processed by the group at ``pos`` (None: it is)."""
+    """Why the target's last record ``last`` is not proven processed by the group at ``pos`` (None: it is).
+    The restore's last progress pair is asked only of a last record without the header (one DynamoDB Query
+    a partition, at ten milliseconds each, where the headers already answer)."""
     c = pos.committed
     own = int_header(last, header)
     if highest is not None and highest >= c:
@@ -702,10 +709,11 @@ def _unprocessed(
         )
     if own is not None:
         return None  # every record read at the end carries a source offset below c
-    if pair is not None and pair[1] == last.offset and pair[0] < c:
-        return None  # the restore recorded the last record as a source record the group processed
     if _copy_of_processed(pos, last, header):
         return None
+    pair = last_pair()
+    if pair is not None and pair[1] == last.offset and pair[0] < c:
+        return None  # the restore recorded the last record as a source record the group processed
     return (
         f"nothing proves the group processed the target's last record (offset {last.offset}): it carries no "
         f"{header} below {c}, no restore checkpoint names it, and it is not the copy of a record the snapshot "
