@@ -118,7 +118,11 @@ def test_the_restores_progress_pair_is_asked_only_of_a_last_record_without_the_h
         tail = TargetTail()
         tail.add(TGT, ends, HEADER)
         decisions = {("orders", 0, 100): Decision("mapped", 40, "header", True, 0, "at the end")}
-        seen = Seen(tail, ReadHeaders(HEADER), lambda wanted: {}, lambda tp: asked.append(tp) or (99, 39))
+        def pair(tp: TP) -> tuple[int, int]:
+            asked.append(tp)
+            return (99, 39)
+
+        seen = Seen(tail, ReadHeaders(HEADER), lambda wanted: {}, pair)
         positions = {("orders", 0, 100): position(100, log_end=100)}
         prove(decisions, positions, {TGT: LogBounds(0, 40)}, seen, header=HEADER, complete={SRC: False})
         return decisions[("orders", 0, 100)].status
