@@ -153,8 +153,10 @@ def aws_seconds(calls: dict[str, int], function: str = "") -> float:
 
 def overlapped(function: str, name: str) -> bool:
     """Requests the handlers send through ``stores/in_flight.py``."""
-    return name in ("dynamodb.BatchWriteItem", "dynamodb.BatchGetItem") or (
-        name == "s3.PutObject" and function in ("Prepare", "Summarize")
+    return (
+        name in ("dynamodb.BatchWriteItem", "dynamodb.BatchGetItem")
+        or (name == "s3.PutObject" and function in ("Prepare", "Summarize"))
+        or (name == "s3.GetObject" and function == "Summarize")  # the work items, read again
     )
 
 

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from offset_restore.errors import AlreadyExistsError, BadInputError, SnapshotExistsError, SnapshotNotFoundError
 from offset_restore.files import gzip_lines
 from offset_restore.snapshot.live import Snapshot, SnapshotStream
-from offset_restore.snapshot.model import GroupSnapshot, ItemsFile, SnapshotManifest
+from offset_restore.snapshot.model import GroupPositions, GroupSnapshot, ItemsFile, SnapshotManifest
 from offset_restore.stores.storage import BlobStore
 from offset_restore.validation import describe
 
@@ -156,6 +156,24 @@ class SnapshotRepository:
 
     def groups(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupSnapshot]:
         """Stream the groups, checking each items file against the manifest."""
+        for line, where in self._lines(manifest_key, manifest):
+            try:
+                yield GroupSnapshot.model_validate(json.loads(line))
+            except (ValueError, ValidationError) as error:
+                raise BadInputError(f"{where} is invalid: {describe(error)}") from None
+
+    def positions(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupPositions]:
+        """``groups``, each with its committed positions alone (``GroupPositions``): the same files, checked
+        the same way."""
+        for line, where in self._lines(manifest_key, manifest):
+            try:
+                yield GroupPositions.model_validate_json(line)
+            except (ValueError, ValidationError) as error:
+                raise BadInputError(f"{where} is invalid: {describe(error)}") from None
+
+    def _lines(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[tuple[bytes, str]]:
+        """Each group's line of the snapshot's items files and where it is (file and line number), each
+        file checked against the manifest (its digest, then its count of groups)."""
         folder = manifest_key.rsplit("/", 1)[0] + "/" if "/" in manifest_key else ""
         for item in manifest.items:
             where = f"{self.store.description}/{folder}{item.name}"
@@ -165,10 +183,7 @@ class SnapshotRepository:
             number = 0
             lines = gzip_lines(data, limit=MAX_GROUP_LINE, count=item.groups, what=f"snapshot items file {where}")
             for number, line in enumerate(lines, start=1):
-                try:
-                    yield GroupSnapshot.model_validate(json.loads(line))
-                except (ValueError, ValidationError) as error:
-                    raise BadInputError(f"{where} line {number} is invalid: {describe(error)}") from None
+                yield line, f"{where} line {number}"
             if number != item.groups:
                 raise BadInputError(f"{where} holds {number} groups, the manifest says {item.groups}")
 

@@ -16,7 +16,7 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.snapshot.model import GroupPositions, GroupSnapshot
 
 __all__ = ["LIVE_STATES", "GroupMotion", "History", "aware", "history_of", "motion_of"]
 
@@ -37,7 +37,9 @@ class History:
     groups had stopped on the source, so one without members there moved on after it by nothing."""
 
 
-def history_of(groups: Iterable[GroupSnapshot], at: datetime, leave_out: Collection[str] = ()) -> History:
+def history_of(
+    groups: Iterable[GroupSnapshot | GroupPositions], at: datetime, leave_out: Collection[str] = ()
+) -> History:
     """A previous snapshot's positions of ``groups`` (the caller keeps only those it plans), without those
     on the topics ``leave_out`` (deleted and created again since: positions in another log)."""
     return History(

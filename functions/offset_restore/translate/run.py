@@ -110,7 +110,7 @@ def snapshot_history(
                 manifest.snapshot_id,
                 ", ".join(sorted(recreated)),
             )
-        groups = (g for g in repository.groups(key, before) if wanted(g.group))
+        groups = (g for g in repository.positions(key, before) if wanted(g.group))
         return history_of(groups, before.positions_at, leave_out=recreated)
     except OffsetRestoreError as error:
         logger.warning("the snapshot before %s cannot be read (%s): no commit rates", manifest.snapshot_id, error)

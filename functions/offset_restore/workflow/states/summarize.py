@@ -13,9 +13,10 @@ from offset_restore.apply.model import RewindScope
 from offset_restore.errors import TranslationIncompleteError
 from offset_restore.formats.plan import PlanSummary, SummaryTally
 from offset_restore.kafka.fence import FENCE_LANES
+from offset_restore.stores.in_flight import IN_FLIGHT, concurrently
 from offset_restore.stores.mappings import MappingStore, entry_key
 from offset_restore.stores.storage import BlobStore
-from offset_restore.translate.work_items import GroupPartition, WorkItem, covered, unmapped
+from offset_restore.translate.work_items import GroupPartition, covered, selection
 
 __all__ = ["CommitLane", "Selected", "Summary", "commit_lanes", "summarize"]
 
@@ -56,13 +57,16 @@ class Selected:
     def check(self, mapped: set[GroupPartition]) -> None:
         """Refuse a run whose Translate items did not all write their entries. On AWS a failed item fails
         the Map; an interpreter that lets it pass (moto's), or a Map given tolerated failures, would
-        otherwise commit the rest and report a smaller run as whole. Each item is read again (one at a
-        time) rather than trusting a count: an entry may account for partitions nobody selected."""
+        otherwise commit the rest and report a smaller run as whole. Each item is read again (a few at
+        once, only its groups' names and partitions parsed) rather than trusting a count: an entry may
+        account for partitions nobody selected."""
         selected, missing = 0, list[tuple[str, GroupPartition]]()
-        for key in self.work_items:
-            item = WorkItem.model_validate_json(self.store.get(key))
-            selected += sum(len(g.partitions) for g in item.groups)
-            missing.extend((key, gp) for gp in unmapped(item, mapped))
+        for start in range(0, len(self.work_items), IN_FLIGHT):
+            keys = self.work_items[start : start + IN_FLIGHT]
+            for key, raw in zip(keys, concurrently(self.store.get, keys), strict=True):
+                chosen = selection(raw)
+                selected += len(chosen)
+                missing.extend((key, gp) for gp in chosen if gp not in mapped)
         if not missing:
             return
         named = "; ".join(f"{g!r} {t}/{p} ({key})" for key, (g, t, p) in islice(missing, _NAMED))
