@@ -10,7 +10,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -158,7 +157,7 @@ class SnapshotRepository:
         """Stream the groups, checking each items file against the manifest."""
         for line, where in self._lines(manifest_key, manifest):
             try:
-                yield GroupSnapshot.model_validate(json.loads(line))
+                yield GroupSnapshot.model_validate_json(line)
             except (ValueError, ValidationError) as error:
                 raise BadInputError(f"{where} is invalid: {describe(error)}") from None
 
