@@ -10,6 +10,7 @@ from typing import NamedTuple
 __all__ = [
     "ONE_BATCH",
     "POINT_READ_BYTES",
+    "RECORD_HEADERS",
     "RECORD_OFFSET",
     "RECORD_TIMESTAMP",
     "SHARE_GROUP",
@@ -44,8 +45,8 @@ class FetchedRecord(NamedTuple):
     headers: tuple[tuple[str, bytes | None], ...]
 
 
-RECORD_OFFSET, RECORD_TIMESTAMP = operator.itemgetter(0), operator.itemgetter(1)
-"""A ``FetchedRecord``'s offset and timestamp, for ``map`` over a whole answer at C speed."""
+RECORD_OFFSET, RECORD_TIMESTAMP, RECORD_HEADERS = operator.itemgetter(0), operator.itemgetter(1), operator.itemgetter(4)
+"""A ``FetchedRecord``'s offset, timestamp and headers, for ``map`` over a whole answer at C speed."""
 
 
 class AbortedBatch(NamedTuple):

@@ -13,8 +13,9 @@ import io
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from offset_restore.errors import AlreadyExistsError, BadInputError, SnapshotExistsError, SnapshotNotFoundError
 from offset_restore.files import gzip_lines
@@ -24,6 +25,9 @@ from offset_restore.stores.storage import BlobStore
 from offset_restore.validation import describe
 
 __all__ = ["MANIFEST", "SnapshotRepository", "StoredGroups"]
+
+_Line = TypeVar("_Line", bound=BaseModel)
+"""What a group's line of an items file is read as (``GroupSnapshot``, or its positions alone)."""
 
 MANIFEST = "manifest.json"
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024
@@ -155,24 +159,16 @@ class SnapshotRepository:
 
     def groups(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupSnapshot]:
         """Stream the groups, checking each items file against the manifest."""
-        for line, where in self._lines(manifest_key, manifest):
-            try:
-                yield GroupSnapshot.model_validate_json(line)
-            except (ValueError, ValidationError) as error:
-                raise BadInputError(f"{where} is invalid: {describe(error)}") from None
+        return self._parsed(manifest_key, manifest, GroupSnapshot)
 
     def positions(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[GroupPositions]:
         """``groups``, each with its committed positions alone (``GroupPositions``): the same files, checked
         the same way."""
-        for line, where in self._lines(manifest_key, manifest):
-            try:
-                yield GroupPositions.model_validate_json(line)
-            except (ValueError, ValidationError) as error:
-                raise BadInputError(f"{where} is invalid: {describe(error)}") from None
+        return self._parsed(manifest_key, manifest, GroupPositions)
 
-    def _lines(self, manifest_key: str, manifest: SnapshotManifest) -> Iterator[tuple[bytes, str]]:
-        """Each group's line of the snapshot's items files and where it is (file and line number), each
-        file checked against the manifest (its digest, then its count of groups)."""
+    def _parsed(self, manifest_key: str, manifest: SnapshotManifest, model: type[_Line]) -> Iterator[_Line]:
+        """Each group's line of the snapshot's items files read as ``model``, each file checked against the
+        manifest (its digest, then its count of groups)."""
         folder = manifest_key.rsplit("/", 1)[0] + "/" if "/" in manifest_key else ""
         for item in manifest.items:
             where = f"{self.store.description}/{folder}{item.name}"
@@ -182,7 +178,10 @@ class SnapshotRepository:
             number = 0
             lines = gzip_lines(data, limit=MAX_GROUP_LINE, count=item.groups, what=f"snapshot items file {where}")
             for number, line in enumerate(lines, start=1):
-                yield line, f"{where} line {number}"
+                try:
+                    yield model.model_validate_json(line)
+                except (ValueError, ValidationError) as error:
+                    raise BadInputError(f"{where} line {number} is invalid: {describe(error)}") from None
             if number != item.groups:
                 raise BadInputError(f"{where} holds {number} groups, the manifest says {item.groups}")
 

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import RECORD_HEADERS, TP, FetchedRecord, LogBounds, PartitionFetch
 from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import int_header
@@ -48,8 +48,8 @@ __all__ = [
     "sample_reads",
 ]
 
-_HEADERS, _NAME = operator.attrgetter("headers"), operator.itemgetter(0)
-"""A record's headers, and a header's name, for ``map`` over a whole answer at C speed."""
+_NAME = operator.itemgetter(0)
+"""A header's name, for ``map`` over a whole answer's headers at C speed."""
 
 SAMPLE_TAIL_RECORDS = 64
 """The sample of a target partition: the batch holding its last records (most groups are caught up:
@@ -124,7 +124,7 @@ class Shapes:
         is compared (a look-up per record), so every read of the plan can afford it."""
         name = self.partition_header
         records = records if isinstance(records, list) else list(records)
-        every = itertools.chain.from_iterable(map(_HEADERS, records))
+        every = itertools.chain.from_iterable(map(RECORD_HEADERS, records))
         if name not in map(_NAME, every):  # the common case, at C speed: no record says where it came from
             return
         for record in records:

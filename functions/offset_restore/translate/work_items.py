@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.packing import packed
-from offset_restore.snapshot.model import GroupSnapshot
+from offset_restore.snapshot.model import GroupPositions, GroupSnapshot
 from offset_restore.translate.options import PlanSettings
 
 __all__ = ["HELD_ITEMS", "GroupPartition", "WorkItem", "covered", "selection", "split_work", "topics_of"]
@@ -112,22 +112,12 @@ def covered(entry: PlanEntry) -> Iterator[GroupPartition]:
         yield group, topic, partition
 
 
-class _SelectedPartition(BaseModel):
-    topic: str
-    partition: int
-
-
-class _SelectedGroup(BaseModel):
-    group: str
-    partitions: list[_SelectedPartition]
-
-
 class _Selection(BaseModel):
     """Of a work item, what says which group-partitions it holds; the rest of its JSON (the settings, the
     snapshot's evidence of each partition, the history) is skipped unparsed: at 120,000 group-partitions
     the items are 100 MB, and whole ``WorkItem`` models took Summarize seconds to build only to be counted."""
 
-    groups: list[_SelectedGroup]
+    groups: list[GroupPositions]
 
 
 def selection(raw: bytes) -> list[GroupPartition]:
