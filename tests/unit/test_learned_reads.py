@@ -30,7 +30,7 @@ def test_later_rounds_start_from_what_was_learned_never_below_their_own_first_li
     rounds = learned.rounds(_no_fetch, {A: 10}, partition_max_bytes=1 << 20)
     assert rounds.limits == {A: 1 << 20, B: 1 << 20} and rounds.partition_bytes == 1 << 20  # a run beats a batch alone
     assert learned.rounds(_no_fetch, {}).limits == {A: ONE_BATCH, B: 2 * POINT_READ_BYTES}
-    assert rounds.largest_batch == {C: 5_000} and rounds.uncut == {C}
+    assert rounds.largest_batch == {C: 5_000} and rounds.uncut == {C} and rounds.batch_bytes == {}
     rounds.largest_batch[A] = 1  # the rounds' own copies: what they measure is learned only when handed back
     assert A not in learned.largest_batch
 
@@ -43,3 +43,20 @@ def test_a_point_read_costs_a_batch_as_far_as_measured() -> None:
     assert learned.point_bytes(B) == 4 * POINT_READ_BYTES
     assert learned.point_bytes(C) == 5_000  # small batches: read one at a time
     assert learned.point_bytes(TP("t", 9)) == POINT_READ_BYTES
+
+
+def test_the_plan_and_the_rounds_price_a_point_read_alike() -> None:
+    """One price (``rounds.point_cost``): what the plan's choice between a search and a whole read expects a
+    point read to bring is what the rounds reading it would, partition by partition, over every kind of
+    batch (small, near 16 KB from a broker that sends them uncut, over 64 KB read alone, grown past that)."""
+    D, E = TP("t", 3), TP("t", 4)
+    learned = Learned(
+        limits={A: ONE_BATCH, B: 4 * ALONE_FROM},
+        batch_bytes={A: 900_000},
+        largest_batch={A: 900_000, C: 5_000, D: 15_000, E: 15_000},
+        uncut={D},
+    )
+    rounds = learned.rounds(_no_fetch, {})
+    for tp in (A, B, C, D, E, TP("t", 9)):
+        assert learned.point_bytes(tp) == rounds.point_bytes(tp), tp
+    assert [learned.point_bytes(tp) for tp in (C, D, E)] == [5_000, 15_000, POINT_READ_BYTES]

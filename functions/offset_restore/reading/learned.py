@@ -1,6 +1,6 @@
 """What the reads of one plan learned of each partition's batches and limits, kept in one place so every
 later read starts from it (``Learned.rounds``) and every estimate of a read's cost asks it
-(``Learned.point_bytes``): one answer to "what does a point read of this partition cost"."""
+(``Learned.point_bytes``, priced by ``rounds.point_cost`` as the rounds' own runs are)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from offset_restore.kafka.model import ONE_BATCH, TP
-from offset_restore.reading.rounds import ALONE_FROM, POINT_READ_BYTES, Fetch, FetchRounds, point_read, rank
+from offset_restore.reading.rounds import POINT_READ_BYTES, Fetch, FetchRounds, fitted_limit, point_cost, rank
 
 __all__ = ["Learned"]
 
@@ -37,6 +37,7 @@ class Learned:
             ends=ends,
             partition_bytes=first,
             limits={tp: max(first, limit, key=rank) for tp, limit in self.limits.items()},
+            batch_bytes=dict(self.batch_bytes),
             largest_batch=dict(self.largest_batch),
             uncut=set(self.uncut),
         )
@@ -66,12 +67,8 @@ class Learned:
         self.uncut.update(uncut)
 
     def point_bytes(self, tp: TP) -> int:
-        """What one point read of ``tp`` costs: a batch, as far as the reads have measured (a partition
-        read ``ONE_BATCH`` for batches over 64 KB costs its largest batch, 256 KB until one was read;
-        one of small batches is read a batch at a time, ``FetchRounds._fitted``, and costs its largest)."""
-        limit = self.limits.get(tp)
-        if limit == ONE_BATCH:
-            return max(POINT_READ_BYTES, self.batch_bytes.get(tp, 4 * ALONE_FROM))
-        if not limit and point_read(self.largest_batch.get(tp, 0)) == ONE_BATCH:
-            return self.largest_batch[tp]
-        return max(POINT_READ_BYTES, limit or 0)
+        """What one point read of ``tp`` costs, as far as the reads have measured (``point_cost``, the
+        price the rounds' own runs use)."""
+        limit = self.limits.get(tp, POINT_READ_BYTES)
+        largest = self.largest_batch.get(tp, 0)
+        return point_cost(limit, fitted_limit(limit, largest, tp in self.uncut), largest, self.batch_bytes.get(tp, 0))

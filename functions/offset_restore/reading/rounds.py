@@ -55,8 +55,9 @@ __all__ = [
     "Source",
     "Unserved",
     "fetch_from",
+    "fitted_limit",
     "grown",
-    "point_read",
+    "point_cost",
     "rank",
     "read_forward",
 ]
@@ -104,10 +105,29 @@ header-less replica's plan). The request each read then costs goes out with the 
 read brings one batch and little more, and the request is not worth it."""
 
 
-def point_read(largest_batch: int) -> int:
-    """A point read's limit over a partition whose largest batch seen is ``largest_batch`` bytes (0:
-    none seen yet)."""
+def fitted_limit(limit: int, largest_batch: int, uncut: bool) -> int:
+    """A point read's ``limit`` fitted to its partition's batches (``largest_batch`` bytes the largest seen,
+    0: none yet): ``ONE_BATCH`` where all it showed were smaller than ``SMALL_BATCH``, or smaller than
+    the limit from a broker that sends them ``uncut`` (it adds whole batches until the limit is reached:
+    two of 14 KB for 16 KB). A limit other than a point read's (a whole read's, one grown) stays."""
+    if limit != POINT_READ_BYTES:
+        return limit
+    if uncut and 0 < largest_batch < POINT_READ_BYTES:
+        return ONE_BATCH
     return ONE_BATCH if 0 < largest_batch < SMALL_BATCH else POINT_READ_BYTES
+
+
+def point_cost(limit: int, fitted: int, largest_batch: int, batch_bytes: int) -> int:
+    """The one answer to "what does a read of this partition bring": asked at ``limit``, sent as
+    ``fitted`` (``fitted_limit``, or the limit itself where the reader does not fit it). A partition read
+    ``ONE_BATCH`` for its size brings a batch as large as measured (``batch_bytes``; 256 KB until one was
+    read: 1 MB batches cost 1 MB each); one fitted to its small batches, its largest; any other its limit.
+    The plan's choice between a search and a whole read asks it, and so does a run's reach."""
+    if limit == ONE_BATCH:
+        return max(POINT_READ_BYTES, batch_bytes or 4 * ALONE_FROM)
+    if fitted == ONE_BATCH:
+        return largest_batch
+    return limit
 
 
 def rank(limit: int) -> int:
@@ -301,27 +321,20 @@ class FetchRounds:
         return max(1, min(limit, int(wanted * (1 - STOP_MARGIN))))
 
     def _fitted(self, tp: TP, learned: int) -> int:
-        """A point read's limit fitted to the partition's batches: ``ONE_BATCH`` where all it showed
-        were smaller than ``SMALL_BATCH`` (``point_read``). Not for a partition left unserved last
-        round (asked at its learned limit again, which grows as before if need be), nor where the
-        limit is not a point read's (a whole read's 1 MiB, a limit grown for large batches). Over
-        batches smaller than the limit from a broker that sends them uncut (``uncut``), ``ONE_BATCH``
-        too: it adds whole batches until the limit is reached, two of 14 KB for 16 KB (the local
-        broker's searches of a transactional restore read every window twice over)."""
-        batch = self.largest_batch.get(tp, 0)
-        if not self.fit or learned != POINT_READ_BYTES or self.unserved[tp]:
+        """A point read's limit fitted to the partition's batches (``fitted_limit``). Not for a partition
+        left unserved last round (asked at its learned limit again, which grows as before if need be),
+        nor by a reader that sets its partitions' limits itself (``fit``). Over lz4 batches of 5 KB a
+        shared 16 KB read brought three batches for the one wanted; the local broker's searches of a
+        transactional restore read every window twice over at 16 KB (two batches of 14 KB)."""
+        if not self.fit or self.unserved[tp]:
             return learned
-        if tp in self.uncut and 0 < batch < POINT_READ_BYTES:
-            return ONE_BATCH
-        return point_read(batch)
+        return fitted_limit(learned, self.largest_batch.get(tp, 0), tp in self.uncut)
 
     def point_bytes(self, tp: TP) -> int:
-        """What a point read of ``tp`` brings: its largest batch where it is read one batch at a time
-        for their size, else its limit (``rank``: a partition read ``ONE_BATCH`` for batches over
-        ``ALONE_FROM`` brings more than that)."""
+        """What a point read of ``tp`` brings in these rounds (``point_cost``)."""
         learned = self.limits.get(tp, self.partition_bytes)
         fitted = self._fitted(tp, learned)
-        return self.largest_batch[tp] if fitted == ONE_BATCH and fitted != learned else rank(fitted)
+        return point_cost(learned, fitted, self.largest_batch.get(tp, 0), self.batch_bytes.get(tp, 0))
 
     def run_end(self, tp: TP, spans: Iterable[tuple[int, int]]) -> int | None:
         """Where a run of the offsets a reader wants ends: ``spans`` are ranges (first, end), ascending
