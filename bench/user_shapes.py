@@ -43,8 +43,8 @@ Every plan entry must equal the scan's answer (a position past the last restored
 a mismatch fails the run.
 
 ``--diagnose`` logs every fetch of the plan (partition, offset, limit, bytes, records) and prints per
-partition how it was read; ``--profile`` plans the shape a second time under cProfile (the measured run
-is not profiled) and prints the top functions; ``--profile-out PREFIX`` also writes each shape's whole profile
+partition how it was read; ``--profile`` plans and applies the shape a second time under cProfile (the measured
+runs are not profiled) and prints the top functions; ``--profile-out PREFIX`` also writes each shape's whole profile
 to ``PREFIX.<shape>`` for ``pstats``.
 """
 
@@ -898,8 +898,11 @@ def run_shape(
     summary = plan.summary
     options = ApplyOptions(wait_timeout_s=0, poll_interval_s=0.1, on_wait_timeout="commit_empty")
 
-    def fenced_apply() -> Any:
-        """As ``apply`` writes: under the target's fence (taken once, as a run does when its lock is held)."""
+    unapplied = plan.model_copy(deep=True) if args.profile else plan  # applied again, as the measured run found it
+
+    def fenced_apply(plan: Plan = plan) -> Any:
+        """As ``apply`` writes: under the target's fence (taken once, as a run does when its lock is held;
+        none on the local broker, which keeps none)."""
         target.hold_fence()
         return apply_plan(plan, target, options, save=lambda _: None)
 
@@ -918,6 +921,8 @@ def run_shape(
         extra += ["", f"## Profile of the plan: {shape.name} (a second plan, under cProfile)", ""]
         dump = f"{args.profile_out}.{shape.name}" if args.profile_out else None
         extra += profiled(lambda: translate(snapshot.groups, target, PlanOptions()), dump=dump)
+        extra += ["", f"## Profile of apply: {shape.name} (the plan applied again, under cProfile)", ""]
+        extra += profiled(lambda: fenced_apply(unapplied), dump=f"{dump}.apply" if dump else None)
     if extra:
         print("\n".join(extra), file=sys.stderr)
 
@@ -997,7 +1002,7 @@ def main(argv: list[str] | None = None) -> int:
         "--memory", action=argparse.BooleanOptionalAction, default=True,
         help="measure each phase's peak memory alone in a fresh process on the 1 MB-batch shapes (default: on)",
     )  # fmt: skip
-    parser.add_argument("--profile", action="store_true", help="plan each shape again under cProfile")
+    parser.add_argument("--profile", action="store_true", help="plan and apply each shape again under cProfile")
     parser.add_argument(
         "--profile-out", metavar="PREFIX", help="with --profile: write each shape's whole profile to PREFIX.<shape>"
     )
@@ -1021,7 +1026,8 @@ def main(argv: list[str] | None = None) -> int:
     with (
         proxied_brokers(args.broker, "user-source", "user-target") as proxy,
         KafkaCluster(proxy.brokers[0].settings()) as source,
-        KafkaCluster(proxy.brokers[1].settings()) as target,
+        # The local broker keeps no fence (it does not apply transactional offset commits): unfenced there.
+        KafkaCluster(proxy.brokers[1].settings(unfenced=args.broker == "local")) as target,
     ):
         for shape in shapes:
             shape_rows, shape_extra = run_shape(shape, proxy, source, target, args)
