@@ -141,3 +141,23 @@ def test_holding_answers_from_the_offset_asked_up_to_the_last_it_covers_in_the_o
     assert end is not None and end.records == [] and end.read_to == 150
     assert held.holding(("scan",), a, 150) is None and held.holding(("scan",), a, 99) is None
     assert held.holding(("scan",), TP("t", 1), 120) is None
+
+
+def test_a_search_window_replayed_from_a_held_sample_is_held_once() -> None:
+    """The header search keeps every window it read for a whole read of the partition; a window answered
+    from the held sample (``replaying``: no bytes of its own) stays held as the sample, not twice, so the
+    budget counts its records once. A window the broker sent is kept."""
+    from offset_restore.translate.header_reads import HeaderReads
+
+    tp = TP("t", 0)
+    held = HeldAnswers()
+    sample = _answer(900, 1_000, size=5_000)
+    assert held.keep("sample", tp, [sample])
+    reads = HeaderReads(lambda _tp, _record: None, "x-source-offset", {}, [], held)
+    fetch = replaying(lambda *_: {}, held.of("sample"))
+    replayed = fetch({tp: 950}, None, {tp: 16_384}, None)[tp]
+    reads.observe(tp, 950, replayed, [None] * len(replayed.records))
+    assert held.records == 100 and held.of("search") == {}
+    window = _answer(100, 130, size=3_000)
+    reads.observe(tp, 100, window, [None] * 30)
+    assert held.records == 130 and reads.kept_windows(tp) == [window]

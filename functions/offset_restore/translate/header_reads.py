@@ -208,9 +208,12 @@ class HeaderReads:
         return by_source.get(source)
 
     def observe(self, tp: TP, position: int, answer: PartitionFetch, keys: list[int | None]) -> None:
-        """A window the search read, kept for the order check."""
+        """A window the search read, kept for the order check, and held for a whole read of the partition
+        unless it is a replay of a held sample (``replaying``: no bytes of its own), which stays held as
+        that: held twice, its records would count twice against the one budget."""
         self.observed[tp].add(position, answer.read_to, self.window(tp, answer, keys))
-        self.kept.keep("search", tp, [answer])
+        if answer.size or not answer.records:
+            self.kept.keep("search", tp, [answer])
 
     def kept_windows(self, tp: TP) -> list[PartitionFetch]:
         """The windows held of ``tp`` (taken): a whole read's chain (``reading/held.py``)."""
