@@ -212,10 +212,12 @@ def collect_positions(groups: Iterable[GroupSnapshot], options: PlanOptions) -> 
     return positions
 
 
-def _every_partition(positions: Mapping[PositionKey, Position], topics: Mapping[str, int]) -> set[TP]:
-    """Every partition of the target topics the positions map onto: a changed topic is read whole."""
+def _every_partition(positions: Mapping[PositionKey, Position], topics: Mapping[str, int]) -> list[TP]:
+    """Every partition of the target topics the positions map onto: a changed topic is read whole. In
+    order: the reads follow it (and which answers the plan's budget holds), so a plan of the same target
+    reads the same bytes however the process hashes names."""
     names = {pos.target.topic for pos in positions.values()}
-    return {TP(name, p) for name in names if name in topics for p in range(topics[name])}
+    return [TP(name, p) for name in sorted(names) if name in topics for p in range(topics[name])]
 
 
 def _reshaped_topics(
