@@ -78,6 +78,15 @@ def worktree(stack: ExitStack, revision: str) -> Path:
     return folder
 
 
+def _work_tree() -> str:
+    """The work tree as a table names it: its commit, and whether files differ from it (a result must say
+    which code it measured)."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True)
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True)
+    name = commit.stdout.strip() or "the work tree"
+    return f"{name} with uncommitted changes" if changed.stdout.strip() else name
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", required=True, help="the revision to compare from (a commit, tag or branch)")
@@ -90,11 +99,11 @@ def main(argv: list[str] | None = None) -> int:
     passed = ["--broker", args.broker, "--repeat", str(args.repeat)]
     passed += ["--shapes", args.shapes] if args.shapes else []
     output = Path(args.output)
+    after = args.after or _work_tree()  # named before the run: the tree it measures
     with ExitStack() as stack:
         old = run_side(worktree(stack, args.before), passed, output.with_suffix(".before.md"))
         tree = worktree(stack, args.after) if args.after else ROOT
         new = run_side(tree, passed, output.with_suffix(".after.md"))
-    after = args.after or "the work tree"
     command = "python -m bench.before_after " + " ".join(argv if argv is not None else sys.argv[1:])
     lines = [f"# Before ({args.before}) -> after ({after}), {args.broker}", "", f"Command: `{command}`", ""]
     lines += compared(old, new)
