@@ -112,9 +112,7 @@ def fitted_limit(limit: int, largest_batch: int, uncut: bool) -> int:
     two of 14 KB for 16 KB). A limit other than a point read's (a whole read's, one grown) stays."""
     if limit != POINT_READ_BYTES:
         return limit
-    if uncut and 0 < largest_batch < POINT_READ_BYTES:
-        return ONE_BATCH
-    return ONE_BATCH if 0 < largest_batch < SMALL_BATCH else POINT_READ_BYTES
+    return ONE_BATCH if 0 < largest_batch < (POINT_READ_BYTES if uncut else SMALL_BATCH) else limit
 
 
 def point_cost(limit: int, fitted: int, largest_batch: int, batch_bytes: int) -> int:

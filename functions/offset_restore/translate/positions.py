@@ -42,8 +42,6 @@ class Evidence:
 _PRINT_BYTES = 16
 """A standard fingerprint's 128 bits; with its offset and timestamp, one evidence record packs in 32 bytes."""
 _HEX = re.compile("[0-9a-f]*")
-_PAIR = struct.Struct("=qq")
-"""One packed record's offset and timestamp: two native 64-bit integers, as ``array("q")`` packs them."""
 
 
 class EvidenceRecord(Protocol):
@@ -100,7 +98,7 @@ def last_evidence(packed: bytes | tuple[Evidence, ...]) -> Evidence | None:
     count = len(packed) // (2 * _PRINT_BYTES)
     if not count:
         return None
-    offset, timestamp = _PAIR.unpack_from(packed, (count - 1) * _PRINT_BYTES)
+    offset, timestamp = _pairs(1).unpack_from(packed, (count - 1) * _PRINT_BYTES)
     return Evidence(offset, timestamp, packed[len(packed) - _PRINT_BYTES :].hex())
 
 
