@@ -43,9 +43,10 @@ Every plan entry must equal the scan's answer (a position past the last restored
 a mismatch fails the run.
 
 ``--diagnose`` logs every fetch of the plan (partition, offset, limit, bytes, records) and prints per
-partition how it was read; ``--profile`` plans and applies the shape a second time under cProfile (the measured
-runs are not profiled) and prints the top functions; ``--profile-out PREFIX`` also writes each shape's whole profile
-to ``PREFIX.<shape>`` for ``pstats``.
+partition how it was read; ``--profile`` plans the shape a second time and applies it again (rolled back
+first, so it writes and checks as the first apply did) under cProfile (the measured runs are not profiled)
+and prints the top functions; ``--profile-out PREFIX`` also writes each shape's whole profile to
+``PREFIX.<shape>`` for ``pstats``.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from kafka.consumer import fetcher
 from kafka.record.memory_records import MemoryRecords
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
+from offset_restore.apply.rollback import rollback_plan
 from offset_restore.devtools.apache_broker import ApacheBroker
 from offset_restore.devtools.brokers import KINDS, Broker, new_broker, start_all
 from offset_restore.devtools.local_broker import free_ports
@@ -921,7 +923,13 @@ def run_shape(
         extra += ["", f"## Profile of the plan: {shape.name} (a second plan, under cProfile)", ""]
         dump = f"{args.profile_out}.{shape.name}" if args.profile_out else None
         extra += profiled(lambda: translate(snapshot.groups, target, PlanOptions()), dump=dump)
-        extra += ["", f"## Profile of apply: {shape.name} (the plan applied again, under cProfile)", ""]
+        # Rolled back first, so the profiled apply writes and checks as the measured one did.
+        rolled = rollback_plan(plan, target, lambda _: None, wait=options)
+        assert not rolled.groups_failed and not rolled.groups_skipped, (
+            list(rolled.groups_failed.items())[:2],
+            rolled.groups_skipped,
+        )
+        extra += ["", f"## Profile of apply: {shape.name} (rolled back, then applied again, under cProfile)", ""]
         extra += profiled(lambda: fenced_apply(unapplied), dump=f"{dump}.apply" if dump else None)
     if extra:
         print("\n".join(extra), file=sys.stderr)

@@ -17,7 +17,7 @@ from offset_restore.devtools.apache_broker import ApacheBroker, java_tool, kafka
 from offset_restore.formats.plan import Plan
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.model import TP
+from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.live import SnapshotOptions
 from offset_restore.snapshot.run import run_snapshot
@@ -143,7 +143,7 @@ def test_a_group_deleted_after_the_plan_describes_as_dead_and_is_written_as_abse
     s = scene({"a": {0: 50}})
     group = s.groups["a"]
     commit(target, group, {TP(s.topic, 0): 3})
-    target.delete_groups([group])
+    target.delete_groups({group: ()})
     info = target.describe_groups([group])[group]
     assert (info.state, info.members, info.error) == ("Dead", 0, "GroupIdNotFoundError")
     status, out, err = s.apply()
@@ -581,3 +581,29 @@ def test_credentials_denied_the_fence_are_refused_by_name_and_nothing_is_written
     assert status == 0, out + err
     with KafkaCluster(settings) as cluster:
         assert cluster.committed_offsets([group])[group][TP(restored, 0)].offset == 15
+
+
+def test_many_large_groups_are_deleted_in_requests_the_coordinator_can_write(target: KafkaCluster) -> None:
+    """Kafka 4's group coordinator writes the tombstones of every group one DeleteGroups request names as one
+    batch per offsets-topic partition, and answers UNKNOWN_SERVER_ERROR for a batch past the broker's message
+    size: a rollback of a large apply deleted none of the groups it created. Deleting them sizes each request
+    by the offsets the groups hold, so every group goes."""
+    topic = unique("t" * 200)
+    target.create_topics({topic: 120})
+
+    def groups_holding_offsets() -> dict[str, list[TP]]:
+        held = {unique("g" * 140): [TP(topic, p) for p in range(120)] for _ in range(100)}
+        answers = target.commit_offsets_many(
+            {g: dict.fromkeys(tps, CommittedOffset(1, None)) for g, tps in held.items()}
+        )
+        assert not any(e for per in answers.values() for e in per.values())
+        return held
+
+    # The shape is one the coordinator cannot delete in one request (else this test shows nothing).
+    probe = list(groups_holding_offsets())
+    refused = target._admin.delete_groups(probe)
+    assert any(answer == "UnknownError" for answer in refused.values()), refused
+
+    held = groups_holding_offsets()
+    assert target.delete_groups(held) == dict.fromkeys(held)
+    assert not any(target.committed_offsets(list(held)).values())

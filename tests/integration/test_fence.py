@@ -243,7 +243,7 @@ def test_a_fenced_writer_deletes_nothing(target: KafkaCluster) -> None:
         with pytest.raises(WriterFencedError):
             writer.delete_offsets(group, [tp])
         with pytest.raises(WriterFencedError):
-            writer.delete_groups([whole])
+            writer.delete_groups({whole: ()})
     assert target.committed_offsets([group, whole]) == {group: offsets(tp, 3), whole: offsets(tp, 4)}
     with KafkaCluster(target.settings) as holder:
         holder.hold_fence()
@@ -252,7 +252,7 @@ def test_a_fenced_writer_deletes_nothing(target: KafkaCluster) -> None:
             assert time.monotonic() < deadline, deleted
             time.sleep(0.2)
         assert deleted == {tp: None}
-        assert holder.delete_groups([whole]) == {whole: None}
+        assert holder.delete_groups({whole: ()}) == {whole: None}
     assert target.committed_offsets([group, whole]).get(group, {}) == {}
 
 

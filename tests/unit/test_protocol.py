@@ -264,3 +264,39 @@ def test_one_rule_says_whether_a_group_may_be_written(state: str, members: int, 
     info = GroupInfo("g", state, "consumer", members)
     assert info.occupied is occupied
     assert ("g" in active_groups(["g"], {"g": info})) is occupied
+
+
+def _offset_tombstones(group: str, partitions: list[TP]) -> int:
+    """The bytes of a batch of these offsets' tombstones as a coordinator writes them (OffsetCommitKey version 1:
+    group, topic, partition; a null value), without the batch's own header."""
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 30)
+    named = group.encode()
+    for tp in partitions:
+        topic = tp.topic.encode()
+        key = b"\x00\x01" + len(named).to_bytes(2, "big") + named + len(topic).to_bytes(2, "big") + topic
+        builder.append(1_800_000_000_000, key + tp.partition.to_bytes(4, "big"), None, [])
+    builder.close()
+    return len(builder.buffer()) - 61  # a v2 batch's header
+
+
+@pytest.mark.parametrize(
+    ("group", "topic", "count"), [("g", "t", 30_000), ("g" * 200, "t" * 249, 3_000), ("é" * 50, "orders", 500)]
+)
+def test_a_deletion_request_is_sized_at_or_above_the_tombstones_it_makes(group: str, topic: str, count: int) -> None:
+    """Each DeleteGroups request's tombstones must fit the budget as the coordinator writes them: the estimate
+    may be high, never low."""
+    partitions = [TP(topic, p) for p in range(count)]
+    budget = 10 * _offset_tombstones(group, partitions)
+    many = {f"{group}{n}": partitions for n in range(20)}
+    requests = protocol.deletion_batches(many, budget)
+    assert [g for request in requests for g in request] == list(many)  # each once, in order
+    for request in requests:
+        assert sum(_offset_tombstones(g, many[g]) for g in request) <= budget
+    assert len(requests) >= 2
+
+
+def test_a_group_larger_than_the_budget_is_deleted_alone_and_small_ones_together() -> None:
+    big, small = [TP("orders", p) for p in range(5_000)], [TP("orders", 0)]
+    held = {"a": small, "b": small, "huge": big, "c": small, "d": small}
+    assert protocol.deletion_batches(held, budget=64 * 1024) == [["a", "b"], ["huge"], ["c", "d"]]
+    assert protocol.deletion_batches({}) == []

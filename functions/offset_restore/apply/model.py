@@ -5,7 +5,7 @@ workflow's commit steps."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -47,7 +47,7 @@ class ApplyTarget(Source, Protocol):
         *,
         before_attempt: WriteCheck | None = None,
     ) -> dict[str, dict[TP, str | None]]: ...
-    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]: ...
+    def delete_groups(self, held: Mapping[str, Collection[TP]]) -> dict[str, str | None]: ...
     def treat_as_share_groups(self, group_ids: Iterable[str]) -> None:
         """Read and write these groups' positions as share groups' start offsets (the plan says they are)."""
         ...

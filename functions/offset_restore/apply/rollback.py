@@ -221,7 +221,7 @@ def _execute(
         named = sorted({e for e in answers.get(group, {}).values() if e})
         if named:
             refused[group] = f"the broker refused the rollback ({', '.join(named)})"
-    whole = [g for g, w in undo.items() if w.delete_group]
+    whole = {g: w.remove for g, w in undo.items() if w.delete_group}  # every offset it holds, apply's
     for group, error in target.delete_groups(whole).items():
         if error:
             refused[group] = f"could not delete the group the apply created ({error})"

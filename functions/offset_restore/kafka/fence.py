@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -248,11 +248,19 @@ class Fences(Commits):
             else:
                 time.sleep(_COORDINATOR_WAIT_S)
 
-    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
-        """``Groups.delete_groups``, once the fence is confirmed still this writer's (``_confirm``)."""
-        if self.fence is not None and group_ids:
-            self._confirm([self.fence])
-        return super().delete_groups(group_ids)  # type: ignore[misc]
+    def delete_groups(
+        self, held: Mapping[str, Collection[TP]], before_request: Callable[[], object] | None = None
+    ) -> dict[str, str | None]:
+        """``Groups.delete_groups``, each request once the fence is confirmed still this writer's (``_confirm``)."""
+        fence = self.fence
+
+        def confirmed() -> None:
+            if before_request is not None:
+                before_request()
+            if fence is not None:
+                self._confirm([fence])
+
+        return super().delete_groups(held, confirmed)  # type: ignore[misc]
 
     def delete_offsets(self, group_id: str, partitions: Sequence[TP]) -> dict[TP, str | None]:
         """``Offsets.delete_offsets``, once the fence is confirmed still this writer's (``_confirm``)."""

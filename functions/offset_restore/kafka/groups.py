@@ -5,7 +5,7 @@ live member for the demo.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -15,7 +15,7 @@ from kafka import KafkaConsumer
 from offset_restore.kafka import internals, protocol
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.coordinators import one_request
-from offset_restore.kafka.model import SHARE_GROUP, GroupInfo
+from offset_restore.kafka.model import SHARE_GROUP, TP, GroupInfo
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 from offset_restore.kafka.share_groups import ShareGroups
 
@@ -89,6 +89,22 @@ class Groups(ShareGroups):
     def _supports(self, api_key: int) -> bool:
         return internals.api_supported(self._admin, api_key)
 
+    def delete_groups(
+        self, held: Mapping[str, Collection[TP]], before_request: Callable[[], object] | None = None
+    ) -> dict[str, str | None]:
+        """Delete groups (their committed offsets); ``held``: each group with the offsets it holds, which size
+        the requests (``protocol.deletion_batches``); ``before_request``: asked before each request is sent.
+        Per group the error name or None."""
+        result: dict[str, str | None] = {}
+        for batch in protocol.deletion_batches(held):
+            if before_request is not None:
+                before_request()
+            # Not retried: a second attempt after a lost answer would report the deleted group as missing.
+            answer = self._call("deleting consumer groups", self._admin.delete_groups, batch, retry=False)
+            said = {group: answer.get(group, "no answer for the group") for group in batch}
+            result.update({group: (None if error == "OK" else str(error)) for group, error in said.items()})
+        return result
+
     def remove_static_members(self, group_id: str, instance_ids: Sequence[str], reason: str) -> dict[str, str | None]:
         """Remove static members from a group by their ``group.instance.id`` (LeaveGroup v3+, as Kafka's
         RemoveMembersFromConsumerGroup does); per instance id the error name or None. A member whose consumer
@@ -99,14 +115,6 @@ class Groups(ShareGroups):
             instance_id: (None if error is kafka_errors.NoError else error.__name__)
             for instance_id, error in answer.items()
         }
-
-    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, str | None]:
-        """Delete groups (their committed offsets); per group the error name or None."""
-        if not group_ids:
-            return {}
-        # Not retried: a second attempt after a lost answer would report the deleted group as missing.
-        answer = self._call("deleting consumer groups", self._admin.delete_groups, list(group_ids), retry=False)
-        return {group: (None if result == "OK" else str(result)) for group, result in answer.items()}
 
 
 @contextmanager

@@ -232,6 +232,38 @@ def _instance_id(member: Any) -> str | None:
     return getattr(member, "group_instance_id", None) or getattr(member, "instance_id", None)
 
 
+DELETION_BUDGET = 256 * 1024
+"""The most tombstone bytes one DeleteGroups request is sized to make. Kafka 4's group coordinator writes the
+tombstones of every group one request deletes as one batch per offsets-topic partition, and refuses a batch past
+``message.max.bytes`` (1 MB by default) as an unknown server error: deleting 400 groups of 200 partitions at once
+failed so. A quarter of the default leaves room for brokers set lower and for the estimate's error."""
+_GROUP_TOMBSTONES = 512
+"""Bytes of a group's own tombstones besides its offsets' (its metadata, its assignment records)."""
+
+
+def deletion_batches(held: Mapping[str, Collection[TP]], budget: int = DELETION_BUDGET) -> list[list[str]]:
+    """The groups of ``held`` (each with the offsets it holds) in DeleteGroups requests whose tombstones fit
+    ``budget``, in order; a group larger than the budget alone (its offsets were committed in one request, so
+    its tombstones, smaller than those records, fit a batch)."""
+    requests: list[list[str]] = []
+    size = budget
+    for group, partitions in held.items():
+        named = len(group.encode())
+        cost = _GROUP_TOMBSTONES + named + sum(_offset_tombstone(named, tp.topic) for tp in partitions)
+        if size + cost > budget:
+            requests.append([])
+            size = 0
+        requests[-1].append(group)
+        size += cost
+    return requests
+
+
+def _offset_tombstone(group_bytes: int, topic: str) -> int:
+    """An offset's tombstone in a batch: its key (version, group, topic, partition: 10 bytes besides the names)
+    and a record's framing (at most 14 bytes with a null value and no headers)."""
+    return 24 + group_bytes + len(topic.encode())
+
+
 def remove_static_members_request(instance_ids: Sequence[str], reason: str) -> list[Any]:
     """The members LeaveGroup (v3+, as RemoveMembersFromConsumerGroup sends it) removes: by instance id alone."""
     return [MemberToRemove(group_instance_id=instance_id, reason=reason) for instance_id in instance_ids]
