@@ -1,13 +1,13 @@
 """The records a plan read next to each mapped offset, read again on the target (docs/design.md §6): just
 before the commit (a group whose target changed is not written) and after it (the verification). Both
 ask the same questions of the same records, in shared fetch rounds; the verification reuses what the
-check before the commit read wherever the partition is still the same log (``ReadRecords``), so a
-dense or compressed topic is not read twice in one apply."""
+check before the commit read, and the answers it found, wherever the partition is still the same log
+(``ReadRecords``), so a dense or compressed topic is not read, nor its records checked, twice in one apply."""
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offset_restore.apply.model import ApplyTarget
@@ -17,7 +17,7 @@ from offset_restore.reading.rounds import FetchRounds, Served, Unserved, fetch_f
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 
-__all__ = ["ReadRecords", "changed_since_plan", "checked_offsets", "records_at", "verify_problem"]
+__all__ = ["ReadRecords", "changed_since_plan", "checked", "checked_offsets", "records_at", "verify_problem"]
 
 
 @dataclass
@@ -29,6 +29,9 @@ class ReadRecords:
     records: dict[tuple[TP, int], FetchedRecord] = field(default_factory=dict)
     asked: dict[TP, set[int]] = field(default_factory=dict)
     identities: dict[TP, PartitionIdentity] = field(default_factory=dict)
+    held: set[tuple[TP, Checked]] = field(default_factory=set)
+    """The checks these records passed (``verify_problem`` found nothing): the same check of the same records
+    gives the same answer, so the verification does not ask it again of a partition still the same log."""
 
     def still_there(self, target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> set[TP]:
         """The partitions of ``wanted`` whose every offset was read here and is still what was read
@@ -47,18 +50,43 @@ class ReadRecords:
             and bounds[tp].start <= min(wanted[tp])
         }
 
-    def reread(self, target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
-        """The records at ``wanted``: from here where the log is the same, read again elsewhere."""
+    def problems(
+        self, target: ApplyTarget, checks: Mapping[TP, Sequence[PlanEntry]], header: str | None
+    ) -> Iterator[tuple[PlanEntry, str | None]]:
+        """Each entry of ``checks`` with ``verify_problem``'s answer: a check these records passed is not asked
+        again where the partition is still the same log; elsewhere the records are read again."""
+        wanted = {tp: {o for e in entries for o in checked_offsets(e)} for tp, entries in checks.items()}
         same = self.still_there(target, wanted)
         fresh = records_at(target, {tp: offsets for tp, offsets in wanted.items() if tp not in same})
-        kept = {(tp, o): self.records[(tp, o)] for tp in same for o in wanted[tp] if (tp, o) in self.records}
-        return {**kept, **fresh}
+        for tp, entries in checks.items():
+            records = self.records if tp in same else fresh
+            for entry in entries:
+                if tp in same and (tp, checked(entry)) in self.held:
+                    yield entry, None
+                else:
+                    yield entry, verify_problem(entry, records, tp, header)
 
 
 def read_records(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> ReadRecords:
     """``records_at``, with each partition's identity taken first (a change after it shows later)."""
     identities = target.partition_identities([tp for tp, offsets in wanted.items() if offsets])
     return ReadRecords(records_at(target, wanted), {tp: set(o) for tp, o in wanted.items()}, identities)
+
+
+Checked = tuple[int | None, str | None, int | None, int | None, int | None]
+"""What ``verify_problem`` asks of an entry: its target offset, fingerprint and anchor (offset, timestamp,
+source offset)."""
+
+
+def checked(entry: PlanEntry) -> Checked:
+    """Everything of ``entry`` that ``verify_problem``'s answer depends on, besides the records and the header."""
+    return (
+        entry.target_offset,
+        entry.expected_fingerprint,
+        entry.anchor_offset,
+        entry.anchor_timestamp,
+        entry.anchor_source_offset,
+    )
 
 
 def checked_offsets(entry: PlanEntry) -> set[int]:
@@ -122,17 +150,18 @@ def changed_since_plan(
     record the plan found there: group -> which partition and why. Checked just before the commit
     (the same checks as the verification after it); such a group is not written. Also what it read,
     for the verification to reuse."""
-    checked = [e for e in entries if e.anchor_offset is not None or e.expected_fingerprint]
+    checks = [(e, e.target) for e in entries if e.anchor_offset is not None or e.expected_fingerprint]
     wanted: dict[TP, set[int]] = defaultdict(set)
-    for e in checked:
-        wanted[e.target].update(checked_offsets(e))
+    for e, tp in checks:
+        wanted[tp].update(checked_offsets(e))
     read = read_records(target, wanted)
     records = read.records
     changed: dict[str, str] = {}
-    for e in checked:
-        tp = e.target
+    for e, tp in checks:
         problem = verify_problem(e, records, tp, header)
-        if problem and e.group not in changed:
+        if problem is None:
+            read.held.add((tp, checked(e)))
+        elif e.group not in changed:
             changed[e.group] = (
                 f"the target changed since the plan: {tp} {problem}; nothing written to the group, plan again"
             )

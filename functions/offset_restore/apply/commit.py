@@ -171,7 +171,8 @@ class _ApplyRun:
         unchanged = True
         for entry in entries:
             assert entry.target_offset is not None
-            before = now.get(entry.target)
+            tp = entry.target
+            before = now.get(tp)
             if entry.status == "skipped":  # left ahead by an earlier run: decided again
                 entry.status = "mapped"
                 entry.clear_outcome()
@@ -189,7 +190,7 @@ class _ApplyRun:
                     self.changed[id(entry)] = entry
                 self.left_ahead(entry, before.offset)
                 continue
-            offsets[entry.target] = CommittedOffset(entry.target_offset, entry.metadata)
+            offsets[tp] = CommittedOffset(entry.target_offset, entry.metadata)
         if self.options.dry_run:
             self.describe(group, entries, offsets)
             return {}
@@ -245,9 +246,9 @@ class _ApplyRun:
             report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
             report.changes.append(_change(entry, self._now(entry)))
 
-    def _now(self, entry: PlanEntry) -> int | None:
-        """The entry's group's offset on its target partition when this run read it."""
-        now = self.current.get(entry.group, {}).get(entry.target)
+    def _now(self, entry: PlanEntry, tp: TP | None = None) -> int | None:
+        """The entry's group's offset on its target partition (``tp``, when known) when this run read it."""
+        now = self.current.get(entry.group, {}).get(tp or entry.target)
         return None if now is None else now.offset
 
     def drop_changed_targets(self) -> None:
@@ -348,7 +349,7 @@ class _ApplyRun:
     def record_commit(self, group: str, errors: dict[TP, str]) -> None:
         entries, written = self.writable[group], self.commits[group]
         self.report.changes += [
-            _change(e, self._now(e)) for e in entries if e.target in written and e.target not in errors
+            _change(e, self._now(e, tp), tp=tp) for e in entries if (tp := e.target) in written and tp not in errors
         ]
         if not errors:
             self.report.groups_committed.append(group)
@@ -481,13 +482,13 @@ def _moved_on(
     return moved
 
 
-def _change(entry: PlanEntry, current: int | None, exact: str | None = None) -> OffsetChange:
-    """The entry as a row of the printed table: ``exact`` in place of its precision when it is not written."""
-    method = entry.method or "-"
+def _change(entry: PlanEntry, current: int | None, exact: str | None = None, *, tp: TP | None = None) -> OffsetChange:
+    """The entry as a row of the printed table: ``exact`` in place of its precision when it is not written;
+    ``tp``: its target partition, when known."""
+    topic, partition = tp or entry.target
     return OffsetChange(
-        entry.group, entry.target.topic, entry.target.partition, current, entry.target_offset, method,
-        exact or _precision(entry),
-    )  # fmt: skip
+        entry.group, topic, partition, current, entry.target_offset, entry.method or "-", exact or _precision(entry)
+    )
 
 
 def _precision(entry: PlanEntry) -> str:

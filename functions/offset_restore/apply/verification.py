@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Sequence
 
-from offset_restore.apply.anchors import ReadRecords, checked_offsets, verify_problem
+from offset_restore.apply.anchors import ReadRecords
 from offset_restore.apply.model import ApplyReport, ApplyTarget
 from offset_restore.formats.plan import Plan, PlanEntry
 from offset_restore.kafka.model import TP
@@ -18,8 +18,8 @@ def verify_groups(
     plan: Plan, report: ApplyReport, target: ApplyTarget, groups: Sequence[str], read: ReadRecords | None = None
 ) -> None:
     """Read committed offsets back; check the record at each new offset whose fingerprint is known, and
-    each anchor: reused from ``read`` (the check before the commit) where the partition is still the
-    same log, read again elsewhere."""
+    each anchor: the check before the commit's records and answers (``read``) reused where the partition
+    is still the same log, the records read again elsewhere."""
     if not groups:
         return
     wanted = set(groups)
@@ -39,16 +39,9 @@ def verify_groups(
         else:
             entry.verified = True
             report.verified += 1
-    offsets: dict[TP, set[int]] = defaultdict(set)
-    for tp, entries in checks.items():
-        for e in entries:
-            offsets[tp].update(checked_offsets(e))
-    records = (read or ReadRecords()).reread(target, offsets)
-    for tp, entries in checks.items():
-        for entry in entries:
-            problem = verify_problem(entry, records, tp, plan.offset_header)
-            entry.verified = problem is None
-            if problem is None:
-                report.verified += 1
-            else:
-                report.verify_failed.append(f"{entry.group} {tp}@{entry.target_offset}: {problem}")
+    for entry, problem in (read or ReadRecords()).problems(target, checks, plan.offset_header):
+        entry.verified = problem is None
+        if problem is None:
+            report.verified += 1
+        else:
+            report.verify_failed.append(f"{entry.group} {entry.target}@{entry.target_offset}: {problem}")
