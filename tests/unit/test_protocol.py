@@ -103,6 +103,21 @@ def test_a_partition_is_decoded_from_its_fetch_offset_and_stops_after_until() ->
     assert [r.offset for r in whole.records] == list(range(13, 20)) and whole.read_to == 20
 
 
+def test_a_partition_read_for_some_offsets_returns_those_records_alone_and_reads_to_the_same_end() -> None:
+    """Apply's anchors: the records at the offsets asked for, whole, and where the next read starts as if
+    every record were returned (the offsets between are settled, not lost)."""
+    blob = _batch(10, 10) + _batch(20, 5)
+    whole = protocol.decode_partition(12, _part(blob), until=None)
+    kept = protocol.decode_partition(12, _part(blob), until=None, keep={11, 13, 21, 24, 30})
+    assert [r.offset for r in kept.records] == [13, 21, 24]  # 11 is before the read, 30 past the answer
+    assert kept.records == [r for r in whole.records if r.offset in {13, 21, 24}]
+    assert kept.read_to == whole.read_to == 25 and kept.size == whole.size
+    nothing = protocol.decode_partition(12, _part(blob), until=None, keep=set())
+    assert nothing.records == [] and nothing.read_to == 25
+    with pytest.raises(ValueError, match="not both"):
+        protocol.decode_partition(12, _part(blob), until=14, keep={13})
+
+
 def test_a_batch_cut_short_by_the_size_limit_decodes_to_nothing_read() -> None:
     blob = _batch(0, 50)
     answer = protocol.decode_partition(0, _part(blob[: len(blob) // 2]), until=None)

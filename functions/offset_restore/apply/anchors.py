@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from offset_restore.apply.model import ApplyTarget
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionIdentity
-from offset_restore.reading.rounds import FetchRounds, Served, Unserved, fetch_from
+from offset_restore.reading.rounds import FetchRounds, Served, Unserved
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 
@@ -121,7 +121,12 @@ def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple
     them back to back (a dense partition's hundreds of anchors) are read as one run."""
     pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
     found: dict[tuple[TP, int], FetchedRecord] = {}
-    rounds = FetchRounds(fetch_from(target))
+    # Only the wanted records are built: a dense partition's run holds a dozen others for each.
+    rounds = FetchRounds(
+        lambda positions, until, limits, wait_ms: target.fetch(
+            positions, until=until, partition_max_bytes=limits, max_wait_ms=wait_ms, keep=pending
+        )
+    )
     while any(pending.values()):
         positions = {tp: min(offsets) for tp, offsets in pending.items() if offsets}
         reach = {

@@ -5,13 +5,13 @@ workflow's commit steps."""
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import Outcome
-from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionIdentity
+from offset_restore.kafka.model import TP, CommittedOffset, GroupInfo, LogBounds, PartitionFetch, PartitionIdentity
 from offset_restore.reading.rounds import Source
 from offset_restore.snapshot.filters import NameFilter, compile_pattern
 
@@ -36,6 +36,18 @@ unchanged, to the cluster's ``before_attempt`` too: every write of every path as
 
 
 class ApplyTarget(Source, Protocol):
+    def fetch(
+        self,
+        positions: Mapping[TP, int],
+        *,
+        partition_max_bytes: int | Mapping[TP, int] = ...,
+        until: Mapping[TP, int] | None = None,
+        max_wait_ms: int | None = None,
+        keep: Mapping[TP, Container[int]] | None = None,
+    ) -> Mapping[TP, PartitionFetch]:
+        """``Source.fetch``; ``keep``: only a partition's records at these offsets are returned (the anchors)."""
+        ...
+
     @property
     def cluster_id(self) -> str: ...
     def topic_partitions(self) -> dict[str, int]: ...

@@ -13,7 +13,7 @@ be decoded again later (``records_before``). kafka-python keeps the I/O.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from typing import Any
 
 from aiokafka.errors import KafkaError as ReaderError
@@ -64,10 +64,18 @@ def batches(data: bytes) -> Iterator[tuple[int, bytes, Any]]:
 
 
 def decode_records(
-    batch: Any, base_offset: int, fetch_offset: int, until: int | None, records: list[FetchedRecord]
+    batch: Any,
+    base_offset: int,
+    fetch_offset: int,
+    until: int | None,
+    records: list[FetchedRecord],
+    keep: Container[int] | None = None,
 ) -> bool:
     """Append the batch's records at or after ``fetch_offset``, up to the first at or past ``until``, to
-    ``records``; True when ``until`` stopped them."""
+    ``records``; True when ``until`` stopped them. ``keep``: only the records at these offsets (a reader of
+    a few offsets in a run need not build the rest; every record is still read and checked)."""
+    if keep is not None:
+        return _decode_kept(batch, base_offset, fetch_offset, keep, records)
     try:
         for record in batch:
             offset = record.offset
@@ -78,6 +86,22 @@ def decode_records(
             )
             if until is not None and offset >= until:
                 return True
+    except (ReaderError, ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
+        raise _corrupt(base_offset, error) from None
+    return False
+
+
+def _decode_kept(
+    batch: Any, base_offset: int, fetch_offset: int, keep: Container[int], records: list[FetchedRecord]
+) -> bool:
+    """``decode_records`` of the records at ``keep``'s offsets alone."""
+    try:
+        for record in batch:
+            offset = record.offset
+            if offset >= fetch_offset and offset in keep:
+                records.append(
+                    _new(FetchedRecord, (offset, record.timestamp, record.key, record.value, tuple(record.headers)))
+                )
     except (ReaderError, ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
         raise _corrupt(base_offset, error) from None
     return False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -51,11 +51,13 @@ class Fetches(Topics):
         until: Mapping[TP, int] | None = None,
         leaders: Mapping[TP, int] | None = None,
         max_wait_ms: int | None = None,
+        keep: Mapping[TP, Container[int]] | None = None,
     ) -> dict[TP, PartitionFetch]:
         """One fetch round: Fetch requests to every leader (as many per leader as the response limit
         ``fetch_max_bytes`` needs), sent together before any answer is awaited.
 
-        ``until`` stops decoding a partition after its first record at or past that offset. Partitions
+        ``until`` stops decoding a partition after its first record at or past that offset; ``keep`` returns
+        only a partition's records at those offsets (``protocol.decode_partition``). Partitions
         without a leader (missing topic) come back with error ``UnknownTopicOrPartitionError``.
         """
         if not positions:
@@ -93,7 +95,7 @@ class Fetches(Topics):
             self._forget_leaders()
             raise
         for node, response in responses:
-            for tp, answer in protocol.decode_fetch(response, positions, until, limits):
+            for tp, answer in protocol.decode_fetch(response, positions, until, limits, keep):
                 self.fetched_bytes += answer.size
                 if node not in self.limit_ignoring and protocol.over_limit(answer, limits[tp]):
                     self._ignores_limits(node, tp, answer.size, limits[tp])

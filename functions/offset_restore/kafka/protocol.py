@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -562,17 +562,20 @@ def decode_fetch(
     positions: Mapping[TP, int],
     until: Mapping[TP, int] | None,
     limits: Mapping[TP, int] | None = None,
+    keep: Mapping[TP, Container[int]] | None = None,
 ) -> Iterator[tuple[TP, PartitionFetch]]:
     """Each partition of a Fetch answer, decoded. One far over its limit (``over_limit``, with
     ``limits``) is decoded whole, past ``until``: a broker that ignores the limit sent megabytes for
     a point read (the local one, its first partition of a request), and a reader may use them instead
-    of asking for them again."""
+    of asking for them again. ``keep``: a partition named there returns only its records at those offsets
+    (``decode_partition``)."""
     for topic in response.responses:
         for part in topic.partitions:
             tp = TP(topic.topic, part.partition_index)
             cut = until.get(tp) if until is not None else None
+            kept = keep.get(tp) if keep is not None else None
             try:
-                answer = decode_partition(positions[tp], part, cut)
+                answer = decode_partition(positions[tp], part, cut, kept)
                 if cut is not None and limits is not None and tp in limits and over_limit(answer, limits[tp]):
                     answer = decode_partition(positions[tp], part, None)
                 yield tp, answer
@@ -644,11 +647,17 @@ class _Aborted:
         return True
 
 
-def decode_partition(fetch_offset: int, part: Any, until: int | None) -> PartitionFetch:
+def decode_partition(
+    fetch_offset: int, part: Any, until: int | None, keep: Container[int] | None = None
+) -> PartitionFetch:
     """One partition of a Fetch answer: data records at or after the fetch offset (a batch starts
     before it), control batches skipped but counted in where the next fetch starts, decoding
     stopped after the first record at or past ``until``. A batch cut short by the size limit
-    decodes to nothing (kafka-python's ``next_batch`` stops there)."""
+    decodes to nothing (kafka-python's ``next_batch`` stops there). ``keep``: only the records at these
+    offsets are returned, and ``until`` is not given with it (where the next fetch starts is the batches'
+    end, whichever records are kept)."""
+    if keep is not None and until is not None:
+        raise ValueError("a read keeps some offsets or stops at one, not both")
     if part.error_code:
         error = kafka_errors.for_code(part.error_code)
         return PartitionFetch(
@@ -668,7 +677,7 @@ def decode_partition(fetch_offset: int, part: Any, until: int | None) -> Partiti
             if aborted.skips(batch):  # a transaction marker, or a batch of an aborted transaction: it takes offsets
                 next_offset = max(next_offset, batch.next_offset)
                 continue
-            done = decode_records(batch, base, fetch_offset, until, records)
+            done = decode_records(batch, base, fetch_offset, until, records, keep)
             if earlier is None and next_offset < 0 and base < fetch_offset:
                 earlier = (base, partial(records_before, raw, fetch_offset))
             if done:
