@@ -45,7 +45,8 @@ class ApplyTarget(Source, Protocol):
         max_wait_ms: int | None = None,
         keep: Mapping[TP, Container[int]] | None = None,
     ) -> Mapping[TP, PartitionFetch]:
-        """``Source.fetch``; ``keep``: only a partition's records at these offsets are returned (the anchors)."""
+        """``Source.fetch``, and ``keep``: only a partition's records at these offsets are returned (the anchors).
+        Widened here, not on ``Source``: only apply asks for it, so the plan's readers and their doubles need not."""
         ...
 
     @property
