@@ -3,6 +3,7 @@ internals the client reaches into (kafka/internals.py) still where we use them."
 
 from __future__ import annotations
 
+import functools
 import inspect
 from types import SimpleNamespace as NS
 
@@ -281,15 +282,16 @@ def test_one_rule_says_whether_a_group_may_be_written(state: str, members: int, 
     assert ("g" in active_groups(["g"], {"g": info})) is occupied
 
 
-def _offset_tombstones(group: str, partitions: list[TP]) -> int:
-    """The bytes of a batch of these offsets' tombstones as a coordinator writes them (OffsetCommitKey version 1:
-    group, topic, partition; a null value), without the batch's own header."""
+@functools.cache
+def _tombstones(group_bytes: int, topic: str, count: int) -> int:
+    """The bytes of a batch of ``count`` offsets' tombstones of a group whose name takes ``group_bytes`` bytes, as a
+    coordinator writes them (OffsetCommitKey version 1: group, topic, partition; a null value), without the
+    batch's own header. The size depends on the name's length alone."""
     builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 30)
-    named = group.encode()
-    for tp in partitions:
-        topic = tp.topic.encode()
-        key = b"\x00\x01" + len(named).to_bytes(2, "big") + named + len(topic).to_bytes(2, "big") + topic
-        builder.append(1_800_000_000_000, key + tp.partition.to_bytes(4, "big"), None, [])
+    named, encoded = b"g" * group_bytes, topic.encode()
+    for partition in range(count):
+        key = b"\x00\x01" + len(named).to_bytes(2, "big") + named + len(encoded).to_bytes(2, "big") + encoded
+        builder.append(1_800_000_000_000, key + partition.to_bytes(4, "big"), None, [])
     builder.close()
     return len(builder.buffer()) - 61  # a v2 batch's header
 
@@ -301,12 +303,12 @@ def test_a_deletion_request_is_sized_at_or_above_the_tombstones_it_makes(group: 
     """Each DeleteGroups request's tombstones must fit the budget as the coordinator writes them: the estimate
     may be high, never low."""
     partitions = [TP(topic, p) for p in range(count)]
-    budget = 10 * _offset_tombstones(group, partitions)
+    budget = 10 * _tombstones(len(group.encode()), topic, count)
     many = {f"{group}{n}": partitions for n in range(20)}
     requests = protocol.deletion_batches(many, budget)
     assert [g for request in requests for g in request] == list(many)  # each once, in order
     for request in requests:
-        assert sum(_offset_tombstones(g, many[g]) for g in request) <= budget
+        assert sum(_tombstones(len(g.encode()), topic, count) for g in request) <= budget
     assert len(requests) >= 2
 
 
