@@ -246,9 +246,9 @@ class _ApplyRun:
             report.dry_run_lines.append(f"{where} ({entry.method}, {_precision(entry)})")
             report.changes.append(_change(entry, self._now(entry)))
 
-    def _now(self, entry: PlanEntry, tp: TP | None = None) -> int | None:
-        """The entry's group's offset on its target partition (``tp``, when known) when this run read it."""
-        now = self.current.get(entry.group, {}).get(tp or entry.target)
+    def _now(self, entry: PlanEntry) -> int | None:
+        """The entry's group's offset on its target partition when this run read it."""
+        now = self.current.get(entry.group, {}).get(entry.target)
         return None if now is None else now.offset
 
     def drop_changed_targets(self) -> None:
@@ -349,7 +349,7 @@ class _ApplyRun:
     def record_commit(self, group: str, errors: dict[TP, str]) -> None:
         entries, written = self.writable[group], self.commits[group]
         self.report.changes += [
-            _change(e, self._now(e, tp), tp=tp) for e in entries if (tp := e.target) in written and tp not in errors
+            _change(e, self._now(e)) for e in entries if (tp := e.target) in written and tp not in errors
         ]
         if not errors:
             self.report.groups_committed.append(group)
@@ -482,10 +482,9 @@ def _moved_on(
     return moved
 
 
-def _change(entry: PlanEntry, current: int | None, exact: str | None = None, *, tp: TP | None = None) -> OffsetChange:
-    """The entry as a row of the printed table: ``exact`` in place of its precision when it is not written;
-    ``tp``: its target partition, when known."""
-    topic, partition = tp or entry.target
+def _change(entry: PlanEntry, current: int | None, exact: str | None = None) -> OffsetChange:
+    """The entry as a row of the printed table: ``exact`` in place of its precision when it is not written."""
+    topic, partition = entry.target
     return OffsetChange(
         entry.group, topic, partition, current, entry.target_offset, entry.method or "-", exact or _precision(entry)
     )

@@ -74,34 +74,16 @@ def decode_records(
     """Append the batch's records at or after ``fetch_offset``, up to the first at or past ``until``, to
     ``records``; True when ``until`` stopped them. ``keep``: only the records at these offsets (a reader of
     a few offsets in a run need not build the rest; every record is still read and checked)."""
-    if keep is not None:
-        return _decode_kept(batch, base_offset, fetch_offset, keep, records)
     try:
         for record in batch:
             offset = record.offset
-            if offset < fetch_offset:
+            if offset < fetch_offset or (keep is not None and offset not in keep):
                 continue
             records.append(
                 _new(FetchedRecord, (offset, record.timestamp, record.key, record.value, tuple(record.headers)))
             )
             if until is not None and offset >= until:
                 return True
-    except (ReaderError, ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
-        raise _corrupt(base_offset, error) from None
-    return False
-
-
-def _decode_kept(
-    batch: Any, base_offset: int, fetch_offset: int, keep: Container[int], records: list[FetchedRecord]
-) -> bool:
-    """``decode_records`` of the records at ``keep``'s offsets alone."""
-    try:
-        for record in batch:
-            offset = record.offset
-            if offset >= fetch_offset and offset in keep:
-                records.append(
-                    _new(FetchedRecord, (offset, record.timestamp, record.key, record.value, tuple(record.headers)))
-                )
     except (ReaderError, ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
         raise _corrupt(base_offset, error) from None
     return False
