@@ -10,11 +10,15 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from offset_restore.apply.commit import apply_plan
+from offset_restore.apply.model import ApplyOptions
+from offset_restore.apply.rollback import rollback_plan
 from offset_restore.devtools.apache_broker import ApacheBroker, java_tool, kafka_classpath
-from offset_restore.formats.plan import Plan
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
 from offset_restore.kafka.cluster import KafkaCluster, ProducedRecord
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset
@@ -583,11 +587,12 @@ def test_credentials_denied_the_fence_are_refused_by_name_and_nothing_is_written
         assert cluster.committed_offsets([group])[group][TP(restored, 0)].offset == 15
 
 
-def test_many_large_groups_are_deleted_in_requests_the_coordinator_can_write(target: KafkaCluster) -> None:
+def test_a_rollback_of_a_large_apply_deletes_every_group_the_apply_created(target: KafkaCluster) -> None:
     """Kafka 4's group coordinator writes the tombstones of every group one DeleteGroups request names as one
     batch per offsets-topic partition, and answers UNKNOWN_SERVER_ERROR for a batch past the broker's message
-    size: a rollback of a large apply deleted none of the groups it created. Deleting them sizes each request
-    by the offsets the groups hold, so every group goes."""
+    size: a rollback of a large apply deleted none of the groups it created (the previous state, no offsets,
+    could not be put back). Deleting them sizes each request by the offsets the groups hold, so every group
+    goes, under the fence."""
     topic = unique("t" * 200)
     target.create_topics({topic: 120})
 
@@ -604,6 +609,24 @@ def test_many_large_groups_are_deleted_in_requests_the_coordinator_can_write(tar
     refused = target._admin.delete_groups(probe)
     assert any(answer == "UnknownError" for answer in refused.values()), refused
 
-    held = groups_holding_offsets()
-    assert target.delete_groups(held) == dict.fromkeys(held)
-    assert not any(target.committed_offsets(list(held)).values())
+    groups = [unique("g" * 140) for _ in range(100)]
+    entries = [
+        PlanEntry(
+            group=g, topic=topic, partition=p, target_topic=topic, source_offset=0, target_offset=0,
+            method="header", exact=True, max_duplicates=0, status="mapped",
+        )
+        for g in groups
+        for p in range(120)
+    ]  # fmt: skip
+    plan = Plan(
+        restore_id="large", snapshot_id="large", created_at=datetime.now(UTC), source=ClusterRef(cluster="s"),
+        target=ClusterRef(cluster="t"), entries=entries, summary=PlanSummary.of(entries),
+    )  # fmt: skip
+    target.hold_fence()
+    applied = apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda _: None)
+    assert sorted(applied.groups_committed) == sorted(groups) and applied.offsets_committed == 12_000
+    assert all(e.previous_recorded and e.previous_target_offset is None for e in plan.entries)
+
+    rolled = rollback_plan(plan, target, lambda _: None)
+    assert rolled.groups_failed == {} and sorted(rolled.groups_committed) == sorted(groups)
+    assert not any(target.committed_offsets(groups).values())
