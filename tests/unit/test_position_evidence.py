@@ -46,3 +46,30 @@ def test_the_last_record_alone_is_the_last_of_all(count: int) -> None:
     records = STANDARD[:count]
     for packed in (pack_evidence(records), tuple(records)):
         assert last_evidence(packed) == (unpack_evidence(packed)[-1] if count else None)
+
+
+def test_a_position_built_as_a_tuple_has_every_field_where_its_name_says() -> None:
+    """``plan._position`` lays the fields out by their order: a field added or moved in ``Position`` fails here
+    unless the builder follows."""
+    from offset_restore.kafka.model import TP
+    from offset_restore.snapshot.model import PartitionSnapshot, RecordEvidence
+    from offset_restore.translate.plan import _position
+    from offset_restore.translate.positions import Position, evidence_of
+
+    def record(offset: int, origin: int | None) -> RecordEvidence:
+        return RecordEvidence(offset=offset, timestamp=offset * 10, fingerprint=fingerprint(str(offset).encode(), b"v"),
+                              origin_offset=origin)  # fmt: skip
+
+    before, nxt, top = [record(4, 40), record(5, 50)], record(6, None), record(3, 30)
+    p = PartitionSnapshot(topic="orders", partition=2, committed_offset=6, log_start=1, log_end=9, next=nxt,
+                          before=before, origin_top=top, own_since=77, origin_floor=44, origin_twice=3)  # fmt: skip
+    source, target = TP("orders", 2), TP("orders-dr", 2)
+    assert _position(p, source, target) == Position(
+        source=source, target=target, committed=6, log_start=1, log_end=9, next=evidence_of(nxt),
+        packed_before=pack_evidence(before), last_origin=50, next_origin=None, top=evidence_of(top), top_origin=30,
+        own_since=77, origin_floor=44, origin_twice=3,
+    )  # fmt: skip
+    bare = PartitionSnapshot(topic="orders", partition=2, committed_offset=6)
+    assert _position(bare, source, source) == Position(source=source, target=source, committed=6, log_start=None,
+                                                       log_end=None, next=None, packed_before=b"")  # fmt: skip
+    assert len(Position._fields) == 14  # the builder's count

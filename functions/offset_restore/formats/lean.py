@@ -12,14 +12,14 @@ from typing import Self
 
 from pydantic import BaseModel, model_validator
 
-__all__ = ["LeanModel"]
+__all__ = ["SHARED_FIELDS_SET", "LeanModel"]
 
-_SHARED: set[str] = set()
+SHARED_FIELDS_SET: set[str] = set()
 """The one fields-set every lean instance holds."""
 
 
 class LeanModel(BaseModel):
     @model_validator(mode="after")
     def _share_the_fields_set(self) -> Self:
-        object.__setattr__(self, "__pydantic_fields_set__", _SHARED)
+        object.__setattr__(self, "__pydantic_fields_set__", SHARED_FIELDS_SET)
         return self

@@ -1,0 +1,65 @@
+"""``PlanEntry.made``: the entries a plan makes from its answers, built without validating them again, must be
+the entries validation builds from the same values, and refuse what validation refuses of them."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import pickle
+from typing import Any
+
+import pytest
+from offset_restore.formats.plan import PlanEntry
+
+_BASE: dict[str, Any] = {
+    "group": "payments \"eu\"\nline", "topic": "orders", "partition": 3, "target_topic": "orders-dr",
+    "source_offset": 1_000, "status": "mapped", "target_offset": 977,
+}  # fmt: skip
+_VARIANTS: list[dict[str, Any]] = [
+    {},
+    {"method": "header", "exact": True, "max_duplicates": 0, "reason": "checked by reading all 5,000 records"},
+    {"status": "pending", "target_offset": None, "reason": "held by the proof: ..."},
+    {"status": "unmapped", "target_offset": None, "outcome": None, "metadata": "app-state"},
+    {"target_topic_id": "AAAAAAAAAAAAAAAAAAAAAA", "group_kind": "share", "redelivered": 4},
+    {"expected_fingerprint": "0" * 32, "anchor_offset": 977, "anchor_source_offset": None, "anchor_timestamp": 5},
+    {"never_restored": 12, "unprovable": True, "max_duplicates": None, "exact": False},
+    {"status": "committed", "target_offset": 0, "verified": True},
+]
+
+
+@pytest.mark.parametrize(("one", "two"), list(itertools.combinations(range(len(_VARIANTS)), 2)))
+def test_a_made_entry_is_the_validated_entry(one: int, two: int) -> None:
+    values = {**_BASE, **_VARIANTS[one], **_VARIANTS[two]}
+    made, validated = PlanEntry.made(**values), PlanEntry(**values)
+    assert made == validated
+    assert made.model_dump() == validated.model_dump()
+    assert made.model_dump_json() == validated.model_dump_json()
+    assert made.model_fields_set is validated.model_fields_set  # the one shared set (formats/lean.py)
+    assert made.model_extra == validated.model_extra == {}
+    assert PlanEntry.model_validate_json(made.model_dump_json()) == made
+
+
+def test_a_made_entry_changes_copies_and_pickles_as_a_validated_one() -> None:
+    made = PlanEntry.made(**_BASE)
+    made.status, made.previous_target_offset, made.previous_recorded = "committed", 12, True
+    assert made == PlanEntry(
+        **{**_BASE, "status": "committed", "previous_target_offset": 12, "previous_recorded": True}
+    )
+    assert made.model_copy(deep=True) == made and copy.deepcopy(made) == made
+    assert pickle.loads(pickle.dumps(made)) == made
+    other = PlanEntry.made(**_BASE)
+    assert other.previous_target_offset is None  # no default shared with the entry changed above
+
+
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        ({**_BASE, "target_ofset": 3}, "PlanEntry has no field target_ofset"),
+        ({k: v for k, v in _BASE.items() if k != "group"}, "PlanEntry needs group"),
+        ({**_BASE, "target_offset": None}, "a mapped entry needs a target_offset"),
+        ({**_BASE, "status": "committed", "target_offset": -1}, "a committed entry needs a target_offset"),
+    ],
+)
+def test_what_validation_refuses_of_a_plans_values_is_refused(values: dict[str, Any], refusal: str) -> None:
+    with pytest.raises((TypeError, ValueError), match=refusal):
+        PlanEntry.made(**values)
