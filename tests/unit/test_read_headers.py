@@ -3,17 +3,13 @@ that reads the same answer next (translate/read_headers.py's ``sources``)."""
 
 from __future__ import annotations
 
-import itertools
-import random
-from array import array
 from dataclasses import replace
 
-import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.headers import parse_offset_header
-from offset_restore.translate.read_headers import ReadHeaders, _in_order
+from offset_restore.translate.read_headers import ReadHeaders
 
 TOPIC = TP("orders", 0)
 HEADER = "x-source-offset"
@@ -251,23 +247,3 @@ def test_the_headers_around_a_resume_point_are_the_ends_read_there(
         and ends.before.source is not None
     )
     assert around == ((ends.at.source, ends.before.source) if both else None)  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_entries_added_out_of_order_are_indexed_as_sorting_each_offset_once_would(seed: int) -> None:
-    """Answers in any order (the end's sample first, then the start on), overlapping or not, with markers
-    added before an answer's records: the index equals the plain sort, the last entry of an offset kept."""
-    rng = random.Random(seed)
-    if seed % 2:  # overlapping runs
-        runs = [range(start, start + rng.randrange(1, 40)) for start in (rng.randrange(200) for _ in range(6))]
-    else:  # runs that tile a stretch with gaps, in any order (the fast path)
-        cuts = sorted(rng.sample(range(1, 300), 7))
-        runs = [range(a + rng.randrange(2), b) for a, b in itertools.pairwise([0, *cuts, 300])]
-        rng.shuffle(runs)
-    offsets, values = array("q"), array("q")
-    for run in runs:
-        offsets.extend(run)
-        values.extend(rng.choice([o + 1000, -1, -2]) for o in run)
-    pairs = dict(zip(offsets, values, strict=True))
-    expected = array("q", sorted(pairs))
-    assert _in_order(offsets, values) == (expected, array("q", map(pairs.__getitem__, expected)))

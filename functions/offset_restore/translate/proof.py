@@ -39,7 +39,7 @@ A partition whose log is empty (or holds only transaction markers) has nothing b
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import partial
 
@@ -107,13 +107,12 @@ def prove(
     proving = _Proving(decisions, positions, bounds, seen, header, by)
     changed = _skipping(proving) + _order_before(proving) + _past_the_origin_floor(proving)
     changed += _read_twice(proving) + _copies_without_header(proving) + _shown_lies(proving) + _exact_ends(proving)
-    for key, decision in decisions.items():
-        pos = positions.get(key)
-        if pos is None or decision.status != "mapped" or decision.target_offset is None:
-            continue
+    for key, pos, decision, resume in proving.mapped():
         target_bounds = bounds.get(pos.target)
-        why = _unproven_end(pos, decision.target_offset, target_bounds, seen.tail, header, seen.last_pair)
-        if why is None and _resumes_at_end(pos, decision.target_offset, target_bounds, seen.tail):
+        if not _resumes_at_end(pos, resume, target_bounds, seen.tail):
+            continue
+        why = _unproven_end(pos, resume, target_bounds, seen.tail, header, seen.last_pair)
+        if why is None:
             why = _left_on_source(pos, complete.get(pos.source, False))
         if why is not None:
             decisions[key] = _held(decision, why, by.get(key))
@@ -135,8 +134,22 @@ class _Proving:
     evidence: _Prints = field(init=False)
     """The snapshot's evidence by fingerprint, built once for every rule that compares content."""
 
+    candidates: list[tuple[PositionKey, Position]] = field(init=False)
+    """Every answer's key with its position (an answer without one is not the proof's)."""
+
     def __post_init__(self) -> None:
         self.evidence = _Prints(self.positions)
+        positions = self.positions
+        self.candidates = [(key, pos) for key in self.decisions if (pos := positions.get(key)) is not None]
+
+    def mapped(self) -> Iterator[tuple[PositionKey, Position, Decision, int]]:
+        """Every answer still mapped (a rule before may have held it), with its position and resume point:
+        what each rule checks."""
+        decisions = self.decisions
+        for key, pos in self.candidates:
+            decision = decisions[key]
+            if decision.status == "mapped" and decision.target_offset is not None:
+                yield key, pos, decision, decision.target_offset
 
     def unpacked(
         self,
@@ -148,11 +161,8 @@ def _skipping(proving: _Proving) -> int:
     """Hold every answer past a record the plan read that the group has not processed; returns how many."""
     decisions, positions, seen, header, by = proving.unpacked()
     found: dict[PositionKey, list[tuple[int, int]]] = {}
-    for key, decision in decisions.items():
-        pos = positions.get(key)
-        if pos is None or decision.status != "mapped" or decision.target_offset is None:
-            continue
-        past = seen.headers.past(pos.target, pos.committed, decision.target_offset, CHECKED_RECORDS + 1)
+    for key, pos, _, resume in proving.mapped():
+        past = seen.headers.past(pos.target, pos.committed, resume, CHECKED_RECORDS + 1)
         if past:
             found[key] = past
     if not found:
@@ -184,17 +194,16 @@ def _order_before(proving: _Proving) -> int:
     read before it), unless the plan read every offset before it: a restore not written in order there may
     have put a record the group had not processed anywhere the plan did not read, so the records before
     the answer are not proven processed. Returns how many it held."""
-    decisions, positions, seen, header, by = proving.unpacked()
+    decisions, _, seen, header, by = proving.unpacked()
     falls = {tp: fall for tp in proving.bounds if (fall := seen.headers.fall(tp)) is not None}
     held = 0
-    for key, decision in decisions.items() if falls else ():
-        pos = positions.get(key)
-        if pos is None or pos.target not in falls or decision.status != "mapped" or decision.target_offset is None:
+    for key, pos, decision, resume in proving.mapped() if falls else ():
+        if pos.target not in falls:
             continue
         fall, log = falls[pos.target], proving.bounds[pos.target]
-        if fall.offset >= decision.target_offset:
+        if fall.offset >= resume:
             continue
-        if seen.headers.covered(pos.target, log.start, decision.target_offset):
+        if seen.headers.covered(pos.target, log.start, resume):
             continue  # read whole up to it: nothing before it the plan did not see (``_skipping``)
         why = (
             f"the records the plan read of {pos.target} before this answer are not in order (target record "
@@ -217,12 +226,9 @@ def _read_twice(proving: _Proving) -> int:
     read there. Returns how many answers changed."""
     decisions, positions, seen, _, _ = proving.unpacked()
     found: dict[PositionKey, Twice] = {}
-    for key, decision in decisions.items():
-        pos = positions.get(key)
-        if pos is None or decision.status != "mapped" or decision.target_offset is None:
-            continue
+    for key, pos, decision, resume in proving.mapped():
         claimed = 0 if decision.exact else decision.max_duplicates
-        twice = None if claimed is None else seen.headers.twice(pos.target, decision.target_offset, pos.committed)
+        twice = None if claimed is None else seen.headers.twice(pos.target, resume, pos.committed)
         if twice is not None and claimed is not None and claimed < twice.possible:
             found[key] = twice
     if not found:
@@ -255,19 +261,18 @@ def _copies_without_header(proving: _Proving) -> int:
     position): a restore that wrote it again without the header, after its end, where ``_read_twice``'s
     headers do not reach. The bound adds them and stands only where the plan read every record after the
     resume point. Returns how many answers changed."""
-    decisions, positions, seen, _, _ = proving.unpacked()
+    decisions, _, seen, _, _ = proving.unpacked()
     ordered: dict[TP, tuple[list[int], list[str]]] = {}  # each keyed partition's header-less records, by offset
     changed = 0
-    for key, decision in decisions.items():
-        pos = positions.get(key)
+    for key, pos, decision, resume in proving.mapped():
         claimed = 0 if decision.exact else decision.max_duplicates
-        if pos is None or decision.status != "mapped" or decision.target_offset is None or claimed is None:
+        if claimed is None:
             continue
         if pos.target not in ordered:
             prints = sorted(seen.headers.prints(pos.target).items()) if seen.headers.keyed(pos.target) else []
             ordered[pos.target] = ([o for o, _ in prints], [p for _, p in prints])
         offsets, prints_at = ordered[pos.target]
-        start = bisect.bisect_left(offsets, decision.target_offset)
+        start = bisect.bisect_left(offsets, resume)
         if start == len(offsets):
             continue  # no header-less record at or after it (a restore that wrote the header on every one)
         back = proving.evidence.back(pos.source)
@@ -336,11 +341,10 @@ def _past_the_origin_floor(proving: _Proving) -> int:
     decisions, positions, seen, header, by = proving.unpacked()
     wanted: dict[TP, set[int]] = {}
     past: dict[PositionKey, tuple[int, int, int, Evidence]] = {}
-    for key, decision in decisions.items():
-        pos = positions.get(key)
-        if pos is None or pos.origin_floor is None or decision.status != "mapped" or decision.target_offset is None:
+    for key, pos, decision, resume in proving.mapped():
+        if pos.origin_floor is None:
             continue
-        mark, resume, floor = _origin_mark(pos), decision.target_offset, pos.origin_floor
+        mark, floor = _origin_mark(pos), pos.origin_floor
         if mark is not None and (resume > floor or (decision.exact and (resume < floor or pos.origin_twice))):
             past[key] = (resume, floor, *mark)
             if mark[0] not in seen.headers.prints(pos.target):
@@ -394,12 +398,9 @@ def _shown_lies(proving: _Proving) -> int:
     resume point is the group's next record though its header says a processed one (a record lost in the
     restore, and the next one numbered as it), or the record at the resume point a processed one though its
     header says otherwise. A content two records share is no proof either way. Returns how many it held."""
-    decisions, positions, seen, _, by = proving.unpacked()
+    decisions, _, seen, _, by = proving.unpacked()
     changed = 0
-    for key, decision in decisions.items():
-        pos, resume = positions.get(key), decision.target_offset
-        if pos is None or decision.status != "mapped" or resume is None:
-            continue
+    for key, pos, decision, resume in proving.mapped():
         log = proving.bounds.get(pos.target)
         if log is None or not seen.headers.printed_near(pos.target, resume):
             continue
@@ -441,10 +442,8 @@ def _exact_ends(proving: _Proving) -> int:
     evidence = proving.evidence
     verdicts: dict[PositionKey, tuple[Side, Side]] = {}
     wanted: dict[TP, set[int]] = {}
-    for key, decision in decisions.items():
-        pos = positions.get(key)
-        resume = decision.target_offset
-        if pos is None or decision.status != "mapped" or not decision.exact or resume is None:
+    for key, pos, decision, resume in proving.mapped():
+        if not decision.exact:
             continue
         log = bounds.get(pos.target)
         if log is None or _resumes_at_end(pos, resume, log, seen.tail):

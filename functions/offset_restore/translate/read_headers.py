@@ -107,8 +107,10 @@ class _Partition:
         if len(self.highest) == len(self.offsets):
             return
         ordered = all(map(operator.lt, self.offsets, itertools.islice(self.offsets, 1, None)))  # at C speed
-        if not ordered:  # answers came out of order (a sample of the end, then the start on), or overlapped
-            self.offsets, self.values = _in_order(self.offsets, self.values)
+        if not ordered:  # answers overlapped or came out of order: sort, one entry an offset
+            pairs = dict(zip(self.offsets, self.values, strict=True))
+            self.offsets = array("q", sorted(pairs))
+            self.values = array("q", map(pairs.__getitem__, self.offsets))
         self.highest = running_max(self.values)
 
     def fall(self) -> Fall | None:
@@ -186,23 +188,6 @@ class _Partition:
             elif value == _NO_HEADER and self.keyed:
                 unkeyed += 1  # inside the restore when a record with the header follows
         return Twice(seen, possible, found[0], tuple(found), tuple(lonely)) if found else None
-
-
-def _in_order(offsets: array[int], values: array[int]) -> tuple[array[int], array[int]]:
-    """The entries sorted by offset, one an offset (the last one added where answers overlapped). Each answer
-    adds its entries in order, so they are a few ordered runs: where the runs do not overlap they are laid
-    end to end (a million entries, at C speed), else every entry is sorted."""
-    ends = [i + 1 for i in itertools.compress(itertools.count(), map(operator.ge, offsets, offsets[1:]))]
-    runs = sorted(zip([0, *ends], [*ends, len(offsets)], strict=True), key=lambda run: offsets[run[0]])
-    if all(offsets[end - 1] < offsets[start] for (_, end), (start, _) in itertools.pairwise(runs)):
-        ordered, numbers = array("q"), array("q")
-        for start, end in runs:
-            ordered.extend(offsets[start:end])
-            numbers.extend(values[start:end])
-        return ordered, numbers
-    pairs = dict(zip(offsets, values, strict=True))
-    ordered = array("q", sorted(pairs))
-    return ordered, array("q", map(pairs.__getitem__, ordered))
 
 
 class ReadHeaders:
