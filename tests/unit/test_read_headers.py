@@ -3,13 +3,17 @@ that reads the same answer next (translate/read_headers.py's ``sources``)."""
 
 from __future__ import annotations
 
+import random
+from array import array
+from collections.abc import Sequence
 from dataclasses import replace
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.headers import parse_offset_header
-from offset_restore.translate.read_headers import ReadHeaders
+from offset_restore.translate.read_headers import ReadHeaders, _in_order
 
 TOPIC = TP("orders", 0)
 HEADER = "x-source-offset"
@@ -247,3 +251,22 @@ def test_the_headers_around_a_resume_point_are_the_ends_read_there(
         and ends.before.source is not None
     )
     assert around == ((ends.at.source, ends.before.source) if both else None)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_entries_added_out_of_order_are_indexed_as_sorting_each_offset_once_would(seed: int) -> None:
+    """Answers in any order (the end's sample, the search's windows, then a whole read over them), overlapping
+    or not, an offset's value differing between reads: the index equals the plain sort, the last entry of an
+    offset kept, whether one run holds most entries or none does."""
+    rng = random.Random(seed)
+    runs: list[Sequence[int]] = [range(s, s + rng.randrange(1, 40)) for s in (rng.randrange(300) for _ in range(6))]
+    if seed % 3:  # a whole read among them, holding most entries (with a gap where records were compacted)
+        gap = rng.randrange(300)
+        runs.insert(rng.randrange(len(runs) + 1), [o for o in range(rng.randrange(5), 300) if not gap <= o < gap + 3])
+    offsets, values = array("q"), array("q")
+    for run in runs:
+        offsets.extend(run)
+        values.extend(rng.choice([o + 1000, o + 2000, -1, -2]) for o in run)
+    pairs = dict(zip(offsets, values, strict=True))
+    expected = array("q", sorted(pairs))
+    assert _in_order(offsets, values) == (expected, array("q", map(pairs.__getitem__, expected)))

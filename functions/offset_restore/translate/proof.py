@@ -75,6 +75,8 @@ class TargetTail:
         self.highest[tp] = max(offsets) if offsets else None
 
 
+Mapped = tuple[PositionKey, Position, Decision, int]
+"""An answer the proof checks: its key, position, decision and resume point."""
 RecordsAt = Callable[[Mapping[TP, set[int]]], Mapping[tuple[TP, int], FetchedRecord]]
 
 
@@ -134,22 +136,35 @@ class _Proving:
     evidence: _Prints = field(init=False)
     """The snapshot's evidence by fingerprint, built once for every rule that compares content."""
 
-    candidates: list[tuple[PositionKey, Position]] = field(init=False)
-    """Every answer's key with its position (an answer without one is not the proof's)."""
+    by_target: dict[TP, list[tuple[PositionKey, Position]]] = field(init=False)
+    """Every answer's key with its position (an answer without one is not the proof's), by target partition:
+    a rule takes what the plan read of a partition once for all the answers on it."""
 
     def __post_init__(self) -> None:
         self.evidence = _Prints(self.positions)
-        positions = self.positions
-        self.candidates = [(key, pos) for key in self.decisions if (pos := positions.get(key)) is not None]
+        self.by_target = {}
+        for key in self.decisions:
+            pos = self.positions.get(key)
+            if pos is not None:
+                self.by_target.setdefault(pos.target, []).append((key, pos))
 
-    def mapped(self) -> Iterator[tuple[PositionKey, Position, Decision, int]]:
+    def mapped(self) -> Iterator[Mapped]:
         """Every answer still mapped (a rule before may have held it), with its position and resume point:
         what each rule checks."""
+        for _, answers in self.mapped_by_target():
+            yield from answers
+
+    def mapped_by_target(self) -> Iterator[tuple[TP, list[Mapped]]]:
+        """``mapped``, a target partition at a time (each partition's answers taken as it comes)."""
         decisions = self.decisions
-        for key, pos in self.candidates:
-            decision = decisions[key]
-            if decision.status == "mapped" and decision.target_offset is not None:
-                yield key, pos, decision, decision.target_offset
+        for tp, members in self.by_target.items():
+            answers: list[Mapped] = []
+            for key, pos in members:
+                decision = decisions[key]
+                if decision.status == "mapped" and decision.target_offset is not None:
+                    answers.append((key, pos, decision, decision.target_offset))
+            if answers:
+                yield tp, answers
 
     def unpacked(
         self,
@@ -161,10 +176,14 @@ def _skipping(proving: _Proving) -> int:
     """Hold every answer past a record the plan read that the group has not processed; returns how many."""
     decisions, positions, seen, header, by = proving.unpacked()
     found: dict[PositionKey, list[tuple[int, int]]] = {}
-    for key, pos, _, resume in proving.mapped():
-        past = seen.headers.past(pos.target, pos.committed, resume, CHECKED_RECORDS + 1)
-        if past:
-            found[key] = past
+    for tp, answers in proving.mapped_by_target():
+        part = seen.headers.partition(tp)
+        if part is None:
+            continue
+        for key, pos, _, resume in answers:
+            past = part.past(pos.committed, resume, CHECKED_RECORDS + 1)
+            if past:
+                found[key] = past
     if not found:
         return 0
     wanted: dict[TP, set[int]] = {}
@@ -226,11 +245,15 @@ def _read_twice(proving: _Proving) -> int:
     read there. Returns how many answers changed."""
     decisions, positions, seen, _, _ = proving.unpacked()
     found: dict[PositionKey, Twice] = {}
-    for key, pos, decision, resume in proving.mapped():
-        claimed = 0 if decision.exact else decision.max_duplicates
-        twice = None if claimed is None else seen.headers.twice(pos.target, resume, pos.committed)
-        if twice is not None and claimed is not None and claimed < twice.possible:
-            found[key] = twice
+    for tp, answers in proving.mapped_by_target():
+        part = seen.headers.partition(tp)
+        if part is None:
+            continue
+        for key, pos, decision, resume in answers:
+            claimed = 0 if decision.exact else decision.max_duplicates
+            twice = None if claimed is None else part.twice(resume, pos.committed)
+            if twice is not None and claimed is not None and claimed < twice.possible:
+                found[key] = twice
     if not found:
         return 0
     wanted: dict[TP, set[int]] = {}
@@ -400,17 +423,20 @@ def _shown_lies(proving: _Proving) -> int:
     header says otherwise. A content two records share is no proof either way. Returns how many it held."""
     decisions, _, seen, _, by = proving.unpacked()
     changed = 0
-    for key, pos, decision, resume in proving.mapped():
-        log = proving.bounds.get(pos.target)
-        if log is None or not seen.headers.printed_near(pos.target, resume):
+    for tp, answers in proving.mapped_by_target():
+        part, log = seen.headers.partition(tp), proving.bounds.get(tp)
+        if part is None or log is None:
             continue
-        found = seen.headers.ends(pos.target, resume, log.start)
-        why = _lie_shown(found.before, pos, proving.evidence, at=False) or _lie_shown(
-            found.at, pos, proving.evidence, at=True
-        )
-        if why is not None:
-            decisions[key] = _held(decision, why, by.get(key))
-            changed += 1
+        for key, pos, decision, resume in answers:
+            if not part.printed_near(resume):
+                continue
+            found = seen.headers.ends(tp, resume, log.start)
+            why = _lie_shown(found.before, pos, proving.evidence, at=False) or _lie_shown(
+                found.at, pos, proving.evidence, at=True
+            )
+            if why is not None:
+                decisions[key] = _held(decision, why, by.get(key))
+                changed += 1
     return changed
 
 
@@ -442,22 +468,23 @@ def _exact_ends(proving: _Proving) -> int:
     evidence = proving.evidence
     verdicts: dict[PositionKey, tuple[Side, Side]] = {}
     wanted: dict[TP, set[int]] = {}
-    for key, pos, decision, resume in proving.mapped():
-        if not decision.exact:
+    for tp, answers in proving.mapped_by_target():
+        part, log = seen.headers.partition(tp), bounds.get(tp)
+        if log is None:
             continue
-        log = bounds.get(pos.target)
-        if log is None or _resumes_at_end(pos, resume, log, seen.tail):
-            continue  # an end: proven by the end rules
-        around = seen.headers.headers_around(pos.target, resume) if resume > log.start else None
-        if around is not None and around[0] >= pos.committed > around[1]:
-            continue  # both ends proven by their offset headers (``_by_header``): the common case, at its speed
-        found = seen.headers.ends(pos.target, resume, log.start)
-        before = (True, "") if found.nothing_before else _judged(found.before, pos, evidence, at=False)
-        verdicts[key] = (_judged(found.at, pos, evidence, at=True), before)
-        if not (verdicts[key][0][0] and verdicts[key][1][0]):
-            wanted.setdefault(pos.target, set()).update(
-                range(max(log.start, resume - ENDS_WINDOW), min(log.end, resume + ENDS_WINDOW))
-            )
+        for key, pos, decision, resume in answers:
+            if not decision.exact or _resumes_at_end(pos, resume, log, seen.tail):
+                continue  # not exact, or an end: proven by the end rules
+            around = part.headers_around(resume) if part is not None and resume > log.start else None
+            if around is not None and around[0] >= pos.committed > around[1]:
+                continue  # both ends proven by their offset headers (``_by_header``): the common case, at its speed
+            found = seen.headers.ends(tp, resume, log.start)
+            before = (True, "") if found.nothing_before else _judged(found.before, pos, evidence, at=False)
+            verdicts[key] = (_judged(found.at, pos, evidence, at=True), before)
+            if not (verdicts[key][0][0] and verdicts[key][1][0]):
+                wanted.setdefault(tp, set()).update(
+                    range(max(log.start, resume - ENDS_WINDOW), min(log.end, resume + ENDS_WINDOW))
+                )
     records = seen.records_at(wanted) if wanted else {}
     changed = 0
     for key, (at, before) in verdicts.items():

@@ -21,7 +21,7 @@ from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import LARGEST_BINARY_OFFSET, parse_offset_header
 from offset_restore.translate.resume_points import running_max
 
-__all__ = ["Ends", "Fall", "Met", "ReadHeaders", "Twice", "skipped_offsets"]
+__all__ = ["Ends", "Fall", "Met", "ReadHeaders", "ReadPartition", "Twice", "skipped_offsets"]
 
 _NO_HEADER = -1
 """A record read that carries no offset header (or one that is no number)."""
@@ -83,7 +83,9 @@ class Twice:
     """The first few of the lone records ``possible`` counts, as (offset, header), for the same comparison."""
 
 
-class _Partition:
+class ReadPartition:
+    """What the plan read of one target partition: each offset's header, and what the proof asks of them."""
+
     def __init__(self) -> None:
         self.offsets: array[int] = array("q")
         self.values: array[int] = array("q")
@@ -107,10 +109,8 @@ class _Partition:
         if len(self.highest) == len(self.offsets):
             return
         ordered = all(map(operator.lt, self.offsets, itertools.islice(self.offsets, 1, None)))  # at C speed
-        if not ordered:  # answers overlapped or came out of order: sort, one entry an offset
-            pairs = dict(zip(self.offsets, self.values, strict=True))
-            self.offsets = array("q", sorted(pairs))
-            self.values = array("q", map(pairs.__getitem__, self.offsets))
+        if not ordered:  # answers overlapped or came out of order (a sample of the end, then the start on)
+            self.offsets, self.values = _in_order(self.offsets, self.values)
         self.highest = running_max(self.values)
 
     def fall(self) -> Fall | None:
@@ -132,6 +132,33 @@ class _Partition:
                 found = Fall(self.offsets[at + 1], self.values[at + 1], self.highest[at])
         self._fall = (len(self.offsets), found)
         return found
+
+    def past(self, c: int, before: int, limit: int) -> list[tuple[int, int]]:
+        """``ReadHeaders.past`` of this partition (indexed)."""
+        first = bisect.bisect_left(self.highest, c)  # the running maximum only grows
+        offsets, values = self.offsets, self.values
+        if first == len(offsets) or offsets[first] >= before:
+            return []  # the common case: the record there carries c or more (it raised the maximum)
+        found: list[tuple[int, int]] = []
+        for i in range(first, len(offsets)):
+            if offsets[i] >= before or len(found) >= limit:
+                break
+            if values[i] >= c:
+                found.append((offsets[i], values[i]))
+        return found
+
+    def headers_around(self, resume: int) -> tuple[int, int] | None:
+        """``ReadHeaders.headers_around`` of this partition (indexed)."""
+        offsets = self.offsets
+        at = bisect.bisect_left(offsets, resume)
+        if not 0 < at < len(offsets) or offsets[at] != resume or offsets[at - 1] != resume - 1:
+            return None
+        after, before = self.values[at], self.values[at - 1]
+        return (after, before) if after >= 0 and before >= 0 else None
+
+    def printed_near(self, resume: int) -> bool:
+        """``ReadHeaders.printed_near`` of this partition."""
+        return resume - 1 in self.gap_prints or resume in self.gap_prints
 
     def covered(self, start: int, end: int) -> bool:
         """Whether the reads covered every offset of ``[start, end)``."""
@@ -190,13 +217,42 @@ class _Partition:
         return Twice(seen, possible, found[0], tuple(found), tuple(lonely)) if found else None
 
 
+def _in_order(offsets: array[int], values: array[int]) -> tuple[array[int], array[int]]:
+    """The entries sorted by offset, one an offset: the last one added where reads overlapped (as a dict keeps
+    them). Each answer adds its entries in order, so they form runs, and a partition read whole has one run
+    holding nearly all of them; that one is kept as it is (sliced, at C speed), and only the others' entries
+    (the sample of the end, the search's windows) are placed among its entries one by one."""
+    ends = [i + 1 for i in itertools.compress(itertools.count(), map(operator.ge, offsets, offsets[1:]))]
+    start, end = max(zip([0, *ends], [*ends, len(offsets)], strict=True), key=lambda run: run[1] - run[0])
+    if 2 * (end - start) < len(offsets):  # no run holds most: sort every entry
+        pairs = dict(zip(offsets, values, strict=True))
+        ordered = array("q", sorted(pairs))
+        return ordered, array("q", map(pairs.__getitem__, ordered))
+    run, others = offsets[start:end], {}
+    for i in itertools.chain(range(start), range(end, len(offsets))):  # in the order added: the last one stays
+        at = bisect.bisect_left(run, offsets[i])
+        if i >= end or at == len(run) or run[at] != offsets[i]:  # added after the run's entry, or not in it
+            others[offsets[i]] = values[i]
+    merged, numbers, taken = array("q"), array("q"), 0
+    for offset in sorted(others):
+        at = bisect.bisect_left(run, offset, taken)
+        merged.extend(run[taken:at])
+        numbers.extend(values[start + taken : start + at])
+        taken = at + (at < len(run) and run[at] == offset)  # the run's own entry of that offset is replaced
+        merged.append(offset)
+        numbers.append(others[offset])
+    merged.extend(run[taken:])
+    numbers.extend(values[start + taken : end])
+    return merged, numbers
+
+
 class ReadHeaders:
     """The offset header of every record read, per target partition; and the headers of the answers of the
     latest round, parsed, for the strategy that reads them next (``sources``): each header is parsed once."""
 
     def __init__(self, header: str) -> None:
         self.header = header
-        self._parts: dict[TP, _Partition] = {}
+        self._parts: dict[TP, ReadPartition] = {}
         self._latest: dict[TP, tuple[PartitionFetch, list[int | None] | None]] = {}
         """The answers of the latest round and their records' offset headers. The answer itself is held, so
         ``sources`` tells it by identity: no other answer can take its place while it is held."""
@@ -210,7 +266,7 @@ class ReadHeaders:
         (the strategy that reads it words the refusal)."""
         part = self._parts.get(tp)
         if part is None:
-            part = self._parts[tp] = _Partition()
+            part = self._parts[tp] = ReadPartition()
         if span is not None and span[1] > span[0]:
             part.spans.append(span)
         name = self.header
@@ -263,21 +319,19 @@ class ReadHeaders:
         held = self._latest.get(tp)
         return held[1] if held is not None and held[0] is answer else None
 
+    def partition(self, tp: TP) -> ReadPartition | None:
+        """What the plan read of ``tp``, indexed (None: nothing): a reader asking of every position of a partition
+        in turn takes it once."""
+        part = self._parts.get(tp)
+        if part is not None:
+            part.index()
+        return part
+
     def past(self, tp: TP, c: int, before: int, limit: int) -> list[tuple[int, int]]:
         """Up to ``limit`` records read before offset ``before`` whose header is ``c`` or more, lowest
         offsets first, as (offset, source offset)."""
-        part = self._parts.get(tp)
-        if part is None:
-            return []
-        part.index()
-        first = bisect.bisect_left(part.highest, c)  # the running maximum only grows
-        found: list[tuple[int, int]] = []
-        for i in range(first, len(part.offsets)):
-            if part.offsets[i] >= before or len(found) >= limit:
-                break
-            if part.values[i] >= c:
-                found.append((part.offsets[i], part.values[i]))
-        return found
+        part = self.partition(tp)
+        return part.past(c, before, limit) if part is not None else []
 
     def fall(self, tp: TP) -> Fall | None:
         """The first record read of ``tp`` whose header falls back (None: the headers read only grow)."""
@@ -303,7 +357,7 @@ class ReadHeaders:
     def printed_near(self, tp: TP, resume: int) -> bool:
         """Whether the plan kept the content of the record at ``resume`` or just before it (a header gap there)."""
         part = self._parts.get(tp)
-        return part is not None and (resume - 1 in part.gap_prints or resume in part.gap_prints)
+        return part is not None and part.printed_near(resume)
 
     def keyed(self, tp: TP) -> bool:
         """Whether any record the plan read of ``tp`` carries the offset header."""
@@ -313,15 +367,8 @@ class ReadHeaders:
     def headers_around(self, tp: TP, resume: int) -> tuple[int, int] | None:
         """The offset headers of the records at ``resume`` and at ``resume - 1`` when the plan read both and
         both carry one (None otherwise: ``ends`` walks): the common case of ``ends``, without its objects."""
-        part = self._parts.get(tp)
-        if part is None:
-            return None
-        part.index()
-        at = bisect.bisect_left(part.offsets, resume)
-        if not 0 < at < len(part.offsets) or part.offsets[at] != resume or part.offsets[at - 1] != resume - 1:
-            return None
-        after, before = part.values[at], part.values[at - 1]
-        return (after, before) if after >= 0 and before >= 0 else None
+        part = self.partition(tp)
+        return part.headers_around(resume) if part is not None else None
 
     def ends(self, tp: TP, resume: int, log_start: int) -> Ends:
         """What the plan read at either side of ``resume`` (``Ends``), walking over offsets read that hold no
@@ -335,7 +382,7 @@ class ReadHeaders:
         return Ends(_met(after), _met(before), before is False)
 
 
-def _walk(part: _Partition, index: int, offset: int, step: int, log_start: int) -> Met | bool | None:
+def _walk(part: ReadPartition, index: int, offset: int, step: int, log_start: int) -> Met | bool | None:
     """The first record a consumer reads from ``offset`` on in direction ``step``, entry ``index`` on
     (False: none down to the log's start; None: an offset on the way was not read, or the walk ran out)."""
     passed = (_SKIPPED, _NO_HEADER) if part.keyed else (_SKIPPED,)
@@ -365,7 +412,7 @@ def skipped_offsets(answer: PartitionFetch) -> list[int]:
     return skipped
 
 
-def _print_gaps(part: _Partition, records: list[FetchedRecord], sources: Sequence[int | None], name: str) -> None:
+def _print_gaps(part: ReadPartition, records: list[FetchedRecord], sources: Sequence[int | None], name: str) -> None:
     """Keep the fingerprint of each record whose next record's header is more than one above its own (a gap
     in the source offsets: records lost, or a header that lies about the record it is on). Found at C speed;
     a restore in order without losses has none."""
