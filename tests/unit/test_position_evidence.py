@@ -73,3 +73,12 @@ def test_a_position_built_as_a_tuple_has_every_field_where_its_name_says() -> No
     assert _position(bare, source, source) == Position(source=source, target=source, committed=6, log_start=None,
                                                        log_end=None, next=None, packed_before=b"")  # fmt: skip
     assert len(Position._fields) == 14  # the builder's count
+
+
+@pytest.mark.parametrize("records", [STANDARD, [STANDARD[0], Evidence(1, 2, "not-hex")], STANDARD[:1], []])
+def test_the_last_mark_is_the_last_records_offset_and_fingerprint(records: list[Evidence]) -> None:
+    from offset_restore.translate.positions import last_mark
+
+    last = last_evidence(pack_evidence(records))
+    assert last_mark(pack_evidence(records)) == (None if last is None else (last.offset, last.fingerprint))
+    assert last == (records[-1] if records else None)

@@ -29,6 +29,7 @@ from offset_restore.translate.positions import (
     PositionKey,
     TranslateStats,
     evidence_of,
+    last_mark,
     pack_evidence,
 )
 from offset_restore.translate.proof import Seen, prove
@@ -232,15 +233,16 @@ def _reshaped_topics(
     ``positions``), each with its whole index when its records carry the source partition."""
     options = ctx.options
     shapes = Shapes(options.offset_header, options.partition_header)
-    onto = {pos.source.topic: pos.target.topic for pos in positions.values() if pos.target.topic in topics}
+    onto: dict[str, str] = {}
     widest: dict[str, int] = {}
-    for pos in positions.values():
-        widest[pos.source.topic] = max(widest.get(pos.source.topic, 0), pos.source.partition + 1)
+    for pos in positions.values():  # one pass: a dense plan has tens of thousands
+        source, name = pos.source, pos.target.topic
+        if name in topics:
+            onto[source.topic] = name
+        if source.partition >= widest.get(source.topic, 0):
+            widest[source.topic] = source.partition + 1
+        shapes.add_records(source.topic, source.partition, _marks(pos))
     shapes.compare_counts(onto, source_partitions, topics, widest)
-    for pos in positions.values():
-        for evidence in (pos.next, pos.last_before):
-            if evidence is not None:
-                shapes.add_evidence(pos.source.topic, pos.source.partition, evidence.offset, evidence.fingerprint)
     back = {name: topic for topic, name in onto.items()}
     ctx.read_headers = ReadHeaders(options.offset_header)  # from the samples on, every read is kept
     for tp, (answers, records) in _samples(positions, ctx).items():
@@ -260,6 +262,16 @@ def _reshaped_topics(
         del positions[key]
     ctx.shapes, ctx.watched = shapes, {name: topic for name, topic in back.items() if topic not in found}
     return found
+
+
+def _marks(pos: Position) -> list[tuple[int, str]]:
+    """The (offset, fingerprint) of the position's next record and of the last one before it, as the
+    snapshot read them: what the shape check knows of its source partition's records."""
+    nxt, last = pos.next, last_mark(pos.packed_before)
+    marks = [] if nxt is None else [(nxt.offset, nxt.fingerprint)]
+    if last is not None:
+        marks.append(last)
+    return marks
 
 
 def _rerouted_while_reading(

@@ -25,6 +25,7 @@ __all__ = [
     "TranslateStats",
     "evidence_of",
     "last_evidence",
+    "last_mark",
     "pack_evidence",
     "unpack_evidence",
 ]
@@ -100,6 +101,16 @@ def last_evidence(packed: bytes | tuple[Evidence, ...]) -> Evidence | None:
         return None
     offset, timestamp = _pairs(1).unpack_from(packed, (count - 1) * _PRINT_BYTES)
     return Evidence(offset, timestamp, packed[len(packed) - _PRINT_BYTES :].hex())
+
+
+def last_mark(packed: bytes | tuple[Evidence, ...]) -> tuple[int, str] | None:
+    """The offset and fingerprint of ``last_evidence(packed)`` (None: empty), without building it."""
+    if isinstance(packed, tuple):
+        return (packed[-1].offset, packed[-1].fingerprint) if packed else None
+    count = len(packed) // (2 * _PRINT_BYTES)
+    if not count:
+        return None
+    return _pairs(1).unpack_from(packed, (count - 1) * _PRINT_BYTES)[0], packed[-_PRINT_BYTES:].hex()
 
 
 class Position(NamedTuple):

@@ -104,9 +104,15 @@ class Shapes:
 
     def add_evidence(self, topic: str, partition: int, offset: int, print_: str) -> None:
         """A source record the snapshot read; one that two partitions both hold tells nothing."""
+        self.add_records(topic, partition, ((offset, print_),))
+
+    def add_records(self, topic: str, partition: int, records: Iterable[tuple[int, str]]) -> None:
+        """``add_evidence`` of source records of one partition, as (offset, fingerprint): a plan adds two a
+        distinct position, tens of thousands."""
         prints = self._prints.setdefault(topic, {})
-        seen = prints.get(print_, (partition, offset))
-        prints[print_] = (partition, offset) if seen == (partition, offset) else None
+        for offset, print_ in records:
+            at = (partition, offset)
+            prints[print_] = at if prints.get(print_, at) == at else None
 
     def check_sample(self, topic: str, tp: TP, records: Iterable[FetchedRecord]) -> None:
         """Records of target partition ``tp`` (of source topic ``topic``): one that says it came from
