@@ -351,7 +351,7 @@ def _counted_twice(decision: Decision, pos: Position, possible: int, said: str, 
     whole = log is not None and proving.seen.headers.covered(pos.target, decision.target_offset, log.end)
     said += f"; at most {possible:,} read twice" if whole else "; how many are read twice is not bounded"
     reason = f"{decision.reason}; {said}" if decision.reason else said
-    return replace(decision, exact=False, max_duplicates=possible if whole else None, reason=reason)
+    return decision._replace(exact=False, max_duplicates=possible if whole else None, reason=reason)
 
 
 def _past_the_origin_floor(proving: _Proving) -> int:
@@ -401,7 +401,7 @@ def _read_again(decision: Decision, again: int, floor: int) -> Decision:
         f"(the first it may not have processed is origin record {floor}): read again"
     )
     reason = f"{decision.reason}; {said}" if decision.reason else said
-    return replace(decision, exact=False, max_duplicates=max(decision.max_duplicates or 0, again), reason=reason)
+    return decision._replace(exact=False, max_duplicates=max(decision.max_duplicates or 0, again), reason=reason)
 
 
 def _origin_mark(pos: Position) -> tuple[int, Evidence] | None:
@@ -516,7 +516,7 @@ def _settled(
     elif unknown:
         said = f"not proven exact: {'; '.join(unknown)}"
         reason = f"{decision.reason}; {said}" if decision.reason else said
-        decisions[key] = replace(decision, exact=False, max_duplicates=None, reason=reason)
+        decisions[key] = decision._replace(exact=False, max_duplicates=None, reason=reason)
     return int(bool(wrong or unknown))
 
 

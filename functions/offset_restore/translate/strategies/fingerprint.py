@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
@@ -126,7 +126,7 @@ def _doubted(
 
 def _not_exact(decision: Decision, why: str) -> Decision:
     """The decision where it is, claiming nothing: not exact, no bound."""
-    return replace(decision, exact=False, max_duplicates=None, reason=f"{why}; {_twice(None)}")
+    return decision._replace(exact=False, max_duplicates=None, reason=f"{why}; {_twice(None)}")
 
 
 def _resumed_at(decision: Decision, offset: int, why: str) -> Decision:
@@ -135,8 +135,7 @@ def _resumed_at(decision: Decision, offset: int, why: str) -> Decision:
     claimed = 0 if decision.exact else decision.max_duplicates
     moved = None if decision.target_offset is None else decision.target_offset - offset
     bound = None if claimed is None or moved is None else claimed + moved
-    return replace(
-        decision,
+    return decision._replace(
         exact=False,
         max_duplicates=bound,
         reason=f"{why}; {_twice(bound)}",

@@ -7,7 +7,6 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 from functools import partial
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
@@ -288,4 +287,4 @@ def _with_anchor(decision: Decision | str, log: PartitionLog | None, result: Sea
         return decision
     at = bisect.bisect_left(log.offsets, record.offset)
     stamp = log.timestamps[at] if at < len(log) and log.offsets[at] == record.offset else None
-    return replace(decision, anchor=(record.offset, record.key, stamp))
+    return decision._replace(anchor=(record.offset, record.key, stamp))

@@ -3,8 +3,6 @@ made exact by the fingerprint strategy's search for the snapshot's evidence."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.model import LogBounds
 from offset_restore.reading.whole import read_checkpoints
@@ -84,7 +82,7 @@ def _mm2_decision(pos: Position, floor: Floor, bounds: LogBounds, found: Decisio
     translated = f"MirrorMaker 2's translation {floor.downstream} (of source offset {floor.upstream})"
     if found.exact and offset >= floor.downstream:
         refined = f"{translated} made exact by the snapshot's evidence, found at {offset}"
-        return replace(found, method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined)
+        return found._replace(method="mm2", reason=f"{found.reason}; {refined}" if found.reason else refined)
     if offset >= within_log(floor.downstream, bounds):
         return _mm2_bound(pos, floor, bounds, found.reason or "the evidence is not exact there")
     why = (
@@ -92,8 +90,7 @@ def _mm2_decision(pos: Position, floor: Floor, bounds: LogBounds, found: Decisio
         if found.exact
         else f"is past where the evidence search resumes ({found.reason})"
     )
-    return replace(
-        found,
+    return found._replace(
         method="mm2",
         exact=False,
         max_duplicates=None,

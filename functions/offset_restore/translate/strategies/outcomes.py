@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from offset_restore.translate.never_restored import first_never_restored, never_restored
 from offset_restore.translate.positions import Decision, Position
 
@@ -46,12 +44,12 @@ def with_unrestored_tail(decision: Decision, pos: Position, top: int) -> Decisio
         return decision
     first, unread = first_never_restored(pos.committed, top), never_restored(pos.committed, top, last_source)
     if not unread:
-        return replace(decision, never_read=0)
+        return decision._replace(never_read=0)
     said = (
         f"the restore was declared complete at source offset {top}: source records {first}..{last_source} "
         f"(at most {unread:,}) will never be read"
     )
-    return replace(decision, never_read=unread, reason=f"{decision.reason}; {said}" if decision.reason else said)
+    return decision._replace(never_read=unread, reason=f"{decision.reason}; {said}" if decision.reason else said)
 
 
 def _pending_reason(pos: Position, top: int, note: str) -> str:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
-from functools import partial
 
 from offset_restore.formats.plan import Method
 from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, FetchedRecord, PartitionFetch
@@ -201,7 +199,7 @@ def _decide_read_whole(
             header,
             placement,
             in_order=not disorder,
-            complete=partial(ctx.completes, undecided[key]),
+            completes=ctx.completes,
         )
         for key in keys
     }
@@ -308,7 +306,7 @@ def _ordered_decision(
     placement: Placement,
     *,
     in_order: bool,
-    complete: Callable[[int], bool],
+    completes: Callable[[Position, int], bool],
 ) -> Decision | str:
     """A decision from the resume point of a partition read whole (docs/translation.md);
     ``restored``: the log's ``restored_range()``; ``placement``: what the snapshot's evidence placed
@@ -319,8 +317,8 @@ def _ordered_decision(
         return f"no record of {pos.target} carries header {header}"
     _, last, lowest, highest = restored
     if answer.beyond and not answer.pulled_back:
-        decision = beyond(pos, highest, answer.offset, answer.duplicates, note, complete=complete(highest))
-        return replace(decision, anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
+        decision = beyond(pos, highest, answer.offset, answer.duplicates, note, complete=completes(pos, highest))
+        return decision._replace(anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
     header_key = log.keys[answer.index]
     # The anchor names the source offset the record carries only where that says what is missing before
     # it: the report counts the records between as lost before the backup. Not for a header the content
