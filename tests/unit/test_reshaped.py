@@ -66,7 +66,7 @@ def test_a_partition_header_of_another_partition_changes_the_shape_and_its_own_d
 def test_a_keyed_record_that_is_another_partitions_record_changes_the_shape() -> None:
     shapes = Shapes(OFFSET, PARTITION)
     moved = record(0, None, 7, key=b"user-1", value=b"paid")
-    shapes.add_evidence("orders", 0, 7, printed(moved))
+    shapes.add_records("orders", 0, [(7, printed(moved))])
     shapes.check_sample("orders", TP("orders", 0), [moved])
     assert shapes.changed == {}, "on its own partition it tells nothing"
     shapes.check_sample("orders", TP("orders", 1), [record(0, None, 8, key=b"user-1", value=b"paid")])
@@ -78,11 +78,11 @@ def test_a_keyed_record_that_is_another_partitions_record_changes_the_shape() ->
 def test_content_two_partitions_share_or_an_unkeyed_record_proves_nothing() -> None:
     shapes = Shapes(OFFSET, PARTITION)
     same = record(0, None, 3, key=b"k", value=b"heartbeat")
-    shapes.add_evidence("t", 0, 3, printed(same))
-    shapes.add_evidence("t", 1, 3, printed(same))
+    shapes.add_records("t", 0, [(3, printed(same))])
+    shapes.add_records("t", 1, [(3, printed(same))])
     shapes.check_sample("t", TP("t", 2), [same])
     unkeyed = record(0, None, 4, key=None, value=b"x")
-    shapes.add_evidence("t", 0, 4, printed(unkeyed))
+    shapes.add_records("t", 0, [(4, printed(unkeyed))])
     shapes.check_sample("t", TP("t", 1), [unkeyed])
     assert shapes.changed == {}
 

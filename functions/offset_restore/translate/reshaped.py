@@ -102,13 +102,9 @@ class Shapes:
                     "partitions)"
                 )
 
-    def add_evidence(self, topic: str, partition: int, offset: int, print_: str) -> None:
-        """A source record the snapshot read; one that two partitions both hold tells nothing."""
-        self.add_records(topic, partition, ((offset, print_),))
-
     def add_records(self, topic: str, partition: int, records: Iterable[tuple[int, str]]) -> None:
-        """``add_evidence`` of source records of one partition, as (offset, fingerprint): a plan adds two a
-        distinct position, tens of thousands."""
+        """Source records of one partition the snapshot read, as (offset, fingerprint); one that two partitions
+        both hold tells nothing."""
         prints = self._prints.setdefault(topic, {})
         for offset, print_ in records:
             at = (partition, offset)
