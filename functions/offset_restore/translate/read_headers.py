@@ -230,9 +230,12 @@ def _in_order(offsets: array[int], values: array[int]) -> tuple[array[int], arra
         return ordered, array("q", map(pairs.__getitem__, ordered))
     run, others = offsets[start:end], {}
     for i in itertools.chain(range(start), range(end, len(offsets))):  # in the order added: the last one stays
-        at = bisect.bisect_left(run, offsets[i])
-        if i >= end or at == len(run) or run[at] != offsets[i]:  # added after the run's entry, or not in it
-            others[offsets[i]] = values[i]
+        offset = offsets[i]
+        if i < start:  # added before the run: kept only where the run has no entry of that offset
+            at = bisect.bisect_left(run, offset)
+            if at < len(run) and run[at] == offset:
+                continue
+        others[offset] = values[i]
     merged, numbers, taken = array("q"), array("q"), 0
     for offset in sorted(others):
         at = bisect.bisect_left(run, offset, taken)
