@@ -36,7 +36,7 @@ from typing import Any
 from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.kafka.model import TP, LogBounds, PartitionFetch, PartitionIdentity, Record
 from offset_restore.reading.rounds import fetch_from
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
@@ -168,7 +168,7 @@ def snapshot(w: Written, positions: Iterable[int], sources: Sequence[int] | None
 # -- the algorithms --------------------------------------------------------------------------------
 
 
-def header_key(tp: TP, record: FetchedRecord) -> int | None:
+def header_key(tp: TP, record: Record) -> int | None:
     value = dict(record.headers).get(HEADER)
     return parse_offset_header(value) if value is not None else None
 

@@ -39,7 +39,7 @@ from typing import Any
 
 from offset_restore.devtools.local_broker import LocalBroker
 from offset_restore.kafka.cluster import KafkaCluster
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import TP, PartitionFetch, Record
 from offset_restore.snapshot.fingerprint import fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, RecordEvidence
@@ -157,7 +157,7 @@ class Counting:
         return answer
 
 
-def header_of(record: FetchedRecord) -> int:
+def header_of(record: Record) -> int:
     value = dict(record.headers)[HEADER]
     number = parse_offset_header(value)
     assert number is not None

@@ -6,7 +6,7 @@ import itertools
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -16,7 +16,7 @@ from offset_restore.devtools.brokers import new_broker as devtools_new_broker
 from offset_restore.formats.plan import PlanEntry, Status
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.kafka.model import TP, CommittedOffset
+from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, Record
 from offset_restore.snapshot.fingerprint import fingerprint
 
 _counter = itertools.count()
@@ -26,6 +26,11 @@ TEST_BROKER = os.environ.get("OFFSET_RESTORE_TEST_BROKER", "apache")
 zero-dependency local broker, a faster loop while editing."""
 
 TestBroker = Broker
+
+
+def held(records: Iterable[Record]) -> list[FetchedRecord]:
+    """What records read hold, to compare: the compiled reader's records compare by identity."""
+    return [FetchedRecord(r.offset, r.timestamp, r.key, r.value, tuple(r.headers)) for r in records]
 
 
 def broker_kind() -> str:

@@ -14,7 +14,9 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.util import calc_crc32c
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka.batch_records import abort_marker, batches, decode_records, records_before
-from offset_restore.kafka.model import FetchedRecord
+from offset_restore.kafka.model import FetchedRecord, Record
+
+from tests.helpers import held
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -52,11 +54,12 @@ def theirs(data: bytes, fetch_offset: int) -> list[FetchedRecord]:
 
 
 def ours(data: bytes, fetch_offset: int, until: int | None = None) -> tuple[list[FetchedRecord], bool]:
-    found: list[FetchedRecord] = []
+    """The records ``decode_records`` yields, as what they hold (the reader's records compare by identity)."""
+    found: list[Record] = []
     stopped = False
     for base, _, parsed in batches(data):
         stopped = decode_records(parsed, base, fetch_offset, until, found)
-    return found, stopped
+    return held(found), stopped
 
 
 @settings(max_examples=150, deadline=None)
@@ -75,7 +78,7 @@ def test_the_same_records_as_kafka_python_for_any_batch(
     found, stopped = ours(data, 1_000 + skip)
     assert found == theirs(data, 1_000 + skip) and not stopped
     before = records_before(data, 1_000 + skip, 1_000 + start)
-    assert before == [r for r in theirs(data, 1_000 + start) if r.offset < 1_000 + skip]
+    assert held(before) == [r for r in theirs(data, 1_000 + start) if r.offset < 1_000 + skip]
 
 
 def test_log_append_time_gives_every_record_the_batchs_time() -> None:
@@ -133,9 +136,14 @@ def test_the_readers_records_keep_their_shape() -> None:
     assert (parsed.is_control_batch, parsed.is_transactional, parsed.base_offset, parsed.last_offset_delta) == (
         False, False, 1_000, 0,
     )  # fmt: skip
-    [record] = list(parsed)
+    found: list[Record] = []
+    decode_records(parsed, 1_000, 0, None, found)
+    [record] = found  # handed on as the reader yields it: it must be a ``Record`` as it is
+    assert isinstance(record, Record)
     fields = (record.offset, record.timestamp, record.key, record.value, record.headers)
     assert fields == (1_000, 1_700_000_000_003, b"k", b"v", [("x-source-offset", b"\x00" * 8)])
+    name, value = record.headers[0]
+    assert type(name) is str and type(value) is bytes and type(record.offset) is int
 
 
 def test_an_abort_marker_is_told_from_a_commit_marker() -> None:

@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Mapping
 
 import pytest
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, Record
 from offset_restore.translate.search import MAX_BARREN_ROUNDS, KeyedRecord, PartitionIndex, search_first_at_least
 
 from tests.fake_log import FakeLog
@@ -26,7 +26,7 @@ def _record(offset: int, source: int | None) -> FetchedRecord:
     )
 
 
-def key_of(tp: TP, record: FetchedRecord) -> int | None:
+def key_of(tp: TP, record: Record) -> int | None:
     for name, value in record.headers:
         if name == "x-source-offset" and value is not None:
             return int(value)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from offset_restore.apply.model import ApplyTarget
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionIdentity
+from offset_restore.kafka.model import TP, PartitionIdentity, Record
 from offset_restore.reading.rounds import FetchRounds, Served, Unserved
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import parse_offset_header
@@ -26,7 +26,7 @@ class ReadRecords:
     partition keeps its topic id and leader epoch (no re-creation, no leader change, so no truncation)
     and its log start is not past an offset, the record read there is still the record there."""
 
-    records: dict[tuple[TP, int], FetchedRecord] = field(default_factory=dict)
+    records: dict[tuple[TP, int], Record] = field(default_factory=dict)
     asked: dict[TP, set[int]] = field(default_factory=dict)
     identities: dict[TP, PartitionIdentity] = field(default_factory=dict)
     held: set[tuple[TP, Checked]] = field(default_factory=set)
@@ -97,7 +97,7 @@ def checked_offsets(entry: PlanEntry) -> set[int]:
 
 
 def verify_problem(
-    entry: PlanEntry, records: Mapping[tuple[TP, int], FetchedRecord], tp: TP, header: str | None
+    entry: PlanEntry, records: Mapping[tuple[TP, int], Record], tp: TP, header: str | None
 ) -> str | None:
     """Why the target does not hold what the plan says at this entry's offset (None: it does)."""
     if entry.expected_fingerprint and entry.target_offset is not None:
@@ -113,14 +113,14 @@ def verify_problem(
     return None
 
 
-def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], FetchedRecord]:
+def records_at(target: ApplyTarget, wanted: Mapping[TP, set[int]]) -> dict[tuple[TP, int], Record]:
     """The record at each wanted offset that is on the target (absent: no record there), in shared
     fetch rounds: a window often holds several offsets asked for. A partition that cannot be read
     (an error, or unserved round after round) counts as holding none of them: the check that asked
     then fails, which never lets a commit through. Offsets close enough that point reads would cover
     them back to back (a dense partition's hundreds of anchors) are read as one run."""
     pending = {tp: set(offsets) for tp, offsets in wanted.items() if offsets}
-    found: dict[tuple[TP, int], FetchedRecord] = {}
+    found: dict[tuple[TP, int], Record] = {}
     # Only the wanted records are built: a dense partition's run holds a dozen others for each.
     rounds = FetchRounds(
         lambda positions, until, limits, wait_ms: target.fetch(
@@ -173,7 +173,7 @@ def changed_since_plan(
     return changed, read
 
 
-def _anchor_problem(entry: PlanEntry, record: FetchedRecord | None, header: str | None) -> str | None:
+def _anchor_problem(entry: PlanEntry, record: Record | None, header: str | None) -> str | None:
     if record is None:
         return f"has no record at {entry.anchor_offset} any more"
     if entry.anchor_timestamp is not None and record.timestamp != entry.anchor_timestamp:

@@ -30,7 +30,7 @@ from offset_restore.devtools.local_aws import BUCKET, local_workflow
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanEntry
 from offset_restore.kafka.cluster import KafkaCluster, group_member
-from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord
+from offset_restore.kafka.model import TP, CommittedOffset, Record
 from offset_restore.reading.whole import read_partition
 from offset_restore.snapshot.filters import pattern_for
 from offset_restore.snapshot.fingerprint import DEFAULT_OFFSET_HEADER, fingerprint
@@ -134,7 +134,7 @@ def _finish_restore(source: KafkaCluster, target: KafkaCluster) -> None:
     )
 
 
-def _copy(target: KafkaCluster, topic: str, partition: int, records: list[FetchedRecord]) -> None:
+def _copy(target: KafkaCluster, topic: str, partition: int, records: list[Record]) -> None:
     """Append ``records`` to the topic's restored name, each with its source offset in the header
     (but "audit", a replica without offset headers)."""
     header = topic != "audit"
@@ -156,7 +156,7 @@ def _copy(target: KafkaCluster, topic: str, partition: int, records: list[Fetche
     )
 
 
-def _source_offset(record: FetchedRecord | None) -> int | None:
+def _source_offset(record: Record | None) -> int | None:
     value = dict(record.headers).get(DEFAULT_OFFSET_HEADER) if record else None
     return int.from_bytes(value, "big") if value else None
 
@@ -170,7 +170,7 @@ def _prove(
     first restored record after it (by the restore's header), with nothing before it the group had
     not processed."""
     outcome: Counter[str] = Counter()
-    records: dict[TP, dict[int, FetchedRecord]] = {}
+    records: dict[TP, dict[int, Record]] = {}
     for tp in {e.target for e in entries}:
         records[tp] = {r.offset: r for r in read_partition(target, tp)}
     committed = target.committed_offsets(sorted({e.group for e in entries}))

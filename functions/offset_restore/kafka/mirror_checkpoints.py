@@ -20,7 +20,7 @@ import struct
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.kafka.model import TP, Record
 
 __all__ = ["CHECKPOINTS_SUFFIX", "MirrorCheckpoint", "decode_checkpoint", "latest_checkpoints"]
 
@@ -51,7 +51,7 @@ def _string(data: bytes, at: int) -> tuple[str, int]:
     return data[at + 2 : end].decode(), end
 
 
-def decode_checkpoint(record: FetchedRecord) -> MirrorCheckpoint:
+def decode_checkpoint(record: Record) -> MirrorCheckpoint:
     """One checkpoint record; ``ValueError`` for anything that is not one (a record the caller names)."""
     if record.key is None or record.value is None:
         raise ValueError("no key or no value")
@@ -73,7 +73,7 @@ def _key(data: bytes) -> tuple[str, TP]:
     return group, TP(topic, _INT32.unpack_from(data, at)[0])
 
 
-def latest_checkpoints(records: Iterable[FetchedRecord], topic: str) -> Iterator[MirrorCheckpoint]:
+def latest_checkpoints(records: Iterable[Record], topic: str) -> Iterator[MirrorCheckpoint]:
     """The last checkpoint of each group-partition (MM2 appends a new one whenever a group moves),
     without the untranslatable ones (downstream -1) and those a tombstone removed. A record that does
     not decode is an error naming it: a wrong topic named as MM2's would give positions nobody wrote."""

@@ -31,10 +31,10 @@ from offset_restore.kafka.model import (
     TP,
     AbortedBatch,
     CommittedOffset,
-    FetchedRecord,
     GroupInfo,
     PartitionFetch,
     PartitionIdentity,
+    Record,
 )
 from offset_restore.kafka.schemas import ConsumerGroupDescribeRequest, StreamsGroupDescribeRequest
 from offset_restore.packing import packed
@@ -668,9 +668,9 @@ def decode_partition(
             # A missing topic stays missing; a moving leader or a replica not ready may pass.
             retriable=error.retriable and error is not kafka_errors.UnknownTopicOrPartitionError,
         )
-    records: list[FetchedRecord] = []
+    records: list[Record] = []
     next_offset = -1
-    earlier: tuple[int, Callable[[int], list[FetchedRecord]]] | None = None
+    earlier: tuple[int, Callable[[int], list[Record]]] | None = None
     aborted = _Aborted(getattr(part, "aborted_transactions", None) or ())
     if part.records:
         for base, raw, batch in batches(part.records):

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Literal
 
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import TP, PartitionFetch, Record
 from offset_restore.reading.rounds import Fetch
 
 __all__ = ["HELD_RECORDS", "Held", "HeldAnswers", "HeldChain", "after", "replayed", "replaying"]
@@ -125,7 +125,7 @@ def replayed(answer: PartitionFetch, position: int) -> PartitionFetch:
         return replace(answer, size=0)
     before = [r for r in answer.records if r.offset < position]
 
-    def earlier(start: int) -> list[FetchedRecord]:
+    def earlier(start: int) -> list[Record]:
         return [r for r in before if r.offset >= start]
 
     return replace(after(answer, position), earlier_from=answer.fetch_offset, earlier=earlier)

@@ -8,18 +8,18 @@ from typing import Protocol
 
 from offset_restore.errors import ClusterError
 from offset_restore.kafka.mirror_checkpoints import MirrorCheckpoint, latest_checkpoints
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, LogBounds, Record
 from offset_restore.reading.rounds import AtEnd, Failed, FetchRounds, Served, Source, fetch_from, read_forward
 
 __all__ = ["read_checkpoints", "read_partition", "read_whole"]
 
 
-def read_whole(source: Source, start: Mapping[TP, int]) -> tuple[dict[TP, list[FetchedRecord]], dict[TP, Failed]]:
+def read_whole(source: Source, start: Mapping[TP, int]) -> tuple[dict[TP, list[Record]], dict[TP, Failed]]:
     """Every record of each partition from ``start`` to its high watermark, in shared rounds of 1 MB
     a partition (a fetch reads one segment at a time: a round per segment), and the partitions that
     failed. For small topics read whole (MirrorMaker 2's checkpoints) and the demo's proof; a restore
     reads what a position needs, never this."""
-    records: dict[TP, list[FetchedRecord]] = {tp: [] for tp in start}
+    records: dict[TP, list[Record]] = {tp: [] for tp in start}
 
     def take(tp: TP, outcome: Served | AtEnd) -> int | None:
         if isinstance(outcome, AtEnd):
@@ -36,7 +36,7 @@ class _Readable(Source, Protocol):
     def log_bounds(self, partitions: Iterable[TP]) -> dict[TP, LogBounds]: ...
 
 
-def read_partition(cluster: _Readable, tp: TP) -> list[FetchedRecord]:
+def read_partition(cluster: _Readable, tp: TP) -> list[Record]:
     """Every record of one partition, from its log start to its high watermark; a failed fetch is an error."""
     records, failed = read_whole(cluster, {tp: cluster.log_bounds([tp])[tp].start})
     if failed:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Protocol
+
+from offset_restore.kafka.model import Record
 
 __all__ = ["DEFAULT_OFFSET_HEADER", "DEFAULT_PARTITION_HEADER", "fingerprint"]
 
@@ -23,17 +24,6 @@ DEFAULT_PARTITION_HEADER = "x-source-partition"
 """The header a restore adds with the source partition; like the offset header, a restore adds it, so
 it is left out of every fingerprint (on the source as on the target)."""
 _NULL = b"\xff\xff\xff\xff"
-
-
-class Record(Protocol):
-    """What a fingerprint reads of a record (``FetchedRecord`` has it)."""
-
-    @property
-    def key(self) -> bytes | None: ...
-    @property
-    def value(self) -> bytes | None: ...
-    @property
-    def headers(self) -> Iterable[tuple[str, bytes | None]]: ...
 
 
 def fingerprint(

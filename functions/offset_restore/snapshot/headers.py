@@ -3,7 +3,7 @@ way everywhere: the header strategy, a re-partitioned topic's index, apply's anc
 
 from __future__ import annotations
 
-from offset_restore.kafka.model import FetchedRecord
+from offset_restore.kafka.model import Record
 
 __all__ = ["LARGEST_BINARY_OFFSET", "int_header", "parse_offset_header"]
 
@@ -32,7 +32,7 @@ def parse_offset_header(value: bytes | None) -> int | None:
     raise ValueError(value)
 
 
-def int_header(record: FetchedRecord, name: str) -> int | None:
+def int_header(record: Record, name: str) -> int | None:
     """Header ``name`` of ``record`` as ``parse_offset_header`` reads it; None when the record lacks it
     or it holds no such number (a reader that must not stop on one: the record's source is unknown)."""
     for header, value in record.headers:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, LogBounds, Record
 from offset_restore.reading.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.filters import NameFilter
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, SnapshotManifest, new_snapshot_id
@@ -178,7 +178,7 @@ class OffsetsTopicReader:
     corrupt: int = 0
     corrupt_examples: list[str] = field(default_factory=list)
 
-    def add(self, where: str, record: FetchedRecord) -> None:
+    def add(self, where: str, record: Record) -> None:
         self.records += 1
         try:
             decoded = decode_record(record.key, record.value)

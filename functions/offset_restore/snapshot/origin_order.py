@@ -26,7 +26,7 @@ from array import array
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, LogBounds, Record
 from offset_restore.reading.rounds import AtEnd, Fetch, FetchRounds, Served, read_forward
 from offset_restore.snapshot.headers import int_header
 from offset_restore.snapshot.origin_tops import OriginTop, top_evidence
@@ -99,11 +99,11 @@ class _Tops:
 
     positions: list[int]
     header: str
-    last: FetchedRecord | None = None
-    own: FetchedRecord | None = None
+    last: Record | None = None
+    own: Record | None = None
     at: int = 0
 
-    def see(self, record: FetchedRecord, origin: int | None, tops: dict[int, OriginTop]) -> None:
+    def see(self, record: Record, origin: int | None, tops: dict[int, OriginTop]) -> None:
         self.passed(record.offset, tops)
         if origin is not None:
             self.last, self.own = record, None

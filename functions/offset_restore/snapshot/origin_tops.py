@@ -14,10 +14,10 @@ cluster would pay a probe per partition for nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, LogBounds, Record
 from offset_restore.reading.rounds import Failed, Fetch, FetchRounds, Served, Unserved
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
@@ -33,7 +33,7 @@ class _Range:
     lo: int
     hi: int
     best: RecordEvidence | None = None
-    own: FetchedRecord | None = None
+    own: Record | None = None
     """The lowest record seen without the header: the source's own, produced after the restore."""
     first: bool = True
     """The first probe, at the log start: a first record without the header means no restore here."""
@@ -72,7 +72,7 @@ def find_origin_tops(
     return found, rounds.rounds
 
 
-def _narrow(r: _Range, probe: int, records: list[FetchedRecord], header: str) -> bool:
+def _narrow(r: _Range, probe: int, records: Sequence[Record], header: str) -> bool:
     """Narrow ``r`` by the records read at ``probe``; False when the search of the partition is over."""
     seen = [x for x in records if probe <= x.offset < r.hi]
     if not seen:  # nothing from the probe up to hi (markers, compaction): the top is below the probe
@@ -95,7 +95,7 @@ def _narrow(r: _Range, probe: int, records: list[FetchedRecord], header: str) ->
     return r.lo < r.hi
 
 
-def top_evidence(record: FetchedRecord, header: str) -> RecordEvidence:
+def top_evidence(record: Record, header: str) -> RecordEvidence:
     return RecordEvidence(
         offset=record.offset,
         timestamp=record.timestamp,

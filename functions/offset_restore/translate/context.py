@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch, PartitionIdentity
+from offset_restore.kafka.model import TP, LogBounds, PartitionFetch, PartitionIdentity, Record
 from offset_restore.reading.held import HeldAnswers
 from offset_restore.reading.learned import Learned
 from offset_restore.reading.rounds import (
@@ -97,12 +97,12 @@ class Context:
 
     def records_at(
         self, wanted: Mapping[TP, set[int]], phase: str
-    ) -> tuple[dict[tuple[TP, int], FetchedRecord], dict[TP, str]]:
+    ) -> tuple[dict[tuple[TP, int], Record], dict[TP, str]]:
         """The target's record at each wanted offset (absent: none there), every partition from its lowest
         offset on to the next in shared fetch rounds, counted under ``phase``; and the partitions whose read
         failed, with why."""
         pending = {tp: sorted(offsets) for tp, offsets in wanted.items() if offsets}
-        found: dict[tuple[TP, int], FetchedRecord] = {}
+        found: dict[tuple[TP, int], Record] = {}
 
         def take(tp: TP, outcome: Served | AtEnd) -> int | None:
             if isinstance(outcome, AtEnd):
@@ -181,13 +181,13 @@ class Context:
             merged[tp] = merged.get(tp, 0) + n
 
 
-def _checked_now(taken: Callable[[int], list[FetchedRecord]], start: int) -> Callable[[int], list[FetchedRecord]]:
+def _checked_now(taken: Callable[[int], list[Record]], start: int) -> Callable[[int], list[Record]]:
     """The records of an answer's first batch before its fetch offset, taken (so checked) now, not when a
     reader asks for them: a record of another source partition the broker sent there is seen whatever the
     search reads next (a block re-routed just before a window went unseen when no reader took them)."""
     held = taken(start)
 
-    def from_(first: int) -> list[FetchedRecord]:
+    def from_(first: int) -> list[Record]:
         return [record for record in held if record.offset >= first]
 
     return from_
@@ -195,15 +195,15 @@ def _checked_now(taken: Callable[[int], list[FetchedRecord]], start: int) -> Cal
 
 def _kept(
     tp: TP,
-    earlier: Callable[[int], list[FetchedRecord]],
+    earlier: Callable[[int], list[Record]],
     headers: ReadHeaders,
     shapes: Shapes | None,
     source: str | None,
-) -> Callable[[int], list[FetchedRecord]]:
+) -> Callable[[int], list[Record]]:
     """``earlier`` (the records of an answer's first batch before its fetch offset, decoded when a reader
     takes them), what it gives kept and checked as the answer's own records are."""
 
-    def taking(start: int) -> list[FetchedRecord]:
+    def taking(start: int) -> list[Record]:
         records = earlier(start)
         headers.add(tp, records)
         if shapes is not None and source is not None and records:

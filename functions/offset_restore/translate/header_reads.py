@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from typing import cast
 
-from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, AbortedBatch, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, AbortedBatch, PartitionFetch, Record
 from offset_restore.reading.held import HeldAnswers
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.positions import Position
@@ -71,7 +71,7 @@ class HeaderReads:
         its records without the header compared with nothing, which would cost a fingerprint each."""
         self.unchecked: set[TP] = set()
         """Partitions with records without the header read before any with it, not compared."""
-        self.held: dict[TP, list[FetchedRecord]] = {}
+        self.held: dict[TP, list[Record]] = {}
         """A whole read's records without the header before its first with it, until that one comes."""
         self.kept = held
         """Where the windows the search read are held for a whole read to take instead of reading them
@@ -144,7 +144,7 @@ class HeaderReads:
             elif key in wanted:
                 self.prints[tp][record.offset] = record_fingerprint(record, self.header)
 
-    def _header_less(self, tp: TP, record: FetchedRecord, whole: bool) -> None:
+    def _header_less(self, tp: TP, record: Record, whole: bool) -> None:
         if tp in self.keyed:
             self.look(tp, record)
         elif not whole:
@@ -184,7 +184,7 @@ class HeaderReads:
                 state.placed(record, sighted[record.offset][-1], look)
         return keys
 
-    def look(self, tp: TP, record: FetchedRecord) -> None:
+    def look(self, tp: TP, record: Record) -> None:
         """Fingerprint one record and note it when the snapshot's evidence has that fingerprint."""
         evidence = self.evidence.get(tp)
         if evidence is None:
@@ -257,12 +257,10 @@ class _OrderState:
         self.run: deque[list] = deque(maxlen=ORDER_LOOKBACK)  # [record, key, looked]
         self.positions = positions
         """The positions of the partition, ascending."""
-        self.resumes: list[FetchedRecord] | None = []
+        self.resumes: list[Record] | None = []
         """The records positions resume at, until the headers fall back (None after: each is looked at)."""
 
-    def extends(
-        self, records: Sequence[FetchedRecord], keys: Sequence[int], look: Callable[[FetchedRecord], None]
-    ) -> bool:
+    def extends(self, records: Sequence[Record], keys: Sequence[int], look: Callable[[Record], None]) -> bool:
         """Take a whole answer at once when its headers only grow past the highest so far."""
         if keys[0] <= self.peak_key or not all(map(operator.lt, keys, keys[1:])):  # at C speed
             return False
@@ -277,7 +275,7 @@ class _OrderState:
         self.run.extend([r, k, False] for r, k in zip(records[-held:], keys[-held:], strict=True))
         return True
 
-    def placed(self, record: FetchedRecord, source: int, look: Callable[[FetchedRecord], None]) -> None:
+    def placed(self, record: Record, source: int, look: Callable[[Record], None]) -> None:
         """A record without the header that the evidence says is (at most) ``source``, looked at."""
         if source > self.peak_key:
             self._raised(record, source, look)
@@ -285,7 +283,7 @@ class _OrderState:
         else:
             self._below(source, look)
 
-    def next(self, record: FetchedRecord, key: int, look: Callable[[FetchedRecord], None]) -> None:
+    def next(self, record: Record, key: int, look: Callable[[Record], None]) -> None:
         if key > self.peak_key:
             self._raised(record, key, look)
             self.run.append([record, key, False])
@@ -293,7 +291,7 @@ class _OrderState:
         look(record)
         self._below(key, look)
 
-    def _raised(self, record: FetchedRecord, key: int, look: Callable[[FetchedRecord], None]) -> None:
+    def _raised(self, record: Record, key: int, look: Callable[[Record], None]) -> None:
         """``record`` raises the highest header to ``key``: where a position lies between, it resumes there."""
         at = bisect.bisect_right(self.positions, self.peak_key)
         if at < len(self.positions) and self.positions[at] <= key:
@@ -302,7 +300,7 @@ class _OrderState:
             self._resumes_at(record, look)
         self.peak_key = key
 
-    def _before_gap(self, record: FetchedRecord | None, look: Callable[[FetchedRecord], None]) -> None:
+    def _before_gap(self, record: Record | None, look: Callable[[Record], None]) -> None:
         """Look at the record before a resume point whose header jumps past a position (``record``; None:
         the last that raised the highest header). A record lost in the restore leaves such a gap, and so
         does the next record numbered as the lost one: its content, the group's next record, tells."""
@@ -311,13 +309,13 @@ class _OrderState:
         if record is not None:
             look(record)
 
-    def _resumes_at(self, record: FetchedRecord, look: Callable[[FetchedRecord], None]) -> None:
+    def _resumes_at(self, record: Record, look: Callable[[Record], None]) -> None:
         if self.resumes is None:
             look(record)
         elif not self.resumes or self.resumes[-1] is not record:
             self.resumes.append(record)
 
-    def _below(self, key: int, look: Callable[[FetchedRecord], None]) -> None:
+    def _below(self, key: int, look: Callable[[Record], None]) -> None:
         """Look at the records held whose header ``key`` falls below (or meets), and from now on at every
         record a position resumes at."""
         for held in self.run:

@@ -15,7 +15,7 @@ from functools import partial
 from typing import Literal
 
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.kafka.model import SHARE_GROUP, TP, FetchedRecord, PartitionFetch, topic_ids
+from offset_restore.kafka.model import SHARE_GROUP, TP, PartitionFetch, Record, topic_ids
 from offset_restore.reading.held import HeldAnswers
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
@@ -295,7 +295,7 @@ def _rerouted_while_reading(
 
 def _samples(
     positions: Mapping[PositionKey, Position], ctx: Context
-) -> dict[TP, tuple[list[PartitionFetch], list[FetchedRecord]]]:
+) -> dict[TP, tuple[list[PartitionFetch], list[Record]]]:
     """Each target partition's sample (``sample_reads``): the answers read, and their records; held for a
     whole read, those the header strategy will probe first before the others (``_hold_samples``)."""
     rounds = ctx.rounds()

@@ -39,11 +39,11 @@ A partition whose log is empty (or holds only transaction markers) has nothing b
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, LogBounds, Record
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import int_header
 from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
@@ -66,10 +66,10 @@ class TargetTail:
     read has no entry."""
 
     def __init__(self) -> None:
-        self.last: dict[TP, FetchedRecord | None] = {}
+        self.last: dict[TP, Record | None] = {}
         self.highest: dict[TP, int | None] = {}
 
-    def add(self, tp: TP, records: list[FetchedRecord], header: str) -> None:
+    def add(self, tp: TP, records: Sequence[Record], header: str) -> None:
         self.last[tp] = records[-1] if records else None
         offsets = [o for o in (int_header(r, header) for r in records) if o is not None]
         self.highest[tp] = max(offsets) if offsets else None
@@ -77,7 +77,7 @@ class TargetTail:
 
 Mapped = tuple[PositionKey, Position, Decision, int]
 """An answer the proof checks: its key, position, decision and resume point."""
-RecordsAt = Callable[[Mapping[TP, set[int]]], Mapping[tuple[TP, int], FetchedRecord]]
+RecordsAt = Callable[[Mapping[TP, set[int]]], Mapping[tuple[TP, int], Record]]
 
 
 @dataclass
@@ -317,7 +317,7 @@ def _copies_without_header(proving: _Proving) -> int:
 def _unprocessed_copies(
     pos: Position,
     read: tuple[tuple[int, int], ...],
-    records: Mapping[tuple[TP, int], FetchedRecord],
+    records: Mapping[tuple[TP, int], Record],
     evidence: _Prints,
     header: str,
 ) -> int:
@@ -601,7 +601,7 @@ class _ReadAround:
         pos: Position,
         resume: int,
         log_start: int,
-        records: Mapping[tuple[TP, int], FetchedRecord],
+        records: Mapping[tuple[TP, int], Record],
         header: str,
         keyed: bool,
     ) -> None:
@@ -666,7 +666,7 @@ class _Prints:
 def _first_unprocessed(
     pos: Position,
     past: list[tuple[int, int]],
-    records: Mapping[tuple[TP, int], FetchedRecord],
+    records: Mapping[tuple[TP, int], Record],
     evidence: _Prints,
     header: str,
 ) -> tuple[int, int] | None:
@@ -718,7 +718,7 @@ def _unproven_end(
 
 def _unprocessed(
     pos: Position,
-    last: FetchedRecord,
+    last: Record,
     highest: int | None,
     header: str,
     last_pair: Callable[[], tuple[int, int] | None],
@@ -750,7 +750,7 @@ def _unprocessed(
     )
 
 
-def _copy_of_processed(pos: Position, record: FetchedRecord, header: str) -> bool:
+def _copy_of_processed(pos: Position, record: Record, header: str) -> bool:
     """Whether ``record`` is the copy of a record the group processed: a record the snapshot read before
     its position (or the source's last restored one below it), and not its next record."""
     printed = record_fingerprint(record, header)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from offset_restore.kafka.model import RECORD_OFFSET, TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import RECORD_OFFSET, TP, PartitionFetch, Record
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.snapshot.headers import LARGEST_BINARY_OFFSET, parse_offset_header
 from offset_restore.translate.resume_points import running_max
@@ -261,7 +261,7 @@ class ReadHeaders:
         ``sources`` tells it by identity: no other answer can take its place while it is held."""
 
     def add(
-        self, tp: TP, records: Iterable[FetchedRecord], skipped: Iterable[int] = (), span: tuple[int, int] | None = None
+        self, tp: TP, records: Iterable[Record], skipped: Iterable[int] = (), span: tuple[int, int] | None = None
     ) -> list[int | None] | None:
         """Keep what one answer read of ``tp``: its records, ``skipped``, the offsets it held that carry no
         record a consumer reads (``skipped_offsets``), and ``span``, the offsets it covered whole (None: only
@@ -415,7 +415,7 @@ def skipped_offsets(answer: PartitionFetch) -> list[int]:
     return skipped
 
 
-def _print_gaps(part: ReadPartition, records: list[FetchedRecord], sources: Sequence[int | None], name: str) -> None:
+def _print_gaps(part: ReadPartition, records: list[Record], sources: Sequence[int | None], name: str) -> None:
     """Keep the fingerprint of each record whose next record's header is more than one above its own (a gap
     in the source offsets: records lost, or a header that lies about the record it is on). Found at C speed;
     a restore in order without losses has none."""
@@ -435,7 +435,7 @@ def _skips(before: int | None, after: int | None) -> bool:
     return before is not None and after is not None and after > before + 1
 
 
-def _answer_headers(records: list[FetchedRecord], name: str) -> list[int] | None:
+def _answer_headers(records: list[Record], name: str) -> list[int] | None:
     """Each record's header ``name`` when every record carries it first at one place among its headers, all
     in one of ``parse_offset_header``'s encodings (read the same way); None otherwise, for the record-by-record
     path. Built from list and array operations run in C: a dense plan parses a million headers."""

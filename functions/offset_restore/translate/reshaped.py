@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.kafka.model import RECORD_HEADERS, TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import RECORD_HEADERS, TP, LogBounds, PartitionFetch, Record
 from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
 from offset_restore.snapshot.fingerprint import DEFAULT_PARTITION_HEADER, record_fingerprint
 from offset_restore.snapshot.headers import int_header
@@ -110,7 +110,7 @@ class Shapes:
             at = (partition, offset)
             prints[print_] = at if prints.get(print_, at) == at else None
 
-    def check_sample(self, topic: str, tp: TP, records: Iterable[FetchedRecord]) -> None:
+    def check_sample(self, topic: str, tp: TP, records: Iterable[Record]) -> None:
         """Records of target partition ``tp`` (of source topic ``topic``): one that says it came from
         another source partition (its header, or a keyed record whose content and source offset are
         another partition's record in the snapshot) changes the topic's shape."""
@@ -120,7 +120,7 @@ class Shapes:
             if why and topic not in self.changed:
                 self.changed[topic] = why
 
-    def check_headers(self, topic: str, tp: TP, records: Iterable[FetchedRecord]) -> None:
+    def check_headers(self, topic: str, tp: TP, records: Iterable[Record]) -> None:
         """Any records read of target partition ``tp`` (of source topic ``topic``), not only the sample: one
         whose source-partition header names another partition changes the topic's shape. The header alone
         is compared (a look-up per record), so every read of the plan can afford it."""
@@ -140,7 +140,7 @@ class Shapes:
                         self.changed[topic] = why
                     break
 
-    def check_contents(self, topic: str, tp: TP, records: Iterable[FetchedRecord], prints: Mapping[int, str]) -> None:
+    def check_contents(self, topic: str, tp: TP, records: Iterable[Record], prints: Mapping[int, str]) -> None:
         """Records read of target partition ``tp`` without the offset header, by content: a keyed one that is
         the copy of another source partition's record the snapshot read changes the topic's shape.
         ``prints``: the fingerprints of those records by offset, computed once (``ReadHeaders``)."""
@@ -157,7 +157,7 @@ class Shapes:
                 )
                 return
 
-    def _elsewhere(self, tp: TP, record: FetchedRecord, source_partition: int | None) -> str | None:
+    def _elsewhere(self, tp: TP, record: Record, source_partition: int | None) -> str | None:
         """Why ``record`` of ``tp`` came from another source partition, by its header (None: it did not say so)."""
         if source_partition is None or source_partition == tp.partition:
             return None
@@ -166,7 +166,7 @@ class Shapes:
             "moved records between partitions"
         )
 
-    def _foreign(self, tp: TP, record: FetchedRecord, prints: Mapping[str, tuple[int, int] | None]) -> str | None:
+    def _foreign(self, tp: TP, record: Record, prints: Mapping[str, tuple[int, int] | None]) -> str | None:
         source_partition = int_header(record, self.partition_header)
         if source_partition is not None:
             self.carries_partition.add(tp.topic)
@@ -237,7 +237,7 @@ class _Part:
     repeated: array[int] = field(default_factory=_longs)
     """The target offsets of the records whose source record the topic holds more than once (``mark_repeats``)."""
 
-    def add(self, record: FetchedRecord, partition_header: str, offset_header: str) -> None:
+    def add(self, record: Record, partition_header: str, offset_header: str) -> None:
         source, source_offset = int_header(record, partition_header), int_header(record, offset_header)
         self.offsets.append(record.offset)
         self.source_offsets.append(-1 if source_offset is None else source_offset)

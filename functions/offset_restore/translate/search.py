@@ -21,7 +21,7 @@ from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, LogBounds, PartitionFetch, Record
 from offset_restore.reading.rounds import AtEnd, Failed, Fetch, FetchRounds, Served, Unserved
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
     "widened",
 ]
 
-KeyOf = Callable[[TP, FetchedRecord], int | None]
+KeyOf = Callable[[TP, Record], int | None]
 """The record's key, or None for a record without one (e.g. written before the restore)."""
 Observer = Callable[[TP, int, PartitionFetch, list[int | None]], None]
 """Told of every window the search read: partition, fetch position, the answer, each record's key."""

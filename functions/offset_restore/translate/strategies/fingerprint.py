@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import cast
 
-from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import TP, PartitionFetch, Record
 from offset_restore.reading.held import Held
 from offset_restore.reading.rounds import AtEnd, Failed, Served, read_forward
 from offset_restore.snapshot.fingerprint import record_fingerprint
@@ -29,7 +29,7 @@ after the match (a replication task restarted) shows there (docs/translation.md)
 
 
 def _cut_by_log_start(
-    sequence: list[str], prints: list[str], window: list[FetchedRecord], log_start: int, pos: Position
+    sequence: list[str], prints: list[str], window: list[Record], log_start: int, pos: Position
 ) -> list[str]:
     """The evidence the target can hold when its log begins inside it: the records before the
     committed one were lost before the copy (or deleted since), so the target's first records are the
@@ -210,12 +210,12 @@ def _hold(ctx: Context, tp: TP, position: int, answer: PartitionFetch, keys: lis
 
 def _scan_windows(
     starts: dict[PositionKey, int], positions: dict[PositionKey, Position], ctx: Context
-) -> dict[PositionKey, list[FetchedRecord] | str]:
+) -> dict[PositionKey, list[Record] | str]:
     """Records from each start until ``FINGERPRINT_FOLLOW_RECORDS`` past the first one newer than the
     evidence (bounded), taken from the windows already read where they hold them. Positions on one
     partition take turns: a round reads one window per partition."""
-    windows: dict[PositionKey, list[FetchedRecord] | str] = {}
-    collected: dict[PositionKey, list[FetchedRecord]] = {key: [] for key in starts}
+    windows: dict[PositionKey, list[Record] | str] = {}
+    collected: dict[PositionKey, list[Record]] = {key: [] for key in starts}
     past: dict[PositionKey, int] = dict.fromkeys(starts, -1)
     cursor = dict(starts)
     rounds = ctx.rounds()
@@ -265,7 +265,7 @@ def _still_needed(pos: Position, collected: int, past: int) -> int:
     return max(0, evidence - collected) + 1 + FINGERPRINT_FOLLOW_RECORDS
 
 
-def _extend_window(window: list[FetchedRecord], pos: Position, answer: PartitionFetch, past: int) -> tuple[int, int]:
+def _extend_window(window: list[Record], pos: Position, answer: PartitionFetch, past: int) -> tuple[int, int]:
     """Add an answer's records to a scan window; where to read next (-1: done) and how many records
     were read since the first one newer than every piece of evidence (-1: none yet). The evidence's
     sequence cannot start after that record; the ``FINGERPRINT_FOLLOW_RECORDS`` after it are read
@@ -282,7 +282,7 @@ def _extend_window(window: list[FetchedRecord], pos: Position, answer: Partition
     return answer.read_to, past
 
 
-def _match(pos: Position, window: list[FetchedRecord] | str, prints: list[str] | str, log_start: int) -> Decision | str:
+def _match(pos: Position, window: list[Record] | str, prints: list[str] | str, log_start: int) -> Decision | str:
     """The decision from one position's window (``prints``: its records' fingerprints)."""
     if isinstance(window, str):
         return window
@@ -302,7 +302,7 @@ class _Place:
     latest: int
 
 
-def _place(pos: Position, window: list[FetchedRecord], prints: list[str], log_start: int) -> _Place | str:
+def _place(pos: Position, window: list[Record], prints: list[str], log_start: int) -> _Place | str:
     """Where the evidence matches (the earliest place, and the end of the latest), or why nowhere. Several
     places (identical records) are the earliest one with copies of the evidence after it: the group resumes
     no later than the earliest, and reads again at most what lies up to the latest."""
@@ -325,7 +325,7 @@ def _place(pos: Position, window: list[FetchedRecord], prints: list[str], log_st
     return _Place(matches[0], matches[0] + n - 1, n, matches[-1] + n - 1)
 
 
-def _resume_after(pos: Position, window: list[FetchedRecord], last: int) -> int:
+def _resume_after(pos: Position, window: list[Record], last: int) -> int:
     """Where a group resumes when its evidence ends at index ``last``: its next record, or past the last."""
     if pos.next is not None:
         return window[last].offset
@@ -336,7 +336,7 @@ def _twice(bound: int | None) -> str:
     return "duplicates not bounded" if bound is None else f"at most {bound:,} read twice"
 
 
-def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], place: _Place) -> Decision:
+def _decide_at(pos: Position, window: list[Record], prints: list[str], place: _Place) -> Decision:
     """Exact at the match unless the window says the region around it cannot be placed: copies of the
     evidence elsewhere, records as recent as the next one before it, or older ones after it. Resuming
     earlier than the match reads again at most the records between, unless older records after it say a
@@ -391,7 +391,7 @@ def _decide_at(pos: Position, window: list[FetchedRecord], prints: list[str], pl
 
 def _around_strays(
     pos: Position,
-    window: list[FetchedRecord],
+    window: list[Record],
     prints: list[str],
     strays: list[int],
     place: _Place,

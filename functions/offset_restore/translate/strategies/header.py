@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 
 from offset_restore.errors import BadInputError, OffsetRestoreError
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds, PartitionFetch
+from offset_restore.kafka.model import TP, LogBounds, PartitionFetch, Record
 from offset_restore.reading.held import replaying
 from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.context import Context
@@ -39,7 +39,7 @@ def _guess(pos: Position, bounds: LogBounds) -> int | None:
 
 
 def _header_key(name: str) -> KeyOf:
-    def key_of(tp: TP, record: FetchedRecord) -> int | None:
+    def key_of(tp: TP, record: Record) -> int | None:
         for header, value in record.headers:
             if header == name:
                 try:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from offset_restore.kafka.model import TP, FetchedRecord, LogBounds
+from offset_restore.kafka.model import TP, LogBounds, Record
 from offset_restore.snapshot.fingerprint import record_fingerprint
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import Decision, Evidence, Position, PositionKey
@@ -226,7 +226,7 @@ def _outside(offset: int, bounds: LogBounds, what: str) -> str | None:
     return None
 
 
-def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord], header: str) -> str | None:
+def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], Record], header: str) -> str | None:
     """Why the target does not hold the snapshot's records where their origin offsets say (None: it does)."""
     for offset, evidence in claim.checks:
         record = records.get((tp, offset))
@@ -248,7 +248,7 @@ def _mismatch(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRec
     return None
 
 
-def _brought_back(tp: TP, end: int, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord]) -> str | None:
+def _brought_back(tp: TP, end: int, claim: _Claim, records: Mapping[tuple[TP, int], Record]) -> str | None:
     """Why the target may hold copies of records the group processed on the source after the restore
     (None: its last record is older than the first of those, so it holds none)."""
     if claim.older_than is None or claim.resume >= end:
@@ -265,7 +265,7 @@ def _brought_back(tp: TP, end: int, claim: _Claim, records: Mapping[tuple[TP, in
     )
 
 
-def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], FetchedRecord]) -> Decision:
+def _mapped(tp: TP, claim: _Claim, records: Mapping[tuple[TP, int], Record]) -> Decision:
     anchor = records.get((tp, claim.anchor))  # none there (a transaction marker, compacted): apply checks none
     return Decision(
         "mapped",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from offset_restore.kafka.model import TP, FetchedRecord
+from offset_restore.kafka.model import TP, Record
 from offset_restore.translate.context import Context
 from offset_restore.translate.positions import PositionKey
 from offset_restore.translate.search import Observer, PartitionIndex, SearchResult, search_first_at_least
@@ -15,7 +15,7 @@ __all__ = ["search_time"]
 MAX_TIMESTAMP_PASSES = 3
 
 
-def _timestamp_key(tp: TP, record: FetchedRecord) -> int:
+def _timestamp_key(tp: TP, record: Record) -> int:
     return record.timestamp
 
 

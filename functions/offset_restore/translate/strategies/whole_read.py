@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from offset_restore.formats.plan import Method
-from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, FetchedRecord, PartitionFetch
+from offset_restore.kafka.model import RECORD_OFFSET, RECORD_TIMESTAMP, TP, PartitionFetch, Record
 from offset_restore.packing import packed
 from offset_restore.reading.held import HeldChain
 from offset_restore.reading.rounds import AtEnd, FetchRounds, Served, read_forward
@@ -124,7 +124,7 @@ def _bytes_per_offset(answer: PartitionFetch, start: int) -> float:
     return min(by_answer, sizes)
 
 
-def _record_bytes(record: FetchedRecord) -> int:
+def _record_bytes(record: Record) -> int:
     """A record's bytes as a batch holds it uncompressed (a compressed batch holds fewer)."""
     headers = sum(len(name) + len(value or b"") for name, value in record.headers)
     return MIN_RECORD_BYTES + len(record.key or b"") + len(record.value or b"") + headers
