@@ -366,3 +366,22 @@ def test_the_record_before_a_header_gap_is_compared_and_a_lie_there_holds_the_an
             assert "though its offset header says 19" in (decision.reason or "")
         else:
             assert decision.status == "mapped" and decision.target_offset == 19, decision
+
+
+def test_an_answer_one_rule_held_is_no_later_rules() -> None:
+    """The rules read the answers still mapped, built once a partition and again where a rule wrote one: an
+    answer the never-skip rule held (a record read before it carries the group's position) is not seen by the
+    end rules after it, which would hold it again for another reason and count it twice."""
+    pos = position(100, log_end=100)
+    key = ("orders", 0, 100)
+    decisions = {key: Decision("mapped", 40, "timestamp", True, 0, "no record as recent")}
+    headers = ReadHeaders(HEADER)
+    headers.add(TGT, [record(30, source=100)])
+    tail = TargetTail()
+    tail.add(TGT, [record(38), record(39)], HEADER)  # no header, no copy: the end rules would hold it too
+    seen = Seen(tail, headers, lambda wanted: {})
+    held_now = prove(decisions, {key: pos}, {TGT: LogBounds(0, 40)}, seen, header=HEADER, complete={SRC: False})
+    reason = decisions[key].reason or ""
+    assert (held_now, decisions[key].status) == (1, "pending")
+    assert "target record 30, read by the plan, carries x-source-offset = 100" in reason and "lies before" in reason
+    assert "nothing proves" not in reason

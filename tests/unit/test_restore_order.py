@@ -65,7 +65,7 @@ def test_resume_points_match_the_definition(keys: list[int], wanted: list[int]) 
     for c in wanted:
         index, duplicates, pulled = brute_force(keys, c)
         answer = answers[c]
-        assert (answer.index, answer.duplicates, answer.pulled_back) == (index, duplicates, pulled)
+        assert (answer.at, answer.duplicates, answer.pulled_back) == (index, duplicates, pulled)
         last = max(i for i, k in enumerate(keys) if k != NO_KEY)
         assert answer.offset == (100 + 2 * index if index <= last else 100 + 2 * last + 1)
         assert answer.exact == (duplicates == 0 and not pulled)

@@ -106,7 +106,7 @@ def prove(
     it held. ``complete``: per source partition, whether its restore was declared finished;
     ``answered_by``: the strategy that answered each position, for the reason."""
     by = answered_by or {}
-    proving = _Proving(decisions, positions, bounds, seen, header, by)
+    proving = _Proving(_Answers(decisions, positions), positions, bounds, seen, header, by)
     changed = _skipping(proving) + _order_before(proving) + _past_the_origin_floor(proving)
     changed += _read_twice(proving) + _copies_without_header(proving) + _shown_lies(proving) + _exact_ends(proving)
     for key, pos, decision, resume in proving.mapped():
@@ -117,9 +117,32 @@ def prove(
         if why is None:
             why = _left_on_source(pos, complete.get(pos.source, False))
         if why is not None:
-            decisions[key] = _held(decision, why, by.get(key))
+            proving.decisions[key] = _held(decision, why, by.get(key))
             changed += 1
     return changed
+
+
+class _Answers:
+    """The answers being proven, held in the caller's dict and written through to it: every rule writes here,
+    and each write marks its target partition, so ``_Proving.mapped_by_target`` builds again the answers still
+    mapped of that partition alone. Seven rules read them; rebuilt for each rule, they cost the proof as much
+    as its checks."""
+
+    def __init__(self, decisions: dict[PositionKey, Decision], positions: Mapping[PositionKey, Position]) -> None:
+        self._decisions, self._positions = decisions, positions
+        self.changed: set[TP] = set()
+
+    def __getitem__(self, key: PositionKey) -> Decision:
+        return self._decisions[key]
+
+    def __setitem__(self, key: PositionKey, decision: Decision) -> None:
+        self._decisions[key] = decision
+        pos = self._positions.get(key)
+        if pos is not None:
+            self.changed.add(pos.target)
+
+    def __iter__(self) -> Iterator[PositionKey]:
+        return iter(self._decisions)
 
 
 @dataclass
@@ -127,7 +150,7 @@ class _Proving:
     """What every rule of one proof reads: the answers (held in place), the positions, the target's bounds
     and what the plan read of it, the offset header's name, and which strategy answered each position."""
 
-    decisions: dict[PositionKey, Decision]
+    decisions: _Answers
     positions: Mapping[PositionKey, Position]
     bounds: Mapping[TP, LogBounds]
     seen: Seen
@@ -139,10 +162,12 @@ class _Proving:
     by_target: dict[TP, list[tuple[PositionKey, Position]]] = field(init=False)
     """Every answer's key with its position (an answer without one is not the proof's), by target partition:
     a rule takes what the plan read of a partition once for all the answers on it."""
+    _mapped: dict[TP, list[Mapped]] = field(init=False)
+    """Each partition's answers still mapped, as ``mapped_by_target`` last built them."""
 
     def __post_init__(self) -> None:
         self.evidence = _Prints(self.positions)
-        self.by_target = {}
+        self.by_target, self._mapped = {}, {}
         for key in self.decisions:
             pos = self.positions.get(key)
             if pos is not None:
@@ -155,20 +180,22 @@ class _Proving:
             yield from answers
 
     def mapped_by_target(self) -> Iterator[tuple[TP, list[Mapped]]]:
-        """``mapped``, a target partition at a time (each partition's answers taken as it comes)."""
-        decisions = self.decisions
+        """``mapped``, a target partition at a time (each partition's answers taken as it comes); built once, and
+        again for a partition where a rule wrote an answer since (``_Answers``)."""
+        decisions, built = self.decisions, self._mapped
         for tp, members in self.by_target.items():
-            answers: list[Mapped] = []
-            for key, pos in members:
-                decision = decisions[key]
-                if decision.status == "mapped" and decision.target_offset is not None:
-                    answers.append((key, pos, decision, decision.target_offset))
+            answers = built.get(tp)
+            if answers is None or tp in decisions.changed:
+                decisions.changed.discard(tp)
+                answers = built[tp] = []
+                for key, pos in members:
+                    decision = decisions[key]
+                    if decision.status == "mapped" and decision.target_offset is not None:
+                        answers.append((key, pos, decision, decision.target_offset))
             if answers:
                 yield tp, answers
 
-    def unpacked(
-        self,
-    ) -> tuple[dict[PositionKey, Decision], Mapping[PositionKey, Position], Seen, str, Mapping[PositionKey, str]]:
+    def unpacked(self) -> tuple[_Answers, Mapping[PositionKey, Position], Seen, str, Mapping[PositionKey, str]]:
         return self.decisions, self.positions, self.seen, self.header, self.by
 
 
@@ -501,9 +528,7 @@ def _exact_ends(proving: _Proving) -> int:
     return changed
 
 
-def _settled(
-    decisions: dict[PositionKey, Decision], key: PositionKey, sides: tuple[Side, Side], by: Mapping[PositionKey, str]
-) -> int:
+def _settled(decisions: _Answers, key: PositionKey, sides: tuple[Side, Side], by: Mapping[PositionKey, str]) -> int:
     """Hold the answer at ``key`` where an end contradicts it or neither is identified; take "exact" from it
     where one end is not identified (the other bounds it); returns 1 when it changed."""
     decision = decisions[key]

@@ -319,14 +319,14 @@ def _ordered_decision(
     if answer.beyond and not answer.pulled_back:
         decision = beyond(pos, highest, answer.offset, answer.duplicates, note, complete=completes(pos, highest))
         return decision._replace(anchor=(log.offsets[last], log.keys[last], log.timestamps[last]))
-    header_key = log.keys[answer.index]
+    header_key = log.keys[answer.at]
     # The anchor names the source offset the record carries only where that says what is missing before
     # it: the report counts the records between as lost before the backup. Not for a header the content
     # contradicts, nor past the committed offset in a partition out of order (those records may lie
     # after the resume point).
-    doubtful = answer.index in placement.contradicted or (not in_order and header_key > pos.committed)
+    doubtful = answer.at in placement.contradicted or (not in_order and header_key > pos.committed)
     named = None if header_key == NO_KEY or doubtful else header_key
-    anchor = (answer.offset, named, log.timestamps[answer.index])
+    anchor = (answer.offset, named, log.timestamps[answer.at])
     if answer.pulled_back:
         return Decision(
             "mapped",
@@ -339,16 +339,16 @@ def _ordered_decision(
             anchor=anchor,
         )
     key = answer.carried if answer.carried is not None else header_key
-    parts = [placement.notes[answer.index]] if answer.index in placement.notes else []
-    if key > c and answer.index not in log.spans:
+    parts = [placement.notes[answer.at]] if answer.at in placement.notes else []
+    if key > c and answer.at not in log.spans:
         parts.append(f"source records {c}..{key - 1} are not in the restore before target offset {answer.offset}")
     if answer.duplicates:
         parts.append(f"{answer.duplicates} records at or after it carry an earlier source offset (read twice)")
     expected, differs = _content_check(pos, key, reads.print_at(pos.target, answer.offset))
     if differs:
         parts.append(f"its content differs from the snapshot's record {key}")
-    exact = answer.exact and not differs and answer.index not in placement.contradicted
-    if answer.index in placement.contradicted:
+    exact = answer.exact and not differs and answer.at not in placement.contradicted
+    if answer.at in placement.contradicted:
         parts.append("its header and its content disagree: not exact")
     method: Method = "fingerprint" if header_key == NO_KEY else "earliest" if lowest > c else "header"
     reason = "; ".join(parts) + note
