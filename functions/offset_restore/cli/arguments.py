@@ -24,7 +24,7 @@ from offset_restore.cli.aws import aws_client
 from offset_restore.errors import BadInputError
 from offset_restore.kafka import tls_files
 from offset_restore.kafka.client_properties import read_client_properties
-from offset_restore.kafka.connection import ConnectionSettings, password_from_env
+from offset_restore.kafka.connection import FETCH_MAX_BYTES, ConnectionSettings, password_from_env
 from offset_restore.snapshot.filters import (
     DEFAULT_EXCLUDE_GROUPS,
     MAX_PATTERN_LENGTH,
@@ -266,7 +266,7 @@ def add_connection(parser: argparse.ArgumentParser, *, required: bool = True) ->
     group.add_argument(
         "--fetch-max-bytes",
         type=int,
-        default=50 * 1024 * 1024,
+        default=FETCH_MAX_BYTES,
         metavar="BYTES",
         help="the most one fetch response holds (the brokers' limit; default: %(default)s)",
     )

@@ -11,7 +11,7 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import kafka.errors as kafka_errors
@@ -69,20 +69,27 @@ class Calls(Clients):
 
 
 async def pipelined(
-    items: Sequence[tuple[Any, int, Any]], send: Any, answers: list[tuple[Any, Any]] | None = None
+    items: Sequence[tuple[Any, int, Any]],
+    send: Any,
+    answers: list[tuple[Any, Any]] | None = None,
+    read: Callable[[Any, Any], Any] | None = None,
 ) -> list[tuple[Any, Any]]:
     """Send ``(tag, node, request)`` items keeping up to ``IN_FLIGHT`` outstanding at all times (a
     sliding window: the next request goes out as soon as the oldest is answered, so encoding here
     overlaps the broker's work); answers come back as ``(tag, response)`` in order, appended to
-    ``answers`` as they arrive."""
+    ``answers`` as they arrive. ``read(tag, response)``, when given, is what is kept of each response, taken
+    as it arrives: the answers after it keep coming meanwhile (a fetch decodes one while the next is sent)."""
     pending: deque[tuple[Any, Any]] = deque()
     answers = [] if answers is None else answers
+
+    async def answered(tag: Any, future: Any) -> None:
+        response = await future
+        answers.append((tag, response if read is None else read(tag, response)))
+
     for tag, node, request in items:
         if len(pending) >= IN_FLIGHT:
-            done_tag, future = pending.popleft()
-            answers.append((done_tag, await future))
+            await answered(*pending.popleft())
         pending.append((tag, send(node, request)))
     while pending:
-        done_tag, future = pending.popleft()
-        answers.append((done_tag, await future))
+        await answered(*pending.popleft())
     return answers

@@ -11,7 +11,20 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 from offset_restore.errors import BadInputError
 from offset_restore.kafka.log_safety import register_secret
 
-__all__ = ["ConnectionSettings", "MskIamIdentity", "SaslMechanism", "SecurityProtocol", "password_from_env"]
+__all__ = [
+    "FETCH_MAX_BYTES",
+    "ConnectionSettings",
+    "MskIamIdentity",
+    "SaslMechanism",
+    "SecurityProtocol",
+    "password_from_env",
+]
+
+FETCH_MAX_BYTES = 8 * 1024 * 1024
+"""The default most a broker puts in one fetch response. A round over many partitions goes out as several
+requests, all in flight at once: each answer is decoded as it arrives while the broker sends the next, and
+a few megabytes decode while they are still in the processor's cache. One response of 50 MiB (Kafka's own
+``fetch.max.bytes``) is decoded only once all of it is in, and reading a topic whole took longer."""
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 SecurityProtocol = Literal["PLAINTEXT", "SSL", "SASL_SSL"]
@@ -72,7 +85,7 @@ class ConnectionSettings(BaseModel):
     aws_msk_iam: MskIamIdentity | None = None
     """The identity ``AWS_MSK_IAM`` signs as, when a ``--command-config`` names one; default: the
     default AWS credential chain."""
-    fetch_max_bytes: int = Field(default=50 * 1024 * 1024, ge=1024)
+    fetch_max_bytes: int = Field(default=FETCH_MAX_BYTES, ge=1024)
     """The most a broker puts in one fetch response (Kafka's ``fetch.max.bytes``): fetch rounds ask
     for no more partitions per request than fit. The local broker answers at most ~5 MB."""
     unfenced: bool = False

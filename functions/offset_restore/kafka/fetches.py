@@ -87,15 +87,16 @@ class Fetches(Topics):
             return await pipelined(
                 [(node, node, request) for node, request in requests],
                 lambda node, request: manager.send(request, node_id=node, request_timeout_ms=timeout),
-            )
+                read=lambda node, response: list(protocol.decode_fetch(response, positions, until, limits, keep)),
+            )  # each response decoded as it arrives, while the broker sends the next
 
         try:
-            responses = self._run("fetching records", send_all)
+            decoded = self._run("fetching records", send_all)
         except BaseException:
             self._forget_leaders()
             raise
-        for node, response in responses:
-            for tp, answer in protocol.decode_fetch(response, positions, until, limits, keep):
+        for node, answers in decoded:
+            for tp, answer in answers:
                 self.fetched_bytes += answer.size
                 if node not in self.limit_ignoring and protocol.over_limit(answer, limits[tp]):
                     self._ignores_limits(node, tp, answer.size, limits[tp])
