@@ -98,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     passed = ["--broker", args.broker, "--repeat", str(args.repeat)]
     passed += ["--shapes", args.shapes] if args.shapes else []
-    output = Path(args.output)
+    output = Path(args.output).resolve()  # each side runs in its own tree: a relative path would land there
     after = args.after or _work_tree()  # named before the run: the tree it measures
     with ExitStack() as stack:
         old = run_side(worktree(stack, args.before), passed, output.with_suffix(".before.md"))
