@@ -13,7 +13,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from offset_restore.kafka.model import TP, FetchedRecord, PartitionFetch
 from offset_restore.snapshot.headers import parse_offset_header
-from offset_restore.translate.read_headers import ReadHeaders, _in_order
+from offset_restore.translate.read_headers import ReadHeaders, ReadPartition, _in_order
 
 TOPIC = TP("orders", 0)
 HEADER = "x-source-offset"
@@ -51,7 +51,7 @@ def test_a_header_that_holds_no_offset_gives_nothing_so_the_strategy_refuses_it_
     answer = _answer([(HEADER, b"7")], [(HEADER, b"      12")])
     _watched(reads, answer)
     assert reads.sources(TOPIC, answer) is None
-    assert reads.past(TOPIC, 0, 100, 10) == [(10, 7)]  # the proof still has the record it could read
+    assert _part(reads).past(0, 100, 10) == [(10, 7)]  # the proof still has the record it could read
 
 
 def test_the_next_round_lets_the_answers_of_the_last_go() -> None:
@@ -66,6 +66,13 @@ def test_the_next_round_lets_the_answers_of_the_last_go() -> None:
 
 NONE, MARKER = -1, -2
 """A record without the header, and an offset that holds no record (a transaction marker), in the lists below."""
+
+
+def _part(reads: ReadHeaders) -> ReadPartition:
+    """What ``reads`` read of ``TOPIC``, indexed, as the proof asks it."""
+    part = reads.partition(TOPIC)
+    assert part is not None
+    return part
 
 
 def _read(values: list[int], start: int = 0, spans: list[tuple[int, int]] | None = None) -> ReadHeaders:
@@ -122,7 +129,7 @@ def test_what_was_read_twice_is_counted_alike_in_order_or_not(
         grown = [v + i for i, v in enumerate(sorted(v for v in values if v >= 0))]  # strictly growing
         values = [grown.pop(0) if v >= 0 else v for v in values]
     reads = _read(values)
-    twice = reads.twice(TOPIC, at, c)
+    twice = _part(reads).twice(at, c)
     truth = _truth(values, at, c, keyed=any(v >= 0 for v in values))
     assert (None if twice is None else (twice.seen, twice.possible)) == truth
     if twice is not None:
@@ -223,7 +230,7 @@ def test_an_answer_is_read_as_each_record_alone_would_be(
     assert got == expected
     numbered = [(10 + i, n) for i, n in enumerate(expected or []) if n is not None]
     if expected is not None:
-        assert reads.past(TOPIC, 0, 100, 100) == numbered and reads.keyed(TOPIC) == bool(numbered)
+        assert _part(reads).past(0, 100, 100) == numbered and reads.keyed(TOPIC) == bool(numbered)
 
 
 @given(
@@ -241,7 +248,7 @@ def test_the_headers_around_a_resume_point_are_the_ends_read_there(
     for first, length in cuts:  # read in pieces, some offsets not read
         spans = [(a, min(b, first)) for a, b in spans if a < first] + [(first + length, len(values))]
     reads = _read(values, spans=[s for s in spans if s[0] < s[1]] or [(0, 0)])
-    around = reads.headers_around(TOPIC, resume)
+    around = _part(reads).headers_around(resume)
     ends = reads.ends(TOPIC, resume, 0)
     both = (
         ends.at is not None

@@ -134,7 +134,8 @@ class ReadPartition:
         return found
 
     def past(self, c: int, before: int, limit: int) -> list[tuple[int, int]]:
-        """``ReadHeaders.past`` of this partition (indexed)."""
+        """Up to ``limit`` records read before offset ``before`` whose header is ``c`` or more, lowest
+        offsets first, as (offset, source offset); indexed first (``ReadHeaders.partition``)."""
         first = bisect.bisect_left(self.highest, c)  # the running maximum only grows
         offsets, values = self.offsets, self.values
         if first == len(offsets) or offsets[first] >= before:
@@ -148,7 +149,9 @@ class ReadPartition:
         return found
 
     def headers_around(self, resume: int) -> tuple[int, int] | None:
-        """``ReadHeaders.headers_around`` of this partition (indexed)."""
+        """The offset headers of the records at ``resume`` and at ``resume - 1`` when the plan read both and
+        both carry one (None otherwise: ``ReadHeaders.ends`` walks): the common case of ``ends``, without its
+        objects; indexed first."""
         offsets = self.offsets
         at = bisect.bisect_left(offsets, resume)
         if not 0 < at < len(offsets) or offsets[at] != resume or offsets[at - 1] != resume - 1:
@@ -157,7 +160,7 @@ class ReadPartition:
         return (after, before) if after >= 0 and before >= 0 else None
 
     def printed_near(self, resume: int) -> bool:
-        """``ReadHeaders.printed_near`` of this partition."""
+        """Whether the plan kept the content of the record at ``resume`` or just before it (a header gap there)."""
         return resume - 1 in self.gap_prints or resume in self.gap_prints
 
     def covered(self, start: int, end: int) -> bool:
@@ -330,12 +333,6 @@ class ReadHeaders:
             part.index()
         return part
 
-    def past(self, tp: TP, c: int, before: int, limit: int) -> list[tuple[int, int]]:
-        """Up to ``limit`` records read before offset ``before`` whose header is ``c`` or more, lowest
-        offsets first, as (offset, source offset)."""
-        part = self.partition(tp)
-        return part.past(c, before, limit) if part is not None else []
-
     def fall(self, tp: TP) -> Fall | None:
         """The first record read of ``tp`` whose header falls back (None: the headers read only grow)."""
         part = self._parts.get(tp)
@@ -346,32 +343,15 @@ class ReadHeaders:
         part = self._parts.get(tp)
         return end <= start or (part is not None and part.covered(start, end))
 
-    def twice(self, tp: TP, resume: int, c: int) -> Twice | None:
-        """What the plan read at or after ``resume`` of records a group at source offset ``c`` processed
-        (``Twice``; None: no record read there carries a header below ``c``)."""
-        part = self._parts.get(tp)
-        return part.twice(resume, c) if part is not None else None
-
     def prints(self, tp: TP) -> Mapping[int, str]:
         """The fingerprints of the records read of ``tp`` without the offset header, by offset."""
         part = self._parts.get(tp)
         return part.prints if part is not None else {}
 
-    def printed_near(self, tp: TP, resume: int) -> bool:
-        """Whether the plan kept the content of the record at ``resume`` or just before it (a header gap there)."""
-        part = self._parts.get(tp)
-        return part is not None and part.printed_near(resume)
-
     def keyed(self, tp: TP) -> bool:
         """Whether any record the plan read of ``tp`` carries the offset header."""
         part = self._parts.get(tp)
         return part is not None and part.keyed
-
-    def headers_around(self, tp: TP, resume: int) -> tuple[int, int] | None:
-        """The offset headers of the records at ``resume`` and at ``resume - 1`` when the plan read both and
-        both carry one (None otherwise: ``ends`` walks): the common case of ``ends``, without its objects."""
-        part = self.partition(tp)
-        return part.headers_around(resume) if part is not None else None
 
     def ends(self, tp: TP, resume: int, log_start: int) -> Ends:
         """What the plan read at either side of ``resume`` (``Ends``), walking over offsets read that hold no
