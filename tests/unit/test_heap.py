@@ -1,4 +1,4 @@
-"""Full collections are rare during a phase, and the thresholds as they were after it, whatever the phase does."""
+"""The collector is paused during a phase, and on again after it, whatever the phase does."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
-from offset_restore.heap import FULL_COLLECTION_AFTER, full_collections_rare
+from offset_restore.heap import collections_paused
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
@@ -26,70 +26,75 @@ from tests.unit.test_snapshot_store import make
 
 
 @pytest.fixture(autouse=True)
-def default_thresholds() -> Iterator[None]:
-    before = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
+def collector_on() -> Iterator[None]:
+    was_on = gc.isenabled()
+    gc.enable()
     yield
-    gc.set_threshold(*before)
+    if not was_on:
+        gc.disable()
 
 
-def test_rare_inside_and_as_it_was_after() -> None:
-    with full_collections_rare():
-        assert gc.get_threshold() == (700, 10, FULL_COLLECTION_AFTER)
-        assert gc.isenabled()  # the young collections still run
-    assert gc.get_threshold() == (700, 10, 10)
+def test_paused_inside_and_on_after() -> None:
+    with collections_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
 
 
-def test_as_it_was_after_the_phase_fails() -> None:
-    with pytest.raises(RuntimeError), full_collections_rare():
+def test_on_after_the_phase_fails() -> None:
+    with pytest.raises(RuntimeError), collections_paused():
         raise RuntimeError("the phase failed")
-    assert gc.get_threshold() == (700, 10, 10)
+    assert gc.isenabled()
 
 
-def test_a_phase_inside_a_phase_leaves_them_rare_until_the_outer_one_ends() -> None:
-    @full_collections_rare()
-    def inner() -> int:
-        return gc.get_threshold()[2]
+def test_a_phase_inside_a_phase_leaves_it_paused_until_the_outer_one_ends() -> None:
+    @collections_paused()
+    def inner() -> bool:
+        return gc.isenabled()
 
-    with full_collections_rare():
-        assert inner() == FULL_COLLECTION_AFTER
-        assert gc.get_threshold()[2] == FULL_COLLECTION_AFTER
-    assert gc.get_threshold() == (700, 10, 10)
-
-
-def test_a_rarer_setting_of_the_caller_is_kept() -> None:
-    gc.set_threshold(700, 10, 5000)
-    with full_collections_rare():
-        assert gc.get_threshold()[2] == 5000
-    assert gc.get_threshold() == (700, 10, 5000)
+    with collections_paused():
+        assert inner() is False
+        assert not gc.isenabled()
+    assert gc.isenabled()
 
 
-def test_cycles_made_during_a_phase_are_still_freed() -> None:
-    """The young collections run: a phase that makes cycles (a client's futures and callbacks) does not
-    keep them."""
+def test_a_caller_that_turned_it_off_keeps_it_off() -> None:
+    gc.disable()
+    with collections_paused():
+        pass
+    assert not gc.isenabled()
+
+
+def test_cycles_made_during_a_phase_are_freed_after_it() -> None:
+    """A phase that makes cycles keeps them until it ends, not after (the collector's next run frees them)."""
 
     class Node:
         def __init__(self) -> None:
             self.other: Node | None = None
 
+    def alive() -> int:
+        return sum(isinstance(o, Node) for o in gc.get_objects())
+
     gc.collect()
-    with full_collections_rare():
-        for _ in range(50_000):
+    with collections_paused():
+        for _ in range(20_000):
             a, b = Node(), Node()
             a.other, b.other = b, a
-        alive = sum(isinstance(o, Node) for o in gc.get_objects())
-    assert alive < 10_000, alive
+        del a, b
+        assert alive() == 40_000  # none collected while the phase runs
+    # the next allocations after the phase: the collector runs on its own again
+    kept: list[list[int]] = [[] for _ in range(1_000)]
+    assert kept and alive() == 0
 
 
 class _Recording:
-    """A cluster that notes how rare full collections were at its first call, then fails the phase."""
+    """A cluster that notes whether the collector was on at its first call, then fails the phase."""
 
     def __init__(self) -> None:
-        self.full_after: int | None = None
+        self.collector_on: bool | None = None
 
     def __getattr__(self, name: str) -> object:
         def call(*args: object, **kwargs: object) -> object:
-            self.full_after = gc.get_threshold()[2]
+            self.collector_on = gc.isenabled()
             raise _Stop(name)
 
         return call
@@ -105,8 +110,8 @@ class _Stop(Exception):
     pass
 
 
-def test_the_phases_read_with_full_collections_rare() -> None:
-    """A phase left out would walk its whole heap again at every tenth young collection (offset_restore/heap.py)."""
+def test_the_phases_read_with_collections_paused() -> None:
+    """A phase left out would walk every record it holds at each young collection (offset_restore/heap.py)."""
     entries = [plan_entry("g", 0, "mapped")]
     plan = Plan(
         restore_id="r",
@@ -125,13 +130,13 @@ def test_the_phases_read_with_full_collections_rare() -> None:
         cluster = _Recording()
         with pytest.raises(_Stop):
             run(cluster)
-        assert cluster.full_after == FULL_COLLECTION_AFTER
-        assert gc.get_threshold() == (700, 10, 10)
+        assert cluster.collector_on is False
+        assert gc.isenabled()
 
 
 def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> None:
     """The CLI's plan and the workflow's translate step write their entries after the translation: both
-    connect, and write, with full collections rare (the same as ``translate``)."""
+    connect, and write, with the collector paused (the same as ``translate``)."""
     SnapshotRepository(LocalStore(tmp_path / "snapshots")).write(make("s-1", datetime.now(UTC)))
     cluster = _Recording()
     with pytest.raises(_Stop):
@@ -142,10 +147,10 @@ def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> Non
             PlanOptions(),
             connect=lambda _: cluster,  # type: ignore[arg-type,return-value]
         )
-    assert cluster.full_after == FULL_COLLECTION_AFTER
+    assert cluster.collector_on is False
 
     read = _Recording()
     with pytest.raises(_Stop):
         translate_work_item(read, "item.json", ConnectionSettings(bootstrap_servers="b-1:9092"), read)  # type: ignore[arg-type]
-    assert read.full_after == FULL_COLLECTION_AFTER
-    assert gc.get_threshold() == (700, 10, 10)
+    assert read.collector_on is False
+    assert gc.isenabled()

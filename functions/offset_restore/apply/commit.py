@@ -32,7 +32,7 @@ from offset_restore.apply.waiting import wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
 from offset_restore.formats.plan import Plan, PlanEntry, share_groups, written_by_apply
 from offset_restore.formats.streams import internal_topic
-from offset_restore.heap import full_collections_rare
+from offset_restore.heap import collections_paused
 from offset_restore.kafka.fence import MEMBER_JOINED
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.kafka.share_protocol import NOT_EMPTY
@@ -56,7 +56,7 @@ MEMBER_ERRORS = {MEMBER_JOINED, NOT_EMPTY, "IllegalGenerationError", "RebalanceI
 Any other refusal of a whole group (a group of another kind there) fails it, in the brokers' words."""
 
 
-@full_collections_rare()
+@collections_paused()
 def apply_plan(
     plan: Plan,
     target: ApplyTarget,
