@@ -151,7 +151,8 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         return {}
     first = next(i for i, key in enumerate(keys) if key != NO_KEY)
     last = len(keys) - 1 - next(i for i, key in enumerate(reversed(keys)) if key != NO_KEY)
-    running = running_max(keys)  # keys are NO_KEY or more
+    in_order = _increasing(keys)
+    running = keys if in_order and not unkeyed else running_max(keys)  # keys are NO_KEY or more
     unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY] if unkeyed else []
     starts: dict[int, tuple[int, bool, bool]] = {}  # c -> (index, beyond, pulled back)
     for c in set(wanted):
@@ -160,7 +161,7 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         index = last + 1 if beyond else at
         pulled = bool(unknown) and unknown[0] < index
         starts[c] = (unknown[0] if pulled else index, beyond, pulled)
-    if not log.spans and _increasing(keys) and not any(pulled for _, _, pulled in starts.values()):
+    if not log.spans and in_order and not any(pulled for _, _, pulled in starts.values()):
         # In order (a restore written sorted), and no start pulled back before records it had
         # processed: no record after a start carries a smaller source offset, so the only
         # duplicates are the records without the header after it.
