@@ -1,4 +1,5 @@
-"""The collector is paused during a phase, and on again after it, whatever the phase does."""
+"""Full collections are rare during a phase and the collector paused while it reads the cluster; both as they
+were after it, whatever the phase does."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
 from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
-from offset_restore.heap import collections_paused
+from offset_restore.heap import FULL_COLLECTION_AFTER, collections_paused, full_collections_rare
 from offset_restore.kafka.connection import ConnectionSettings
-from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
+from offset_restore.snapshot.live import SnapshotOptions, stream_snapshot, take_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import LocalStore
 from offset_restore.translate.options import PlanOptions
+from offset_restore.translate.plan import collect_positions, decide_positions
 from offset_restore.translate.run import SnapshotChoice, run_plan
 from offset_restore.translate.translation import translate
 from offset_restore.workflow.states.translate import translate_work_item
@@ -26,12 +28,45 @@ from tests.unit.test_snapshot_store import make
 
 
 @pytest.fixture(autouse=True)
-def collector_on() -> Iterator[None]:
-    was_on = gc.isenabled()
+def default_thresholds() -> Iterator[None]:
+    before, was_on = gc.get_threshold(), gc.isenabled()
+    gc.set_threshold(700, 10, 10)
     gc.enable()
     yield
+    gc.set_threshold(*before)
     if not was_on:
         gc.disable()
+
+
+def test_rare_inside_and_as_it_was_after() -> None:
+    with full_collections_rare():
+        assert gc.get_threshold() == (700, 10, FULL_COLLECTION_AFTER)
+        assert gc.isenabled()  # the young collections still run
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_as_it_was_after_the_phase_fails() -> None:
+    with pytest.raises(RuntimeError), full_collections_rare():
+        raise RuntimeError("the phase failed")
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_phase_inside_a_phase_leaves_them_rare_until_the_outer_one_ends() -> None:
+    @full_collections_rare()
+    def inner() -> int:
+        return gc.get_threshold()[2]
+
+    with full_collections_rare():
+        assert inner() == FULL_COLLECTION_AFTER
+        assert gc.get_threshold()[2] == FULL_COLLECTION_AFTER
+    assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_a_rarer_setting_of_the_caller_is_kept() -> None:
+    gc.set_threshold(700, 10, 5000)
+    with full_collections_rare():
+        assert gc.get_threshold()[2] == 5000
+    assert gc.get_threshold() == (700, 10, 5000)
 
 
 def test_paused_inside_and_on_after() -> None:
@@ -87,15 +122,19 @@ def test_cycles_made_during_a_phase_are_freed_after_it() -> None:
 
 
 class _Recording:
-    """A cluster that notes whether the collector was on at its first call, then fails the phase."""
+    """A cluster that notes, at each call, whether the collector was on and how rare full collections were;
+    it answers nothing (``stop``: fails the phase at its first call)."""
 
-    def __init__(self) -> None:
-        self.collector_on: bool | None = None
+    def __init__(self, *, stop: bool = True) -> None:
+        self.calls: list[tuple[str, bool, int]] = []
+        self.stop = stop
 
     def __getattr__(self, name: str) -> object:
         def call(*args: object, **kwargs: object) -> object:
-            self.collector_on = gc.isenabled()
-            raise _Stop(name)
+            self.calls.append((name, gc.isenabled(), gc.get_threshold()[2]))
+            if self.stop:
+                raise _Stop(name)
+            return {}
 
         return call
 
@@ -110,10 +149,9 @@ class _Stop(Exception):
     pass
 
 
-def test_the_phases_read_with_collections_paused() -> None:
-    """A phase left out would walk every record it holds at each young collection (offset_restore/heap.py)."""
+def _plan() -> Plan:
     entries = [plan_entry("g", 0, "mapped")]
-    plan = Plan(
+    return Plan(
         restore_id="r",
         snapshot_id="s",
         created_at=datetime.now(UTC),
@@ -122,21 +160,49 @@ def test_the_phases_read_with_collections_paused() -> None:
         entries=entries,
         summary=PlanSummary.of(entries),
     )
+
+
+def test_the_phases_make_full_collections_rare() -> None:
+    """A phase left out would walk its whole heap again at every tenth middle collection (offset_restore/heap.py)."""
     for run in (
         lambda cluster: take_snapshot(cluster, SnapshotOptions()),
-        lambda cluster: translate([], cluster, PlanOptions()),
-        lambda cluster: apply_plan(plan, cluster, ApplyOptions(), save=lambda _: None),
+        lambda cluster: translate(make("s-1", datetime.now(UTC)).groups, cluster, PlanOptions()),
+        lambda cluster: apply_plan(_plan(), cluster, ApplyOptions(), save=lambda _: None),
     ):
         cluster = _Recording()
         with pytest.raises(_Stop):
             run(cluster)
-        assert cluster.collector_on is False
+        assert cluster.calls[0][2] == FULL_COLLECTION_AFTER
+        assert gc.get_threshold() == (700, 10, 10) and gc.isenabled()
+
+
+def test_their_reads_of_the_cluster_run_with_the_collector_paused() -> None:
+    """The snapshot's reads, the plan's decisions and apply's check of the target: no collection walks the
+    records they hold; the writes around them (the commits, the saves) run with it."""
+    options = PlanOptions()
+    for run in (
+        lambda cluster: stream_snapshot(cluster, SnapshotOptions()),
+        lambda cluster: decide_positions(
+            collect_positions(make("s-1", datetime.now(UTC)).groups, options), cluster, options
+        ),
+    ):
+        cluster = _Recording()
+        with pytest.raises(_Stop):
+            run(cluster)
+        assert cluster.calls[0][1] is False
         assert gc.isenabled()
+
+    target = _Recording(stop=False)
+    apply_plan(_plan(), target, ApplyOptions(wait_timeout_s=0), save=lambda _: None)  # type: ignore[arg-type]
+    on = {name: collector_on for name, collector_on, _ in target.calls}
+    assert on["partition_identities"] is False  # the check of the target before writing
+    assert on["committed_offsets"] and on["alter_offsets_many"]  # the reads and writes of group offsets
+    assert gc.isenabled()
 
 
 def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> None:
     """The CLI's plan and the workflow's translate step write their entries after the translation: both
-    connect, and write, with the collector paused (the same as ``translate``)."""
+    connect, and write, with full collections rare (the same as ``translate``)."""
     SnapshotRepository(LocalStore(tmp_path / "snapshots")).write(make("s-1", datetime.now(UTC)))
     cluster = _Recording()
     with pytest.raises(_Stop):
@@ -147,10 +213,10 @@ def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> Non
             PlanOptions(),
             connect=lambda _: cluster,  # type: ignore[arg-type,return-value]
         )
-    assert cluster.collector_on is False
+    assert cluster.calls[0][2] == FULL_COLLECTION_AFTER
 
     read = _Recording()
     with pytest.raises(_Stop):
         translate_work_item(read, "item.json", ConnectionSettings(bootstrap_servers="b-1:9092"), read)  # type: ignore[arg-type]
-    assert read.collector_on is False
-    assert gc.isenabled()
+    assert read.calls[0][2] == FULL_COLLECTION_AFTER
+    assert gc.get_threshold() == (700, 10, 10)

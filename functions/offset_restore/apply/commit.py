@@ -32,7 +32,7 @@ from offset_restore.apply.waiting import wait_until_empty
 from offset_restore.errors import CommitInterruptedError, OffsetRestoreError, WriterFencedError
 from offset_restore.formats.plan import Plan, PlanEntry, share_groups, written_by_apply
 from offset_restore.formats.streams import internal_topic
-from offset_restore.heap import collections_paused
+from offset_restore.heap import collections_paused, full_collections_rare
 from offset_restore.kafka.fence import MEMBER_JOINED
 from offset_restore.kafka.model import TP, CommittedOffset
 from offset_restore.kafka.share_protocol import NOT_EMPTY
@@ -56,7 +56,7 @@ MEMBER_ERRORS = {MEMBER_JOINED, NOT_EMPTY, "IllegalGenerationError", "RebalanceI
 Any other refusal of a whole group (a group of another kind there) fails it, in the brokers' words."""
 
 
-@collections_paused()
+@full_collections_rare()
 def apply_plan(
     plan: Plan,
     target: ApplyTarget,
@@ -93,13 +93,15 @@ def apply_plan(
     save(plan)  # the offsets about to be replaced are on record before the first write
     run.tell_journal()
     lap("save_previous")
-    run.drop_changed_targets()
+    with collections_paused():  # the records read to check each target (offset_restore/heap.py)
+        run.drop_changed_targets()
     lap("check_target")
     run.commit_saving_progress()
     lap("commit")
     # Also what an interrupted run committed but never got to verify.
     unverified = {e.group for e in plan.entries if e.status == "committed" and e.verified is None}
-    verify_groups(plan, run.report, target, sorted(unverified | set(run.report.groups_committed)), run.read)
+    with collections_paused():
+        verify_groups(plan, run.report, target, sorted(unverified | set(run.report.groups_committed)), run.read)
     lap("verify")
     run.record_skips()
     plan.notes.append(f"applied {datetime.now(UTC).isoformat()}: {len(run.report.groups_committed)} groups committed")

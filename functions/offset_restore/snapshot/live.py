@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from offset_restore.heap import collections_paused
+from offset_restore.heap import collections_paused, full_collections_rare
 from offset_restore.kafka.model import (
     SHARE_GROUP,
     TP,
@@ -164,7 +164,7 @@ def count_groups(groups: Iterable[GroupSnapshot]) -> SnapshotCounts:
     return tally.result()
 
 
-@collections_paused()
+@full_collections_rare()
 def take_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,
@@ -178,6 +178,7 @@ def take_snapshot(
     return Snapshot(manifest=stream.manifest, groups=groups, timings=stream.timings)
 
 
+@collections_paused()
 def stream_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,

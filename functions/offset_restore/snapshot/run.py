@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 
 from offset_restore.errors import BadInputError
-from offset_restore.heap import collections_paused
+from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP
@@ -51,7 +51,7 @@ class SnapshotResult(BaseModel):
     """The groups that lag most, largest first (snapshot/health.py: what the metrics show per group)."""
 
 
-@collections_paused()
+@full_collections_rare()
 def run_snapshot(
     connection: ConnectionSettings,
     store: BlobStore,

@@ -15,6 +15,7 @@ from functools import partial
 from typing import Literal
 
 from offset_restore.formats.plan import PlanEntry
+from offset_restore.heap import collections_paused
 from offset_restore.kafka.model import SHARE_GROUP, TP, PartitionFetch, Record, topic_ids
 from offset_restore.reading.held import HeldAnswers
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
@@ -60,6 +61,7 @@ __all__ = ["collect_positions", "decide_positions", "plan_entries"]
 _tuple = tuple.__new__
 
 
+@collections_paused()
 def decide_positions(
     positions: dict[PositionKey, Position],
     target: TargetCluster,

@@ -18,7 +18,7 @@ from typing import cast
 
 from offset_restore.kafka.model import RECORD_OFFSET, TP, PartitionFetch, Record
 from offset_restore.snapshot.fingerprint import record_fingerprint
-from offset_restore.snapshot.headers import LARGEST_BINARY_OFFSET, parse_offset_header
+from offset_restore.snapshot.headers import parse_offset_header
 from offset_restore.translate.resume_points import running_max
 
 __all__ = ["Ends", "Fall", "Met", "ReadHeaders", "ReadPartition", "Twice", "skipped_offsets"]
@@ -446,7 +446,7 @@ def _numbers(values: list[bytes]) -> list[int] | None:
         return list(map(int, values))
     joined = b"".join(values)
     if len(joined) != 8 * len(values) or max(map(len, values)) != 8 or joined[::8] != bytes(len(values)):
-        return None  # not 8 bytes each, or a first byte not 0: 2**56 or more, or negative (the record by record path says)
+        return None  # not 8 bytes each, or a first byte not 0: 2**56 or more, or negative (read record by record)
     numbers = array("q")
     numbers.frombytes(joined)
     if sys.byteorder == "little":

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from offset_restore.errors import AlreadyExistsError, BadInputError, OffsetRestoreError
 from offset_restore.formats.plan import ClusterRef as _ClusterRef
 from offset_restore.formats.plan import Plan, PlanSummary, csv_unsafe, new_restore_id
-from offset_restore.heap import collections_paused
+from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.filters import NameFilter
@@ -211,7 +211,7 @@ class PlanResult(BaseModel):
     ``__consumer_offsets``, else when it was taken): with ``created_at``, the recovery point."""
 
 
-@collections_paused()
+@full_collections_rare()
 def run_plan(
     choice: SnapshotChoice,
     connection: ConnectionSettings,

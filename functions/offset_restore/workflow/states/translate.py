@@ -11,7 +11,7 @@ from pydantic import BaseModel, ValidationError
 
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanSummary
-from offset_restore.heap import collections_paused
+from offset_restore.heap import full_collections_rare
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.stores.mappings import MappingStore
@@ -44,7 +44,7 @@ class WorkItemResult(BaseModel):
     summary: PlanSummary
 
 
-@collections_paused()
+@full_collections_rare()
 def translate_work_item(
     store: BlobStore,
     key: str,
