@@ -7,17 +7,18 @@ evidence, the entries. Reference counting frees them: they hold no reference cyc
 generational collector walks every object that outlives a young collection again, once in the young
 generation, once in the middle one, and at every full collection all of them.
 
-- A whole phase (``full_collections_rare``: ``take_snapshot``, ``translate``, ``apply_plan``, and the CLI's
-  commands and the workflow's steps around them, their reads and writes of S3 and files included) runs a
-  full collection only after a hundred times as many middle ones as CPython's default. The young
-  collections still run: the cycles AWS clients make (a client, a response and the body it read: a
-  stored snapshot's pieces, tens of MB at 120,000 group-partitions) are freed as the phase goes on.
-- Its reading of the cluster (``collections_paused``: ``stream_snapshot``'s reads, ``decide_positions``,
-  apply's check of the target and its verification), where no AWS request is made, runs with the
-  collector off: the records of a round live through many young collections, and a dense plan (a
-  million records) spent a sixteenth of its time in young and middle collections that freed nothing.
-  Raising the thresholds does not help: each collection then walks more live records. What such a step
-  leaves in cycles (a Kafka client's closed connections) waits for the first collection after it:
+- A whole phase (``full_collections_rare``: ``apply_plan``, the CLI's commands and the workflow's steps,
+  their reads and writes of S3 and files included) runs a full collection only after a hundred times as
+  many middle ones as CPython's default. The young collections still run: the cycles AWS clients make (a
+  client, a response and the body it read: a stored snapshot's pieces, tens of MB at 120,000
+  group-partitions, read as the plan goes) are freed as the phase goes on.
+- What reads the cluster and makes no AWS request (``collections_paused``: ``take_snapshot`` and
+  ``translate``, which work in memory, and inside the phases ``stream_snapshot``'s reads,
+  ``decide_positions``, apply's check of the target and its verification) runs with the collector off:
+  the records of a round live through many young collections, and a dense plan (a million records)
+  spent a sixteenth of its time in young and middle collections that freed nothing. Raising the
+  thresholds does not help: each collection then walks more live records. What such a step leaves in
+  cycles (a Kafka client's closed connections) waits for the first collection after it:
   ``tests/integration/test_heap_cycles.py`` holds a snapshot, a dense plan and an apply against real
   brokers to a few hundred such objects.
 """

@@ -162,25 +162,13 @@ def _plan() -> Plan:
     )
 
 
-def test_the_phases_make_full_collections_rare() -> None:
-    """A phase left out would walk its whole heap again at every tenth middle collection (offset_restore/heap.py)."""
-    for run in (
-        lambda cluster: take_snapshot(cluster, SnapshotOptions()),
-        lambda cluster: translate(make("s-1", datetime.now(UTC)).groups, cluster, PlanOptions()),
-        lambda cluster: apply_plan(_plan(), cluster, ApplyOptions(), save=lambda _: None),
-    ):
-        cluster = _Recording()
-        with pytest.raises(_Stop):
-            run(cluster)
-        assert cluster.calls[0][2] == FULL_COLLECTION_AFTER
-        assert gc.get_threshold() == (700, 10, 10) and gc.isenabled()
-
-
-def test_their_reads_of_the_cluster_run_with_the_collector_paused() -> None:
-    """The snapshot's reads, the plan's decisions and apply's check of the target: no collection walks the
-    records they hold; the writes around them (the commits, the saves) run with it."""
+def test_what_reads_the_cluster_in_memory_runs_with_the_collector_paused() -> None:
+    """No collection walks the records they hold (offset_restore/heap.py): the in-memory snapshot and plan,
+    and the reads inside the CLI's and the workflow's phases."""
     options = PlanOptions()
     for run in (
+        lambda cluster: take_snapshot(cluster, SnapshotOptions()),
+        lambda cluster: translate(make("s-1", datetime.now(UTC)).groups, cluster, options),
         lambda cluster: stream_snapshot(cluster, SnapshotOptions()),
         lambda cluster: decide_positions(
             collect_positions(make("s-1", datetime.now(UTC)).groups, options), cluster, options
@@ -192,12 +180,16 @@ def test_their_reads_of_the_cluster_run_with_the_collector_paused() -> None:
         assert cluster.calls[0][1] is False
         assert gc.isenabled()
 
+
+def test_apply_pauses_it_for_its_reads_and_makes_full_collections_rare_around_them() -> None:
+    """Apply saves the plan as it goes (to S3 in the workflow): the young collections free what the client
+    leaves in cycles; its check of the target before writing runs with the collector off."""
     target = _Recording(stop=False)
     apply_plan(_plan(), target, ApplyOptions(wait_timeout_s=0), save=lambda _: None)  # type: ignore[arg-type]
-    on = {name: collector_on for name, collector_on, _ in target.calls}
-    assert on["partition_identities"] is False  # the check of the target before writing
-    assert on["committed_offsets"] and on["alter_offsets_many"]  # the reads and writes of group offsets
-    assert gc.isenabled()
+    on = {name: (collector_on, full_after) for name, collector_on, full_after in target.calls}
+    assert on["partition_identities"][0] is False  # the check of the target before writing
+    assert on["committed_offsets"] == on["alter_offsets_many"] == (True, FULL_COLLECTION_AFTER)
+    assert gc.isenabled() and gc.get_threshold() == (700, 10, 10)
 
 
 def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from offset_restore.heap import collections_paused, full_collections_rare
+from offset_restore.heap import collections_paused
 from offset_restore.kafka.model import (
     SHARE_GROUP,
     TP,
@@ -164,7 +164,7 @@ def count_groups(groups: Iterable[GroupSnapshot]) -> SnapshotCounts:
     return tally.result()
 
 
-@full_collections_rare()
+@collections_paused()
 def take_snapshot(
     cluster: SnapshotSource,
     options: SnapshotOptions,

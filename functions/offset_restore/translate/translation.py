@@ -18,7 +18,7 @@ from functools import cached_property
 
 from offset_restore.errors import BadInputError
 from offset_restore.formats.plan import PlanEntry
-from offset_restore.heap import full_collections_rare
+from offset_restore.heap import collections_paused
 from offset_restore.kafka.model import TP, LogBounds
 from offset_restore.snapshot.model import GroupSnapshot
 from offset_restore.translate.checkpoints import CheckpointReader
@@ -158,7 +158,7 @@ def translation(
     return Translation(groups, options, decisions, stats, fresher, bounds, snapshot_at, history)
 
 
-@full_collections_rare()
+@collections_paused()
 def translate(
     groups: Sequence[GroupSnapshot],
     target: TargetCluster,
