@@ -9,11 +9,12 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from kafka import KafkaConsumer
 from offset_restore.devtools.brokers import Broker
 from offset_restore.devtools.brokers import new_broker as devtools_new_broker
-from offset_restore.formats.plan import PlanEntry, Status
+from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary, Status
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.kafka.model import TP, CommittedOffset, FetchedRecord, Record
@@ -201,6 +202,19 @@ def plan_entry(group: str, partition: int, status: Status, offset: int | None = 
         target_offset=offset,
         method="header" if offset is not None else None,
         status=status,
+    )
+
+
+def plan_of(entries: list[PlanEntry], snapshot_id: str = "s") -> Plan:
+    """A plan holding ``entries``, from source cluster ``source`` to ``target``, made now."""
+    return Plan(
+        restore_id=unique("r"),
+        snapshot_id=snapshot_id,
+        created_at=datetime.now(UTC),
+        source=ClusterRef(cluster="source", bootstrap_servers="-"),
+        target=ClusterRef(cluster="target", bootstrap_servers="-"),
+        entries=entries,
+        summary=PlanSummary.of(entries),
     )
 
 

@@ -7,19 +7,17 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TypeVar
 
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
-from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP
 from offset_restore.snapshot.live import SnapshotOptions, take_snapshot
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.translation import translate
 
-from tests.helpers import commit, produce, restore, unique
+from tests.helpers import commit, plan_of, produce, restore, unique
 
 T = TypeVar("T")
 PARTITIONS, RECORDS, GROUPS = 4, 2_000, 30
@@ -55,15 +53,7 @@ def test_a_snapshot_a_dense_plan_and_its_apply_leave_few_cycles(source: KafkaClu
     assert left < MOST_CYCLIC, f"the plan left {left} objects in cycles"
     assert sum(stats.records_read.values()) >= PARTITIONS * RECORDS  # read whole: every record went through it
     assert all(e.exact for e in entries) and len(entries) == GROUPS * PARTITIONS
-    plan = Plan(
-        restore_id=unique("r"),
-        snapshot_id=snapshot.manifest.snapshot_id,
-        created_at=datetime.now(UTC),
-        source=ClusterRef(cluster="source", bootstrap_servers="-"),
-        target=ClusterRef(cluster="target", bootstrap_servers="-"),
-        entries=entries,
-        summary=PlanSummary.of(entries),
-    )
+    plan = plan_of(entries, snapshot.manifest.snapshot_id)
     report, left = cyclic_garbage(lambda: apply_plan(plan, target, ApplyOptions(wait_timeout_s=0), lambda p: None))
     assert left < MOST_CYCLIC, f"the apply left {left} objects in cycles"
     assert not report.groups_failed and not report.verify_failed

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
-from offset_restore.formats.plan import ClusterRef, Plan, PlanSummary
 from offset_restore.heap import FULL_COLLECTION_AFTER, collections_paused, full_collections_rare
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.live import SnapshotOptions, stream_snapshot, take_snapshot
@@ -23,7 +22,7 @@ from offset_restore.translate.run import SnapshotChoice, run_plan
 from offset_restore.translate.translation import translate
 from offset_restore.workflow.states.translate import translate_work_item
 
-from tests.helpers import plan_entry
+from tests.helpers import plan_entry, plan_of
 from tests.unit.test_snapshot_store import make
 
 
@@ -149,19 +148,6 @@ class _Stop(Exception):
     pass
 
 
-def _plan() -> Plan:
-    entries = [plan_entry("g", 0, "mapped")]
-    return Plan(
-        restore_id="r",
-        snapshot_id="s",
-        created_at=datetime.now(UTC),
-        source=ClusterRef(cluster="source", bootstrap_servers="-"),
-        target=ClusterRef(cluster="target", bootstrap_servers="-"),
-        entries=entries,
-        summary=PlanSummary.of(entries),
-    )
-
-
 def test_what_reads_the_cluster_in_memory_runs_with_the_collector_paused() -> None:
     """No collection walks the records they hold (offset_restore/heap.py): the in-memory snapshot and plan,
     and the reads inside the CLI's and the workflow's phases."""
@@ -185,7 +171,7 @@ def test_apply_pauses_it_for_its_reads_and_makes_full_collections_rare_around_th
     """Apply saves the plan as it goes (to S3 in the workflow): the young collections free what the client
     leaves in cycles; its check of the target before writing runs with the collector off."""
     target = _Recording(stop=False)
-    apply_plan(_plan(), target, ApplyOptions(wait_timeout_s=0), save=lambda _: None)  # type: ignore[arg-type]
+    apply_plan(plan_of([plan_entry("g", 0, "mapped")]), target, ApplyOptions(wait_timeout_s=0), save=lambda _: None)  # type: ignore[arg-type]
     on = {name: (collector_on, full_after) for name, collector_on, full_after in target.calls}
     assert on["partition_identities"][0] is False  # the check of the target before writing
     assert on["committed_offsets"] == on["alter_offsets_many"] == (True, FULL_COLLECTION_AFTER)
