@@ -20,7 +20,8 @@ generation, once in the middle one, and at every full collection all of them.
   thresholds does not help: each collection then walks more live records. What such a step leaves in
   cycles (a Kafka client's closed connections) waits for the first collection after it:
   ``tests/integration/test_heap_cycles.py`` holds a snapshot, a dense plan and an apply against real
-  brokers to a few hundred such objects.
+  brokers to a few hundred such objects. An AWS request made inside such a step (the plan's reads of a
+  restore tool's checkpoints in DynamoDB) runs with it on again (``collections_resumed``).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["FULL_COLLECTION_AFTER", "collections_paused", "full_collections_rare"]
+__all__ = ["FULL_COLLECTION_AFTER", "collections_paused", "collections_resumed", "full_collections_rare"]
 
 FULL_COLLECTION_AFTER = 1000
 """Collections of the middle generation between two full ones while a phase runs (CPython's default: 10)."""
@@ -58,3 +59,16 @@ def collections_paused() -> Iterator[None]:
     finally:
         if was_on:
             gc.enable()
+
+
+@contextmanager
+def collections_resumed() -> Iterator[None]:
+    """Inside a paused step, the collector on for the block (an AWS request, whose client leaves cycles that
+    hold what it read); as it was after it."""
+    was_on = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not was_on:
+            gc.disable()

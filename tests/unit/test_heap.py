@@ -4,7 +4,7 @@ were after it, whatever the phase does."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.live import SnapshotOptions, stream_snapshot, take_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
 from offset_restore.stores.storage import LocalStore
+from offset_restore.translate.checkpoints import MemoryCheckpoints
 from offset_restore.translate.options import PlanOptions
 from offset_restore.translate.plan import collect_positions, decide_positions
 from offset_restore.translate.run import SnapshotChoice, run_plan
@@ -124,6 +125,8 @@ class _Recording:
     """A cluster that notes, at each call, whether the collector was on and how rare full collections were;
     it answers nothing (``stop``: fails the phase at its first call)."""
 
+    cluster_id = "recording"
+
     def __init__(self, *, stop: bool = True) -> None:
         self.calls: list[tuple[str, bool, int]] = []
         self.stop = stop
@@ -198,3 +201,24 @@ def test_the_cli_plan_and_the_workflow_translate_step_too(tmp_path: Path) -> Non
         translate_work_item(read, "item.json", ConnectionSettings(bootstrap_servers="b-1:9092"), read)  # type: ignore[arg-type]
     assert read.calls[0][2] == FULL_COLLECTION_AFTER
     assert gc.get_threshold() == (700, 10, 10)
+
+
+class _CheckpointsSeen(MemoryCheckpoints):
+    """Checkpoints that note whether the collector was on at each call (a DynamoDB client's requests leave cycles)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.collector_on: list[bool] = []
+
+    def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        self.collector_on.append(gc.isenabled())
+        return super().completed(cluster, partitions)
+
+
+def test_the_plans_reads_of_a_restore_tools_checkpoints_run_with_the_collector_on() -> None:
+    options = PlanOptions()
+    positions = collect_positions(make("s-1", datetime.now(UTC)).groups, options)
+    checkpoints = _CheckpointsSeen()
+    decide_positions(positions, _Recording(stop=False), options, checkpoints=checkpoints)  # type: ignore[arg-type]
+    assert checkpoints.collector_on == [True]
+    assert gc.isenabled()

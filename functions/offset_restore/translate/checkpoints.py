@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from offset_restore.heap import collections_resumed
 from offset_restore.stores.batches import batch_get
 from offset_restore.stores.keys import COMPLETE_SK, progress_key, progress_sk
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Checkpoint",
     "CheckpointReader",
+    "CollectedCheckpoints",
     "DynamoCheckpoints",
     "MemoryCheckpoints",
 ]
@@ -73,6 +75,30 @@ class MemoryCheckpoints:
     def last(self, cluster: str, topic: str, partition: int) -> Checkpoint | None:
         pairs = self._of(cluster, topic, partition)
         return pairs[-1] if pairs else None
+
+
+class CollectedCheckpoints:
+    """A reader whose every call runs with the garbage collector on (``heap.collections_resumed``): the plan
+    decides with it paused, and a DynamoDB client's requests leave cycles that would wait for the plan's end."""
+
+    def __init__(self, reader: CheckpointReader) -> None:
+        self.reader = reader
+
+    def floor(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None:
+        with collections_resumed():
+            return self.reader.floor(cluster, topic, partition, source_offset)
+
+    def ceiling(self, cluster: str, topic: str, partition: int, source_offset: int) -> Checkpoint | None:
+        with collections_resumed():
+            return self.reader.ceiling(cluster, topic, partition, source_offset)
+
+    def last(self, cluster: str, topic: str, partition: int) -> Checkpoint | None:
+        with collections_resumed():
+            return self.reader.last(cluster, topic, partition)
+
+    def completed(self, cluster: str, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        with collections_resumed():
+            return self.reader.completed(cluster, partitions)
 
 
 class DynamoCheckpoints:

@@ -20,7 +20,7 @@ from offset_restore.kafka.model import SHARE_GROUP, TP, PartitionFetch, Record, 
 from offset_restore.reading.held import HeldAnswers
 from offset_restore.snapshot.model import GroupSnapshot, PartitionSnapshot, default_cluster_name
 from offset_restore.translate.applications import hold_application
-from offset_restore.translate.checkpoints import CheckpointReader
+from offset_restore.translate.checkpoints import CheckpointReader, CollectedCheckpoints
 from offset_restore.translate.context import Context, TargetCluster
 from offset_restore.translate.mm2 import MirrorCheckpoints
 from offset_restore.translate.options import PlanOptions, Strategy
@@ -83,6 +83,7 @@ def decide_positions(
     stats = TranslateStats()
     report = progress or (lambda phase, done, total: None)
     stats.positions = len(positions)
+    checkpoints = None if checkpoints is None else CollectedCheckpoints(checkpoints)  # DynamoDB: collected as read
     topic_counts = target.topic_partitions()
     context = Context(
         target=target,
