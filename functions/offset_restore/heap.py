@@ -27,6 +27,7 @@ generation, once in the middle one, and at every full collection all of them.
 from __future__ import annotations
 
 import gc
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -48,27 +49,51 @@ def full_collections_rare() -> Iterator[None]:
         gc.set_threshold(young, middle, full)
 
 
+class _Pauses:
+    """Every thread's paused and resumed blocks: there is one collector a process, and phases run side by side
+    in threads (the workflow's Map iterations in ``devtools/local_aws.py``). It is off while any paused block
+    runs, but on while a resumed one runs inside them; once the last paused block ends, as it was before the
+    first began, in whatever order the threads' blocks ended."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.paused = 0
+        self.resumed = 0
+        self.was_on = True
+
+    def change(self, paused: int, resumed: int) -> None:
+        with self.lock:
+            if paused > 0 and not self.paused:
+                self.was_on = gc.isenabled()
+            ending = paused < 0 and self.paused == 1
+            self.paused += paused
+            self.resumed += resumed
+            if ending:
+                (gc.enable if self.was_on else gc.disable)()
+            elif self.paused:
+                (gc.enable if self.resumed and self.was_on else gc.disable)()
+
+
+_PAUSES = _Pauses()
+
+
 @contextmanager
 def collections_paused() -> Iterator[None]:
-    """For the block (also a decorator), no garbage collection; the collector on again after it, however it
-    ends, when it was on before (a step inside a step leaves it off until the outer one ends)."""
-    was_on = gc.isenabled()
-    gc.disable()
+    """For the block (also a decorator), no garbage collection; the collector as it was before once the last
+    paused block of any thread ends, however it ends."""
+    _PAUSES.change(1, 0)
     try:
         yield
     finally:
-        if was_on:
-            gc.enable()
+        _PAUSES.change(-1, 0)
 
 
 @contextmanager
 def collections_resumed() -> Iterator[None]:
     """Inside a paused step, the collector on for the block (an AWS request, whose client leaves cycles that
-    hold what it read); as it was after it."""
-    was_on = gc.isenabled()
-    gc.enable()
+    hold what it read), unless it was off before the step; outside one, nothing changes."""
+    _PAUSES.change(0, 1)
     try:
         yield
     finally:
-        if not was_on:
-            gc.disable()
+        _PAUSES.change(0, -1)

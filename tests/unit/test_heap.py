@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from offset_restore.apply.commit import apply_plan
 from offset_restore.apply.model import ApplyOptions
-from offset_restore.heap import FULL_COLLECTION_AFTER, collections_paused, full_collections_rare
+from offset_restore.heap import FULL_COLLECTION_AFTER, collections_paused, collections_resumed, full_collections_rare
 from offset_restore.kafka.connection import ConnectionSettings
 from offset_restore.snapshot.live import SnapshotOptions, stream_snapshot, take_snapshot
 from offset_restore.snapshot.store import SnapshotRepository
@@ -96,6 +96,32 @@ def test_a_caller_that_turned_it_off_keeps_it_off() -> None:
     gc.disable()
     with collections_paused():
         pass
+    assert not gc.isenabled()
+
+
+def test_blocks_of_threads_ending_in_any_order_leave_it_as_it_was() -> None:
+    """Phases run side by side in threads (the workflow's Map iterations): whichever ends first, the collector
+    is off while any paused block runs, on inside a resumed one, and as it was once the last ends."""
+    first, second, inside = collections_paused(), collections_paused(), collections_resumed()
+    first.__enter__()
+    second.__enter__()  # another thread's step begins while the first runs
+    assert not gc.isenabled()
+    inside.__enter__()  # the second reads checkpoints in DynamoDB
+    assert gc.isenabled()
+    first.__exit__(None, None, None)  # the first step ends before the second's read does
+    assert gc.isenabled()
+    inside.__exit__(None, None, None)
+    assert not gc.isenabled()  # the second step still reads the cluster
+    second.__exit__(None, None, None)
+    assert gc.isenabled()
+
+
+def test_resumed_outside_a_paused_step_changes_nothing() -> None:
+    gc.disable()
+    with collections_resumed():
+        assert not gc.isenabled()
+    with collections_paused(), collections_resumed():
+        assert not gc.isenabled()  # the caller had it off: a resumed block does not turn it on
     assert not gc.isenabled()
 
 
