@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from offset_restore.translate.resume_points import NO_KEY, PartitionLog
+from offset_restore.translate.resume_points import NO_KEY, PartitionLog, increasing
 
 __all__ = [
     "ObservedPartition",
@@ -218,12 +218,7 @@ def _falls_back(log: PartitionLog) -> bool:
     """Whether a header anywhere among the records read is at or below the one before it: the
     partition is out of order whatever the unread offsets between hold (the local broker returns the
     records of aborted transactions: their copy and its rewrite read so), and will be read whole."""
-    return not _ascending(array("q", (k for k in log.keys if k != NO_KEY)))
-
-
-def _ascending(keys: array) -> bool:
-    """Whether ``keys`` strictly grow, at C speed: the order check runs after every gap read."""
-    return all(map(operator.lt, keys, keys[1:]))
+    return not increasing(log.keys)
 
 
 def _first_problem(
@@ -233,7 +228,7 @@ def _first_problem(
     if hole_rate is None:
         hole_rate = hole_rate_of(log, ranges)
     keys, offsets = log.keys, log.offsets
-    if NO_KEY not in keys and _ascending(keys):  # the common case
+    if NO_KEY not in keys and increasing(keys):  # the common case
         steps = map(operator.sub, offsets[1:], offsets[:-1])
         apart = itertools.compress(itertools.count(), map(operator.lt, itertools.repeat(1), steps))  # at C speed
         return next(filter(None, (_overcounted_at(log, i, i + 1, ranges, hole_rate) for i in apart)), None)

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-__all__ = ["NO_KEY", "PartitionLog", "Resume", "resume_points", "running_max"]
+__all__ = ["NO_KEY", "PartitionLog", "Resume", "increasing", "resume_points", "running_max"]
 
 NO_KEY = -1
 """The key of a record without the offset header (source offsets are never negative)."""
@@ -151,7 +151,7 @@ def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]
         return {}
     first = next(i for i, key in enumerate(keys) if key != NO_KEY)
     last = len(keys) - 1 - next(i for i, key in enumerate(reversed(keys)) if key != NO_KEY)
-    in_order = _increasing(keys)
+    in_order = increasing(keys)
     running = keys if in_order and not unkeyed else running_max(keys)  # keys are NO_KEY or more
     unknown = [i for i in range(first + 1, last) if keys[i] == NO_KEY] if unkeyed else []
     starts: dict[int, tuple[int, bool, bool]] = {}  # c -> (index, beyond, pulled back)
@@ -184,8 +184,9 @@ def running_max(values: array) -> array:
     return array("q", itertools.accumulate(values, max))
 
 
-def _increasing(keys: array) -> bool:
-    """Whether the source offsets the records carry only grow (records without one left aside)."""
+def increasing(keys: array) -> bool:
+    """Whether the source offsets the records carry strictly grow (records without one left aside): the order
+    check every reader of a log asks, at C speed."""
     carried = [k for k in keys if k != NO_KEY] if NO_KEY in keys else keys
     return all(map(operator.lt, carried, itertools.islice(carried, 1, None)))  # at C speed
 
