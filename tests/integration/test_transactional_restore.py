@@ -147,10 +147,13 @@ def test_aborted_transactions_are_read_as_holes_not_the_partition_whole(
     assert [e.target_offset for e in entries] == [e.target_offset for e in whole]
     assert rounds.get("header (whole partitions)", 0) == 0, rounds  # the gaps were read, not the partition
     assert rounds.get("header (gaps)", 0) > 0, rounds
-    # each aborted transaction (5 batches of 100 records or fewer) proven from a few of its batches'
-    # headers, not read through (aborted_spans.py): all of each were read before
+    # each aborted transaction (500 records) proven from a few of its batches' headers, not read through
+    # (aborted_spans.py): all of each were read before. Counted in offsets, not batches: on a loaded
+    # machine the producer sends a record or two alone after a flush, and a read of one 100-record batch
+    # then holds two or three (19 batches for 4 transactions once, in CI); the offsets stay ~200 each
     transactions = {b.transaction_start for b in aborted}
-    assert transactions and len(aborted) <= 4 * len(transactions), sorted(aborted)
+    covered = sum(b.next_offset - b.base_offset for b in aborted)
+    assert transactions and covered <= CHUNK // 2 * len(transactions), sorted(aborted)
     # each found by its marker (read alone, through the time index: marker_walk.py), then read by its
     # first and last batches, no window spent looking for it (20 gap reads for 4 transactions before)
     assert stats.fetches.get("header (markers)", 0) > 0, stats.fetches
