@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+from kafka.record.memory_records import MemoryRecordsBuilder
 from kafka.record.util import calc_crc32c
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka.batch_records import abort_marker, batches, decode_records, records_before
@@ -79,6 +80,39 @@ def test_the_same_records_as_kafka_python_for_any_batch(
     assert found == theirs(data, 1_000 + skip) and not stopped
     before = records_before(data, 1_000 + skip, 1_000 + start)
     assert held(before) == [r for r in theirs(data, 1_000 + start) if r.offset < 1_000 + skip]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    count=st.integers(1, 30),
+    gaps=st.integers(1, 3),
+    before=st.integers(0, 5),
+    until=st.one_of(st.none(), st.integers(990, 1_100)),
+)
+def test_until_cuts_a_batch_asked_for_whole_after_the_first_record_at_or_past_it(
+    count: int, gaps: int, before: int, until: int | None
+) -> None:
+    """A batch asked for from its base offset or before (taken in one step when no record reaches ``until``):
+    until at, inside, past or before its last record, in a compacted batch (gaps between offsets) too."""
+    data = batch([(None, bytes([i]), [], i) for i in range(count)], gaps=gaps)
+    found, stopped = ours(data, 1_000 - before, until)
+    offsets = [1_000 + i * gaps for i in range(count)]
+    reached = [o for o in offsets if until is not None and o >= until]
+    expected = offsets[: offsets.index(reached[0]) + 1] if reached else offsets
+    assert ([r.offset for r in found], stopped) == (expected, bool(reached))
+
+
+def test_a_compressed_legacy_message_set_asked_from_inside_skips_the_records_before() -> None:
+    """A message set of format 1 compressed carries its last record's offset where format 2 has its first:
+    asked from an offset inside it, the records before are left out, not taken with the rest."""
+    builder = MemoryRecordsBuilder(magic=1, compression_type=CODECS["gzip"], batch_size=1 << 20)
+    for i in range(6):
+        builder.append(1_700_000_000_000 + i, None, bytes([i]), [])
+    builder.close()
+    data = bytearray(builder.buffer())
+    data[0:8] = (1_005).to_bytes(8, "big")  # the wrapper's offset, as a broker writes it: its last record's
+    found, stopped = ours(bytes(data), 1_003)
+    assert [r.offset for r in found] == [1_003, 1_004, 1_005] and not stopped
 
 
 def test_log_append_time_gives_every_record_the_batchs_time() -> None:

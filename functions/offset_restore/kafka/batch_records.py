@@ -70,8 +70,14 @@ def decode_records(
 ) -> bool:
     """Append the batch's records at or after ``fetch_offset``, up to the first at or past ``until``, to
     ``records``; True when ``until`` stopped them. ``keep``: only the records at these offsets (a reader of
-    a few offsets in a run need not build the rest; every record is still read and checked)."""
+    a few offsets in a run need not build the rest; every record is still read and checked). A batch of
+    format 2 (its records' offsets at or after its base offset) wanted whole is taken in one step: a
+    dense read's batches are nearly all wanted whole. A legacy batch's base offset is its last record's."""
     try:
+        whole = keep is None and base_offset >= fetch_offset and getattr(batch, "magic", None) == 2  # none before
+        if whole and (until is None or batch.next_offset <= until):
+            records.extend(batch)  # every record wanted and none at ``until``: taken at C speed
+            return False
         for record in batch:
             offset = record.offset
             if offset < fetch_offset or (keep is not None and offset not in keep):
