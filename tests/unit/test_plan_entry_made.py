@@ -9,7 +9,7 @@ import pickle
 from typing import Any
 
 import pytest
-from offset_restore.formats.plan import PlanEntry
+from offset_restore.formats.plan import PlanEntry, new_entry_fields
 
 _BASE: dict[str, Any] = {
     "group": "payments \"eu\"\nline", "topic": "orders", "partition": 3, "target_topic": "orders-dr",
@@ -31,7 +31,11 @@ _VARIANTS: list[dict[str, Any]] = [
 def test_a_made_entry_is_the_validated_entry(one: int, two: int) -> None:
     values = {**_BASE, **_VARIANTS[one], **_VARIANTS[two]}
     made, validated = PlanEntry.made(**values), PlanEntry(**values)
-    assert made == validated
+    filled = new_entry_fields()
+    for name, value in values.items():  # as the plan fills them, in its own order
+        filled[name] = value
+    assert made == validated == PlanEntry.made_of(filled)
+    assert PlanEntry.made_of(filled).model_dump_json() == validated.model_dump_json()
     assert made.model_dump() == validated.model_dump()
     assert made.model_dump_json() == validated.model_dump_json()
     assert made.model_fields_set is validated.model_fields_set  # the one shared set (formats/lean.py)
@@ -63,3 +67,21 @@ def test_a_made_entry_changes_copies_and_pickles_as_a_validated_one() -> None:
 def test_what_validation_refuses_of_a_plans_values_is_refused(values: dict[str, Any], refusal: str) -> None:
     with pytest.raises((TypeError, ValueError), match=refusal):
         PlanEntry.made(**values)
+
+
+@pytest.mark.parametrize(
+    ("values", "refusal"),
+    [
+        ({**_BASE, "target_ofset": 3}, "PlanEntry has no field target_ofset"),
+        ({**_BASE, "group": None}, "PlanEntry needs group"),
+        ({k: v for k, v in _BASE.items() if k not in ("topic", "status")}, "PlanEntry needs status, topic"),
+        ({**_BASE, "target_offset": None}, "a mapped entry needs a target_offset"),
+    ],
+)
+def test_fields_filled_in_place_are_refused_as_keywords_are(values: dict[str, Any], refusal: str) -> None:
+    """``made_of``: a field misspelt, a required one left None, a written entry without its offset."""
+    fields = new_entry_fields()
+    fields.update(values)
+    with pytest.raises((TypeError, ValueError), match=refusal):
+        PlanEntry.made_of(fields)
+    assert new_entry_fields()["group"] is None  # each caller's fields its own: the template is not filled

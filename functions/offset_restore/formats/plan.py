@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import secrets
 from collections import Counter
 from collections.abc import Iterable
@@ -212,14 +213,26 @@ class PlanEntry(LeanModel):
     @classmethod
     def made(cls, **values: Any) -> PlanEntry:
         """An entry the plan makes from an answer it holds (every value typed already, the reason its own),
-        without validating it again: a plan makes one a group-partition, hundreds of thousands, and checking
-        thirty fields it typed itself is most of an entry's cost. What validation would refuse of such values
-        is refused here: a field the model does not have, one it needs, and a written entry without its
-        offset. ``tests/unit/test_plan_entry_made.py`` holds it equal to the validated entry."""
-        fields = _ENTRY_TEMPLATE.copy()
-        fields.update(values)  # in the model's order, as validation lays them out (and dumps them)
+        without validating it again: checking thirty fields it typed itself is most of an entry's cost.
+        What validation would refuse of such values is refused here: a field the model does not have, one
+        it needs, and a written entry without its offset. ``tests/unit/test_plan_entry_made.py`` holds it
+        equal to the validated entry."""
+        fields = new_entry_fields()
+        fields.update(values)
         if len(fields) != len(_ENTRY_TEMPLATE) or not values.keys() >= _ENTRY_REQUIRED:
             unknown, missing = sorted(values.keys() - _ENTRY_TEMPLATE.keys()), sorted(_ENTRY_REQUIRED - values.keys())
+            raise TypeError(f"PlanEntry has no field {', '.join(unknown)}" if unknown
+                            else f"PlanEntry needs {', '.join(missing)}")  # fmt: skip
+        return cls.made_of(fields)
+
+    @classmethod
+    def made_of(cls, fields: dict[str, Any]) -> PlanEntry:
+        """``made`` of ``fields`` from ``new_entry_fields()``, filled in place and taken as they are (no keyword
+        dict built and copied again: a dense plan makes an entry a group-partition, hundreds of thousands).
+        Refuses a field the model does not have, one it needs left None, and a written entry without its offset."""
+        if len(fields) != len(_ENTRY_TEMPLATE) or None in _required(fields):
+            unknown = sorted(fields.keys() - _ENTRY_TEMPLATE.keys())
+            missing = sorted(name for name in _ENTRY_REQUIRED if fields.get(name) is None)
             raise TypeError(f"PlanEntry has no field {', '.join(unknown)}" if unknown
                             else f"PlanEntry needs {', '.join(missing)}")  # fmt: skip
         status, offset = fields["status"], fields["target_offset"]
@@ -253,6 +266,13 @@ class PlanEntry(LeanModel):
 _ENTRY_REQUIRED = frozenset(name for name, f in PlanEntry.model_fields.items() if f.is_required())
 _ENTRY_TEMPLATE = {name: None if f.is_required() else f.default for name, f in PlanEntry.model_fields.items()}
 """Every field in the model's order, an optional one with its default (none is mutable: no factory)."""
+_required = operator.itemgetter(*sorted(_ENTRY_REQUIRED))
+
+
+def new_entry_fields() -> dict[str, Any]:
+    """A new entry's fields in the model's order, each optional one at its default and each required one None,
+    for ``PlanEntry.made_of`` once filled."""
+    return _ENTRY_TEMPLATE.copy()
 _set = object.__setattr__
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from typing import Literal
 
-from offset_restore.formats.plan import PlanEntry
+from offset_restore.formats.plan import PlanEntry, new_entry_fields
 from offset_restore.heap import collections_paused
 from offset_restore.kafka.model import SHARE_GROUP, TP, PartitionFetch, Record, topic_ids
 from offset_restore.reading.held import HeldAnswers
@@ -433,30 +433,21 @@ def _entry(
 ) -> PlanEntry:
     decision = decisions[(p.topic, p.partition, p.committed_offset)]
     target_topic = options.topic_map.get(p.topic, p.topic)
-    return PlanEntry.made(
-        group=group,
-        topic=p.topic,
-        partition=p.partition,
-        target_topic=target_topic,
-        target_topic_id=topic_ids.get(target_topic),
-        group_kind=kind,
-        source_offset=p.committed_offset,
-        target_offset=decision.target_offset,
-        method=decision.method,
-        exact=decision.exact,
-        max_duplicates=decision.max_duplicates,
-        status=decision.status,
-        reason=decision.reason,
-        outcome=None,  # a new entry: nothing applied yet (none read from its reason, as an old file's is)
-        metadata=p.metadata,
-        expected_fingerprint=decision.expected_fingerprint,
-        never_restored=decision.never_read,
-        unprovable=decision.unprovable and not decision.exact,
-        redelivered=p.delivered_after_start,
-        anchor_offset=decision.anchor[0] if decision.anchor else None,
-        anchor_source_offset=decision.anchor[1] if decision.anchor else None,
-        anchor_timestamp=decision.anchor[2] if decision.anchor else None,
-    )
+    fields = new_entry_fields()  # filled in place: a dense plan makes hundreds of thousands
+    fields["group"], fields["topic"], fields["partition"] = group, p.topic, p.partition
+    fields["target_topic"], fields["target_topic_id"] = target_topic, topic_ids.get(target_topic)
+    fields["group_kind"] = kind
+    fields["source_offset"], fields["target_offset"] = p.committed_offset, decision.target_offset
+    fields["method"], fields["exact"] = decision.method, decision.exact
+    fields["max_duplicates"] = decision.max_duplicates
+    fields["status"], fields["reason"], fields["metadata"] = decision.status, decision.reason, p.metadata
+    # outcome stays None: a new entry, nothing applied yet (none read from its reason, as an old file's is)
+    fields["expected_fingerprint"], fields["never_restored"] = decision.expected_fingerprint, decision.never_read
+    fields["unprovable"] = decision.unprovable and not decision.exact
+    fields["redelivered"] = p.delivered_after_start
+    if decision.anchor:
+        fields["anchor_offset"], fields["anchor_source_offset"], fields["anchor_timestamp"] = decision.anchor
+    return PlanEntry.made_of(fields)
 
 
 def _without_collisions(entries: list[PlanEntry]) -> list[PlanEntry]:
