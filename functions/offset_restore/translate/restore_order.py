@@ -229,6 +229,8 @@ def _first_problem(
         hole_rate = hole_rate_of(log, ranges)
     keys, offsets = log.keys, log.offsets
     if NO_KEY not in keys and increasing(keys):  # the common case
+        if len(offsets) < 2 or offsets[-1] - offsets[0] == len(offsets) - 1:
+            return None  # no offset between two records read lacks one (offsets only grow): no gap at all
         steps = map(operator.sub, offsets[1:], offsets[:-1])
         apart = itertools.compress(itertools.count(), map(operator.lt, itertools.repeat(1), steps))  # at C speed
         return next(filter(None, (_overcounted_at(log, i, i + 1, ranges, hole_rate) for i in apart)), None)
