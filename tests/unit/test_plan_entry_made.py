@@ -34,8 +34,9 @@ def test_a_made_entry_is_the_validated_entry(one: int, two: int) -> None:
     filled = new_entry_fields()
     for name, value in values.items():  # as the plan fills them, in its own order
         filled[name] = value
-    assert made == validated == PlanEntry.made_of(filled)
-    assert PlanEntry.made_of(filled).model_dump_json() == validated.model_dump_json()
+    of_fields = PlanEntry.made_of(filled)
+    assert made == validated == of_fields
+    assert of_fields.model_dump_json() == validated.model_dump_json()
     assert made.model_dump() == validated.model_dump()
     assert made.model_dump_json() == validated.model_dump_json()
     assert made.model_fields_set is validated.model_fields_set  # the one shared set (formats/lean.py)

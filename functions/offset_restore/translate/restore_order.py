@@ -173,9 +173,9 @@ def hole_rate_of(log: PartitionLog, ranges: list[tuple[int, int]]) -> float:
     read = sum(e - s for s, e in ranges)
     if not read:
         return 0.0
+    if log.gapless():
+        return 0.0
     offsets = log.offsets
-    if not offsets or offsets[-1] - offsets[0] == len(offsets) - 1:
-        return 0.0  # no offset between the first record read and the last lacks one (offsets only grow)
     holes, at = 0, 0
     for i in range(1, len(offsets)):
         low, high = offsets[i - 1], offsets[i]
@@ -229,8 +229,8 @@ def _first_problem(
         hole_rate = hole_rate_of(log, ranges)
     keys, offsets = log.keys, log.offsets
     if NO_KEY not in keys and increasing(keys):  # the common case
-        if len(offsets) < 2 or offsets[-1] - offsets[0] == len(offsets) - 1:
-            return None  # no offset between two records read lacks one (offsets only grow): no gap at all
+        if log.gapless():
+            return None  # no gap at all between records read
         steps = map(operator.sub, offsets[1:], offsets[:-1])
         apart = itertools.compress(itertools.count(), map(operator.lt, itertools.repeat(1), steps))  # at C speed
         return next(filter(None, (_overcounted_at(log, i, i + 1, ranges, hole_rate) for i in apart)), None)

@@ -75,6 +75,12 @@ class PartitionLog:
     def __len__(self) -> int:
         return len(self.offsets)
 
+    def gapless(self) -> bool:
+        """Whether a record was read at every offset between the first read and the last (offsets only grow,
+        each once): nothing between two records read to count as a hole or an over-counted gap."""
+        offsets = self.offsets
+        return not offsets or offsets[-1] - offsets[0] == len(offsets) - 1
+
     def carried(self) -> tuple[array, array]:
         """The lowest and the highest source offset each record may carry: its header, or its span
         (NO_KEY for a record that is not placed)."""
