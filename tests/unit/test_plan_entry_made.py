@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from offset_restore.formats.plan import PlanEntry, new_entry_fields
+from pydantic import ValidationError
 
 _BASE: dict[str, Any] = {
     "group": "payments \"eu\"\nline", "topic": "orders", "partition": 3, "target_topic": "orders-dr",
@@ -54,6 +55,22 @@ def test_a_made_entry_changes_copies_and_pickles_as_a_validated_one() -> None:
     assert pickle.loads(pickle.dumps(made)) == made
     other = PlanEntry.made(**_BASE)
     assert other.previous_target_offset is None  # no default shared with the entry changed above
+
+
+@pytest.mark.parametrize("field", ["target_topic", "target_partition", "partition"])
+def test_the_target_kept_once_asked_cannot_go_stale(field: str) -> None:
+    """``target`` is kept once asked: the fields it is made of refuse a change, made or validated, and a
+    copy or a dump does not carry it where it was not asked."""
+    for entry in (PlanEntry.made(**_BASE, target_partition=5), PlanEntry(**_BASE, target_partition=5)):
+        assert entry.target == ("orders-dr", 5)
+        with pytest.raises(ValidationError, match="frozen"):
+            setattr(entry, field, 7)
+        assert entry.target == ("orders-dr", 5) and entry.target_partition == 5 and entry.partition == 3
+        assert "target" not in entry.model_dump() and '"target":' not in entry.model_dump_json()
+        assert entry.model_copy(deep=True) == entry and pickle.loads(pickle.dumps(entry)).target == entry.target
+        moved = {"target_topic": ("t2", 5), "target_partition": ("orders-dr", 7), "partition": ("orders-dr", 5)}
+        assert entry.model_copy(update={field: "t2" if field == "target_topic" else 7}).target == moved[field]
+    assert PlanEntry.made(**_BASE).target == ("orders-dr", 3)
 
 
 @pytest.mark.parametrize(

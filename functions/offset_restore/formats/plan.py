@@ -5,9 +5,10 @@ from __future__ import annotations
 import operator
 import secrets
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from functools import cached_property
+from typing import Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -108,10 +109,10 @@ class PlanEntry(LeanModel):
 
     group: str
     topic: str
-    partition: int = Field(ge=0, strict=True)
+    partition: int = Field(ge=0, strict=True, frozen=True)
     """The source partition."""
-    target_topic: str
-    target_partition: int | None = Field(default=None, ge=0, strict=True)
+    target_topic: str = Field(frozen=True)
+    target_partition: int | None = Field(default=None, ge=0, strict=True, frozen=True)
     """The target partition, when it is not ``partition``: a topic the restore re-partitioned gets one
     entry per target partition (``source_positions`` holds the group's source positions it follows)."""
     source_offset: int = Field(ge=0, strict=True)
@@ -185,10 +186,17 @@ class PlanEntry(LeanModel):
     """For an entry of a re-partitioned topic: the group's committed offset on every source partition,
     each of whose records not yet processed lies at or after ``target_offset`` on this partition."""
 
-    @property
+    @cached_property
     def target(self) -> TP:
-        """The target partition this entry writes."""
+        """The target partition this entry writes: kept once asked (apply and the plan ask it of each entry
+        at every step; the fields it is made of are frozen)."""
         return TP(self.target_topic, self.partition if self.target_partition is None else self.target_partition)
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy that asks its own ``target`` again (an update may move it: a tampered plan in the tests)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("target", None)
+        return copied
 
     @property
     def holds(self) -> bool:
