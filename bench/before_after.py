@@ -96,7 +96,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=1, help="bench.user_shapes' --repeat (default: 1)")
     parser.add_argument("--output", default=str(RESULTS / "before-after.md"), help="the table (markdown)")
     args = parser.parse_args(argv)
-    passed = ["--broker", args.broker, "--repeat", str(args.repeat)]
+    passed = ["--broker", args.broker]
+    passed += ["--repeat", str(args.repeat)] if args.repeat > 1 else []  # revisions before it know no --repeat
     passed += ["--shapes", args.shapes] if args.shapes else []
     output = Path(args.output).resolve()  # each side runs in its own tree: a relative path would land there
     after = args.after or _work_tree()  # named before the run: the tree it measures
