@@ -49,14 +49,15 @@ def parse_table(text: str) -> dict[tuple[str, str], Row]:
 
 
 def compared(before: dict[tuple[str, str], Row], after: dict[tuple[str, str], Row]) -> list[str]:
-    """The before -> after table of every (shape, phase) both sides measured."""
+    """The before -> after table of every (shape, phase) both sides measured ("-": a column a side's table
+    lacks)."""
     lines = ["| shape | phase | " + " | ".join(f"{c}: before -> after" for c in COLUMNS) + " |"]
     lines.append("|---|---|" + "---|" * len(COLUMNS))
     for key, old in before.items():
         new = after.get(key)
         if new is None:
             continue
-        cells = [f"{old[c]} -> {new[c]}" for c in COLUMNS]
+        cells = [f"{old.get(c, '-')} -> {new.get(c, '-')}" for c in COLUMNS]  # older revisions lack some
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
     return lines
 
@@ -95,16 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--broker", default="apache", help="bench.user_shapes' --broker (default: apache)")
     parser.add_argument("--repeat", type=int, default=1, help="bench.user_shapes' --repeat (default: 1)")
     parser.add_argument("--output", default=str(RESULTS / "before-after.md"), help="the table (markdown)")
+    parser.add_argument(
+        "--saved", action="store_true", help="compare the side tables an earlier run wrote beside --output, not run"
+    )
     args = parser.parse_args(argv)
     passed = ["--broker", args.broker]
     passed += ["--repeat", str(args.repeat)] if args.repeat > 1 else []  # revisions before it know no --repeat
     passed += ["--shapes", args.shapes] if args.shapes else []
     output = Path(args.output).resolve()  # each side runs in its own tree: a relative path would land there
     after = args.after or _work_tree()  # named before the run: the tree it measures
-    with ExitStack() as stack:
-        old = run_side(worktree(stack, args.before), passed, output.with_suffix(".before.md"))
-        tree = worktree(stack, args.after) if args.after else ROOT
-        new = run_side(tree, passed, output.with_suffix(".after.md"))
+    if args.saved:
+        old, new = (parse_table(output.with_suffix(f".{side}.md").read_text()) for side in ("before", "after"))
+    else:
+        with ExitStack() as stack:
+            old = run_side(worktree(stack, args.before), passed, output.with_suffix(".before.md"))
+            tree = worktree(stack, args.after) if args.after else ROOT
+            new = run_side(tree, passed, output.with_suffix(".after.md"))
     command = "python -m bench.before_after " + " ".join(argv if argv is not None else sys.argv[1:])
     lines = [f"# Before ({args.before}) -> after ({after}), {args.broker}", "", f"Command: `{command}`", ""]
     lines += compared(old, new)
