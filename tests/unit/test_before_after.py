@@ -37,3 +37,13 @@ def test_the_comparison_shows_both_sides_of_the_phases_both_measured() -> None:
     lines = compared(before, after)
     assert len(lines) == 4  # header, rule, the two dense rows; gzip was measured on one side only
     assert "| dense | plan | 0.70x -> 0.70x | 0.72x -> 0.72x | 1.029x -> 1.029x | 12.07 s -> 9.00 s |" in lines
+
+
+def test_a_column_an_older_table_lacks_shows_as_a_dash() -> None:
+    """A revision before the CPU column (its rows parse without it): its side of that column is '-'."""
+    before = {
+        k: {c: v for c, v in row.items() if c != "CPU vs scan"}
+        for k, row in parse_table(table("12.07 s", "17.16 s")).items()
+    }
+    lines = compared(before, parse_table(table("9.00 s", "17.00 s")))
+    assert "| dense | plan | 0.70x -> 0.70x | - -> 0.72x | 1.029x -> 1.029x | 12.07 s -> 9.00 s |" in lines
