@@ -282,8 +282,8 @@ class ReadHeaders:
         records = records if isinstance(records, list) else list(records)
         numbers = _answer_headers(records, name)
         if numbers is not None:  # the common case, at C speed: every record has the header, in one encoding
-            part.offsets.extend(map(RECORD_OFFSET, records))
-            part.values.extend(numbers)
+            part.offsets.fromlist(list(map(RECORD_OFFSET, records)))
+            part.values.fromlist(numbers)
             if span is None:
                 part.spans.extend((record.offset, record.offset + 1) for record in records)
             part.keyed = part.keyed or bool(numbers)

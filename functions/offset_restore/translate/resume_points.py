@@ -34,7 +34,7 @@ import operator
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 __all__ = ["NO_KEY", "PartitionLog", "Resume", "increasing", "resume_points", "running_max"]
 
@@ -68,9 +68,10 @@ class PartitionLog:
             fresh = [i for i, offset in enumerate(offsets) if offset > last]
             offsets, timestamps = [offsets[i] for i in fresh], [timestamps[i] for i in fresh]
             keys = [keys[i] for i in fresh]
-        self.offsets.extend(offsets)
-        self.keys.extend(keys if None not in keys else (NO_KEY if key is None else key for key in keys))
-        self.timestamps.extend(timestamps)
+        _append_all(self.offsets, offsets)
+        known = cast(Sequence[int], keys) if None not in keys else [NO_KEY if k is None else k for k in keys]
+        _append_all(self.keys, known)
+        _append_all(self.timestamps, timestamps)
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -144,6 +145,15 @@ class _Fenwick:
             total += self.tree[i]
             i -= i & -i
         return total
+
+
+def _append_all(column: array, values: Sequence[int]) -> None:
+    """``column.extend(values)``, converting a list at once (``fromlist``: twice as fast as ``extend``'s
+    element-by-element path, and a dense plan appends millions)."""
+    if isinstance(values, list):
+        column.fromlist(values)
+    else:
+        column.extend(values)
 
 
 def resume_points(log: PartitionLog, wanted: Iterable[int]) -> dict[int, Resume]:
