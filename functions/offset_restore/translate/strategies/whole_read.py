@@ -186,7 +186,7 @@ def _decide_read_whole(
         assume_order=ctx.options.order_check == "windows",
         disproven=reads.disproven.get(tp, set()),
     )
-    answers = resume_points(log, {undecided[k].committed for k in keys})
+    answers = resume_points(log, {k[2] for k in keys})  # a key is (topic, partition, committed)
     restored, header = log.restored_range(), ctx.options.offset_header
     decisions = {
         key: _ordered_decision(
