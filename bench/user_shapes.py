@@ -85,6 +85,7 @@ from offset_restore.devtools.local_broker import free_ports
 from offset_restore.devtools.process_memory import peak_mb
 from offset_restore.devtools.processes import terminated_as_interrupt
 from offset_restore.formats.plan import ClusterRef, Plan, PlanEntry, PlanSummary
+from offset_restore.heap import collections_paused
 from offset_restore.kafka import batch_records, protocol
 from offset_restore.kafka.cluster import KafkaCluster
 from offset_restore.kafka.model import TP, CommittedOffset, PartitionFetch
@@ -586,7 +587,9 @@ def operator_scan(bootstrap: str, wanted: Mapping[TP, list[int]], *, committed_o
 def one_pass(cluster: KafkaCluster, tps: list[TP]) -> int:
     """ONE PASS: every target partition read once, from its log start to its end, in the project's own
     fetch rounds at 1 MB a partition — the bound set on each phase on the local broker (the scan
-    stops a partition once its positions are settled: less than one pass). Returns the records read."""
+    stops a partition once its positions are settled: less than one pass). Returns the records read.
+    The garbage collector is paused, as the phases pause it where they read: its walks of the records
+    decoded, which it never frees, would cost more than the read itself."""
     bounds = cluster.log_bounds(tps)
     ends = {tp: b.end for tp, b in bounds.items()}
     rounds = FetchRounds(fetch_from(cluster), ends=ends, partition_bytes=1 << 20)
@@ -596,7 +599,8 @@ def one_pass(cluster: KafkaCluster, tps: list[TP]) -> int:
             return None
         return outcome.answer.read_to if outcome.answer.read_to < ends[tp] else None
 
-    failed = read_forward(rounds, {tp: b.start for tp, b in bounds.items() if b.end > b.start}, take)
+    with collections_paused():
+        failed = read_forward(rounds, {tp: b.start for tp, b in bounds.items() if b.end > b.start}, take)
     assert not failed, failed
     return rounds.records
 
