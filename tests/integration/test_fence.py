@@ -5,6 +5,7 @@ offsets and not yet ended its transaction — and the offsets on the cluster are
 from __future__ import annotations
 
 import time
+from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -285,3 +286,38 @@ def test_the_first_transaction_of_a_cluster_waits_for_its_transaction_log() -> N
     with started("apache", "first-transaction") as (broker,), KafkaCluster(broker.settings(retries=0)) as cluster:
         lanes = cluster.take_cluster_fence()
         assert [lane.transactional_id for lane in lanes] == fence_ids(cluster.cluster_id)
+
+
+@pytest.mark.parametrize("fenced", [True, False], ids=["fenced", "unfenced"])
+def test_a_group_whose_coordinator_moved_is_written_again_and_named_in_the_warning(
+    target: KafkaCluster, fenced: bool, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A commit's answer for one group says its coordinator is still loading (as a partition of the offsets
+    topic moving to another broker answers): that group is sent again, after the coordinators are asked
+    anew, the other groups' answers kept; the retry's warning names the group and the error."""
+    topic = unique("fence-moved")
+    target.create_topics({topic: 1})
+    tp = TP(topic, 0)
+    groups = {unique(f"fence-moved-{i}"): offsets(tp, 10 + i) for i in range(3)}
+    loading = list(groups)[1]
+    original, rounds = target._commit_round, []
+
+    def first_answer_loading(batch: Any, build: Any, timeout_ms: int) -> Any:
+        answers, failure = original(batch, build, timeout_ms)
+        rounds.append(sorted(batch))
+        if len(rounds) == 1:
+            answers = [(g, Namespace(error_code=14, topics=[]) if g == loading else r) for g, r in answers]
+        return answers, failure
+
+    monkeypatch.setattr(target, "_commit_round", first_answer_loading)
+    with caplog.at_level("WARNING", logger="offset_restore.kafka.cluster"):
+        if fenced:
+            answers = target.fenced_offsets(groups, target.take_fence(fresh_id()))
+        else:
+            answers = target.alter_offsets_many(groups)
+    assert rounds == [sorted(groups), [loading]]
+    assert all(not any(per.values()) for per in answers.values()) and set(answers) == set(groups), answers
+    assert {g: o[tp].offset for g, o in target.committed_offsets(list(groups)).items()} == {
+        g: o[tp].offset for g, o in groups.items()
+    }
+    assert f"coordinator moved for {loading} (CoordinatorLoadInProgressError)" in caplog.text

@@ -155,6 +155,15 @@ def test_coordinator_errors_at_any_level_say_ask_again() -> None:
     assert protocol.coordinator_moved(NS(error_code=0, topics=[NS(partitions=[NS(error_code=25)])])) is None
 
 
+def test_the_groups_whose_coordinator_moved_are_named_with_their_error() -> None:
+    """A retry's warning says which group and which error (a coordinator still loading is no moved one)."""
+    answers = [("a", NS(error_code=0)), ("b", NS(error_code=14)), ("c", NS(error_code=16))]
+    moved = protocol.moved_groups(answers)
+    assert moved == {"b": kafka_errors.CoordinatorLoadInProgressError, "c": kafka_errors.NotCoordinatorError}
+    assert protocol.moved_reason(moved) == "coordinator moved for b (CoordinatorLoadInProgressError)"
+    assert protocol.moved_reason({}) == "coordinator moved"
+
+
 def test_an_admin_commit_has_no_member_and_keeps_each_partitions_metadata() -> None:
     request = protocol.offset_commit_request(
         "g", {TP("t", 1): CommittedOffset(7, None), TP("t", 0): CommittedOffset(3, "m")}

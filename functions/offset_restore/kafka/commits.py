@@ -90,10 +90,10 @@ class Commits(ShareGroups):
             deadline_s = _fence(before_attempt, attempt, result, remaining)
             timeout_ms = self._request_ms if deadline_s is None else min(self._request_ms, int(deadline_s * 1000))
             answers, failure = self._commit_round(remaining, build, max(1, timeout_ms))
-            moved = [group for group, response in answers if protocol.coordinator_moved(response) is not None]
+            moved = protocol.moved_groups(answers)
             if moved:  # not committed: sent again with the unanswered ones
                 self._forget_coordinators(moved)
-                failure = failure or ClusterUnreachableError(f"committing offsets: coordinator moved for {moved[0]}")
+                failure = failure or ClusterUnreachableError(f"committing offsets: {protocol.moved_reason(moved)}")
             for group, response in answers:
                 if group in moved:
                     continue

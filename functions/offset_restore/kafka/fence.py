@@ -382,7 +382,7 @@ class Fences(Commits):
         attempts = self.settings.retries + 1
         for attempt in range(1, attempts + 1):
             answers, failure = self._commit_round(remaining, build, self._request_ms)
-            moved = [group for group, response in answers if protocol.coordinator_moved(response) is not None]
+            moved = protocol.moved_groups(answers)
             self._forget_coordinators(moved)
             for group, response in answers:
                 if group not in moved:
@@ -392,7 +392,7 @@ class Fences(Commits):
             if not remaining:
                 return result
             if attempt < attempts:
-                why = failure or ClusterError("coordinator moved")
+                why = failure or ClusterError(protocol.moved_reason(moved))
                 self._back_off("committing in the write's transaction", why, attempt, attempts)
         raise ClusterError(f"committing group {remaining[0]} in the write's transaction kept failing")
 

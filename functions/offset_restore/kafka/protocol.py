@@ -61,6 +61,8 @@ __all__ = [
     "init_producer_id_request",
     "listed_groups",
     "metadata_request",
+    "moved_groups",
+    "moved_reason",
     "offset_commit_request",
     "over_limit",
     "partition_identities",
@@ -156,6 +158,19 @@ def coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
         codes.extend(p.error_code for t in getattr(group, "topics", None) or () for p in t.partitions)
     codes.extend(p.error_code for t in getattr(response, "topics", None) or () for p in t.partitions)
     return next((_COORDINATOR_MOVED[code] for code in codes if code in _COORDINATOR_MOVED), None)
+
+
+def moved_groups(answers: Iterable[tuple[str, Any]]) -> dict[str, type[kafka_errors.KafkaError]]:
+    """The groups of ``(group, answer)`` pairs whose coordinator moved (``coordinator_moved``), each with its
+    error: not written, to be sent again after the coordinators are looked up again, and named in the
+    back-off's warning (a coordinator still loading is not one that moved)."""
+    return {group: error for group, response in answers if (error := coordinator_moved(response)) is not None}
+
+
+def moved_reason(moved: Mapping[str, type[kafka_errors.KafkaError]]) -> str:
+    """What ``moved_groups`` found, in words: the first group and its error."""
+    group, error = next(iter(moved.items()), (None, None))
+    return "coordinator moved" if error is None else f"coordinator moved for {group} ({error.__name__})"
 
 
 def describe_groups_request(batch: Sequence[str]) -> Any:
