@@ -15,7 +15,8 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 from kafka.record.util import calc_crc32c
 from offset_restore.errors import UnreadableBatchError
 from offset_restore.kafka.batch_records import abort_marker, batches, decode_records, records_before
-from offset_restore.kafka.model import FetchedRecord, Record
+from offset_restore.kafka.model import NO_TIMESTAMP, FetchedRecord, Record
+from offset_restore.translate.resume_points import PartitionLog
 
 from tests.helpers import held
 
@@ -113,6 +114,25 @@ def test_a_compressed_legacy_message_set_asked_from_inside_skips_the_records_bef
     data[0:8] = (1_005).to_bytes(8, "big")  # the wrapper's offset, as a broker writes it: its last record's
     found, stopped = ours(bytes(data), 1_003)
     assert [r.offset for r in found] == [1_003, 1_004, 1_005] and not stopped
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+def test_a_message_set_of_format_0_gives_its_records_no_timestamp_as_kafka_does(codec: str) -> None:
+    """Format 0 has no timestamp (the reader says None): each record is given Kafka's -1, as the Java consumer
+    gives it, so the columns a whole read keeps hold integers; key, value and offset are the record's."""
+    builder = MemoryRecordsBuilder(magic=0, compression_type=CODECS[codec], batch_size=1 << 20)
+    for i in range(4):
+        builder.append(None, bytes([i]), b"v%d" % i, [])
+    builder.close()
+    data = bytearray(builder.buffer())
+    if codec != "none":
+        data[0:8] = (3).to_bytes(8, "big")  # the wrapper's offset, as a broker writes it: its last record's
+    found, _ = ours(bytes(data), 1)
+    assert found == [FetchedRecord(o, NO_TIMESTAMP, bytes([o]), b"v%d" % o, ()) for o in (1, 2, 3)]
+    assert NO_TIMESTAMP == -1
+    log = PartitionLog()
+    log.extend([r.offset for r in found], [None] * 3, [r.timestamp for r in found])
+    assert list(log.timestamps) == [-1, -1, -1]
 
 
 def test_log_append_time_gives_every_record_the_batchs_time() -> None:

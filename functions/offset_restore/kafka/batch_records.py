@@ -21,7 +21,7 @@ from aiokafka.errors import UnsupportedCodecError
 from aiokafka.record.memory_records import MemoryRecords
 
 from offset_restore.errors import UnreadableBatchError
-from offset_restore.kafka.model import Record
+from offset_restore.kafka.model import NO_TIMESTAMP, FetchedRecord, Record
 
 __all__ = ["LOG_OVERHEAD", "abort_marker", "batches", "decode_records", "records_before"]
 
@@ -82,12 +82,18 @@ def decode_records(
             offset = record.offset
             if offset < fetch_offset or (keep is not None and offset not in keep):
                 continue
-            records.append(record)  # the reader's own record: a ``Record`` as it is, none built
+            records.append(record if record.timestamp is not None else _without_time(record))
             if until is not None and offset >= until:
                 return True
     except (ReaderError, ValueError, IndexError, struct.error, UnicodeDecodeError) as error:
         raise _corrupt(base_offset, error) from None
     return False
+
+
+def _without_time(record: Any) -> Record:
+    """A record of message format 0, which has no timestamp: given Kafka's ``NO_TIMESTAMP`` (-1), as the Java
+    consumer gives it, so every reader holds an integer (the reader's own record says None)."""
+    return FetchedRecord(record.offset, NO_TIMESTAMP, record.key, record.value, ())
 
 
 def records_before(raw: bytes, fetch_offset: int, start: int) -> list[Record]:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol, runtime_checkable
 
 __all__ = [
+    "NO_TIMESTAMP",
     "ONE_BATCH",
     "POINT_READ_BYTES",
     "RECORD_HEADERS",
@@ -63,6 +64,9 @@ class FetchedRecord(NamedTuple):
     value: bytes | None
     headers: tuple[tuple[str, bytes | None], ...]
 
+
+NO_TIMESTAMP = -1
+"""A record's timestamp when it has none (message format 0), as Kafka's Java client gives it."""
 
 RECORD_OFFSET = operator.attrgetter("offset")
 RECORD_TIMESTAMP = operator.attrgetter("timestamp")
