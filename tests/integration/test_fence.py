@@ -5,9 +5,9 @@ offsets and not yet ended its transaction — and the offsets on the cluster are
 from __future__ import annotations
 
 import time
-from argparse import Namespace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -306,7 +306,7 @@ def test_a_group_whose_coordinator_moved_is_written_again_and_named_in_the_warni
         answers, failure = original(batch, build, timeout_ms)
         rounds.append(sorted(batch))
         if len(rounds) == 1:
-            answers = [(g, Namespace(error_code=14, topics=[]) if g == loading else r) for g, r in answers]
+            answers = [(g, SimpleNamespace(error_code=14, topics=[]) if g == loading else r) for g, r in answers]
         return answers, failure
 
     monkeypatch.setattr(target, "_commit_round", first_answer_loading)

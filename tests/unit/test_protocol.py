@@ -156,7 +156,8 @@ def test_coordinator_errors_at_any_level_say_ask_again() -> None:
 
 
 def test_the_groups_whose_coordinator_moved_are_named_with_their_error() -> None:
-    """A retry's warning says which group and which error (a coordinator still loading is no moved one)."""
+    """A retry's warning says which group and which error (a coordinator still loading reads apart from one on
+    another broker)."""
     answers = [("a", NS(error_code=0)), ("b", NS(error_code=14)), ("c", NS(error_code=16))]
     moved = protocol.moved_groups(answers)
     assert moved == {"b": kafka_errors.CoordinatorLoadInProgressError, "c": kafka_errors.NotCoordinatorError}

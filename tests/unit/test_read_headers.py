@@ -274,27 +274,30 @@ def test_entries_added_out_of_order_are_indexed_as_sorting_each_offset_once_woul
     for run in runs:
         offsets.extend(run)
         values.extend(rng.choice([o + 1000, o + 2000, -1, -2]) for o in run)
-    pairs = dict(zip(offsets, values, strict=True))
-    expected = array("q", sorted(pairs))
-    assert _in_order(offsets, values) == (expected, array("q", map(pairs.__getitem__, expected)))
+    assert _in_order(offsets, values) == _sorted_once(offsets, values)
 
 
 @pytest.mark.parametrize("seed", range(30))
-def test_runs_that_overlap_nowhere_are_joined_in_offset_order(seed: int) -> None:
+def test_runs_that_overlap_nowhere_or_touch_at_one_offset_are_indexed_as_sorting_would(seed: int) -> None:
     """A partition's answers in any order that share no offset (a sample of the end, then the start on; windows
-    apart): joined as the plain sort would order them. Two runs sharing just one offset, its value differing,
-    keep the later one's."""
+    apart): in offset order. Two runs sharing just one offset, its value differing, keep the later one's."""
     rng = random.Random(seed)
     cuts = sorted(rng.sample(range(1, 299), rng.randrange(1, 8)))
     runs = [range(a, b) for a, b in zip([0, *cuts], [*cuts, 300], strict=True)]
     rng.shuffle(runs)
     if seed % 2:  # the highest run read last, then its last offset read again: two runs touch at one offset
-        runs.append(runs.pop(runs.index(runs_with_top := max(runs, key=lambda run: run[-1]))))
-        runs.append(range(runs_with_top[-1], runs_with_top[-1] + 1))
+        top = max(runs, key=lambda run: run[-1])
+        runs.remove(top)
+        runs += [top, range(top[-1], top[-1] + 1)]
     offsets, values = array("q"), array("q")
     for run in runs:
         offsets.extend(o for o in run if o % 7)  # gaps inside a run (compacted away) keep it in order
         values.extend(rng.choice([o + 1000, o + 2000, -1, -2]) for o in run if o % 7)
+    assert _in_order(offsets, values) == _sorted_once(offsets, values)
+
+
+def _sorted_once(offsets: array[int], values: array[int]) -> tuple[array[int], array[int]]:
+    """The plain sort: each offset once, with the value added last for it."""
     pairs = dict(zip(offsets, values, strict=True))
-    expected = array("q", sorted(pairs))
-    assert _in_order(offsets, values) == (expected, array("q", map(pairs.__getitem__, expected)))
+    ordered = array("q", sorted(pairs))
+    return ordered, array("q", map(pairs.__getitem__, ordered))

@@ -163,7 +163,7 @@ def coordinator_moved(response: Any) -> type[kafka_errors.KafkaError] | None:
 def moved_groups(answers: Iterable[tuple[str, Any]]) -> dict[str, type[kafka_errors.KafkaError]]:
     """The groups of ``(group, answer)`` pairs whose coordinator moved (``coordinator_moved``), each with its
     error: not written, to be sent again after the coordinators are looked up again, and named in the
-    back-off's warning (a coordinator still loading is not one that moved)."""
+    back-off's warning (a coordinator still loading reads apart from one on another broker)."""
     return {group: error for group, response in answers if (error := coordinator_moved(response)) is not None}
 
 
